@@ -1,0 +1,56 @@
+"""Shuffle-model Rényi-DP accountant: bounds, conversion, composition, calibration.
+
+Pure numpy/scipy; no web, no database. Public API::
+
+    shuffle_rdp(n, epsilon0, orders, bound="upper")
+    subsampled_shuffle_rdp(n, k, epsilon0, orders, bound="upper")
+    epsilon_from_rdp(orders, rdp, delta) -> (epsilon, order)
+    delta_from_rdp(orders, rdp, epsilon) -> (delta, order)
+    compose(events, orders=None) -> curve;  epsilon(events, delta);  delta(events, epsilon)
+    DEFAULT_ORDERS, event classes and event_from_dict
+
+Formulas and their corrections: see each function's docstring (bounds.md in the docs).
+"""
+
+from .bounds import (
+    SHUFFLE_BOUNDS,
+    SUBSAMPLED_BOUNDS,
+    CurveDetail,
+    shuffle_rdp,
+    shuffle_upper_detail,
+    subsampled_shuffle_rdp,
+    subsampled_upper_detail,
+)
+from .composition import (
+    Guarantee,
+    compose,
+    delta,
+    delta_guarantee,
+    epsilon,
+    epsilon_guarantee,
+    event_rdp,
+)
+from .conversion import delta_from_rdp, epsilon_from_rdp
+from .errors import AccountantError, BoundNotApplicable, InfeasibleTarget, InvalidEvent, InvalidParameter
+from .events import (
+    EVENT_TYPES,
+    Event,
+    GaussianEvent,
+    LaplaceEvent,
+    PureDpEvent,
+    RdpCurveEvent,
+    ShuffleEvent,
+    SubsampledShuffleEvent,
+    as_event,
+    event_from_dict,
+)
+from .orders import DEFAULT_GRID_VERSION, DEFAULT_ORDERS
+
+__all__ = [
+    "SHUFFLE_BOUNDS", "SUBSAMPLED_BOUNDS", "CurveDetail", "shuffle_rdp", "shuffle_upper_detail",
+    "subsampled_shuffle_rdp", "subsampled_upper_detail", "Guarantee", "compose", "delta", "delta_guarantee",
+    "epsilon", "epsilon_guarantee", "event_rdp", "delta_from_rdp", "epsilon_from_rdp", "AccountantError",
+    "BoundNotApplicable", "InfeasibleTarget", "InvalidEvent", "InvalidParameter", "EVENT_TYPES", "Event",
+    "GaussianEvent", "LaplaceEvent", "PureDpEvent", "RdpCurveEvent", "ShuffleEvent", "SubsampledShuffleEvent",
+    "as_event", "event_from_dict", "DEFAULT_GRID_VERSION", "DEFAULT_ORDERS",
+]

@@ -1,0 +1,84 @@
+"""Exact binomial-moment sums E_K[r(K)^β] for the randomized-response lower bounds.
+
+Used by the exact lower bounds (thesis Theorems 5.3.3 and 5.4.2 in closed form, bounds.md §2–3):
+K ~ Bin(m, p) with p = 1/(E+1) and the likelihood ratio r(K) = (1−γ) + γ·((K/m)·E + ((m−K)/m)/E)
+(γ = 1 for the plain shuffle model). Since E[r] = 1 we evaluate
+E[r^β] − 1 = E[φ_β(r − 1)] with φ_β(x) = (1+x)^β − 1 − βx ≥ 0 (convex for β > 1 and β < 0),
+a sum of non-negative terms, so tiny values keep full relative accuracy.
+
+A lower bound may drop terms (it only gets smaller), so large m uses a window of K around the
+mode and, when that window is still long, Jensen's inequality on bins (r^β is convex in K, so
+Σ_bin pmf·φ(x) ≥ mass·φ(x̄)); both keep the result a valid lower bound.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import stats
+from scipy.special import logsumexp
+
+DENSE_MAX = 50_001      # longest window of K summed term by term
+JENSEN_BINS = 50_000    # bins used beyond that
+_CELLS = 2_000_000      # (orders × points) evaluated per chunk
+
+
+def _log_phi(beta: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """log φ_β(x), φ_β(x) = (1+x)^β − 1 − βx, for an (orders × points) grid; −inf where 0."""
+    v = beta * np.log1p(x)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        big = v > 30.0
+        small_val = np.expm1(np.where(big, 0.0, v)) - beta * x
+        small_log = np.log(np.maximum(small_val, 0.0))
+        vb = np.where(big, v, 31.0)
+        big_log = vb + np.log1p(-(1.0 + beta * x) * np.exp(-vb))
+    return np.where(big, big_log, small_log)
+
+
+def rr_shuffle_log_moments(m: int, epsilon0: float, gamma: float, orders: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(log E[r^α], log E[r^{1−α}]) for each order α (vectorised)."""
+    orders = np.asarray(orders, dtype=float)
+    E = np.exp(epsilon0)
+    p = 1.0 / (E + 1.0)
+    slope = gamma * (E - 1.0 / E)  # r − 1 = slope·(K/m − p)
+    sd = np.sqrt(m * p * (1 - p))
+    mu = m * p
+    max_beta = float(np.max(orders))
+    # terms with log pmf below the mode by more than L are negligible even after tilting
+    L = 60.0 + max_beta * min(epsilon0 * 1.0, np.log1p(slope)) + np.log(m + 1.0)
+    half = np.sqrt(2.0 * L) * sd + 2.0
+    lo = int(max(0, np.floor(mu - half)))
+    hi = int(min(m, np.ceil(mu + half)))
+    betas = np.stack([orders, 1.0 - orders])  # (2, n_orders)
+    if hi - lo + 1 <= DENSE_MAX:
+        K = np.arange(lo, hi + 1, dtype=float)
+        logw = stats.binom.logpmf(K, m, p)
+        x = slope * (K / m - p)
+    else:
+        edges = np.linspace(lo, hi + 1, JENSEN_BINS + 1)
+        edges = np.unique(np.floor(edges))
+        a, b = edges[:-1], edges[1:] - 1  # bins [a, b] of integers
+        # mass and first moment of each bin from CDFs: E[K 1{a≤K≤b}] = m p P(a−1 ≤ K' ≤ b−1), K'~Bin(m−1,p)
+        mass = stats.binom.cdf(b, m, p) - stats.binom.cdf(a - 1, m, p)
+        first = m * p * (stats.binom.cdf(b - 1, m - 1, p) - stats.binom.cdf(a - 2, m - 1, p))
+        ok = mass > 0
+        mass, first = mass[ok], first[ok]
+        kbar = np.clip(first / mass, a[ok], b[ok])
+        with np.errstate(divide="ignore"):
+            logw = np.log(mass)
+        x = slope * (kbar / m - p)
+    log_s = np.empty(betas.shape)
+    step = max(1, _CELLS // max(x.size, 1))
+    for j in range(0, orders.size, step):  # chunks of orders bound the memory
+        lp = _log_phi(betas[:, j:j + step, None], x[None, None, :]) + logw[None, None, :]
+        log_s[:, j:j + step] = logsumexp(lp, axis=-1)
+    fwd, rev = np.logaddexp(0.0, log_s)  # log(1 + E[φ])
+    return fwd, rev
+
+
+def rr_shuffle_lower(m: int, epsilon0: float, gamma: float, orders: np.ndarray) -> np.ndarray:
+    """max over the two directions of the exact RDP of shuffled binary RR on the extreme pair."""
+    orders = np.asarray(orders, dtype=float)
+    if epsilon0 == 0.0 or gamma == 0.0:
+        return np.zeros_like(orders)
+    fwd, rev = rr_shuffle_log_moments(m, epsilon0, gamma, orders)
+    return np.maximum(np.maximum(fwd, rev), 0.0) / (orders - 1.0)

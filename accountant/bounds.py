@@ -1,0 +1,254 @@
+"""Named bounds and the default (tightest valid) upper bound, per model (bounds.md §1–3, §8).
+
+``shuffle_rdp`` and ``subsampled_shuffle_rdp`` are the public entry points; each named bound is
+one function in :mod:`accountant.shuffle`, :mod:`accountant.subsampled`, :mod:`accountant.clones`
+or :mod:`accountant.wbk19` whose docstring names its theorem and validity conditions. The default
+``upper`` is the order-wise minimum of every valid upper bound implemented, extended to real
+orders through the convexity of (α−1)ε(α) (Remark 5.3.2); ``*_detail`` also says which bound
+gave each value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import shuffle as _sh
+from . import subsampled as _ss
+from ._numerics import interpolate_integer_bound, round_up
+from ._validation import check_epsilon0, check_int, check_n, check_orders
+from .errors import BoundNotApplicable, InvalidParameter
+
+try:  # tighter bounds of bounds.md §8
+    from .clones import CLONES_MAX_N, clone_rdp
+except ImportError:  # pragma: no cover - during development only
+    clone_rdp = None
+    CLONES_MAX_N = 0
+try:
+    from .wbk19 import wbk19_rdp
+except ImportError:  # pragma: no cover
+    wbk19_rdp = None
+
+OUTPUTS = ("discrete", "continuous")
+SHUFFLE_BOUNDS = (
+    "upper", "u1", "u1_simplified", "u2", "cap", "clones", "thesis",
+    "lower", "lower_simplified", "efm19", "fmt23",
+)
+SUBSAMPLED_BOUNDS = ("upper", "su", "wbk19", "cap", "thesis", "lower")
+UPPER_BOUNDS = {"upper", "u1", "u1_simplified", "u2", "cap", "clones", "thesis", "su", "wbk19"}
+# bounds of ch. 5 that need a discrete output range
+_DISCRETE_ONLY = {"u1", "u1_simplified", "u2", "thesis", "su", "lower", "lower_simplified"}
+
+
+@dataclass
+class CurveDetail:
+    """An upper curve with, per order, the name of the bound that gave it, and notes."""
+
+    orders: np.ndarray
+    rdp: np.ndarray
+    sources: list[str]
+    notes: list[str] = field(default_factory=list)
+
+
+def _check_output(output: str) -> str:
+    if output not in OUTPUTS:
+        raise InvalidParameter(f"output must be one of {list(OUTPUTS)}, got {output!r}")
+    return output
+
+
+def _check_bound(bound: str, allowed: tuple[str, ...], model: str, output: str) -> str:
+    if bound not in allowed:
+        raise InvalidParameter(f"unknown bound {bound!r} for the {model} model; choose one of {list(allowed)}")
+    if output == "continuous" and bound in _DISCRETE_ONLY:
+        raise BoundNotApplicable(
+            f"bound {bound!r} (thesis ch. 5) holds only for randomizers with a discrete output range; "
+            "for output 'continuous' use 'upper', 'cap' or 'clones'"
+        )
+    return bound
+
+
+def _clones(n: int, epsilon0: float, orders: np.ndarray) -> np.ndarray:
+    if clone_rdp is None:
+        return np.full(orders.shape, np.inf)
+    return np.asarray(clone_rdp(n, epsilon0, orders), dtype=float)
+
+
+def _clone_note(n: int) -> list[str]:
+    if clone_rdp is None:
+        return ["the clone bound is not available in this build; thesis bounds only"]
+    if n > CLONES_MAX_N:
+        return [
+            f"the clone bound is certified only up to n = {CLONES_MAX_N:,} within the time budget; "
+            f"n = {n:,} uses the thesis bounds and the pure-DP cap"
+        ]
+    return []
+
+
+def shuffle_upper_detail(n: int, epsilon0: float, orders, output: str = "discrete") -> CurveDetail:
+    """Default shuffle upper bound with its per-order source.
+
+    discrete: min(interp(min(U1, U2, cap) at integers), U2, cap, clones);
+    continuous: min(cap, clones) (only the bounds valid for every ε0-LDP randomizer).
+    """
+    o = check_orders(orders)
+    n = check_n(n)
+    epsilon0 = check_epsilon0(epsilon0)
+    _check_output(output)
+    names = ["cap", "clones"]
+    cands = [_sh.cap(epsilon0, o), _clones(n, epsilon0, o)]
+    if output == "discrete":
+
+        def int_min(ints):
+            return np.minimum.reduce([_sh._u1_int(n, epsilon0, ints), _sh.u2(n, epsilon0, ints), _sh.cap(epsilon0, ints)])
+
+        # at an integer order the interpolated minimum is min(U1, U2, cap) itself
+        names += ["u1", "u2"]
+        cands += [round_up(interpolate_integer_bound(o, int_min)), _sh.u2(n, epsilon0, o)]
+    stack = np.stack(cands)
+    idx = np.argmin(stack, axis=0)
+    vals = stack[idx, np.arange(o.size)]
+    is_int = o == np.floor(o)
+    sources = [
+        ("u1" if is_int[j] else "u1/u2 interpolated") if names[i] == "u1" else names[i] for j, i in enumerate(idx)
+    ]
+    return CurveDetail(o, vals, sources, _clone_note(n))
+
+
+def shuffle_rdp(n, epsilon0, orders, bound: str = "upper", output: str = "discrete") -> np.ndarray:
+    """RDP of the shuffle model at each order, for the named bound.
+
+    bound: ``upper`` (default; the tightest valid bound, bounds.md §1/§8), ``u1`` (Thm 5.3.1),
+    ``u1_simplified`` (Cor. 5.3.1), ``u2`` (Thm 5.3.2), ``cap`` (pure DP), ``clones``
+    (Feldman–McMillan–Talwar 2021), ``thesis`` (the thesis's bounds alone), ``lower`` (exact
+    Thm 5.3.3), ``lower_simplified`` (Cor. 5.3.2), ``efm19`` and ``fmt23`` (comparison curves).
+    output: ``discrete`` (default) or ``continuous`` — ch. 5's bounds need a discrete output
+    range; for continuous outputs only ``upper``/``cap``/``clones`` apply.
+    """
+    o = check_orders(orders)
+    n = check_n(n)
+    epsilon0 = check_epsilon0(epsilon0)
+    _check_output(output)
+    _check_bound(bound, SHUFFLE_BOUNDS, "shuffle", output)
+    if bound == "upper":
+        return shuffle_upper_detail(n, epsilon0, o, output).rdp
+    if bound == "clones":
+        if clone_rdp is None or n > CLONES_MAX_N:
+            raise BoundNotApplicable(_clone_note(n)[0])
+        return _clones(n, epsilon0, o)
+    if bound == "cap":
+        return _sh.cap(epsilon0, o)
+    fn = {
+        "u1": _sh.u1, "u1_simplified": _sh.u1_simplified, "u2": _sh.u2, "thesis": _sh.thesis_upper,
+        "lower": _sh.lower, "lower_simplified": _sh.lower_simplified, "efm19": _sh.efm19, "fmt23": _sh.fmt23,
+    }[bound]
+    return fn(n, epsilon0, o)
+
+
+def _check_nk(n, k) -> tuple[int, int]:
+    n = check_n(n)
+    k = check_int("k", k, 1, n) if not (isinstance(k, (int, np.integer)) and 1 <= k <= n) else int(k)
+    return n, k
+
+
+def _wbk19(n: int, k: int, epsilon0: float, ints: np.ndarray, output: str) -> np.ndarray:
+    """WBK19 Thm 9 with the tightest inner curve of the k-user shuffle at integer orders."""
+    if wbk19_rdp is None or epsilon0 == 0.0:
+        return np.full(ints.shape, np.inf) if epsilon0 else np.zeros(ints.shape)
+    from .orders import DEFAULT_ORDERS
+
+    def inner(js):
+        js = np.asarray(js, dtype=float)
+        # the tight (costly) inner curve on a sparse grid, extended to every integer by convexity
+        # of (α−1)ε(α); closed-form bounds at every integer directly. Any valid inner curve is
+        # allowed (WBK19's bound is increasing in each ε(j)).
+        sparse = np.unique(np.concatenate([np.arange(2.0, 17.0), DEFAULT_ORDERS[DEFAULT_ORDERS >= 2], [js.max()]]))
+        sparse = sparse[sparse <= js.max()]
+        tight = shuffle_upper_detail(k, epsilon0, sparse, output).rdp
+        table = dict(zip(sparse.astype(np.int64).tolist(), tight))
+        known = np.array(sorted(table))
+        vals = np.array([table[j] for j in known])
+        # linear interpolation of (j−1)ε(j) between consecutive known integers
+        lin = np.interp(js, known, (known - 1.0) * vals) / (js - 1.0)
+        return np.minimum.reduce([lin, _sh.cap(epsilon0, js)])
+
+    return np.asarray(wbk19_rdp(k / n, inner, epsilon0, ints.astype(float)), dtype=float)
+
+
+def subsampled_upper_detail(n: int, k: int, epsilon0: float, orders, output: str = "discrete") -> CurveDetail:
+    """Default subsampled-shuffle upper bound with its per-order source:
+    min(interp(min(SU, WBK19, cap) at integers), cap). SU only for discrete outputs and k ≥ 2."""
+    o = check_orders(orders)
+    n, k = _check_nk(n, k)
+    epsilon0 = check_epsilon0(epsilon0)
+    _check_output(output)
+    labels = {0: "cap", 1: "su", 2: "wbk19"}
+    chosen: dict[int, int] = {}
+
+    def int_min(ints):
+        ints = np.asarray(ints, dtype=np.int64)
+        c = [_ss.cap(n, k, epsilon0, ints)]
+        c.append(_ss._su_int(n, k, epsilon0, ints) if (output == "discrete" and k >= 2) else np.full(ints.shape, np.inf))
+        c.append(_wbk19(n, k, epsilon0, ints, output))
+        st = np.stack(c)
+        arg = np.argmin(st, axis=0)
+        chosen.update(zip(ints.tolist(), arg.tolist()))
+        return st[arg, np.arange(ints.size)]
+
+    interp = round_up(interpolate_integer_bound(o, int_min))
+    capv = _ss.cap(n, k, epsilon0, o)
+    vals = np.minimum(interp, capv)
+    sources = []
+    for a, v, c in zip(o, interp, capv):
+        if c <= v:
+            sources.append("cap")
+        elif a == np.floor(a):
+            sources.append(labels[chosen.get(int(a), 0)])
+        else:
+            sources.append("interpolated")
+    notes = _clone_note(k) if wbk19_rdp is not None else ["WBK19 is not available in this build"]
+    return CurveDetail(o, vals, sources, notes)
+
+
+def subsampled_shuffle_rdp(n, k, epsilon0, orders, bound: str = "upper", output: str = "discrete",
+                           sampling: str = "without_replacement") -> np.ndarray:
+    """RDP of the subsampled shuffle model (k of n sampled uniformly without replacement).
+
+    bound: ``upper`` (default, tightest valid), ``su`` (Thm 5.4.1; integer α, 2 ≤ k ≤ n),
+    ``wbk19`` (WBK19 Thm 9 over the tightest k-user shuffle curve; integer α), ``cap``
+    (Lemma 2.1.1 + pure DP), ``thesis`` (min(SU, cap) interpolated), ``lower`` (exact Thm 5.4.2).
+    Poisson sampling and client self-sampling are refused: these theorems do not cover them.
+    """
+    if sampling != "without_replacement":
+        raise BoundNotApplicable(
+            f"sampling {sampling!r} is not covered: the subsampled-shuffle theorems (thesis §5.4, WBK19) hold "
+            "for sampling k of n users uniformly without replacement only ('without_replacement'); "
+            "Poisson sampling and client self-sampling give a random number of reports"
+        )
+    o = check_orders(orders)
+    n, k = _check_nk(n, k)
+    epsilon0 = check_epsilon0(epsilon0)
+    _check_output(output)
+    _check_bound(bound, SUBSAMPLED_BOUNDS, "subsampled_shuffle", output)
+    if bound == "upper":
+        return subsampled_upper_detail(n, k, epsilon0, o, output).rdp
+    if bound == "cap":
+        return _ss.cap(n, k, epsilon0, o)
+    if bound == "lower":
+        return _ss.lower(n, k, epsilon0, o)
+    if bound == "su":
+        return _ss.su(n, k, epsilon0, o)
+    from ._validation import integer_orders
+
+    if bound == "wbk19":
+        if wbk19_rdp is None:
+            raise BoundNotApplicable("bound 'wbk19' is not available in this build")
+        return _wbk19(n, k, epsilon0, integer_orders(o, "wbk19"), output)
+    # thesis: min(SU, cap) at integers, interpolated, min cap
+    if k < 2:
+        return _ss.cap(n, k, epsilon0, o)
+
+    def int_min(ints):
+        return np.minimum(_ss._su_int(n, k, epsilon0, ints), _ss.cap(n, k, epsilon0, ints))
+
+    return np.minimum(round_up(interpolate_integer_bound(o, int_min)), _ss.cap(n, k, epsilon0, o))
