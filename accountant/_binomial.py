@@ -34,20 +34,42 @@ def _log_phi(beta: np.ndarray, x: np.ndarray) -> np.ndarray:
     return np.where(big, big_log, small_log)
 
 
+def _window(m: int, p: float, L: float) -> tuple[int, int]:
+    """[lo, hi]: the K with logpmf(K) ≥ logpmf(mode) − L (logpmf is unimodal; found by bisection,
+    exact for any tail shape, Gaussian-like or Poisson-like)."""
+    if m + 1 <= DENSE_MAX:
+        return 0, m
+    mode = int(np.floor((m + 1) * p))
+    mode = min(max(mode, 0), m)
+    thr = stats.binom.logpmf(mode, m, p) - L
+
+    def search(a, b, rising):  # first index in [a, b] on the rising side / last on the falling side
+        while b - a > 1:
+            mid = (a + b) // 2
+            ok = stats.binom.logpmf(mid, m, p) >= thr
+            if rising:
+                a, b = (a, mid) if ok else (mid, b)
+            else:
+                a, b = (mid, b) if ok else (a, mid)
+        return b if rising else a
+
+    lo = 0 if stats.binom.logpmf(0, m, p) >= thr else search(0, mode, True)
+    hi = m if stats.binom.logpmf(m, m, p) >= thr else search(mode, m, False)
+    return lo, hi
+
+
 def rr_shuffle_log_moments(m: int, epsilon0: float, gamma: float, orders: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(log E[r^α], log E[r^{1−α}]) for each order α (vectorised)."""
     orders = np.asarray(orders, dtype=float)
     E = np.exp(epsilon0)
     p = 1.0 / (E + 1.0)
     slope = gamma * (E - 1.0 / E)  # r − 1 = slope·(K/m − p)
-    sd = np.sqrt(m * p * (1 - p))
-    mu = m * p
     max_beta = float(np.max(orders))
     # terms with log pmf below the mode by more than L are negligible even after tilting
-    L = 60.0 + max_beta * min(epsilon0 * 1.0, np.log1p(slope)) + np.log(m + 1.0)
-    half = np.sqrt(2.0 * L) * sd + 2.0
-    lo = int(max(0, np.floor(mu - half)))
-    hi = int(min(m, np.ceil(mu + half)))
+    # |log r| ≤ max(log r(m), −log r(0)), so a term's tilt factor r^β is at most e^{|β|·that}
+    log_r_span = max(np.log1p(gamma * np.expm1(epsilon0)), -np.log1p(-gamma * -np.expm1(-epsilon0)))
+    L = 60.0 + max_beta * log_r_span + np.log(m + 1.0)
+    lo, hi = _window(m, p, L)
     betas = np.stack([orders, 1.0 - orders])  # (2, n_orders)
     if hi - lo + 1 <= DENSE_MAX:
         K = np.arange(lo, hi + 1, dtype=float)

@@ -144,3 +144,37 @@ def pure_dp_rdp(epsilon, orders) -> np.ndarray:
     out = np.maximum(num, 0.0) / (orders - 1.0)
     # never above ε itself (D_α ≤ D_∞ = ε); guards rounding at α → 1
     return np.minimum(out, epsilon * np.ones_like(out))
+
+
+def convex_tighten(orders: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Tighten an upper-bound curve with the convexity of (α−1)·D_α (van Erven–Harremoës 2014).
+
+    The true (α−1)·D_α is convex in α and tends to 0 at α = 1. If it lies below the points
+    (α_i, (α_i−1)·B_i), it lies below their lower convex hull together with (1, 0) (any point of
+    the hull is a convex combination of two of those points). So the hull, divided by (α−1), is a
+    valid upper bound at every α_i that is never above B_i; a minimum of several bounds, which is
+    not convex itself, gains at every kink. Orders with an infinite value are left as they are.
+    """
+    o = np.asarray(orders, dtype=float)
+    v = np.asarray(values, dtype=float)
+    fin = np.isfinite(v)
+    if fin.sum() < 2:
+        return v
+    xs = np.concatenate([[1.0], o[fin]])
+    ys = np.concatenate([[0.0], (o[fin] - 1.0) * v[fin]])
+    srt = np.lexsort((ys, xs))
+    xs, ys = xs[srt], ys[srt]
+    hx: list[float] = []
+    hy: list[float] = []
+    for x, y in zip(xs.tolist(), ys.tolist()):  # Andrew's monotone chain, lower hull: O(m)
+        if hx and x == hx[-1]:
+            continue  # equal x: the first (smallest y) is kept
+        while len(hx) >= 2 and (hx[-1] - hx[-2]) * (y - hy[-2]) - (hy[-1] - hy[-2]) * (x - hx[-2]) <= 0:
+            hx.pop()
+            hy.pop()
+        hx.append(x)
+        hy.append(y)
+    hull = round_up(np.interp(o[fin], hx, hy) / (o[fin] - 1.0))
+    out = v.copy()
+    out[fin] = np.minimum(v[fin], hull)
+    return out

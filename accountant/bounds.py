@@ -16,7 +16,7 @@ import numpy as np
 
 from . import shuffle as _sh
 from . import subsampled as _ss
-from ._numerics import interpolate_integer_bound, round_up
+from ._numerics import convex_tighten, interpolate_integer_bound, round_up
 from ._validation import check_epsilon0, check_int, check_n, check_orders
 from .errors import BoundNotApplicable, InvalidParameter
 
@@ -49,6 +49,12 @@ class CurveDetail:
     rdp: np.ndarray
     sources: list[str]
     notes: list[str] = field(default_factory=list)
+
+
+def _hull(o: np.ndarray, vals: np.ndarray, sources: list[str]) -> tuple[np.ndarray, list[str]]:
+    """Apply the convexity tightening (see :func:`accountant._numerics.convex_tighten`)."""
+    tight = convex_tighten(o, vals)
+    return tight, [s if t >= v else "convex hull" for s, t, v in zip(sources, tight, vals)]
 
 
 def _check_output(output: str) -> str:
@@ -112,6 +118,7 @@ def shuffle_upper_detail(n: int, epsilon0: float, orders, output: str = "discret
     sources = [
         ("u1" if is_int[j] else "u1/u2 interpolated") if names[i] == "u1" else names[i] for j, i in enumerate(idx)
     ]
+    vals, sources = _hull(o, vals, sources)
     return CurveDetail(o, vals, sources, _clone_note(n))
 
 
@@ -206,6 +213,7 @@ def subsampled_upper_detail(n: int, k: int, epsilon0: float, orders, output: str
             sources.append(labels[chosen.get(int(a), 0)])
         else:
             sources.append("interpolated")
+    vals, sources = _hull(o, vals, sources)
     notes = _clone_note(k) if wbk19_rdp is not None else ["WBK19 is not available in this build"]
     return CurveDetail(o, vals, sources, notes)
 

@@ -1,0 +1,78 @@
+"""RDP → (ε, δ) conversion against Google's dp_accounting on the same curves."""
+
+import numpy as np
+import pytest
+from dp_accounting.rdp import rdp_privacy_accountant as dpa
+
+import accountant as A
+from accountant.errors import InvalidParameter
+
+
+def _random_curves(count, seed):
+    rng = np.random.default_rng(seed)
+    for _ in range(count):
+        m = int(rng.integers(1, 300))
+        orders = np.sort(rng.uniform(1.001, 5000, size=m))
+        rdp = np.abs(rng.normal(0, 1, size=m)) * 10 ** rng.uniform(-8, 1)
+        yield orders, rdp, float(10 ** rng.uniform(-15, -0.5))
+
+
+def test_epsilon_matches_dp_accounting():
+    for orders, rdp, delta in _random_curves(300, 1):
+        want, want_order = dpa.compute_epsilon(orders, rdp, delta)
+        got, got_order = A.epsilon_from_rdp(orders, rdp, delta)
+        assert got == pytest.approx(want, rel=1e-12, abs=1e-300)
+        assert got_order == want_order
+
+
+def test_delta_matches_dp_accounting():
+    for orders, rdp, _ in _random_curves(300, 2):
+        eps = float(np.random.default_rng(len(orders)).uniform(0, 5))
+        want, want_order = dpa.compute_delta(orders, rdp, eps)
+        got, got_order = A.delta_from_rdp(orders, rdp, eps)
+        assert got == pytest.approx(want, rel=1e-12, abs=1e-300)
+        if want < 1:
+            assert got_order == want_order
+
+
+def test_on_shuffle_curves_too():
+    curve = A.shuffle_rdp(10**5, 1.0, A.DEFAULT_ORDERS) * 1000
+    for delta in (1e-12, 1e-8, 1e-5):
+        want, _ = dpa.compute_epsilon(A.DEFAULT_ORDERS, curve, delta)
+        assert A.epsilon_from_rdp(A.DEFAULT_ORDERS, curve, delta)[0] == pytest.approx(want, rel=1e-12)
+
+
+@pytest.mark.parametrize("delta", [0, 1, -1e-3, 1.5, float("nan")])
+def test_bad_delta(delta):
+    with pytest.raises(InvalidParameter, match="delta"):
+        A.epsilon_from_rdp([2, 3], [0.1, 0.2], delta)
+
+
+def test_bad_curves():
+    with pytest.raises(InvalidParameter, match="same length"):
+        A.epsilon_from_rdp([2, 3], [0.1], 1e-5)
+    with pytest.raises(InvalidParameter, match="> 1"):
+        A.epsilon_from_rdp([1, 3], [0.1, 0.2], 1e-5)
+    with pytest.raises(InvalidParameter, match="rdp"):
+        A.epsilon_from_rdp([2, 3], [0.1, -0.2], 1e-5)
+    with pytest.raises(InvalidParameter, match="epsilon"):
+        A.delta_from_rdp([2, 3], [0.1, 0.2], -1)
+
+
+def test_refined_epsilon_is_valid_and_not_worse_than_grid():
+    ev = {"mechanism": "shuffle", "n": 10**5, "epsilon0": 1.0, "count": 500}
+    g = A.epsilon_guarantee([ev], 1e-6)
+    grid_eps, _ = A.epsilon_from_rdp(g.orders, g.rdp, 1e-6)
+    assert g.epsilon <= grid_eps
+    # the refined order really gives that ε: recompute the curve at that single order
+    at = A.event_rdp(ev, [g.order])
+    assert A.epsilon_from_rdp([g.order], at, 1e-6)[0] == pytest.approx(g.epsilon, rel=1e-12)
+
+
+def test_optimal_order_is_large_for_small_epsilon0():
+    # bounds.md §6: ε0 = 0.1, n = 10⁴, δ = 10⁻⁶ has its optimum above 2,000
+    eps, order = A.epsilon([{"mechanism": "shuffle", "n": 10**4, "epsilon0": 0.1}], 1e-6)
+    assert order > 2000
+    grid64 = [o for o in A.DEFAULT_ORDERS if o <= 64]
+    eps64, _ = A.epsilon_from_rdp(grid64, A.shuffle_rdp(10**4, 0.1, grid64), 1e-6)
+    assert eps64 > 1.5 * eps
