@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 from scipy.special import gammaln
 
@@ -41,33 +43,33 @@ def log_cosh(x):
     return np.where(small, np.log1p(2.0 * np.sinh(xs / 2.0) ** 2), xl + np.log1p(np.exp(-2.0 * xl)) - LOG2)
 
 
-def ragged_segments(orders_int: np.ndarray, start: int):
-    """Index arrays for the sums Σ_{i=start..α} over several integer orders α at once.
-
-    Returns ``(alpha, i, offsets, nonempty)``: ``alpha`` and ``i`` are the concatenated
-    (order, summation index) pairs, ``offsets`` the first position of every non-empty segment,
-    ``nonempty`` the mask of orders whose segment is not empty.
-    """
-    orders_int = np.asarray(orders_int, dtype=np.int64)
-    lengths = np.maximum(orders_int - start + 1, 0)
-    nonempty = lengths > 0
-    total = int(lengths.sum())
-    alpha = np.repeat(orders_int, lengths)
-    ends = np.cumsum(lengths)
-    starts = ends - lengths
-    i = np.arange(total, dtype=np.int64) - np.repeat(starts, lengths) + start
-    return alpha, i, starts[nonempty], nonempty
+@lru_cache(maxsize=8)
+def _tables(size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Read-only tables over j = 0..size−1: log j!, log Γ(j/2), log j."""
+    j = np.arange(size, dtype=float)
+    with np.errstate(divide="ignore"):
+        tabs = (gammaln(j + 1.0), gammaln(j / 2.0), np.log(j))
+    for t in tabs:
+        t.setflags(write=False)
+    return tabs
 
 
-def segment_logsumexp(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """logsumexp of each segment of ``values`` starting at ``offsets`` (all non-empty)."""
+def int_tables(max_index: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(log j!, log Γ(j/2), log j) for j = 0..max_index at least (sizes rounded to powers of 2)."""
+    size = 1 << max(10, int(max_index + 1).bit_length())
+    return _tables(size)
+
+
+def segment_logsumexp(values: np.ndarray, offsets: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """logsumexp of each (non-empty) segment of ``values`` starting at ``offsets``."""
     if values.size == 0:
         return np.empty(0)
     m = np.maximum.reduceat(values, offsets)
-    m_rep = np.repeat(m, np.diff(np.append(offsets, values.size)))
-    with np.errstate(invalid="ignore"):
-        s = np.add.reduceat(np.exp(values - m_rep), offsets)
-    out = m + np.log(s)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        values = values - np.repeat(m, lengths)
+        np.exp(values, out=values)
+        s = np.add.reduceat(values, offsets)
+        out = m + np.log(s)
     return np.where(np.isneginf(m), -np.inf, out)
 
 
@@ -76,32 +78,48 @@ RAGGED_CHUNK = 4_000_000
 
 
 def ragged_logsumexp(orders_int: np.ndarray, start: int, term) -> np.ndarray:
-    """``log Σ_{i=start..α} exp(term(α, i))`` for every integer order α (−inf for empty sums).
+    """``log Σ_{i=start..α} exp(term(i, α − i))`` for every integer order α (−inf if empty).
 
-    ``term(alpha, i)`` receives the concatenated arrays and must be vectorised. Work is
-    Σ(α − start + 1), evaluated in chunks of orders so memory stays bounded.
+    ``term(i, alpha_minus_i)`` receives the concatenated int64 index arrays of all orders and must
+    be vectorised (use :func:`int_tables` lookups rather than gammaln per term); a part of the
+    term that depends on α alone is best added afterwards. Work is Σ(α − start + 1), evaluated in
+    chunks of orders so memory stays bounded.
     """
     orders_int = np.asarray(orders_int, dtype=np.int64)
     out = np.full(orders_int.shape, -np.inf)
     if orders_int.size == 0:
         return out
-    lengths = np.maximum(orders_int - start + 1, 0)
-    # chunk boundaries so that each chunk holds at most RAGGED_CHUNK pairs (at least one order)
+    lengths_all = np.maximum(orders_int - start + 1, 0)
+    csum = np.cumsum(lengths_all)
     pos = 0
-    csum = np.cumsum(lengths)
     while pos < orders_int.size:
         base = csum[pos - 1] if pos else 0
-        stop = int(np.searchsorted(csum, base + RAGGED_CHUNK, side="right"))
-        stop = max(stop, pos + 1)
+        stop = max(int(np.searchsorted(csum, base + RAGGED_CHUNK, side="right")), pos + 1)
         chunk = orders_int[pos:stop]
-        alpha, i, offsets, nonempty = ragged_segments(chunk, start)
-        if offsets.size:
-            vals = term(alpha.astype(float), i.astype(float))
-            res = np.full(chunk.shape, -np.inf)
-            res[nonempty] = segment_logsumexp(vals, offsets)
+        lengths = lengths_all[pos:stop]
+        nonempty = lengths > 0
+        if np.any(nonempty):
+            i, ami, offsets, lengths = _ragged_index(chunk[nonempty].tobytes(), start)
+            res = np.full(nonempty.shape, -np.inf)
+            res[nonempty] = segment_logsumexp(term(i, ami), offsets, lengths)
             out[pos:stop] = res
         pos = stop
     return out
+
+
+@lru_cache(maxsize=64)
+def _ragged_index(orders_bytes: bytes, start: int):
+    """(i, α − i, offsets, lengths) of the concatenated segments i = start..α; cached per order
+    set (the default grid is reused by every call), read-only."""
+    chunk = np.frombuffer(orders_bytes, dtype=np.int64)
+    lengths = chunk - start + 1
+    offsets = np.cumsum(lengths) - lengths
+    p = np.arange(int(lengths.sum()), dtype=np.int64)
+    i = p - np.repeat(offsets - start, lengths)            # start..α within each segment
+    ami = np.repeat(chunk + offsets - start, lengths) - p   # α − i
+    for arr in (i, ami, offsets, lengths):
+        arr.setflags(write=False)
+    return i, ami, offsets, lengths
 
 
 def interpolate_integer_bound(orders: np.ndarray, integer_bound) -> np.ndarray:

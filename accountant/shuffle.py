@@ -10,11 +10,11 @@ n̄ = ⌊(n−1)/(2E)⌋ + 1.
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import gammaln, logsumexp
 
 from ._binomial import rr_shuffle_lower
 from ._numerics import (
     LOG2,
+    int_tables,
     interpolate_integer_bound,
     log_comb,
     log_expm1,
@@ -60,12 +60,18 @@ def _u1_int(n: int, epsilon0: float, a: np.ndarray) -> np.ndarray:
     t2 = log_comb(af, 2.0) + 2.0 * log_expm1(epsilon0) - log_nb - epsilon0
     log_x = 2.0 * log_expm1(2.0 * epsilon0) - LOG2 - 2.0 * epsilon0 - log_nb
 
-    def term(alpha, i):
-        return log_comb(alpha, i) + np.log(i) + gammaln(i / 2.0) + 0.5 * i * log_x
+    lfact, lgam_half, llog = int_tables(int(a.max()))
+    j = np.arange(lfact.size)
+    # the i-only part of log[C(α,i)·i·Γ(i/2)·x^{i/2}]; log α! is added per order afterwards
+    with np.errstate(invalid="ignore"):
+        c = -lfact + llog + lgam_half + (0.5 * log_x) * j
 
-    tsum = ragged_logsumexp(a, 3, term)
+    def term(i, ami):
+        return c[i] - lfact[ami]
+
+    tsum = ragged_logsumexp(a, 3, term) + lfact[a]
     tl = _chernoff_log_term(n, epsilon0, af)
-    log_s = logsumexp(np.stack([t2, tsum, tl]), axis=0)
+    log_s = np.logaddexp(np.logaddexp(t2, tsum), tl)
     return np.logaddexp(0.0, log_s) / (af - 1.0)
 
 

@@ -9,10 +9,9 @@ k̄ = ⌊(k−1)/(2E)⌋ + 1, s = (E²−1)/E.
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import gammaln, logsumexp
 
 from ._binomial import rr_shuffle_lower
-from ._numerics import LOG2, log_comb, log_expm1, pure_dp_rdp, ragged_logsumexp, round_up
+from ._numerics import LOG2, int_tables, log_comb, log_expm1, pure_dp_rdp, ragged_logsumexp, round_up
 from ._validation import integer_orders
 from .errors import BoundNotApplicable
 from .shuffle import n_bar
@@ -47,14 +46,19 @@ def _su_int(n: int, k: int, epsilon0: float, a: np.ndarray) -> np.ndarray:
     log_gs = lg + log_expm1(2.0 * epsilon0) - epsilon0
     slack = (k - 1) * np.exp(-epsilon0) / 8.0
 
-    def term(alpha, j):
-        lc = log_comb(alpha, j)
-        main = np.where(j >= 3, lc + j * lg + np.log(j) + gammaln(j / 2.0) + 0.5 * j * log_y, -np.inf)
-        ups = lc + j * log_gs - slack
-        return np.logaddexp(main, ups)
+    ai = np.asarray(a, dtype=np.int64)
+    lfact, lgam_half, llog = int_tables(int(np.max(ai)))
+    j = np.arange(lfact.size)
+    with np.errstate(invalid="ignore"):
+        main = np.where(j >= 3, -lfact + (lg + 0.5 * log_y) * j + llog + lgam_half, -np.inf)
+    # the j-only part of both summands (log α! is added per order afterwards)
+    c = np.logaddexp(main, -lfact + log_gs * j - slack)
 
-    tsum = ragged_logsumexp(a, 2, term)
-    log_s = logsumexp(np.stack([t2, tsum]), axis=0)
+    def term(jj, amj):
+        return c[jj] - lfact[amj]
+
+    tsum = ragged_logsumexp(ai, 2, term) + lfact[ai]
+    log_s = np.logaddexp(t2, tsum)
     return np.logaddexp(0.0, log_s) / (af - 1.0)
 
 
