@@ -19,6 +19,7 @@ from . import subsampled as _ss
 from ._numerics import convex_tighten, interpolate_integer_bound, round_up
 from ._validation import check_epsilon0, check_int, check_n, check_orders
 from .errors import BoundNotApplicable, InvalidParameter
+from .store import cached_curve
 
 try:  # tighter bounds of bounds.md §8
     from .clones import CLONES_MAX_N, clone_rdp
@@ -74,10 +75,17 @@ def _check_bound(bound: str, allowed: tuple[str, ...], model: str, output: str) 
     return bound
 
 
+CLONES_VERSION = 1  # bump when the clone evaluation changes, so stored curves are not reused
+
+
 def _clones(n: int, epsilon0: float, orders: np.ndarray) -> np.ndarray:
-    if clone_rdp is None:
+    """The clone bound, from the curve store when this (n, ε0, orders) was computed before."""
+    if clone_rdp is None or n > CLONES_MAX_N:
         return np.full(orders.shape, np.inf)
-    return np.asarray(clone_rdp(n, epsilon0, orders), dtype=float)
+    if epsilon0 == 0.0:
+        return np.zeros(orders.shape)
+    return cached_curve("clones", CLONES_VERSION, orders, lambda: clone_rdp(n, epsilon0, orders),
+                        n=int(n), epsilon0=float(epsilon0))
 
 
 def _clone_note(n: int) -> list[str]:
