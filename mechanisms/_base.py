@@ -1,0 +1,318 @@
+"""Shared machinery: parameter declarations and validation, the event builders, the base class."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+
+class MechanismError(ValueError):
+    """Base class of the errors this package raises on bad input (a ``ValueError``)."""
+
+
+class UnknownMechanismError(MechanismError, KeyError):
+    """No mechanism of that name is registered."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return self.args[0] if self.args else "unknown mechanism"
+
+
+class ParameterError(MechanismError):
+    """A mechanism parameter is missing, of the wrong type or out of range; the message says which."""
+
+
+class InputError(MechanismError):
+    """Client inputs or reports do not match the mechanism's domain; the message says what to change."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Parameters
+# --------------------------------------------------------------------------------------------------
+
+_REQUIRED = object()
+
+
+@dataclass(frozen=True)
+class Param:
+    """Declaration of one constructor parameter (used for validation and for ``available()``)."""
+
+    type: str  # "number" | "integer" | "string" | "interval"
+    description: str
+    default: Any = _REQUIRED
+    minimum: float | None = None
+    maximum: float | None = None
+    exclusive_minimum: bool = False
+    choices: tuple | None = None
+    nullable: bool = False
+
+    @property
+    def required(self) -> bool:
+        return self.default is _REQUIRED
+
+    def as_dict(self) -> dict:
+        out: dict[str, Any] = {"type": self.type, "description": self.description}
+        out["required"] = self.required
+        out["default"] = None if self.required else self.default
+        if self.minimum is not None:
+            out["exclusive_minimum" if self.exclusive_minimum else "minimum"] = self.minimum
+        if self.maximum is not None:
+            out["maximum"] = self.maximum
+        if self.choices is not None:
+            out["choices"] = list(self.choices)
+        if self.nullable:
+            out["nullable"] = True
+        return out
+
+    def coerce(self, name: str, value: Any) -> Any:
+        if value is None:
+            if self.nullable:
+                return None
+            raise ParameterError(f"parameter '{name}' must not be null")
+        if self.type == "integer":
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer, float, np.floating)):
+                raise ParameterError(f"parameter '{name}' must be an integer (got {value!r})")
+            if isinstance(value, (float, np.floating)):
+                if not math.isfinite(value) or value != int(value):
+                    raise ParameterError(f"parameter '{name}' must be an integer (got {value!r})")
+            value = int(value)
+        elif self.type == "number":
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+                raise ParameterError(f"parameter '{name}' must be a number (got {value!r})")
+            value = float(value)
+            if not math.isfinite(value):
+                raise ParameterError(f"parameter '{name}' must be a finite number (got {value!r})")
+        elif self.type == "string":
+            if not isinstance(value, str):
+                raise ParameterError(f"parameter '{name}' must be a string (got {value!r})")
+        elif self.type == "interval":
+            try:
+                lo, hi = (float(v) for v in value)
+            except (TypeError, ValueError):
+                raise ParameterError(
+                    f"parameter '{name}' must be a pair [low, high] of finite numbers (got {value!r})"
+                ) from None
+            if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+                raise ParameterError(
+                    f"parameter '{name}' must be a pair [low, high] with finite low < high (got {value!r})"
+                )
+            return (lo, hi)
+        if self.choices is not None and value not in self.choices:
+            raise ParameterError(f"parameter '{name}' must be one of {list(self.choices)} (got {value!r})")
+        if self.minimum is not None:
+            if self.exclusive_minimum and not value > self.minimum:
+                raise ParameterError(f"parameter '{name}' must be > {self.minimum} (got {value!r})")
+            if not self.exclusive_minimum and not value >= self.minimum:
+                raise ParameterError(f"parameter '{name}' must be >= {self.minimum} (got {value!r})")
+        if self.maximum is not None and not value <= self.maximum:
+            raise ParameterError(f"parameter '{name}' must be <= {self.maximum} (got {value!r})")
+        return value
+
+
+EPS0_MAX = 50.0  # e^{50} is still comfortably finite; larger local budgets are meaningless
+D_MAX = 1 << 24
+K_MAX = 1 << 24
+
+
+def eps0_param(description: str = "local privacy level ε0 of one whole report (pure ε0-LDP)") -> Param:
+    return Param("number", description, minimum=0.0, exclusive_minimum=True, maximum=EPS0_MAX)
+
+
+def check_params(declared: dict[str, Param], given: dict[str, Any], mechanism: str) -> dict[str, Any]:
+    unknown = sorted(set(given) - set(declared))
+    if unknown:
+        raise ParameterError(
+            f"unknown parameter(s) {unknown} for mechanism '{mechanism}'; accepted: {sorted(declared)}"
+        )
+    out: dict[str, Any] = {}
+    for name, p in declared.items():
+        if name in given:
+            out[name] = p.coerce(name, given[name])
+        elif p.required:
+            raise ParameterError(f"mechanism '{mechanism}' needs parameter '{name}': {p.description}")
+        else:
+            out[name] = p.default
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# Events
+# --------------------------------------------------------------------------------------------------
+
+
+def _check_int(name: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        if isinstance(value, (float, np.floating)) and math.isfinite(value) and value == int(value):
+            value = int(value)
+        else:
+            raise ParameterError(f"'{name}' must be an integer >= {minimum} (got {value!r})")
+    value = int(value)
+    if value < minimum:
+        raise ParameterError(f"'{name}' must be an integer >= {minimum} (got {value})")
+    return value
+
+
+def check_population(n: Any, k: Any, count: Any) -> tuple[int, int | None, int]:
+    n = _check_int("n", n, 1)
+    if k is not None:
+        k = _check_int("k", k, 1)
+        if k > n:
+            raise ParameterError(f"'k' (users sampled per round) must be <= n = {n} (got {k})")
+    count = _check_int("count", count, 1)
+    return n, k, count
+
+
+def shuffle_event(n: int, k: int | None, epsilon0: float, count: int, output: str = "discrete") -> dict:
+    """One shuffled message type used ``count`` times: the api.md event."""
+    if k is None:
+        ev: dict[str, Any] = {"mechanism": "shuffle", "n": int(n), "epsilon0": float(epsilon0), "count": int(count)}
+    else:
+        ev = {
+            "mechanism": "subsampled_shuffle",
+            "n": int(n),
+            "k": int(k),
+            "epsilon0": float(epsilon0),
+            "count": int(count),
+        }
+    if output == "continuous":
+        ev["output"] = "continuous"
+    return ev
+
+
+# --------------------------------------------------------------------------------------------------
+# Base class
+# --------------------------------------------------------------------------------------------------
+
+
+def check_rng(rng: Any) -> np.random.Generator:
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(
+            "rng must be a numpy.random.Generator (e.g. numpy.random.default_rng(seed)); "
+            "mechanisms take all their randomness from it"
+        )
+    return rng
+
+
+def ldp_ratio(p_max: float, p_min: float) -> float:
+    return p_max / p_min
+
+
+class Mechanism:
+    """Base class. Subclasses set the class attributes and implement the client/server methods.
+
+    Public attributes common to all mechanisms:
+
+    - ``name``, ``params`` (validated constructor parameters), ``epsilon0`` (ε0 of one whole report,
+      ``None`` where the notion does not apply);
+    - ``message_epsilons`` — the ε0 of each separately shuffled message of one report (one shuffler per
+      entry); the report's ε0 is their sum;
+    - ``bits_per_report`` and ``output_alphabet_size`` (``None`` where not meaningful);
+    - ``randomize(x, rng)``, ``estimate(reports)``, ``mse(n, x=None)``, ``events(n, k=None, count=1)``,
+      ``internals()``.
+    """
+
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    source: ClassVar[str] = ""
+    output: ClassVar[str] = "discrete"  # "discrete" | "continuous" | "central"
+    kind: ClassVar[str] = "local"  # "local" | "central"
+    PARAMETERS: ClassVar[dict[str, Param]] = {}
+
+    def __init__(self, **params: Any) -> None:
+        self.params = check_params(self.PARAMETERS, params, self.name)
+        self._setup()
+
+    # subclasses -----------------------------------------------------------------------------------
+    def _setup(self) -> None:  # pragma: no cover - overridden
+        pass
+
+    @property
+    def message_epsilons(self) -> list[float]:
+        return [float(self.epsilon0)]
+
+    def events(self, n: int, k: int | None = None, count: int = 1) -> list[dict]:
+        """The accountant events (api.md) of ``count`` shuffled rounds over ``n`` users (``k`` sampled
+        per round when given): one event per separately shuffled message, each with its own ε0."""
+        n, k, count = check_population(n, k, count)
+        out = "continuous" if self.output == "continuous" else "discrete"
+        return [shuffle_event(n, k, e, count, out) for e in self.message_epsilons]
+
+    def internals(self) -> dict:
+        return {}
+
+    def describe(self) -> dict:
+        """Everything the ``parameters`` endpoint reports, JSON-ready."""
+        return {
+            "name": self.name,
+            "params": {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.params.items()},
+            "epsilon0": None if self.epsilon0 is None else float(self.epsilon0),
+            "message_epsilons": [float(e) for e in self.message_epsilons],
+            "bits_per_report": self.bits_per_report,
+            "output_alphabet_size": self.output_alphabet_size,
+            "output": self.output,
+            "internals": _jsonable(self.internals()),
+        }
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
+        return f"mechanisms.get({self.name!r}, {args})"
+
+    @classmethod
+    def catalog_entry(cls) -> dict:
+        return {
+            "name": cls.name,
+            "description": cls.description,
+            "parameters": {k: p.as_dict() for k, p in cls.PARAMETERS.items()},
+            "output": cls.output,
+            "kind": cls.kind,
+            "source": cls.source,
+        }
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, np.ndarray):
+        return _jsonable(v.tolist())
+    if isinstance(v, (np.integer,)):
+        return int(v)
+    if isinstance(v, (np.floating,)):
+        return float(v)
+    return v
+
+
+# --------------------------------------------------------------------------------------------------
+# Small numeric helpers shared by the randomizers
+# --------------------------------------------------------------------------------------------------
+
+
+def rr_flip_probability(eps: float) -> float:
+    """p = 1/(1 + e^{ε}) — binary randomized response with exactly ε-LDP (Theorem 2.4.1)."""
+    return float(1.0 / (1.0 + math.exp(eps)))
+
+
+def rr_variance(p: float) -> float:
+    """p(1−p)/(1−2p)² — variance of the unbiased 2RR output (Theorem 2.4.1, eq. 2.5)."""
+    return p * (1.0 - p) / (1.0 - 2.0 * p) ** 2
+
+
+def as_float_batch(x: Any, d: int, what: str) -> np.ndarray:
+    """Inputs as a float64 array of shape (batch, d); a 1-D array is a batch of scalars when d = 1,
+    a single client when its length is d > 1."""
+    try:
+        arr = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InputError(f"{what}: inputs must be numbers") from None
+    if arr.ndim == 0:
+        arr = arr.reshape(1, 1)
+    elif arr.ndim == 1:
+        arr = arr.reshape(-1, 1) if d == 1 else arr.reshape(1, -1)
+    if arr.ndim != 2 or arr.shape[1] != d:
+        raise InputError(f"{what}: inputs must have shape (batch, {d}) (got {np.shape(x)})")
+    if not np.all(np.isfinite(arr)):
+        raise InputError(f"{what}: inputs must be finite numbers")
+    return arr

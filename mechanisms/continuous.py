@@ -1,0 +1,238 @@
+"""Continuous-output local reports (Laplace) and central trusted-server mechanisms (Gaussian, Laplace)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._base import (
+    D_MAX,
+    EPS0_MAX,
+    InputError,
+    Mechanism,
+    Param,
+    ParameterError,
+    as_float_batch,
+    check_population,
+    check_rng,
+    eps0_param,
+)
+from .binary import _n_from
+
+
+def _project_l1(x: np.ndarray, r: float) -> np.ndarray:
+    norms = np.abs(x).sum(axis=1)
+    over = norms > r
+    if np.any(over):
+        x = x.copy()
+        x[over] *= (r / norms[over])[:, None]
+    return x
+
+
+def _project_l2(x: np.ndarray, r: float) -> np.ndarray:
+    norms = np.sqrt(np.einsum("ij,ij->i", x, x))
+    over = norms > r
+    if np.any(over):
+        x = x.copy()
+        x[over] *= (r / norms[over])[:, None]
+    return x
+
+
+class LaplaceMean(Mechanism):
+    """Local Laplace mean report — seed 000 App. D (Laplace Mean^user_scalar), seed 004 clipped Laplace mean.
+
+    Each client projects x onto the ℓ1 ball of radius r (for d = 1: the interval [−r, r]) and sends
+    x + Lap(2r/ε0)^d (ℓ1 sensitivity 2r under replacement): pure ε0-LDP with a **continuous** output, so
+    the thesis's chapter-5 shuffle bounds do not apply — every event carries "output": "continuous" and
+    the accountant may use only the bounds valid for any ε0-LDP randomizer (pure-DP cap, clone bound).
+    Server: the mean of the reports, unbiased, MSE = 2d(2r/ε0)²/n exactly (inputs inside the ball).
+    """
+
+    name = "laplace_mean"
+    description = ("Local Laplace report of a clipped value/vector (continuous output: shuffle amplification "
+                   "only through bounds valid for every ε0-LDP randomizer).")
+    source = "Girgis–Data–Diggavi (seed 000) App. D / Remark 3; seed 004 clipped Laplace mean"
+    output = "continuous"
+    PARAMETERS = {
+        "epsilon0": eps0_param(),
+        "d": Param("integer", "dimension", default=1, minimum=1, maximum=D_MAX),
+        "r": Param("number", "ℓ1 radius of the inputs (d = 1: inputs in [−r, r])", default=1.0, minimum=0.0,
+                   exclusive_minimum=True),
+    }
+
+    def _setup(self) -> None:
+        self.epsilon0 = self.params["epsilon0"]
+        self.d, self.r = self.params["d"], self.params["r"]
+        self.scale = 2.0 * self.r / self.epsilon0
+        self.bits_per_report = 64 * self.d  # float64 per coordinate
+        self.output_alphabet_size = None
+
+    def internals(self) -> dict:
+        return {"laplace_scale": self.scale, "encoding": "float64 per coordinate"}
+
+    def randomize(self, x: Any, rng: np.random.Generator) -> np.ndarray:
+        """Vectors (batch, d) (or (batch,) when d = 1) → noisy reports (batch, d) float64."""
+        rng = check_rng(rng)
+        xs = _project_l1(as_float_batch(x, self.d, self.name), self.r)
+        return xs + rng.laplace(0.0, self.scale, size=xs.shape)
+
+    def estimate(self, reports: Any) -> np.ndarray:
+        y = as_float_batch(reports, self.d, f"{self.name} reports")
+        return y.mean(axis=0)
+
+    def mse(self, n: int | None = None, x: Any = None) -> float:
+        """E‖x̂ − x̄‖² = 2 d b²/n with b = 2r/ε0 (plus the projection bias for inputs outside the ball)."""
+        if x is None:
+            return 2.0 * self.d * self.scale**2 / _n_from(n, None)
+        raw = as_float_batch(x, self.d, self.name)
+        xs = _project_l1(raw, self.r)
+        n = xs.shape[0]
+        bias = xs.mean(axis=0) - raw.mean(axis=0)
+        return float(2.0 * self.d * self.scale**2 / n + bias @ bias)
+
+
+class _Central(Mechanism):
+    kind = "central"
+    output = "continuous"
+
+    def _sensitivity(self, clip: float) -> float:
+        return 2.0 * clip if self.params["neighbouring"] == "replace" else clip
+
+    def _central_events(self, n: Any, k: Any, count: Any, ev: dict) -> list[dict]:
+        if k is not None:
+            raise ParameterError(
+                f"{self.name} is a central (trusted-server) release: there is no subsampled event for it; "
+                "leave k out (privacy amplification by subsampling is not accounted here)"
+            )
+        if n is not None:
+            check_population(n, None, count)
+        _, _, count = check_population(1, None, count)
+        ev["count"] = count
+        return [ev]
+
+    def estimate(self, reports: Any) -> np.ndarray:
+        if not isinstance(reports, dict) or "noisy_sum" not in reports or "n" not in reports:
+            raise InputError(f"{self.name}: reports must be the release {{'noisy_sum': [...], 'n': users}}")
+        s = np.asarray(reports["noisy_sum"], dtype=np.float64).reshape(-1)
+        n = reports["n"]
+        if s.shape != (self.d,) or not np.all(np.isfinite(s)):
+            raise InputError(f"{self.name}: 'noisy_sum' must be {self.d} finite numbers")
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise InputError(f"{self.name}: 'n' must be a positive integer")
+        return s / int(n)
+
+
+class GaussianCentral(_Central):
+    """Central Gaussian mechanism (trusted server; seeds 001, 003).
+
+    The server clips each user's vector to ℓ2 norm ``clip``, sums, and adds N(0, σ²I) with
+    σ = noise_multiplier · Δ, Δ = 2·clip under replace-one neighbours (the relation of the shuffle bounds;
+    Δ = clip with ``neighbouring="add_remove"``). RDP curve α/(2·noise_multiplier²) per release
+    (Mironov 2017, Prop. 7 / Table II); event {"mechanism": "gaussian", "noise_multiplier": σ/Δ, "count": T}.
+    ``estimate`` divides the noisy sum by n: MSE d σ²/n² (plus clipping bias).
+    """
+
+    name = "gaussian"
+    description = "Central Gaussian mechanism on the clipped sum (trusted server)."
+    source = "Mironov 2017 (RDP of the Gaussian mechanism, α/(2σ²)); seeds 001 (Levy et al.) and 003 (Asi–Liu)"
+    PARAMETERS = {
+        "noise_multiplier": Param("number", "σ/Δ: noise standard deviation over the sensitivity", minimum=0.0,
+                                  exclusive_minimum=True),
+        "clip": Param("number", "ℓ2 norm bound of each user's contribution", default=1.0, minimum=0.0,
+                      exclusive_minimum=True),
+        "d": Param("integer", "dimension", default=1, minimum=1, maximum=D_MAX),
+        "neighbouring": Param("string", "neighbouring relation: 'replace' (Δ = 2·clip) or 'add_remove' (Δ = clip)",
+                              default="replace", choices=("replace", "add_remove")),
+    }
+
+    def _setup(self) -> None:
+        self.noise_multiplier = self.params["noise_multiplier"]
+        self.clip, self.d = self.params["clip"], self.params["d"]
+        self.sensitivity = self._sensitivity(self.clip)
+        self.sigma = self.noise_multiplier * self.sensitivity
+        self.epsilon0 = None
+        self.bits_per_report = None
+        self.output_alphabet_size = None
+
+    @property
+    def message_epsilons(self) -> list[float]:
+        return []
+
+    def internals(self) -> dict:
+        return {"sensitivity": self.sensitivity, "sigma": self.sigma}
+
+    def events(self, n: int | None = None, k: int | None = None, count: int = 1) -> list[dict]:
+        return self._central_events(n, k, count, {"mechanism": "gaussian",
+                                                  "noise_multiplier": float(self.noise_multiplier)})
+
+    def randomize(self, x: Any, rng: np.random.Generator) -> dict:
+        """Users' vectors (users, d) → the release {"noisy_sum": (d,), "n": users} (server side)."""
+        rng = check_rng(rng)
+        xs = _project_l2(as_float_batch(x, self.d, self.name), self.clip)
+        return {"noisy_sum": xs.sum(axis=0) + rng.normal(0.0, self.sigma, size=self.d), "n": int(xs.shape[0])}
+
+    def mse(self, n: int | None = None, x: Any = None) -> float:
+        if x is None:
+            return self.d * self.sigma**2 / _n_from(n, None) ** 2
+        raw = as_float_batch(x, self.d, self.name)
+        xs = _project_l2(raw, self.clip)
+        n = xs.shape[0]
+        bias = xs.mean(axis=0) - raw.mean(axis=0)
+        return float(self.d * self.sigma**2 / n**2 + bias @ bias)
+
+
+class LaplaceCentral(_Central):
+    """Central Laplace mechanism (trusted server; seed 001's private range / winsorized mean).
+
+    The server clips each user's vector to ℓ1 norm ``clip``, sums, and adds Lap(b)^d with
+    b = scale · Δ (Δ = 2·clip under replace-one, clip under add/remove): pure (1/scale)-DP per release,
+    exact RDP curve of Mironov 2017 Prop. 6 at λ = b/Δ; event {"mechanism": "laplace", "scale": b/Δ,
+    "count": T}. ``epsilon0`` is the pure-DP level 1/scale of one release. MSE 2 d b²/n².
+    """
+
+    name = "laplace"
+    description = "Central Laplace mechanism on the clipped sum (trusted server)."
+    source = "Mironov 2017 Prop. 6 (RDP of the Laplace mechanism); seed 001 (Levy et al.)"
+    PARAMETERS = {
+        "scale": Param("number", "b/Δ: Laplace scale over the ℓ1 sensitivity (pure ε = 1/scale)", minimum=1.0 / EPS0_MAX),
+        "clip": Param("number", "ℓ1 norm bound of each user's contribution", default=1.0, minimum=0.0,
+                      exclusive_minimum=True),
+        "d": Param("integer", "dimension", default=1, minimum=1, maximum=D_MAX),
+        "neighbouring": Param("string", "neighbouring relation: 'replace' (Δ = 2·clip) or 'add_remove' (Δ = clip)",
+                              default="replace", choices=("replace", "add_remove")),
+    }
+
+    def _setup(self) -> None:
+        self.scale = self.params["scale"]
+        self.clip, self.d = self.params["clip"], self.params["d"]
+        self.sensitivity = self._sensitivity(self.clip)
+        self.b = self.scale * self.sensitivity
+        self.epsilon0 = 1.0 / self.scale
+        self.bits_per_report = None
+        self.output_alphabet_size = None
+
+    @property
+    def message_epsilons(self) -> list[float]:
+        return []
+
+    def internals(self) -> dict:
+        return {"sensitivity": self.sensitivity, "laplace_b": self.b, "pure_epsilon": 1.0 / self.scale}
+
+    def events(self, n: int | None = None, k: int | None = None, count: int = 1) -> list[dict]:
+        return self._central_events(n, k, count, {"mechanism": "laplace", "scale": float(self.scale)})
+
+    def randomize(self, x: Any, rng: np.random.Generator) -> dict:
+        rng = check_rng(rng)
+        xs = _project_l1(as_float_batch(x, self.d, self.name), self.clip)
+        return {"noisy_sum": xs.sum(axis=0) + rng.laplace(0.0, self.b, size=self.d), "n": int(xs.shape[0])}
+
+    def mse(self, n: int | None = None, x: Any = None) -> float:
+        if x is None:
+            return 2.0 * self.d * self.b**2 / _n_from(n, None) ** 2
+        raw = as_float_batch(x, self.d, self.name)
+        xs = _project_l1(raw, self.clip)
+        n = xs.shape[0]
+        bias = xs.mean(axis=0) - raw.mean(axis=0)
+        return float(2.0 * self.d * self.b**2 / n**2 + bias @ bias)
+

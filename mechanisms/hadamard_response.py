@@ -1,0 +1,111 @@
+"""Binary Hadamard response (thesis ch. 7, §7.3.2, Theorem 7.3.2)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ._base import K_MAX, InputError, Mechanism, Param, check_rng, eps0_param
+from ._hadamard import fwht, hadamard_entries, log2_ceil, next_power_of_two
+from .binary import _n_from
+
+
+def hr_randomize(symbols: np.ndarray, K: int, epsilon0: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Each client draws its group j uniformly in 0..K−1 and answers the yes/no question
+    "is my symbol in B^j = {x : H[x, j] = +1}?" truthfully w.p. e^{ε0}/(e^{ε0}+1) (eq. 7.27 with
+    q = e^{ε0}/(e^{ε0}+1)). Returns (j, bit) with bit = 1 for "yes"."""
+    shape = symbols.shape
+    j = rng.integers(0, K, size=shape)
+    truth = hadamard_entries(symbols, j) > 0
+    keep = rng.random(shape) < (1.0 - 1.0 / (1.0 + math.exp(epsilon0)))
+    return j, (truth == keep).astype(np.uint8)
+
+
+def hr_sign_sums(j: np.ndarray, bit: np.ndarray, K: int) -> np.ndarray:
+    """S_j = Σ (2·bit − 1) over the reports of group j (last axis = groups)."""
+    return np.bincount(j, weights=2.0 * bit - 1.0, minlength=K)
+
+
+def hr_frequencies_from_sums(sums: np.ndarray, n: int, epsilon0: float) -> np.ndarray:
+    """p̂ = c·H S / n with c = (e^{ε0}+1)/(e^{ε0}−1): eq. (7.31) with |US_j| replaced by its mean n/K."""
+    e = math.exp(epsilon0)
+    return fwht(sums) * ((e + 1.0) / (e - 1.0) / n)
+
+
+class HadamardResponse(Mechanism):
+    """Binary Hadamard response — thesis ch. 7, §7.3.2 (eqs. 7.27–7.31), Theorem 7.3.2 ([AS19]).
+
+    K = 2^⌈log₂ k⌉ groups; a client with symbol x ∈ {0..k−1} draws its group j uniformly and sends
+    (j, y) where y = 1{x ∈ B^j} kept w.p. e^{ε0}/(e^{ε0}+1) and flipped otherwise (B^j: the rows with +1
+    in column j of H_K). Exactly ε0-LDP for k ≥ 2. Server: p̂ = c H_K S / n, S_j = Σ_{group j} (2y − 1),
+    c = (e^{ε0}+1)/(e^{ε0}−1) — eq. (7.31) with the group sizes |US_j| replaced by their mean n/K, which
+    keeps it exactly unbiased for the clients' frequencies when the groups are drawn at random, with the
+    exact MSE E‖p̂ − p‖² = (c² k − 1)/n for every input (≤ the 2k c²/n of eq. 7.33).
+
+    Bits: the answer is 1 bit (the thesis's count, with the group known from public randomness); behind
+    a shuffler the group must travel with the answer, so ``bits_per_report`` = ⌈log₂ K⌉ + 1 and the
+    output alphabet has 2K letters (``payload_bits`` = 1).
+    """
+
+    name = "hadamard_response"
+    description = "Binary Hadamard response on one of k symbols: one yes/no answer about a random Hadamard set."
+    source = "Girgis thesis, ch. 7 §7.3.2 (eqs. 7.27–7.31), Theorem 7.3.2; [AS19]"
+    PARAMETERS = {
+        "epsilon0": eps0_param(),
+        "k": Param("integer", "number of symbols (inputs are 0..k−1)", minimum=2, maximum=K_MAX),
+    }
+
+    def _setup(self) -> None:
+        self.epsilon0 = self.params["epsilon0"]
+        self.k = self.params["k"]
+        self.K = next_power_of_two(self.k)
+        self.payload_bits = 1
+        self.bits_per_report = log2_ceil(self.K) + 1
+        self.output_alphabet_size = 2 * self.K
+        e = math.exp(self.epsilon0)
+        self.c = (e + 1.0) / (e - 1.0)
+
+    def internals(self) -> dict:
+        return {"groups": self.K, "truth_probability": 1.0 - 1.0 / (1.0 + math.exp(self.epsilon0)),
+                "payload_bits": 1, "c": self.c}
+
+    def symbols(self, x: Any, what: str) -> np.ndarray:
+        arr = np.asarray(x)
+        if arr.size and not np.issubdtype(arr.dtype, np.number):
+            raise InputError(f"{what} must be integers in 0..{self.k - 1}")
+        arr = arr.reshape(-1)
+        if arr.size and (np.any(arr != np.round(arr)) or arr.min() < 0 or arr.max() > self.k - 1):
+            raise InputError(f"{what} must be integers in 0..{self.k - 1}")
+        return arr.astype(np.int64)
+
+    def randomize(self, x: Any, rng: np.random.Generator) -> dict:
+        """Symbols (batch,) in 0..k−1 → {"index": (batch,) group j, "bit": (batch,) answer}."""
+        rng = check_rng(rng)
+        j, bit = hr_randomize(self.symbols(x, f"{self.name} inputs"), self.K, self.epsilon0, rng)
+        return {"index": j, "bit": bit}
+
+    def estimate(self, reports: Any) -> np.ndarray:
+        j, bit = check_index_bit(reports, self.K, self.name)
+        return hr_frequencies_from_sums(hr_sign_sums(j, bit, self.K), j.size, self.epsilon0)[: self.k]
+
+    def mse(self, n: int | None = None, x: Any = None) -> float:
+        """E‖p̂ − p‖² = (c² k − 1)/n exactly, for every input."""
+        return (self.c**2 * self.k - 1.0) / _n_from(n, x)
+
+
+def check_index_bit(reports: Any, size: int, what: str) -> tuple[np.ndarray, np.ndarray]:
+    if not isinstance(reports, dict) or "index" not in reports or "bit" not in reports:
+        raise InputError(f"{what}: reports must be a mapping with arrays 'index' and 'bit'")
+    j = np.asarray(reports["index"]).reshape(-1)
+    bit = np.asarray(reports["bit"]).reshape(-1)
+    if j.shape != bit.shape or j.size == 0:
+        raise InputError(f"{what}: 'index' and 'bit' must be non-empty arrays of the same length")
+    if not (np.issubdtype(j.dtype, np.number) and np.issubdtype(bit.dtype, np.number)):
+        raise InputError(f"{what}: 'index' and 'bit' must be integer arrays")
+    if np.any(j != np.round(j)) or j.min() < 0 or j.max() >= size:
+        raise InputError(f"{what}: 'index' entries must be integers in 0..{size - 1}")
+    if not np.all((bit == 0) | (bit == 1)):
+        raise InputError(f"{what}: 'bit' entries must be 0 or 1")
+    return j.astype(np.int64), bit.astype(np.uint8)

@@ -1,0 +1,299 @@
+"""Accounting: the events each mechanism costs, their composition by the accountant, the catalog and errors."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import mechanisms
+from mechanisms import InputError, ParameterError, UnknownMechanismError
+
+REQUIRED = ["binary_rr", "kary_rr", "binary_vector", "l1", "linf", "l2", "hadamard_response", "user_range",
+            "user_mean", "laplace_mean", "gaussian", "laplace"]
+
+EXAMPLES = {
+    "binary_rr": {"epsilon0": 1.0},
+    "kary_rr": {"epsilon0": 1.0, "k": 8},
+    "binary_vector": {"epsilon0": 2.0, "d": 16, "s": 4},
+    "l1": {"epsilon0": 1.0, "d": 16},
+    "linf": {"epsilon0": 2.0, "d": 16, "m": 3, "s": 2},
+    "l2": {"epsilon0": 2.0, "d": 16, "m": 2, "s": 2},
+    "hadamard_response": {"epsilon0": 1.0, "k": 10},
+    "user_range": {"epsilon0": 1.0, "B": 1.0, "tau": 0.1},
+    "user_mean": {"epsilon0": 2.0, "B": 1.0, "tau": 0.1},
+    "laplace_mean": {"epsilon0": 1.0},
+    "gaussian": {"noise_multiplier": 1.0},
+    "laplace": {"scale": 1.0},
+}
+
+
+# --- events -------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name,params", [("binary_rr", {"epsilon0": 0.8}), ("kary_rr", {"epsilon0": 0.8, "k": 5}),
+                                         ("l1", {"epsilon0": 0.8, "d": 7}),
+                                         ("hadamard_response", {"epsilon0": 0.8, "k": 9}),
+                                         ("user_range", {"epsilon0": 0.8, "B": 2.0, "tau": 0.3}),
+                                         ("binary_vector", {"epsilon0": 0.8, "d": 9, "s": 1}),
+                                         ("linf", {"epsilon0": 0.8, "d": 9, "m": 1, "s": 1})])
+def test_single_report_events(name, params):
+    mech = mechanisms.get(name, **params)
+    assert mech.events(n=5000, count=40) == [{"mechanism": "shuffle", "n": 5000, "epsilon0": 0.8, "count": 40}]
+    assert mech.events(5000) == [{"mechanism": "shuffle", "n": 5000, "epsilon0": 0.8, "count": 1}]
+    assert mech.events(n=5000, k=100, count=7) == [
+        {"mechanism": "subsampled_shuffle", "n": 5000, "k": 100, "epsilon0": 0.8, "count": 7}]
+
+
+def test_binary_vector_events_one_per_slot():
+    mech = mechanisms.get("binary_vector", epsilon0=3.0, d=20, s=4)
+    evs = mech.events(n=1000, count=9)
+    assert evs == [{"mechanism": "shuffle", "n": 1000, "epsilon0": 0.75, "count": 9}] * 4
+
+
+def test_linf_events_levels_and_slots():
+    m, s, eps = 4, 3, 2.0
+    mech = mechanisms.get("linf", epsilon0=eps, d=12, m=m, s=s)
+    evs = mech.events(n=10_000, k=500, count=3)
+    assert len(evs) == m * s
+    assert all(e["mechanism"] == "subsampled_shuffle" and e["n"] == 10_000 and e["k"] == 500 and e["count"] == 3
+               for e in evs)
+    w = [4 ** (-k / 3) for k in range(1, m)] + [4 ** (-(m - 1) / 3)]  # last level weighted like level m−1
+    level_eps = [eps * x / sum(w) for x in w]
+    expected = [le / s for le in level_eps for _ in range(s)]
+    np.testing.assert_allclose([e["epsilon0"] for e in evs], expected, rtol=1e-12)
+    assert sum(e["epsilon0"] for e in evs) == pytest.approx(eps, rel=1e-12)
+    assert evs[-1]["epsilon0"] == pytest.approx(evs[-1 - s]["epsilon0"], rel=1e-12)
+
+
+def test_l2_events_are_the_linf_events():
+    l2 = mechanisms.get("l2", epsilon0=2.0, d=16, m=3, s=2)
+    li = mechanisms.get("linf", epsilon0=2.0, d=16, m=3, s=2)
+    assert l2.events(100, count=2) == li.events(100, count=2)
+
+
+def test_user_mean_events_both_rounds():
+    mech = mechanisms.get("user_mean", epsilon0=2.0, B=1.0, tau=0.1, m=3)
+    evs = mech.events(n=400, count=5)
+    assert evs[0] == {"mechanism": "shuffle", "n": 400, "epsilon0": 1.0, "count": 5}  # range round at ε0/2
+    assert evs[1:] == mechanisms.get("linf", epsilon0=1.0, d=1, m=3).events(400, count=5)
+    fixed = mechanisms.get("user_mean", epsilon0=2.0, B=1.0, tau=0.1, m=3, interval=[-0.2, 0.4])
+    assert fixed.events(400) == mechanisms.get("linf", epsilon0=2.0, d=1, m=3).events(400)
+    vec = mechanisms.get("user_mean", epsilon0=2.0, B=1.0, tau=0.1, m=2, d=8, s=2, n=400)
+    evs = vec.events(400)
+    assert len(evs) == 8 + 2 * 2
+    assert all(e["epsilon0"] == pytest.approx(2.0 / 16) for e in evs[:8])
+    assert sum(e["epsilon0"] for e in evs) == pytest.approx(2.0)
+
+
+def test_continuous_and_central_events():
+    lm = mechanisms.get("laplace_mean", epsilon0=1.5, d=2)
+    assert lm.events(n=300, count=4) == [
+        {"mechanism": "shuffle", "n": 300, "epsilon0": 1.5, "count": 4, "output": "continuous"}]
+    assert lm.events(n=300, k=30)[0]["output"] == "continuous"
+    g = mechanisms.get("gaussian", noise_multiplier=1.7, clip=3.0)
+    assert g.events(count=12) == [{"mechanism": "gaussian", "noise_multiplier": 1.7, "count": 12}]
+    assert g.sigma == pytest.approx(1.7 * 6.0)  # Δ = 2·clip under replace-one
+    assert mechanisms.get("gaussian", noise_multiplier=1.7, clip=3.0, neighbouring="add_remove").sigma == pytest.approx(5.1)
+    lp = mechanisms.get("laplace", scale=2.0, clip=0.5)
+    assert lp.events(n=10, count=3) == [{"mechanism": "laplace", "scale": 2.0, "count": 3}]
+    assert lp.b == pytest.approx(2.0) and lp.epsilon0 == pytest.approx(0.5)
+    with pytest.raises(ParameterError, match="subsampled"):
+        g.events(n=100, k=10)
+
+
+@pytest.mark.parametrize("bad", [dict(n=0), dict(n=10, k=11), dict(n=10, count=0), dict(n=2.5), dict(n=10, k=True)])
+def test_events_validation(bad):
+    with pytest.raises(ParameterError):
+        mechanisms.get("binary_rr", epsilon0=1.0).events(**bad)
+
+
+# --- composition through the accountant -----------------------------------------------------------------
+
+accountant = pytest.importorskip("accountant")
+needs_accountant = pytest.mark.skipif(not all(hasattr(accountant, f) for f in ("epsilon", "compose", "event_rdp",
+                                                                                 "epsilon_from_rdp")),
+                                      reason="accountant core API not available yet")
+
+
+def _by_hand(events, delta):
+    orders = np.asarray(accountant.DEFAULT_ORDERS, dtype=float)
+    total = np.zeros(orders.size)
+    for e in events:
+        total = total + np.asarray(accountant.event_rdp(e, orders), dtype=float)
+    return accountant.epsilon_from_rdp(orders, total, delta)[0], total
+
+
+def _hand_events(name, params, n, k, T):
+    """The events written out by hand from the spec (independently of ``mech.events``)."""
+    def ev(e0, output=None):
+        out = ({"mechanism": "shuffle", "n": n, "epsilon0": e0, "count": T} if k is None else
+               {"mechanism": "subsampled_shuffle", "n": n, "k": k, "epsilon0": e0, "count": T})
+        if output:
+            out["output"] = output
+        return out
+
+    def linf_eps(e0, m, s):
+        w = [4 ** (-j / 3) for j in range(1, m)] + [4 ** (-(m - 1) / 3)]
+        return [e0 * x / sum(w) / s for x in w for _ in range(s)]
+
+    if name == "binary_rr":
+        return [ev(params["epsilon0"])]
+    if name == "binary_vector":
+        return [ev(params["epsilon0"] / params["s"])] * params["s"]
+    if name in ("linf", "l2"):
+        return [ev(e) for e in linf_eps(params["epsilon0"], params["m"], params["s"])]
+    if name == "user_mean":
+        return [ev(params["epsilon0"] / 2)] + [ev(e) for e in linf_eps(params["epsilon0"] / 2, params["m"], 1)]
+    if name == "laplace_mean":
+        return [ev(params["epsilon0"], "continuous")]
+    if name == "gaussian":
+        return [{"mechanism": "gaussian", "noise_multiplier": params["noise_multiplier"], "count": T}]
+    if name == "laplace":
+        return [{"mechanism": "laplace", "scale": params["scale"], "count": T}]
+    raise AssertionError(name)
+
+
+@needs_accountant
+@pytest.mark.parametrize("name,params,n,k,T", [
+    ("binary_rr", {"epsilon0": 1.0}, 10_000, None, 50),
+    ("binary_vector", {"epsilon0": 2.0, "d": 64, "s": 4}, 20_000, None, 20),
+    ("linf", {"epsilon0": 3.0, "d": 64, "m": 3, "s": 2}, 50_000, None, 10),
+    ("linf", {"epsilon0": 3.0, "d": 64, "m": 3, "s": 2}, 100_000, 5_000, 100),
+    ("l2", {"epsilon0": 2.0, "d": 32, "m": 2, "s": 4}, 50_000, 2_000, 30),
+    ("user_mean", {"epsilon0": 2.0, "B": 1.0, "tau": 0.1, "m": 3}, 10_000, None, 5),
+    ("laplace_mean", {"epsilon0": 1.0}, 10_000, None, 10),
+    ("gaussian", {"noise_multiplier": 2.0}, None, None, 100),
+    ("laplace", {"scale": 3.0}, None, None, 10),
+])
+def test_composition_matches_hand(name, params, n, k, T):
+    mech = mechanisms.get(name, **params)
+    evs = mech.events(n=n, k=k, count=T)
+    hand = _hand_events(name, params, n, k, T)
+    assert len(evs) == len(hand)
+    for a, b in zip(evs, hand):
+        assert a.keys() == b.keys() and all(a[f] == pytest.approx(b[f], rel=1e-12) for f in a if f != "mechanism")
+    delta = 1e-6
+    eps, _order = accountant.epsilon(evs, delta)
+    assert eps == pytest.approx(accountant.epsilon(hand, delta)[0], rel=1e-9)
+    # the order-wise sum of the per-event curves is the composed curve
+    grid_eps, total = _by_hand(evs, delta)
+    np.testing.assert_allclose(accountant.compose(evs), total, rtol=1e-12)
+    assert eps <= grid_eps * (1 + 1e-12) and eps == pytest.approx(grid_eps, rel=1e-2)
+    # merging identical messages into one event with count × multiplicity gives the same guarantee
+    merged: dict = {}
+    for e in evs:
+        key = tuple(sorted((kk, v) for kk, v in e.items() if kk != "count"))
+        merged[key] = merged.get(key, 0) + e["count"]
+    merged_events = [dict(key, count=c) for key, c in merged.items()]
+    assert accountant.epsilon(merged_events, delta)[0] == pytest.approx(eps, rel=1e-9)
+    assert math.isfinite(eps) and eps > 0
+
+
+@needs_accountant
+def test_multi_message_costs_more_than_one_message_at_the_slot_level():
+    """s messages at ε0/s compose to more than one message at ε0/s and at most the ε0-LDP cap."""
+    bv = mechanisms.get("binary_vector", epsilon0=2.0, d=64, s=4)
+    one = mechanisms.get("binary_rr", epsilon0=0.5)
+    e_bv = accountant.epsilon(bv.events(20_000), 1e-6)[0]
+    e_one = accountant.epsilon(one.events(20_000), 1e-6)[0]
+    assert e_one < e_bv <= 2.0 + 1e-9
+
+
+@needs_accountant
+def test_calibrate_meets_target():
+    mech = mechanisms.calibrate("linf", epsilon=1.0, delta=1e-6, n=100_000, count=10, d=64, m=2, s=2)
+    eps = accountant.epsilon(mech.events(100_000, count=10), 1e-6)[0]
+    assert eps <= 1.0 and eps == pytest.approx(1.0, rel=1e-4)
+    bigger = mechanisms.get("linf", epsilon0=mech.epsilon0 * 1.001, d=64, m=2, s=2)
+    assert accountant.epsilon(bigger.events(100_000, count=10), 1e-6)[0] > 1.0
+    g = mechanisms.calibrate("gaussian", epsilon=2.0, delta=1e-5, count=50)
+    assert accountant.epsilon(g.events(count=50), 1e-5)[0] <= 2.0
+    with pytest.raises(ParameterError):
+        mechanisms.calibrate("binary_rr", epsilon=1e-9, delta=1e-9, n=10, count=1000)
+
+
+# --- catalog ----------------------------------------------------------------------------------------------
+
+def test_available_lists_everything():
+    cat = mechanisms.available()
+    names = [c["name"] for c in cat]
+    assert set(REQUIRED) <= set(names) and len(names) == len(set(names))
+    for c in cat:
+        assert set(c) >= {"name", "description", "parameters", "output", "source"}
+        assert c["output"] in ("discrete", "continuous")
+        assert c["description"] and c["source"]
+        for pname, p in c["parameters"].items():
+            assert {"type", "description", "default"} <= set(p), (c["name"], pname)
+            assert p["type"] in ("number", "integer", "string", "interval")
+    by = {c["name"]: c for c in cat}
+    assert by["laplace_mean"]["output"] == "continuous"
+    assert all(by[n]["output"] == "discrete" for n in REQUIRED[:9])
+    assert "Theorem" in by["binary_rr"]["source"] and "3.5" in by["linf"]["source"]
+    assert by["binary_vector"]["parameters"]["s"]["default"] == 1
+    assert by["kary_rr"]["parameters"]["k"]["required"] is True
+
+
+@pytest.mark.parametrize("name", REQUIRED)
+def test_every_mechanism_has_the_api(name):
+    mech = mechanisms.get(name, **EXAMPLES[name])
+    assert mech.name == name
+    for attr in ("epsilon0", "bits_per_report", "output_alphabet_size", "randomize", "estimate", "mse", "events"):
+        assert hasattr(mech, attr)
+    desc = mech.describe()
+    import json
+    json.dumps(desc)  # JSON-ready
+    assert desc["name"] == name
+
+
+# --- errors ------------------------------------------------------------------------------------------------
+
+def test_errors_say_what_to_change():
+    with pytest.raises(UnknownMechanismError, match="available"):
+        mechanisms.get("nope")
+    with pytest.raises(KeyError):
+        mechanisms.get("nope")
+    with pytest.raises(ParameterError, match="epsilon0"):
+        mechanisms.get("binary_rr", epsilon0=-1)
+    with pytest.raises(ParameterError, match="'k'"):
+        mechanisms.get("kary_rr", epsilon0=1.0)
+    with pytest.raises(ParameterError, match="unknown parameter"):
+        mechanisms.get("binary_rr", epsilon0=1.0, eps=2)
+    with pytest.raises(ParameterError, match="choose s"):
+        mechanisms.get("binary_vector", epsilon0=1.0, d=5, s=4)
+    with pytest.raises(ParameterError):
+        mechanisms.get("linf", epsilon0=float("nan"), d=3)
+    with pytest.raises(ParameterError, match="tau"):
+        mechanisms.get("user_range", epsilon0=1.0, B=1.0, tau=2.0)
+    mech = mechanisms.get("binary_rr", epsilon0=1.0)
+    with pytest.raises(TypeError, match="Generator"):
+        mech.randomize([0, 1], 42)
+    with pytest.raises(InputError, match="0/1"):
+        mech.randomize([0, 2], np.random.default_rng(0))
+    with pytest.raises(InputError):
+        mechanisms.get("kary_rr", epsilon0=1.0, k=3).randomize([3], np.random.default_rng(0))
+    with pytest.raises(InputError):
+        mechanisms.get("linf", epsilon0=1.0, d=3).estimate({"index": [[[5]]], "bit": [[[1]]]})
+    with pytest.raises(InputError):
+        mechanisms.get("l1", epsilon0=1.0, d=3).randomize(np.full((2, 3), np.inf), np.random.default_rng(0))
+
+
+def test_reproducible_with_seeded_generator():
+    mech = mechanisms.get("linf", epsilon0=2.0, d=32, m=3, s=4)
+    x = np.random.default_rng(1).uniform(-1, 1, (100, 32))
+    a = mech.randomize(x, np.random.default_rng(7))
+    b = mech.randomize(x, np.random.default_rng(7))
+    assert all(np.array_equal(a[k], b[k]) for k in a)
+
+
+def test_fwht_matches_dense_hadamard():
+    from scipy.linalg import hadamard
+
+    from mechanisms._hadamard import fwht, hadamard_entries
+    rng = np.random.default_rng(0)
+    for d in (1, 2, 8, 64, 256):
+        x = rng.normal(size=(5, d))
+        np.testing.assert_allclose(fwht(x), x @ hadamard(d).T, atol=1e-9)
+        i = rng.integers(0, d, 50)
+        j = rng.integers(0, d, 50)
+        np.testing.assert_array_equal(hadamard_entries(i, j), hadamard(d)[i, j])
