@@ -1,0 +1,289 @@
+"""Ledger endpoints (api.md "Budget ledger"; ledger.md): users, charges, cohorts, dashboards.
+
+Every endpoint needs ``Authorization: Bearer <key>``: ``admin`` manages users and cohorts,
+``admin``/``pipeline`` charge, every role reads. Handlers are plain ``def`` (run in the thread
+pool): the database work never blocks the event loop.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Path, Query, Response
+from fastapi.responses import JSONResponse
+
+from app.api.deps import get_db, require_admin, require_charger, require_reader
+from app.db.session import Database
+from app.ledger import service as svc
+from app.schemas import ledger as sch
+
+UserPath = Annotated[str, Path(min_length=1, max_length=256, description="user (data subject) id")]
+CohortPath = Annotated[str, Path(min_length=1, max_length=256, description="cohort id")]
+
+AUTH_ERRORS = {
+    401: {"model": sch.ErrorBody, "description": "missing or invalid API key"},
+    403: {"model": sch.ErrorBody, "description": "the key's role may not do this"},
+    422: {"description": "malformed request (FastAPI validation shape) or an invalid budget/event "
+                         "(`detail` says what to change)"},
+}
+
+REFUSAL_DOC = (
+    "**Refusals leak nothing.** Whether a charge is admitted depends only on public quantities: the "
+    "event's parameters (mechanism, n, k, ε0, count, …), the users' budgets and the charges already "
+    "admitted — never on any user's data. An explicit `409` refusal therefore reveals nothing about the "
+    "data beyond what the pipeline already knows."
+)
+
+router = APIRouter(prefix="/v1", tags=["ledger"])
+
+
+def _error(e: svc.LedgerError) -> JSONResponse:
+    return JSONResponse(status_code=e.status_code, content=e.body())
+
+
+def _budget(req) -> svc.Budget:
+    planned = req.planned_event.to_accountant() if req.planned_event is not None else None
+    return svc.make_budget(req.budget.epsilon, req.budget.delta, req.policy, req.filter_order, planned)
+
+
+# ---------------------------------------------------------------------------------------------- users
+
+
+@router.put(
+    "/users/{user_id}", response_model=sch.UserView, status_code=200,
+    summary="Create or update a user's budget (admin)",
+    description="Creates the user (`201`) or changes its budget/policy (`200`); the spent curve is kept. "
+                "Policies: see the request schema (`declared` vs the Rényi `filter`).",
+    responses={201: {"model": sch.UserView, "description": "user created"}, **AUTH_ERRORS},
+)
+def put_user(user_id: UserPath, body: sch.UserPut, response: Response, db: Database = Depends(get_db),
+             _actor=Depends(require_admin)):
+    try:
+        created, view = svc.put_user(db, user_id, _budget(body))
+    except svc.LedgerError as e:
+        return _error(e)
+    response.status_code = 201 if created else 200
+    return view
+
+
+@router.post(
+    "/users/bulk", response_model=sch.BulkUsersResult, status_code=201,
+    summary="Create many users with one budget (admin)",
+    description="All or nothing. Users created together share one budget class, so a later cohort "
+                "charge over them costs O(1). Give `users` (≤ 100,000 ids) or an `id_range`.",
+    responses={409: {"model": sch.ErrorBody, "description": "some ids exist (on_conflict='error')"}, **AUTH_ERRORS},
+)
+def bulk_users(body: sch.BulkUsersRequest, db: Database = Depends(get_db), _actor=Depends(require_admin)):
+    try:
+        return svc.bulk_create_users(db, body.all_ids(), _budget(body), body.on_conflict)
+    except svc.LedgerError as e:
+        return _error(e)
+
+
+@router.get(
+    "/users/{user_id}", response_model=sch.UserView, summary="A user's budget, spent and remaining ε (any role)",
+    description="`spent.epsilon` is the ε at the budget's δ of everything charged so far (declared: "
+                "minimised over the grid; filter: at α_f); `charges` counts the charges that reached the user.",
+    responses={404: {"model": sch.ErrorBody, "description": "unknown user"}, **AUTH_ERRORS},
+)
+def get_user(user_id: UserPath, db: Database = Depends(get_db), _actor=Depends(require_reader)):
+    try:
+        return svc.get_user(db, user_id)
+    except svc.LedgerError as e:
+        return _error(e)
+
+
+@router.get(
+    "/users/{user_id}/charges", response_model=sch.ChargeList,
+    summary="A user's charges, oldest first, each with its event (any role)",
+    description="Explicit charges naming the user and cohort rounds charged while the user was a member.",
+    responses={404: {"model": sch.ErrorBody, "description": "unknown user"}, **AUTH_ERRORS},
+)
+def user_charges(user_id: UserPath, limit: int = Query(100, ge=1, le=10_000), offset: int = Query(0, ge=0, le=10**12),
+                 db: Database = Depends(get_db), _actor=Depends(require_reader)):
+    try:
+        return svc.list_user_charges(db, user_id, limit, offset)
+    except svc.LedgerError as e:
+        return _error(e)
+
+
+@router.get(
+    "/users/{user_id}/cohorts", response_model=sch.UserCohorts,
+    summary="A user's cohort memberships with join/leave history (any role)",
+    responses={404: {"model": sch.ErrorBody, "description": "unknown user"}, **AUTH_ERRORS},
+)
+def user_cohorts(user_id: UserPath, db: Database = Depends(get_db), _actor=Depends(require_reader)):
+    try:
+        return svc.user_cohorts(db, user_id)
+    except svc.LedgerError as e:
+        return _error(e)
+
+
+@router.get(
+    "/users/{user_id}/history", response_model=sch.UserHistory,
+    summary="Dashboard: a user's spent ε after each charge (any role)",
+    description="At most `limit` points, evenly subsampled (the last charge always included).",
+    responses={404: {"model": sch.ErrorBody, "description": "unknown user"}, **AUTH_ERRORS},
+)
+def user_history(user_id: UserPath, limit: int = Query(500, ge=2, le=10_000), db: Database = Depends(get_db),
+                 _actor=Depends(require_reader)):
+    try:
+        return svc.user_history(db, user_id, limit)
+    except svc.LedgerError as e:
+        return _error(e)
+
+
+@router.get(
+    "/users/{user_id}/audit", response_model=sch.Audit,
+    summary="The running spent curve against its recomputation from the charge log (any role)",
+    description="The event log is the truth; the running sum is rounded outward and must never be below "
+                "the exactly rounded recomputation (`running_not_below_recomputed`). `null` = +∞.",
+    responses={404: {"model": sch.ErrorBody, "description": "unknown user"}, **AUTH_ERRORS},
+)
+def user_audit(user_id: UserPath, db: Database = Depends(get_db), _actor=Depends(require_reader)):
+    try:
+        return svc.recompute_user(db, user_id)
+    except svc.LedgerError as e:
+        return _error(e)
+
+
+@router.get(
+    "/dashboard/nearest-exhaustion", response_model=sch.ExhaustionList,
+    summary="Dashboard: the users with the smallest remaining fraction of their budget (any role)",
+    responses=AUTH_ERRORS,
+)
+def nearest_exhaustion(limit: int = Query(20, ge=1, le=1000), db: Database = Depends(get_db),
+                       _actor=Depends(require_reader)):
+    return svc.nearest_exhaustion(db, limit)
+
+
+# ---------------------------------------------------------------------------------------------- charges
+
+
+@router.post(
+    "/charges", response_model=sch.ChargeAdmitted, status_code=201,
+    summary="Charge one event to users or to a cohort, all or nothing (admin, pipeline)",
+    description=(
+        "Admits the event only if **every** affected user can afford it under their policy, then records "
+        "one immutable charge (the event as received, its RDP curve on the ledger's versioned order grid, "
+        "who charged it, when, the idempotency key). Otherwise `409` with the refused users and nothing "
+        "recorded. A `cohort` charge reaches the cohort's members at the time of the charge. Unknown users "
+        "or cohort: `404` naming them, nothing recorded. The same `idempotency_key` with the same body "
+        "returns the original result (`replayed: true`) without charging again, also when requests race; "
+        "with a different body it is a `409` (`status: \"conflict\"`). A `201` is durable (committed before "
+        "the response is sent).\n\n" + REFUSAL_DOC
+    ),
+    responses={
+        409: {"model": sch.ChargeRefused,
+              "description": "refused (`status: \"refused\"`, nothing recorded) — or the idempotency key was "
+                             "used with a different body (`status: \"conflict\"`). " + REFUSAL_DOC},
+        404: {"model": sch.UnknownUsers, "description": "unknown users or cohort (nothing recorded)"},
+        **AUTH_ERRORS,
+    },
+)
+def post_charge(body: sch.ChargeRequest, db: Database = Depends(get_db), actor=Depends(require_charger)):
+    event = body.event.model_dump(mode="json", exclude_unset=True)
+    event["mechanism"] = body.event.mechanism
+    try:
+        result = svc.charge(db, event=event, cost_event=body.event.to_accountant(), actor=svc.Actor(actor.name, actor.role),
+                            users=body.users, cohort=body.cohort, idempotency_key=body.idempotency_key)
+    except svc.LedgerError as e:
+        return _error(e)
+    return JSONResponse(status_code=201, content=result)
+
+
+# ---------------------------------------------------------------------------------------------- cohorts
+
+
+@router.post(
+    "/cohorts", response_model=sch.CohortView, status_code=201, summary="Create a cohort (admin)",
+    description="A named population. Charges naming it reach its members at the time of the charge; members "
+                "who join later are not charged for earlier rounds, members who leave stop being charged.",
+    responses={409: {"model": sch.ErrorBody, "description": "the cohort exists"}, **AUTH_ERRORS},
+)
+def create_cohort(body: sch.CohortCreate, db: Database = Depends(get_db), _actor=Depends(require_admin)):
+    try:
+        return svc.create_cohort(db, body.cohort_id, body.description)
+    except svc.LedgerError as e:
+        return _error(e)
+
+
+@router.get(
+    "/cohorts/{cohort_id}", response_model=sch.CohortView, summary="A cohort (any role)",
+    responses={404: {"model": sch.ErrorBody, "description": "unknown cohort"}, **AUTH_ERRORS},
+)
+def get_cohort(cohort_id: CohortPath, db: Database = Depends(get_db), _actor=Depends(require_reader)):
+    try:
+        return svc.get_cohort(db, cohort_id)
+    except svc.LedgerError as e:
+        return _error(e)
+
+
+@router.post(
+    "/cohorts/{cohort_id}/members", response_model=sch.MembersChanged, summary="Add members (admin)",
+    description="All or nothing; users already members are counted in `already_members`. Unknown users: `404`.",
+    responses={404: {"model": sch.UnknownUsers, "description": "unknown cohort or users"}, **AUTH_ERRORS},
+)
+def add_members(cohort_id: CohortPath, body: sch.MembersRequest, db: Database = Depends(get_db),
+                _actor=Depends(require_admin)):
+    try:
+        return svc.change_members(db, cohort_id, body.all_ids(), join=True)
+    except svc.LedgerError as e:
+        return _error(e)
+
+
+@router.post(
+    "/cohorts/{cohort_id}/members/remove", response_model=sch.MembersChanged, summary="Remove members (admin)",
+    description="All or nothing; users who are not members are counted in `not_members`. The join/leave "
+                "history is kept (see `GET …/members?history=true`).",
+    responses={404: {"model": sch.UnknownUsers, "description": "unknown cohort or users"}, **AUTH_ERRORS},
+)
+def remove_members(cohort_id: CohortPath, body: sch.MembersRequest, db: Database = Depends(get_db),
+                   _actor=Depends(require_admin)):
+    try:
+        return svc.change_members(db, cohort_id, body.all_ids(), join=False)
+    except svc.LedgerError as e:
+        return _error(e)
+
+
+@router.delete(
+    "/cohorts/{cohort_id}/members/{user_id}", response_model=sch.MembersChanged,
+    summary="Remove one member (admin)",
+    responses={404: {"model": sch.UnknownUsers, "description": "unknown cohort or user"}, **AUTH_ERRORS},
+)
+def remove_member(cohort_id: CohortPath, user_id: UserPath, db: Database = Depends(get_db),
+                  _actor=Depends(require_admin)):
+    try:
+        return svc.change_members(db, cohort_id, [user_id], join=False)
+    except svc.LedgerError as e:
+        return _error(e)
+
+
+@router.get(
+    "/cohorts/{cohort_id}/members", response_model=sch.MemberList,
+    summary="A cohort's members (any role); `history=true` includes past memberships",
+    responses={404: {"model": sch.ErrorBody, "description": "unknown cohort"}, **AUTH_ERRORS},
+)
+def list_members(cohort_id: CohortPath, limit: int = Query(100, ge=1, le=10_000),
+                 offset: int = Query(0, ge=0, le=10**12), history: bool = False,
+                 db: Database = Depends(get_db), _actor=Depends(require_reader)):
+    try:
+        return svc.list_members(db, cohort_id, limit, offset, history)
+    except svc.LedgerError as e:
+        return _error(e)
+
+
+@router.get(
+    "/cohorts/{cohort_id}/history", response_model=sch.CohortHistory,
+    summary="Dashboard: a cohort's cumulative spent ε after each round (any role)",
+    description="ε at `delta` of the cohort's cumulative curve: what a member present since the first round has "
+                "spent through this cohort.",
+    responses={404: {"model": sch.ErrorBody, "description": "unknown cohort"}, **AUTH_ERRORS},
+)
+def cohort_history(cohort_id: CohortPath, delta: float = Query(1e-6, gt=0, lt=1),
+                   limit: int = Query(500, ge=2, le=10_000), db: Database = Depends(get_db),
+                   _actor=Depends(require_reader)):
+    try:
+        return svc.cohort_history(db, cohort_id, delta, limit)
+    except svc.LedgerError as e:
+        return _error(e)

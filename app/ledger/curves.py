@@ -1,0 +1,137 @@
+"""Ledger arithmetic: outward-rounded running sums, the two admission policies, status numbers.
+
+All curves live on one order grid (``accountant.DEFAULT_ORDERS``, version
+``accountant.DEFAULT_GRID_VERSION``); they are stored as float64 bytes.
+
+Rounding. A running sum is updated with :func:`add_up`: the float sum rounded to nearest, then one
+ulp up wherever the addition may have been inexact. Each step is therefore ≥ the exact real sum,
+so the running curve is never below the exactly rounded recomputation from the charge log
+(``math.fsum`` over the stored charge curves), whatever the order of summation.
+
+Policies (ledger.md):
+
+* ``declared`` — admit iff ``min_α ε_{δ_B}(α; spent + cost) ≤ ε_B`` over the grid, with the
+  conversion of :func:`accountant.conversion.epsilon_vector` (bounds.md §4).
+* ``filter`` (Rényi filter, Feldman & Zrnic) — one designated order α_f and the per-order budget
+  ``B(α_f) = ε_B − (log(1/δ_B) + (α_f−1)·log(1−1/α_f) − log α_f)/(α_f−1)`` (> 0);
+  admit iff ``spent(α_f) + cost(α_f) ≤ B(α_f)``. Never "any order still has room".
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from accountant import DEFAULT_GRID_VERSION, DEFAULT_ORDERS
+from accountant.conversion import epsilon_vector
+
+GRID_VERSION = DEFAULT_GRID_VERSION
+ORDERS = np.asarray(DEFAULT_ORDERS, dtype=float)
+_DTYPE = np.dtype("<f8")
+
+
+def to_bytes(curve: np.ndarray) -> bytes:
+    return np.ascontiguousarray(curve, dtype=_DTYPE).tobytes()
+
+
+def from_bytes(raw: bytes) -> np.ndarray:
+    return np.frombuffer(raw, dtype=_DTYPE).astype(float)
+
+
+def zeros() -> np.ndarray:
+    return np.zeros(ORDERS.size)
+
+
+def add_up(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a + b`` rounded outward: never below the exact sum (see module docstring)."""
+    s = a + b
+    exact = (a == 0) | (b == 0) | ~np.isfinite(s)
+    return np.where(exact, s, np.nextafter(s, np.inf))
+
+
+def conversion_term(order: float, delta: float) -> float:
+    """(log(1/δ) + (α−1)·log(1−1/α) − log α)/(α−1): the ε-cost of converting at order α."""
+    a = float(order)
+    return (math.log(1.0 / delta) + (a - 1.0) * math.log1p(-1.0 / a) - math.log(a)) / (a - 1.0)
+
+
+def filter_budget(epsilon: float, delta: float, order: float) -> float:
+    """B(α_f) of the Rényi filter (ledger.md)."""
+    return epsilon - conversion_term(order, delta)
+
+
+def grid_index(order: float) -> int | None:
+    """Index of ``order`` on the grid (relative tolerance 1e-9), or None."""
+    i = int(np.argmin(np.abs(ORDERS - order)))
+    return i if abs(ORDERS[i] - order) <= 1e-9 * max(1.0, abs(order)) else None
+
+
+@dataclass(frozen=True)
+class Budget:
+    epsilon: float
+    delta: float
+    policy: str = "declared"
+    filter_order: float | None = None
+    filter_budget: float | None = None
+
+
+@dataclass(frozen=True)
+class Status:
+    spent_epsilon: float
+    spent_order: float | None
+    remaining_epsilon: float
+    remaining_fraction: float
+
+
+def status(budget: Budget, spent: np.ndarray) -> Status:
+    """Spent ε at the budget's δ (declared: minimised over the grid; filter: at α_f)."""
+    if budget.policy == "filter":
+        i = grid_index(budget.filter_order)
+        eps = float(epsilon_vector(ORDERS[i:i + 1], spent[i:i + 1], budget.delta)[0])
+        eps = max(0.0, eps) if math.isfinite(eps) else math.inf
+        order = float(budget.filter_order)
+    else:
+        if not np.any(spent):
+            eps, order = 0.0, None
+        else:
+            vec = epsilon_vector(ORDERS, spent, budget.delta)
+            i = int(np.argmin(vec))
+            eps = max(0.0, float(vec[i])) if math.isfinite(vec[i]) else math.inf
+            order = float(ORDERS[i]) if math.isfinite(vec[i]) else None
+    remaining = max(0.0, budget.epsilon - eps) if math.isfinite(eps) else 0.0
+    if not math.isfinite(eps):
+        eps = 1e308  # never stored as inf; only reachable if an unbounded curve was admitted (it is not)
+    return Status(eps, order, remaining, remaining / budget.epsilon)
+
+
+def admits(budget: Budget, after: np.ndarray) -> bool:
+    """Whether a class whose spent curve would become ``after`` may be charged."""
+    if budget.policy == "filter":
+        i = grid_index(budget.filter_order)
+        v = float(after[i])
+        return math.isfinite(v) and v <= budget.filter_budget
+    vec = epsilon_vector(ORDERS, after, budget.delta)
+    best = float(np.min(vec))
+    return math.isfinite(best) and max(0.0, best) <= budget.epsilon
+
+
+def pick_filter_order(cost: np.ndarray, delta: float) -> float:
+    """The grid order minimising ε(δ) of a planned event's curve."""
+    vec = epsilon_vector(ORDERS, cost, delta)
+    if not np.any(np.isfinite(vec)):
+        raise ValueError("the planned event's curve is unbounded at every grid order")
+    return float(ORDERS[int(np.argmin(vec))])
+
+
+def exact_sum(curves: list[np.ndarray]) -> np.ndarray:
+    """Exactly rounded order-wise sum (recomputation from the log)."""
+    if not curves:
+        return zeros()
+    m = np.vstack(curves)
+    out = np.empty(m.shape[1])
+    for j in range(m.shape[1]):
+        col = m[:, j]
+        out[j] = math.inf if np.any(np.isinf(col)) else math.fsum(col.tolist())
+    return out
