@@ -1,0 +1,243 @@
+"""Computation endpoints (no API key): ``/v1/rdp``, ``/v1/epsilon``, ``/v1/delta``, ``/v1/calibrate``;
+and the operational ``/health`` and ``/metrics``.
+
+The CPU-bound work runs in a worker thread (``anyio.to_thread``), never on the event loop, so
+``/health`` stays fast while a long calibration runs. Answers are pure functions of the request,
+so they are cached (LRU, keyed by the validated, canonical request) and a repeated request is
+answered without recomputation.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from functools import partial
+
+import anyio
+from fastapi import APIRouter
+from fastapi.responses import Response
+
+import accountant
+from app.core import compute
+from app.core.config import get_settings
+from app.core.metrics import COMPUTE_CACHE, render
+from app.schemas.compute import (
+    COMPUTE_ERRORS,
+    CalibrateRequest,
+    CalibrateResponse,
+    DeltaRequest,
+    DeltaResponse,
+    EpsilonRequest,
+    EpsilonResponse,
+    ErrorResponse,
+    HealthResponse,
+    RdpRequest,
+    RdpResponse,
+    UnprocessableResponse,
+)
+
+router = APIRouter()
+
+_CACHEABLE_MAX_BYTES = 256 * 1024
+
+
+class ResponseCache:
+    """A small thread-safe LRU of serialized JSON answers."""
+
+    def __init__(self, maxsize: int = 2048):
+        self.maxsize = maxsize
+        self._data: OrderedDict[tuple, bytes] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple) -> bytes | None:
+        with self._lock:
+            v = self._data.get(key)
+            if v is not None:
+                self._data.move_to_end(key)
+            return v
+
+    def put(self, key: tuple, value: bytes) -> None:
+        if len(value) > _CACHEABLE_MAX_BYTES:
+            return
+        with self._lock:
+            self._data[key] = value
+            self._data.move_to_end(key)
+            while len(self._data) > self.maxsize:
+                self._data.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+
+
+CACHE = ResponseCache()
+
+
+def dumps(obj) -> bytes:
+    """JSON without NaN/Infinity (a ValueError if one slipped through, never invalid JSON)."""
+    return json.dumps(obj, allow_nan=False, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _json(body: bytes) -> Response:
+    return Response(content=body, media_type="application/json")
+
+
+async def _cached(endpoint: str, key: str, fn: Callable[[], dict]) -> Response:
+    k = (endpoint, key)
+    hit = CACHE.get(k)
+    if hit is not None:
+        COMPUTE_CACHE.labels(endpoint, "hit").inc()
+        return _json(hit)
+    COMPUTE_CACHE.labels(endpoint, "miss").inc()
+    body = dumps(await anyio.to_thread.run_sync(fn))
+    CACHE.put(k, body)
+    return _json(body)
+
+
+def _mass() -> float:
+    return get_settings().max_order_mass
+
+
+@router.get(
+    "/health",
+    response_model=HealthResponse,
+    tags=["operations"],
+    summary="Liveness: 200 once the service can serve",
+    responses={200: {"content": {"application/json": {"example": {
+        "status": "ok", "version": "0.1.0", "calibration": True, "default_orders": 81, "grid_version": 1}}}}},
+)
+async def health() -> dict:
+    """Always fast: never waits for a computation (those run in worker threads)."""
+    return _HEALTH
+
+
+def _health_body() -> dict:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        v = version("privacy-accountant")
+    except PackageNotFoundError:  # pragma: no cover
+        v = "0.0.0"
+    return {
+        "status": "ok",
+        "version": v,
+        "calibration": compute.calibration_available(),
+        "default_orders": int(len(accountant.DEFAULT_ORDERS)),
+        "grid_version": int(accountant.DEFAULT_GRID_VERSION),
+    }
+
+
+_HEALTH = _health_body()
+
+
+@router.get(
+    "/metrics",
+    tags=["operations"],
+    summary="Prometheus metrics",
+    description="Requests, latency and errors by endpoint (route template), in the Prometheus text format.",
+    response_class=Response,
+    responses={200: {"content": {"text/plain": {"schema": {"type": "string"}, "example":
+        'accountant_http_requests_total{endpoint="/v1/rdp",method="POST",status="200"} 3.0\n'}}}},
+)
+def metrics() -> Response:
+    data, ctype = render()
+    return Response(content=data, media_type=ctype)
+
+
+@router.post(
+    "/v1/rdp",
+    response_model=RdpResponse,
+    tags=["compute"],
+    summary="The RDP curve of one event",
+    description=(
+        "The RDP curve ε(α) of one event, already multiplied by its `count`, for the named `bound` "
+        "(default `upper`, the tightest valid upper bound), on the requested `orders` or the default grid. "
+        "`sources` says, per order, which bound gave the value; `notes` carries the accountant's remarks. "
+        "A bound asked for where its theorem does not hold (`u1`/`su` at a non-integer order, "
+        "`u1_simplified` outside its condition, `su` with k < 2, a thesis bound for a continuous output) "
+        "is a `400` whose `detail` says which condition failed — never a number."
+    ),
+    responses=COMPUTE_ERRORS,
+)
+async def rdp(req: RdpRequest) -> Response:
+    fn = partial(compute.rdp_result, req.event.to_accountant(), req.orders, req.bound, _mass())
+    return await _cached("rdp", req.model_dump_json(), fn)
+
+
+@router.post(
+    "/v1/epsilon",
+    response_model=EpsilonResponse,
+    tags=["compute"],
+    summary="Compose events and convert to ε at a given δ",
+    description=(
+        "Composes the events' RDP curves order-wise (RDP adds at equal orders) and converts once to "
+        "(ε, δ), minimising over the orders and refining the best order between grid points. "
+        "`order` is the order that gave ε; `orders`/`rdp` the composed curve; `sources` the bound that gave "
+        "each event's value at `order`. δ must satisfy 0 < δ < 1 (δ = 0 or 1 is a 422)."
+    ),
+    responses=COMPUTE_ERRORS,
+)
+async def epsilon(req: EpsilonRequest) -> Response:
+    fn = partial(compute.epsilon_result, [e.to_accountant() for e in req.events], req.delta, req.orders, _mass())
+    return await _cached("epsilon", req.model_dump_json(), fn)
+
+
+@router.post(
+    "/v1/delta",
+    response_model=DeltaResponse,
+    tags=["compute"],
+    summary="Compose events and convert to δ at a given ε",
+    description=(
+        "Same composition as `/v1/epsilon`, converted to the smallest δ at the given ε (ε ≥ 0); "
+        "`order` is the order that gave δ."
+    ),
+    responses=COMPUTE_ERRORS,
+)
+async def delta(req: DeltaRequest) -> Response:
+    fn = partial(compute.delta_result, [e.to_accountant() for e in req.events], req.epsilon, req.orders, _mass())
+    return await _cached("delta", req.model_dump_json(), fn)
+
+
+CALIBRATE_ERRORS = {
+    **COMPUTE_ERRORS,
+    422: {
+        "model": UnprocessableResponse,
+        "description": "Malformed input (FastAPI's validation shape), or no value of the unknown meets the "
+        "target: `detail` says why and `best_epsilon` gives the best achievable ε.",
+        "content": {"application/json": {"examples": {
+            "infeasible": {"summary": "infeasible target", "value": {
+                "detail": "no epsilon0 meets ε ≤ 0.001 at δ = 1e-05: even ε0 → 0 gives ε = 0.0012; raise the "
+                "target ε or δ, or use fewer rounds",
+                "error": "InfeasibleTarget", "best_epsilon": 0.0012}},
+            "malformed": {"summary": "malformed input", "value": {"detail": [{
+                "type": "missing", "loc": ["body", "target"], "msg": "Field required", "input": {}}]}},
+        }}},
+    },
+    501: {"model": ErrorResponse, "description": "Calibration is not available in this build."},
+}
+
+
+@router.post(
+    "/v1/calibrate",
+    response_model=CalibrateResponse,
+    tags=["compute"],
+    summary="Solve for one unknown of an event so that the composed guarantee meets a target",
+    description=(
+        "The unknown field (`solve_for`) is left out of `event`. `epsilon0`: the largest ε0 meeting the target "
+        "(relative tolerance 1e-6); `count`: the most rounds (closed form per order); `n`: the fewest users; "
+        "`k` (subsampled shuffle): the sample size per round — the accountant's calibration says which "
+        "direction it searched in `direction` (see `accountant.calibrate`). Integers are exact (the extreme "
+        "feasible integer). The returned guarantee is recomputed for the returned event and is never above "
+        "the target; when no value can meet it the answer is a `422` with the reason and the best achievable "
+        "ε. Long searches run in a worker thread; the service stays responsive."
+    ),
+    responses=CALIBRATE_ERRORS,
+)
+async def calibrate(req: CalibrateRequest) -> Response:
+    fn = partial(
+        compute.calibrate_result, req.event.to_accountant(), req.solve_for, req.target.epsilon, req.target.delta,
+        req.orders, _mass(),
+    )
+    return await _cached("calibrate", req.model_dump_json(), fn)

@@ -1,0 +1,389 @@
+"""``privacy-accountant``: run the service, or compute at the terminal without a server.
+
+    privacy-accountant serve --host 127.0.0.1 --port 8000 [--workers N] [--log-level info]
+    privacy-accountant epsilon --mechanism shuffle --n 1000000 --epsilon0 0.5 --count 100000 --delta 1e-8
+    privacy-accountant delta   --mechanism shuffle --n 1000000 --epsilon0 0.5 --count 100000 --epsilon 2
+    privacy-accountant rdp     --mechanism shuffle --n 10000 --epsilon0 1 --orders 2,3,10.5 --bound u1
+    privacy-accountant calibrate --solve-for epsilon0 --target-epsilon 4 --delta 1e-5 \\
+        --mechanism subsampled_shuffle --n 100000 --k 1000 --count 1000
+
+Events come from flags (one event) or ``--event '<api.md JSON>'`` (repeatable; compose several).
+Output is a readable table; ``--json`` prints the same JSON the HTTP API returns. Errors go to
+stderr with exit status 2 (bad input) or 1 (other failure).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import threading
+import time
+from collections.abc import Sequence
+
+EXIT_USAGE = 2
+
+
+class CliError(Exception):
+    pass
+
+
+# ------------------------------------------------------------------------------------------ helpers
+def _add_event_flags(p: argparse.ArgumentParser, partial: bool = False) -> None:
+    g = p.add_argument_group("event (api.md); or give --event JSON")
+    g.add_argument("--mechanism", "-m", help="shuffle | subsampled_shuffle | rdp_curve | gaussian | laplace | pure_dp")
+    g.add_argument("--n", type=_int, help="number of users (population for subsampled_shuffle)")
+    g.add_argument("--k", type=_int, help="users sampled per round (subsampled_shuffle)")
+    g.add_argument("--epsilon0", "--eps0", type=float, help="local ε0 of each report")
+    g.add_argument("--count", "-T", type=_int, help="repetitions (rounds), default 1")
+    g.add_argument("--output", choices=["discrete", "continuous"], help="randomizer output range (default discrete)")
+    g.add_argument("--noise-multiplier", type=float, help="gaussian: σ / sensitivity")
+    g.add_argument("--scale", type=float, help="laplace: b / sensitivity")
+    g.add_argument("--event-epsilon", type=float, help="pure_dp: ε of the release")
+    g.add_argument("--curve-orders", type=_floats, help="rdp_curve: comma-separated orders")
+    g.add_argument("--curve-rdp", type=_floats, help="rdp_curve: comma-separated RDP values")
+    if not partial:
+        g.add_argument("--event", action="append", default=[], metavar="JSON",
+                       help="an api.md event as JSON (repeatable: the events are composed)")
+    else:
+        g.add_argument("--event", metavar="JSON", help="the api.md event as JSON, without the unknown field")
+
+
+def _int(s: str) -> int:
+    try:
+        v = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {s!r}") from None
+    if not math.isfinite(v) or v != int(v):
+        raise argparse.ArgumentTypeError(f"expected an integer, got {s!r}")
+    return int(s) if s.strip().lstrip("+-").isdigit() else int(v)
+
+
+def _floats(s: str) -> list[float]:
+    try:
+        out = [float(x) for x in s.replace(" ", "").split(",") if x]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {s!r}") from None
+    if not out:
+        raise argparse.ArgumentTypeError("expected at least one number")
+    return out
+
+
+def _flag_event(a: argparse.Namespace) -> dict | None:
+    fields = {
+        "n": a.n, "k": a.k, "epsilon0": a.epsilon0, "count": a.count, "output": a.output,
+        "noise_multiplier": a.noise_multiplier, "scale": a.scale, "epsilon": a.event_epsilon,
+        "orders": a.curve_orders, "rdp": a.curve_rdp,
+    }
+    if a.mechanism is None:
+        if any(v is not None for v in fields.values()):
+            raise CliError("give --mechanism with the event flags (e.g. --mechanism shuffle)")
+        return None
+    return {"mechanism": a.mechanism, **{k: v for k, v in fields.items() if v is not None}}
+
+
+def _json_event(s: str) -> dict:
+    try:
+        d = json.loads(s, parse_constant=lambda c: (_ for _ in ()).throw(CliError(f"{c} is not a number")))
+    except json.JSONDecodeError as exc:
+        raise CliError(f"--event is not valid JSON: {exc}") from None
+    if not isinstance(d, dict):
+        raise CliError("--event must be a JSON object like {\"mechanism\": \"shuffle\", ...}")
+    return d
+
+
+def _validate_events(dicts: list[dict]) -> list[dict]:
+    from pydantic import ValidationError
+
+    from app.schemas.events import parse_event
+
+    out = []
+    for i, d in enumerate(dicts):
+        try:
+            out.append(parse_event(d).to_event().to_dict())
+        except ValidationError as exc:
+            raise CliError(f"event #{i + 1} is invalid:\n{_pydantic_msg(exc)}") from None
+    return out
+
+
+def _pydantic_msg(exc) -> str:
+    lines = []
+    for e in exc.errors():
+        loc = ".".join(str(x) for x in e["loc"] if x not in ("shuffle", "subsampled_shuffle", "rdp_curve",
+                                                              "gaussian", "laplace", "pure_dp"))
+        lines.append(f"  {loc or 'event'}: {e['msg']}")
+    return "\n".join(lines)
+
+
+def _events(a: argparse.Namespace) -> list[dict]:
+    dicts = [_json_event(s) for s in a.event]
+    fe = _flag_event(a)
+    if fe is not None:
+        dicts.append(fe)
+    if not dicts:
+        raise CliError("give an event: --mechanism shuffle --n … --epsilon0 … [--count …], or --event '{…}'")
+    return _validate_events(dicts)
+
+
+def _fmt(x) -> str:
+    if x is None:
+        return "unbounded"
+    if isinstance(x, float):
+        return f"{x:.6g}"
+    return str(x)
+
+
+def _event_str(e: dict) -> str:
+    return e["mechanism"] + " " + " ".join(f"{k}={_fmt(v)}" for k, v in e.items() if k != "mechanism")
+
+
+def _table(rows: Sequence[Sequence], header: Sequence[str] | None = None) -> str:
+    rows = [[_fmt(c) if not isinstance(c, str) else c for c in r] for r in rows]
+    allr = ([list(header)] if header else []) + rows
+    widths = [max(len(r[i]) for r in allr) for i in range(len(allr[0]))]
+    lines = []
+    if header:
+        lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip())
+        lines.append("  ".join("-" * w for w in widths))
+    for r in rows:
+        lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+    return "\n".join(lines)
+
+
+def _orders_line(res: dict) -> str:
+    if res.get("default_orders"):
+        return f"default grid, version {res.get('grid_version')} ({len(res['orders'])} orders, " \
+               f"{_fmt(res['orders'][0])} … {_fmt(res['orders'][-1])})"
+    return ", ".join(_fmt(o) for o in res["orders"]) if len(res["orders"]) <= 8 else \
+        f"{len(res['orders'])} orders, {_fmt(res['orders'][0])} … {_fmt(res['orders'][-1])}"
+
+
+def _notes(res: dict) -> str:
+    notes = res.get("notes") or []
+    return "".join(f"\nnote: {n}" for n in notes)
+
+
+# --------------------------------------------------------------------------------------- commands
+def cmd_rdp(a) -> tuple[dict, str]:
+    from app.core.compute import rdp_result
+
+    evs = _events(a)
+    if len(evs) != 1:
+        raise CliError("rdp takes exactly one event")
+    res = rdp_result(evs[0], a.orders, a.bound)
+    rows = [(o, r, s) for o, r, s in zip(res["orders"], res["rdp"], res["sources"])]
+    text = (f"event: {_event_str(res['event'])}\nbound: {res['bound']}\norders: {_orders_line(res)}\n\n"
+            + _table(rows, ("order α", "RDP ε(α)", "source")) + _notes(res))
+    return res, text
+
+
+def _guarantee_text(res: dict, events: list[dict]) -> str:
+    rows = [("epsilon (ε)", res["epsilon"]), ("delta (δ)", res["delta"]), ("optimal order (α)", res["order"]),
+            ("orders", _orders_line(res))]
+    text = _table(rows)
+    ev_rows = [(str(s["event"] + 1), _event_str(events[s["event"]]), s["bound"]) for s in res["sources"]]
+    text += "\n\n" + _table(ev_rows, ("#", "event", "bound at the optimal order"))
+    return text + _notes(res)
+
+
+def cmd_epsilon(a) -> tuple[dict, str]:
+    from app.core.compute import epsilon_result
+
+    evs = _events(a)
+    res = epsilon_result(evs, a.delta, a.orders)
+    return res, _guarantee_text(res, evs)
+
+
+def cmd_delta(a) -> tuple[dict, str]:
+    from app.core.compute import delta_result
+
+    evs = _events(a)
+    res = delta_result(evs, a.epsilon, a.orders)
+    return res, _guarantee_text(res, evs)
+
+
+def cmd_calibrate(a) -> tuple[dict, str]:
+    from pydantic import ValidationError
+
+    from app.core.compute import calibrate_result
+    from app.schemas.compute import CalibrateRequest
+
+    if a.event:
+        ev = _json_event(a.event)
+    else:
+        ev = _flag_event(a)
+        if ev is None:
+            raise CliError("give the event without the unknown: --mechanism … (or --event '{…}')")
+    try:
+        req = CalibrateRequest.model_validate({
+            "solve_for": a.solve_for, "target": {"epsilon": a.target_epsilon, "delta": a.delta}, "event": ev,
+            **({"orders": a.orders} if a.orders else {}),
+        })
+    except ValidationError as exc:
+        raise CliError(f"invalid calibration request:\n{_pydantic_msg(exc)}") from None
+
+    def progress(msg: str) -> None:
+        if not a.quiet:
+            print(msg, file=sys.stderr, flush=True)
+
+    done = threading.Event()
+    t0 = time.monotonic()
+
+    def ticker():
+        while not done.wait(2.0):
+            progress(f"… still searching ({time.monotonic() - t0:.0f} s)")
+
+    th = threading.Thread(target=ticker, daemon=True)
+    th.start()
+    try:
+        res = calibrate_result(req.event.to_accountant(), req.solve_for, req.target.epsilon, req.target.delta,
+                               req.orders, progress=progress)
+    finally:
+        done.set()
+    progress(f"finished in {time.monotonic() - t0:.2f} s")
+    rows = [(f"{res['solve_for']} (solved)", res["value"]), ("epsilon (ε)", res["epsilon"]),
+            ("target ε", res["target"]["epsilon"]), ("delta (δ)", res["delta"]), ("optimal order (α)", res["order"])]
+    if res.get("direction"):
+        rows.append(("direction", res["direction"]))
+    text = f"event: {_event_str(res['event'])}\n\n" + _table(rows) + _notes(res)
+    return res, text
+
+
+def cmd_serve(a) -> int:
+    import tempfile
+
+    import uvicorn
+    from pydantic import ValidationError
+
+    from app.core.config import get_settings
+    from app.core.logging import configure_logging, logging_config
+
+    try:
+        settings = get_settings()
+    except ValidationError as exc:
+        raise CliError("invalid settings:\n" + "\n".join(f"  {'.'.join(map(str, e['loc']))}: {e['msg']}"
+                                                           for e in exc.errors())) from None
+    level = (a.log_level or settings.log_level).upper()
+    configure_logging(level)
+    import logging
+
+    log = logging.getLogger("app.serve")
+    _migrate(settings.database_url, log)
+    if a.workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="accountant-metrics-")
+    log.info("starting", extra={"host": a.host, "port": a.port, "workers": a.workers})
+    uvicorn.run(
+        "app.main:app", host=a.host, port=a.port, workers=a.workers, log_config=logging_config(level),
+        log_level=level.lower(), access_log=False, server_header=False, timeout_graceful_shutdown=10,
+    )
+    return 0
+
+
+def _migrate(database_url: str, log) -> None:
+    """Bring the ledger schema to head before accepting requests (api.md "Starting it")."""
+    try:
+        from app.db.migrate import upgrade_to_head
+    except ModuleNotFoundError as exc:  # the ledger is not in this build
+        log.warning("ledger migrations unavailable; serving without a database", extra={"error": str(exc)})
+        return
+    t0 = time.monotonic()
+    head = upgrade_to_head(database_url)
+    log.info("database at head", extra={"revision": head, "seconds": round(time.monotonic() - t0, 3),
+                                        "database": _redact(database_url)})
+
+
+def _redact(url: str) -> str:
+    """The database URL without its password."""
+    if "@" in url and "://" in url:
+        scheme, rest = url.split("://", 1)
+        cred, host = rest.rsplit("@", 1)
+        user = cred.split(":", 1)[0]
+        return f"{scheme}://{user}:***@{host}"
+    return url
+
+
+# ----------------------------------------------------------------------------------------- parser
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="privacy-accountant",
+        description="Shuffle-model Rényi-DP accountant: run the service, or compute at the terminal.",
+    )
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    s = sub.add_parser("serve", help="run the HTTP service (migrates the database first)")
+    s.add_argument("--host", default="127.0.0.1")
+    s.add_argument("--port", type=int, default=8000)
+    s.add_argument("--workers", type=int, default=1)
+    s.add_argument("--log-level", choices=["critical", "error", "warning", "info", "debug"],
+                   type=str.lower, help="default: $ACCOUNTANT_LOG_LEVEL or info")
+    s.set_defaults(func=cmd_serve, serve=True)
+
+    def common(q):
+        q.add_argument("--orders", type=_floats, help="comma-separated Rényi orders (default: the service's grid)")
+        q.add_argument("--json", action="store_true", help="print the JSON answer (as the HTTP API returns it)")
+
+    r = sub.add_parser("rdp", help="the RDP curve of one event")
+    _add_event_flags(r)
+    r.add_argument("--bound", default="upper", help="upper (default), u1, u1_simplified, u2, cap, lower, su, …")
+    common(r)
+    r.set_defaults(func=cmd_rdp)
+
+    e = sub.add_parser("epsilon", help="compose events and convert to ε at δ")
+    _add_event_flags(e)
+    e.add_argument("--delta", type=float, required=True)
+    common(e)
+    e.set_defaults(func=cmd_epsilon)
+
+    d = sub.add_parser("delta", help="compose events and convert to δ at ε")
+    _add_event_flags(d)
+    d.add_argument("--epsilon", type=float, required=True)
+    common(d)
+    d.set_defaults(func=cmd_delta)
+
+    c = sub.add_parser("calibrate", help="solve for epsilon0, count, n or k to meet a target (ε, δ)")
+    c.add_argument("--solve-for", required=True, choices=["epsilon0", "count", "n", "k"])
+    c.add_argument("--target-epsilon", type=float, required=True)
+    c.add_argument("--delta", type=float, required=True, help="target δ")
+    _add_event_flags(c, partial=True)
+    c.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+    common(c)
+    c.set_defaults(func=cmd_calibrate)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    a = parser.parse_args(argv)
+    import accountant
+
+    try:
+        if getattr(a, "serve", False):
+            return a.func(a)
+        res, text = a.func(a)
+    except CliError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except accountant.InfeasibleTarget as exc:
+        best = f" (best achievable ε: {exc.best_epsilon:.6g})" if exc.best_epsilon is not None else ""
+        print(f"infeasible: {exc}{best}", file=sys.stderr)
+        return EXIT_USAGE
+    except accountant.AccountantError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except RuntimeError as exc:  # e.g. calibration unavailable in this build
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    if a.json:
+        print(json.dumps(res, indent=2, allow_nan=False))
+    else:
+        print(text)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Service plumbing: settings, structured logging, metrics, middleware."""

@@ -1,0 +1,266 @@
+"""The computation behind ``/v1/rdp``, ``/v1/epsilon``, ``/v1/delta`` and ``/v1/calibrate``.
+
+Pure functions from api.md request dicts to api.md response dicts, shared by the HTTP routes and
+the command line (so both print the same numbers). They raise :class:`accountant.AccountantError`
+for domain errors and :class:`WorkLimitExceeded` (also an ``AccountantError``) when a request
+asks for more computation than one request may use.
+
+JSON safety: every float in a result is finite; a curve value that is unbounded (e.g. an
+``rdp_curve`` event above its largest known order) is ``None`` (JSON ``null``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+import accountant
+from accountant import AccountantError, InvalidParameter
+from accountant._validation import check_orders
+
+#: per-order cost floor in the work estimate (small orders cost about as much as α = 1000)
+_MASS_FLOOR = 1000.0
+#: orders the ε/δ conversion adds around the optimum (accountant.composition._REFINE_POINTS)
+_REFINE = 24
+HEAVY_MECHANISMS = ("shuffle", "subsampled_shuffle")
+
+_SOURCE_LABELS = {
+    "gaussian": "gaussian (Mironov 2017, Prop. 7: α/(2σ²))",
+    "laplace": "laplace (Mironov 2017, Prop. 6)",
+    "pure_dp": "pure_dp (tight pure-DP curve)",
+}
+
+
+class WorkLimitExceeded(InvalidParameter):
+    """The request asks for more computation than one request may use."""
+
+
+def _finite_list(a) -> list[float | None]:
+    return [float(x) if math.isfinite(x) else None for x in np.asarray(a, dtype=float).tolist()]
+
+
+def _orders_array(orders: Sequence[float] | None) -> np.ndarray:
+    if orders is None:
+        return np.asarray(accountant.DEFAULT_ORDERS, dtype=float)
+    return check_orders(orders)
+
+
+def check_work(events: Sequence, orders: np.ndarray, max_mass: float, convert: bool) -> None:
+    """Refuse requests whose estimated cost exceeds ``max_mass`` (Σ over distinct shuffle-type
+    events of Σ max(α, 1000), plus the conversion's refinement around the optimum)."""
+    heavy = {e for e in events if e.mechanism in HEAVY_MECHANISMS}
+    if not heavy:
+        return
+    per_event = float(np.maximum(orders, _MASS_FLOOR).sum())
+    if convert:
+        per_event += _REFINE * max(float(orders.max()) * 1.25, _MASS_FLOOR)
+    mass = per_event * len(heavy)
+    if mass > max_mass:
+        raise WorkLimitExceeded(
+            f"this request asks for too much computation (work estimate {mass:.3g} > limit {max_mass:.3g}: "
+            f"{len(heavy)} distinct shuffle-model event(s) × orders up to {orders.max():g}); the bounds cost time "
+            "roughly proportional to the order α. Ask for fewer or smaller orders (the default grid reaches 10⁴, "
+            "which is enough for any practical δ), or fewer distinct events per request"
+        )
+
+
+def _curve_sources(ev, orders: np.ndarray, bound: str) -> tuple[list[str], list[str]]:
+    """Per-order name of the bound that gave each value, and the accountant's notes."""
+    if bound != "upper":
+        return [bound] * orders.size, []
+    if ev.mechanism == "shuffle":
+        d = accountant.shuffle_upper_detail(ev.n, ev.epsilon0, orders, ev.output)
+        return list(d.sources), list(d.notes)
+    if ev.mechanism == "subsampled_shuffle":
+        d = accountant.subsampled_upper_detail(ev.n, ev.k, ev.epsilon0, orders, ev.output)
+        return list(d.sources), list(d.notes)
+    if ev.mechanism == "rdp_curve":
+        ko = np.asarray(ev.orders)
+        out = []
+        for a in orders:
+            if np.any(ko == a):
+                out.append("rdp_curve (given)")
+            elif a < ko.min():
+                out.append("rdp_curve (monotone extension below the smallest given order)")
+            elif a <= ko.max():
+                out.append("rdp_curve (convex interpolation)")
+            else:
+                out.append("unbounded (above the largest given order; not used)")
+        notes = []
+        if orders.max() > ko.max():
+            notes.append(
+                f"the rdp_curve event is unknown above its largest order {ko.max():g}; the value there is "
+                "null (unbounded) and those orders are never used for conversion"
+            )
+        return out, notes
+    return [_SOURCE_LABELS.get(ev.mechanism, ev.mechanism)] * orders.size, []
+
+
+def rdp_result(event: dict, orders: Sequence[float] | None = None, bound: str = "upper",
+               max_mass: float = math.inf) -> dict:
+    """``/v1/rdp``: the curve of one event (× count), which bound gave each value, and notes."""
+    ev = accountant.event_from_dict(event)
+    grid = _orders_array(orders)
+    check_work([ev], grid, max_mass, convert=False)
+    rdp = accountant.event_rdp(ev, grid, bound=bound)
+    sources, notes = _curve_sources(ev, grid, bound)
+    out = {
+        "orders": _finite_list(grid),
+        "rdp": _finite_list(rdp),
+        "bound": bound,
+        "event": ev.to_dict(),
+        "sources": sources,
+        "notes": notes,
+        "default_orders": orders is None,
+    }
+    if orders is None:
+        out["grid_version"] = accountant.DEFAULT_GRID_VERSION
+    return out
+
+
+def _event_sources(evs: list, order: float) -> tuple[list[dict], list[str]]:
+    """For each event, the bound that gave its value at the optimal order."""
+    o = np.array([order])
+    sources, notes = [], []
+    for i, ev in enumerate(evs):
+        s, n = _curve_sources(ev, o, "upper")
+        sources.append({"event": i, "mechanism": ev.mechanism, "bound": s[0]})
+        notes.extend(x for x in n if x not in notes)
+    return sources, notes
+
+
+def _guarantee_result(fn: Callable, events: Sequence[dict], value: float, key: str,
+                      orders: Sequence[float] | None, max_mass: float) -> dict:
+    if not events:
+        raise InvalidParameter("events must not be empty: give at least one event to compose")
+    evs = [accountant.event_from_dict(e) for e in events]
+    grid = _orders_array(orders)
+    check_work(evs, grid, max_mass, convert=True)
+    g = fn(evs, value, grid)
+    sources, notes = _event_sources(evs, g.order)
+    if g.order not in set(grid.tolist()):
+        notes.append(
+            f"the optimal order {g.order:.6g} was found by refining between grid points; "
+            "'rdp' is the composed curve on 'orders'"
+        )
+    out = {
+        "epsilon": float(g.epsilon),
+        "delta": float(g.delta),
+        "order": float(g.order),
+        "orders": _finite_list(g.orders),
+        "rdp": _finite_list(g.rdp),
+        "sources": sources,
+        "notes": notes,
+        "default_orders": orders is None,
+    }
+    if orders is None:
+        out["grid_version"] = accountant.DEFAULT_GRID_VERSION
+    for k in ("epsilon", "delta", "order"):
+        if not math.isfinite(out[k]):  # pragma: no cover - the accountant never returns these
+            raise InvalidParameter(f"no finite {k} exists for this composition")
+    return out
+
+
+def epsilon_result(events: Sequence[dict], delta: float, orders: Sequence[float] | None = None,
+                   max_mass: float = math.inf) -> dict:
+    """``/v1/epsilon``: compose ``events`` and convert to ε at ``delta``."""
+    return _guarantee_result(accountant.epsilon_guarantee, events, delta, "delta", orders, max_mass)
+
+
+def delta_result(events: Sequence[dict], epsilon: float, orders: Sequence[float] | None = None,
+                 max_mass: float = math.inf) -> dict:
+    """``/v1/delta``: compose ``events`` and convert to δ at ``epsilon``."""
+    return _guarantee_result(accountant.delta_guarantee, events, epsilon, "epsilon", orders, max_mass)
+
+
+def _get(res: Any, name: str) -> Any:
+    if isinstance(res, dict):
+        return res[name]
+    return getattr(res, name)
+
+
+def calibration_available() -> bool:
+    return hasattr(accountant, "calibrate") or _calibration_module() is not None
+
+
+def _calibration_module():
+    try:
+        from accountant import calibration  # noqa: PLC0415
+    except ImportError:
+        return None
+    return calibration
+
+
+def _calibrate_fn() -> Callable:
+    fn = getattr(accountant, "calibrate", None)
+    if fn is None:
+        mod = _calibration_module()
+        fn = getattr(mod, "calibrate", None) if mod else None
+    if fn is None:
+        raise CalibrationUnavailable("calibration is not available in this build of the accountant")
+    return fn
+
+
+class CalibrationUnavailable(RuntimeError):
+    """``accountant.calibrate`` is missing (the service answers 501)."""
+
+
+def calibrate_result(event: dict, solve_for: str, target_epsilon: float, delta: float,
+                     orders: Sequence[float] | None = None, max_mass: float = math.inf,
+                     progress: Callable[[str], None] | None = None) -> dict:
+    """``/v1/calibrate``: solve for one unknown of ``event`` so that ε(event) ≤ target at δ."""
+    fn = _calibrate_fn()
+    if solve_for in event:
+        raise InvalidParameter(
+            f"the event must leave out the field being solved for; remove {solve_for!r} from the event"
+        )
+    grid = None if orders is None else _orders_array(orders)
+    if grid is not None and event.get("mechanism") in HEAVY_MECHANISMS:
+        # a search evaluates the curve many times: allow a tenth of the one-shot budget per evaluation
+        check_work([_Mech(event["mechanism"])], grid, max_mass / 10, convert=True)
+    kwargs: dict[str, Any] = {}
+    if grid is not None:
+        kwargs["orders"] = grid
+    if progress is not None:
+        progress(f"calibrating {solve_for} for ε ≤ {target_epsilon:g} at δ = {delta:g} …")
+    res = fn(dict(event), solve_for, target_epsilon, delta, **kwargs)
+    ev = accountant.event_from_dict(_get(res, "event"))
+    out = {
+        "event": ev.to_dict(),
+        "epsilon": float(_get(res, "epsilon")),
+        "delta": float(delta),
+        "order": float(_get(res, "order")),
+        "solve_for": solve_for,
+        "value": _get(ev.to_dict(), solve_for),
+        "target": {"epsilon": float(target_epsilon), "delta": float(delta)},
+        "default_orders": orders is None,
+    }
+    for extra in ("direction", "notes"):
+        try:
+            v = _get(res, extra)
+        except (KeyError, AttributeError):
+            continue
+        if v is not None:
+            out[extra] = v if extra != "notes" else [str(x) for x in v]
+    if not (math.isfinite(out["epsilon"]) and math.isfinite(out["order"])):  # pragma: no cover
+        raise InvalidParameter("calibration returned a non-finite guarantee")
+    if progress is not None:
+        progress(f"done: {solve_for} = {out['value']}")
+    return out
+
+
+class _Mech:
+    def __init__(self, mechanism: str):
+        self.mechanism = mechanism
+
+    def __hash__(self):
+        return hash(self.mechanism)
+
+
+__all__ = [
+    "AccountantError", "WorkLimitExceeded", "CalibrationUnavailable", "rdp_result", "epsilon_result",
+    "delta_result", "calibrate_result", "calibration_available", "check_work",
+]

@@ -1,0 +1,148 @@
+"""The FastAPI application: ``uvicorn app.main:app`` (or ``privacy-accountant serve``)."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import math
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+import accountant
+from app.core.compute import CalibrationUnavailable
+from app.core.config import get_settings
+from app.core.logging import request_id_var
+from app.core.metrics import DOMAIN_ERRORS
+from app.core.middleware import ServiceMiddleware
+
+log = logging.getLogger("app")
+
+DESCRIPTION = """
+Shuffle-model Rényi-DP accountant: RDP curves of shuffle and subsampled-shuffle releases (the
+thesis's bounds and the tightest valid combination), composition, conversion to (ε, δ), calibration
+of ε0 / rounds / n / k against a target, and a per-user budget ledger.
+
+* The computation endpoints (`/v1/rdp`, `/v1/epsilon`, `/v1/delta`, `/v1/calibrate`) need no key.
+  `orders` is optional everywhere (default grid: bounds.md §6); every answer says which orders it used.
+* Ledger endpoints need `Authorization: Bearer <key>` (roles admin, pipeline, viewer).
+* Every error body is JSON with a human-readable `detail`: malformed input `422` (FastAPI's
+  validation shape: strings for numbers, NaN/Infinity, unknown fields, out-of-range values), domain
+  errors `400` (a bound outside its validity, a parameter outside its domain) or `422` (an
+  infeasible target, with `best_epsilon`), bodies over 1 MiB `413`, auth `401`/`403`, refusals `409`.
+* No response contains NaN or Infinity; a curve value with no finite bound is `null`.
+* Every response carries `X-Request-ID` (echoed from the request when given).
+"""
+
+
+def _sanitize(obj, depth: int = 0):
+    """JSON-safe, bounded copy of a validation error (no NaN/inf, no echo of huge inputs)."""
+    if depth > 6:
+        return "…"
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else repr(obj)
+    if isinstance(obj, (int, bool)) or obj is None:
+        return obj
+    if isinstance(obj, str):
+        return obj if len(obj) <= 200 else obj[:200] + f"… ({len(obj)} characters)"
+    if isinstance(obj, dict):
+        items = list(obj.items())
+        out = {str(k): _sanitize(v, depth + 1) for k, v in items[:20]}
+        if len(items) > 20:
+            out["…"] = f"{len(items) - 20} more keys"
+        return out
+    if isinstance(obj, (list, tuple)):
+        out = [_sanitize(v, depth + 1) for v in obj[:10]]
+        if len(obj) > 10:
+            out.append(f"… ({len(obj)} items)")
+        return out
+    if isinstance(obj, BaseException):
+        return str(obj)
+    return str(obj)[:200]
+
+
+def _error(status: int, detail, request: Request | None = None, **extra) -> JSONResponse:
+    body = {"detail": detail, **extra}
+    rid = request_id_var.get()
+    if rid:
+        body["request_id"] = rid
+    return JSONResponse(status_code=status, content=body)
+
+
+def create_app() -> FastAPI:
+    settings = get_settings()
+    app = FastAPI(
+        title="Privacy accountant",
+        version=_version(),
+        description=DESCRIPTION,
+        openapi_tags=[
+            {"name": "compute", "description": "Pure computation: curves, composition, conversion, calibration."},
+            {"name": "operations", "description": "Health and metrics."},
+        ],
+    )
+    app.add_middleware(ServiceMiddleware, max_body_bytes=settings.max_body_bytes)
+
+    @app.exception_handler(accountant.AccountantError)
+    async def accountant_error(request: Request, exc: accountant.AccountantError):
+        name = type(exc).__name__
+        DOMAIN_ERRORS.labels(name).inc()
+        if isinstance(exc, accountant.InfeasibleTarget):
+            best = exc.best_epsilon
+            best = float(best) if best is not None and math.isfinite(best) else None
+            return _error(422, str(exc), request, error=name, best_epsilon=best)
+        return _error(400, str(exc), request, error=name)
+
+    @app.exception_handler(CalibrationUnavailable)
+    async def calibration_unavailable(request: Request, exc: CalibrationUnavailable):
+        return _error(501, str(exc), request, error="CalibrationUnavailable")
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(request: Request, exc: RequestValidationError):
+        return _error(422, _sanitize(list(exc.errors())), request)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException):
+        resp = _error(exc.status_code, _sanitize(exc.detail), request)
+        if exc.headers:
+            resp.headers.update(exc.headers)
+        return resp
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception):  # pragma: no cover - a bug, logged
+        log.exception("unhandled error", extra={"path": request.url.path})
+        return _error(500, "internal error; the request id identifies the log line", request)
+
+    # ---- routers (one line each) -----------------------------------------------------------------
+    from app.api.routes import compute
+
+    app.include_router(compute.router)
+    app.include_router(importlib.import_module("app.api.routes.ledger").router)
+    mechanisms_router = _optional_router("app.api.routes.mechanisms")
+    if mechanisms_router is not None:
+        app.include_router(mechanisms_router)
+    return app
+
+
+def _optional_router(module: str):
+    """The ``router`` of a module that may not exist yet in this tree (others are building it)."""
+    try:
+        mod = importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name == module:
+            return None
+        raise
+    return getattr(mod, "router", None)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("privacy-accountant")
+    except PackageNotFoundError:  # pragma: no cover
+        return "0.0.0"
+
+
+app = create_app()

@@ -1,0 +1,264 @@
+"""Request/response models of the computation endpoints (api.md "Computation endpoints"), and
+the error bodies every endpoint documents."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+import accountant
+
+from .events import (
+    Count,
+    Epsilon0,
+    Event,
+    PositiveInt,
+    StrictModel,
+    _EventBase,
+    num,
+)
+
+#: most orders one request may ask for
+MAX_ORDERS = 1000
+#: most events one composition may carry
+MAX_EVENTS = 1000
+
+_BOUNDS = tuple(dict.fromkeys((*accountant.SHUFFLE_BOUNDS, *accountant.SUBSAMPLED_BOUNDS)))
+BoundName = Literal[_BOUNDS]  # type: ignore[valid-type]
+
+Orders = list[num(gt=1, le=1e6)]
+ORDERS_FIELD = Field(
+    None,
+    min_length=1,
+    max_length=MAX_ORDERS,
+    description=(
+        f"Rényi orders α > 1 to evaluate (at most {MAX_ORDERS}, each ≤ 10⁶). Optional: the default is the "
+        "service's grid (bounds.md §6, 1.1 … 10⁴; `grid_version` in the response). Computation time grows "
+        "with α, so a request whose orders are both many and very large is refused with 400."
+    ),
+)
+
+
+# ------------------------------------------------------------------------------------------ errors
+class ErrorResponse(BaseModel):
+    """Every error body: a human-readable ``detail`` that says what to change."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{"detail": "n must be >= 1, got 0", "error": "InvalidParameter"}]})
+    detail: str = Field(description="what went wrong and what to change")
+    error: str | None = Field(None, description="error class (e.g. BoundNotApplicable, InvalidParameter)")
+    request_id: str | None = Field(None, description="the request id (also in the X-Request-ID header)")
+
+
+class ValidationErrorItem(BaseModel):
+    loc: list[Union[str, int]]
+    msg: str
+    type: str
+    input: Any = None
+    ctx: dict[str, Any] | None = None
+    url: str | None = None
+
+
+class UnprocessableResponse(BaseModel):
+    """``422``: malformed input (FastAPI's validation shape: ``detail`` is a list of errors), or an
+    infeasible target (``detail`` is a sentence and ``best_epsilon`` the best achievable ε)."""
+
+    detail: Union[list[ValidationErrorItem], str]
+    error: str | None = None
+    best_epsilon: float | None = Field(None, description="infeasible target: the best ε any value achieves")
+    request_id: str | None = None
+
+
+ERROR_400 = {
+    "model": ErrorResponse,
+    "description": "Domain error: a parameter outside its domain, or a bound asked for where it does not hold. "
+    "`detail` says which condition failed and what to change.",
+    "content": {"application/json": {"example": {
+        "detail": "bound 'u1' holds only at integer orders α >= 2, got α = 10.5; ask for integer orders or use "
+        "bound 'upper' (which interpolates to real orders)",
+        "error": "BoundNotApplicable",
+    }}},
+}
+ERROR_413 = {
+    "model": ErrorResponse,
+    "description": "The request body is larger than the service accepts (1 MiB by default).",
+    "content": {"application/json": {"example": {"detail": "request body too large: at most 1048576 bytes"}}},
+}
+ERROR_422 = {
+    "model": UnprocessableResponse,
+    "description": "Malformed input (wrong types, strings for numbers, NaN/Infinity, unknown fields, "
+    "out-of-range values): FastAPI's validation shape.",
+    "content": {"application/json": {"example": {"detail": [{
+        "type": "greater_than_equal", "loc": ["body", "event", "shuffle", "n"],
+        "msg": "Input should be greater than or equal to 1", "input": 0, "ctx": {"ge": 1},
+    }]}}},
+}
+COMPUTE_ERRORS: dict[int | str, dict[str, Any]] = {400: ERROR_400, 413: ERROR_413, 422: ERROR_422}
+
+
+# -------------------------------------------------------------------------------------------- /v1/rdp
+class RdpRequest(StrictModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [
+        {"event": {"mechanism": "shuffle", "n": 10000, "epsilon0": 1.0, "count": 100},
+         "orders": [2, 3, 10.5], "bound": "upper"},
+    ]})
+    event: Event
+    orders: Orders | None = ORDERS_FIELD
+    bound: BoundName = Field(
+        "upper",
+        description="Which bound. shuffle: `upper` (default, tightest valid), `u1`, `u1_simplified`, `u2`, `cap`, "
+        "`clones`, `thesis`, `lower`, `lower_simplified`, `efm19`, `fmt23`; subsampled_shuffle: `upper` "
+        "(default), `su`, `wbk19`, `cap`, `thesis`, `lower`; other mechanisms: `upper` only. A bound asked for "
+        "where it does not hold is a 400 naming the failed condition.",
+    )
+
+
+class RdpResponse(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{
+        "orders": [2.0, 3.0, 10.5], "rdp": [0.05901, 0.09619, 0.55544], "bound": "upper",
+        "event": {"mechanism": "shuffle", "n": 10000, "epsilon0": 1.0, "count": 100},
+        "sources": ["u1", "u1", "u1/u2 interpolated"], "notes": [], "default_orders": False,
+    }]})
+    orders: list[float] = Field(description="the orders used")
+    rdp: list[float | None] = Field(
+        description="RDP ε(α) at each order, already multiplied by count; null where no finite bound exists "
+        "(an rdp_curve above its largest given order)"
+    )
+    bound: str
+    event: Event = Field(description="the event, normalised (defaults filled in, optional defaults dropped)")
+    sources: list[str] = Field(description="per order, the bound that gave the value")
+    notes: list[str] = Field(description="the accountant's notes (e.g. which bounds were unavailable)")
+    default_orders: bool = Field(description="true when the service's default grid was used")
+    grid_version: int | None = Field(None, description="version of the default grid (when it was used)")
+
+
+# ------------------------------------------------------------------------------ /v1/epsilon, /v1/delta
+class EventSource(BaseModel):
+    event: int = Field(description="index of the event in the request")
+    mechanism: str
+    bound: str = Field(description="the bound that gave this event's value at the optimal order")
+
+
+class _ComposeRequest(StrictModel):
+    events: list[Event] = Field(min_length=1, max_length=MAX_EVENTS, description=f"1 to {MAX_EVENTS} events to compose")
+    orders: Orders | None = ORDERS_FIELD
+
+
+class EpsilonRequest(_ComposeRequest):
+    model_config = ConfigDict(json_schema_extra={"examples": [
+        {"events": [{"mechanism": "shuffle", "n": 10000, "epsilon0": 1.0, "count": 100},
+                    {"mechanism": "subsampled_shuffle", "n": 1000000, "k": 1000, "epsilon0": 2.0, "count": 100000}],
+         "delta": 1e-8},
+    ]})
+    delta: num(gt=0, lt=1, description="target δ, 0 < δ < 1")
+
+
+class DeltaRequest(_ComposeRequest):
+    model_config = ConfigDict(json_schema_extra={"examples": [
+        {"events": [{"mechanism": "shuffle", "n": 1000000, "epsilon0": 0.5, "count": 100000}], "epsilon": 1.64},
+    ]})
+    epsilon: num(ge=0, le=1e6, description="target ε ≥ 0")
+
+
+class GuaranteeResponse(BaseModel):
+    epsilon: float
+    delta: float
+    order: float = Field(description="the Rényi order that gave the answer (possibly refined between grid points)")
+    orders: list[float] = Field(description="the orders used")
+    rdp: list[float | None] = Field(description="the composed RDP curve on `orders`")
+    sources: list[EventSource] = Field(description="per event, the bound that gave its value at `order`")
+    notes: list[str]
+    default_orders: bool
+    grid_version: int | None = None
+
+
+_GUARANTEE_EXAMPLE = {
+    "epsilon": 1.63993, "delta": 1e-8, "order": 19.12, "orders": [16.0, 18.0, 20.0, 23.0],
+    "rdp": [0.68196, 0.76738, 0.85281, 0.98092],
+    "sources": [{"event": 0, "mechanism": "shuffle", "bound": "u1/u2 interpolated"}],
+    "notes": ["the optimal order 19.12 was found by refining between grid points; 'rdp' is the composed curve on 'orders'"],
+    "default_orders": True, "grid_version": 1,
+}
+
+
+class EpsilonResponse(GuaranteeResponse):
+    model_config = ConfigDict(json_schema_extra={"examples": [_GUARANTEE_EXAMPLE]})
+
+
+class DeltaResponse(GuaranteeResponse):
+    model_config = ConfigDict(json_schema_extra={"examples": [{**_GUARANTEE_EXAMPLE, "epsilon": 1.64, "delta": 9.9879e-9}]})
+
+
+# ---------------------------------------------------------------------------------------- /v1/calibrate
+class Target(StrictModel):
+    epsilon: num(gt=0, le=1e6, description="target ε > 0")
+    delta: num(gt=0, lt=1, description="target δ, 0 < δ < 1")
+
+
+class _Partial(_EventBase):
+    def to_accountant(self) -> dict:
+        return self.model_dump(mode="python", exclude_none=True)
+
+
+class PartialShuffleEvent(_Partial):
+    model_config = ConfigDict(title="PartialShuffleEvent")
+    mechanism: Literal["shuffle"]
+    n: PositiveInt | None = None
+    epsilon0: Epsilon0 | None = None
+    count: Count | None = None
+    output: Literal["discrete", "continuous"] = "discrete"
+
+
+class PartialSubsampledShuffleEvent(_Partial):
+    model_config = ConfigDict(title="PartialSubsampledShuffleEvent")
+    mechanism: Literal["subsampled_shuffle"]
+    n: PositiveInt | None = None
+    k: PositiveInt | None = None
+    epsilon0: Epsilon0 | None = None
+    count: Count | None = None
+    output: Literal["discrete", "continuous"] = "discrete"
+    sampling: Literal["without_replacement"] = "without_replacement"
+
+
+class CalibrateRequest(StrictModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [
+        {"solve_for": "epsilon0", "target": {"epsilon": 4.0, "delta": 1e-5},
+         "event": {"mechanism": "subsampled_shuffle", "n": 100000, "k": 1000, "count": 1000}},
+    ]})
+    solve_for: Literal["epsilon0", "count", "n", "k"] = Field(description=(
+        "The unknown, left out of `event`: `epsilon0` — the largest ε0 meeting the target (to relative "
+        "tolerance 1e-6); `count` — the most rounds (closed form); `n` — the fewest users; `k` (subsampled "
+        "shuffle) — the sample size per round; see the endpoint description for its direction."
+    ))
+    target: Target
+    event: PartialShuffleEvent | PartialSubsampledShuffleEvent = Field(
+        discriminator="mechanism",
+        description="the event without the field being solved for (count defaults to 1 unless solved for)",
+    )
+    orders: Orders | None = ORDERS_FIELD
+
+
+class CalibrateResponse(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{
+        "event": {"mechanism": "subsampled_shuffle", "n": 100000, "k": 1000, "epsilon0": 2.61, "count": 1000},
+        "epsilon": 3.9999, "delta": 1e-5, "order": 12.0, "solve_for": "epsilon0", "value": 2.61,
+        "target": {"epsilon": 4.0, "delta": 1e-5}, "default_orders": True,
+    }]})
+    event: Event = Field(description="the completed event")
+    epsilon: float = Field(description="ε of the completed event at the target δ (recomputed; never above the target)")
+    delta: float
+    order: float = Field(description="the optimal order of the recomputed guarantee")
+    solve_for: str
+    value: float | int = Field(description="the value found for `solve_for`")
+    target: Target
+    default_orders: bool
+    direction: str | None = Field(None, description="for k: whether the fewest or the most k was searched")
+    notes: list[str] | None = None
+
+
+class HealthResponse(BaseModel):
+    status: Literal["ok"]
+    version: str
+    calibration: bool = Field(description="whether /v1/calibrate is available in this build")
+    default_orders: int = Field(description="number of orders on the default grid")
+    grid_version: int
