@@ -1,0 +1,1 @@
+"""The per-user budget ledger (ledger.md): admission arithmetic and database operations."""
