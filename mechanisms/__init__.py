@@ -124,6 +124,73 @@ def _accountant_epsilon(events: list[dict], delta: float) -> float:
     return float(eps)
 
 
+def _boundary(g, lo: float, hi: float, x0: float, increasing: bool, rel_tol: float) -> float:
+    """The feasible end of {x : g(x) ≤ 0} (largest x when g increases, smallest when it decreases), on
+    [lo, hi], with g monotone. Bracketing from x0 by factors of 4, then the Illinois variant of regula
+    falsi in log x (bisection when a value is not usable); the returned x is always feasible and within
+    a factor 1 + rel_tol of the boundary."""
+    cache: dict[float, float] = {}
+
+    def val(x: float) -> float:
+        if x not in cache:
+            cache[x] = g(x)
+        return cache[x]
+
+    def ok(v: float) -> bool:
+        return v <= 0.0
+
+    x0 = min(max(x0, lo), hi)
+    v0 = val(x0)
+    step = 4.0
+    # feasible side is "below" for increasing g, "above" for decreasing g
+    if ok(v0):
+        good, bad = x0, None
+        while bad is None:
+            nxt = min(good * step, hi) if increasing else max(good / step, lo)
+            if nxt == good:
+                return good  # the bound itself is feasible
+            if ok(val(nxt)):
+                good = nxt
+            else:
+                bad = nxt
+    else:
+        good, bad = None, x0
+        while good is None:
+            nxt = max(bad / step, lo) if increasing else min(bad * step, hi)
+            if nxt == bad:
+                raise ParameterError("no parameter value in range meets the target")
+            if ok(val(nxt)):
+                good = nxt
+            else:
+                bad = nxt
+    # Illinois regula falsi on (log x, g): ug feasible (g ≤ 0), ub infeasible (g > 0)
+    ug, ub = math.log(good), math.log(bad)
+    fg, fb = val(good), val(bad)
+    side = 0
+    for _ in range(100):
+        if abs(ub - ug) <= math.log1p(rel_tol) or -1e-9 < fg <= 0.0:
+            break
+        lo_u, hi_u = min(ug, ub), max(ug, ub)
+        span = hi_u - lo_u
+        if math.isfinite(fg) and math.isfinite(fb) and fb != fg:
+            um = (ug * fb - ub * fg) / (fb - fg)
+            um = min(max(um, lo_u + 0.02 * span), hi_u - 0.02 * span)
+        else:
+            um = 0.5 * (ug + ub)
+        fm = val(math.exp(um))
+        if ok(fm):
+            ug, fg = um, fm
+            if side == -1:
+                fb *= 0.5
+            side = -1
+        else:
+            ub, fb = um, fm
+            if side == 1:
+                fg *= 0.5
+            side = 1
+    return math.exp(ug)
+
+
 def calibrate(
     name: str,
     *,
@@ -132,7 +199,7 @@ def calibrate(
     n: int | None = None,
     k: int | None = None,
     count: int = 1,
-    rel_tol: float = 1e-6,
+    rel_tol: float = 1e-4,
     **params: Any,
 ) -> Mechanism:
     """The mechanism ``name`` whose composed accounting over ``count`` rounds meets (``epsilon``, ``delta``).
@@ -143,52 +210,37 @@ def calibrate(
     target (bisection keeps the feasible end). Raises ``ParameterError`` when no value meets it.
     """
     cls = mechanism_class(name)
-    if not (isinstance(epsilon, (int, float)) and math.isfinite(epsilon) and epsilon > 0):
+    if isinstance(epsilon, bool) or not (isinstance(epsilon, (int, float)) and math.isfinite(epsilon) and epsilon > 0):
         raise ParameterError(f"target epsilon must be a finite number > 0 (got {epsilon!r})")
-    if not (isinstance(delta, (int, float)) and 0 < delta < 1):
+    if isinstance(delta, bool) or not (isinstance(delta, (int, float)) and 0 < delta < 1):
         raise ParameterError(f"target delta must be in (0, 1) (got {delta!r})")
     if cls.kind == "local" and n is None:
         raise ParameterError("calibrating a local mechanism needs the population n")
+    knob = _CENTRAL_KNOB.get(name, "epsilon0")
+    if knob in params:
+        raise ParameterError(f"leave '{knob}' out when calibrating: it is what is solved for")
 
-    if name in _CENTRAL_KNOB:
-        knob = _CENTRAL_KNOB[name]
+    def make(v: float) -> Mechanism:
+        return cls(**{**params, knob: v})
 
-        def make(v: float) -> Mechanism:
-            return cls(**{**params, knob: v})
+    make(1.0)  # validate the other parameters before any accounting
 
-        def feasible(v: float) -> bool:
-            return _accountant_epsilon(make(v).events(n=n, k=k, count=count), delta) <= epsilon
+    def g(v: float) -> float:
+        eps = _accountant_epsilon(make(v).events(n=n, k=k, count=count), delta)
+        if eps <= 0.0:
+            return -math.inf
+        return math.log(eps) - math.log(epsilon)
 
-        lo, hi = (1e-3, 1e6) if knob == "noise_multiplier" else (1.0 / EPS0_MAX, 1e6)
-        if feasible(lo):
-            return make(lo)
-        if not feasible(hi):
-            raise ParameterError(f"no {knob} up to {hi:g} meets epsilon = {epsilon} at delta = {delta}; "
-                                 "raise the target or reduce count")
-        while hi / lo > 1.0 + rel_tol:  # invariant: hi feasible, lo not
-            mid = math.sqrt(lo * hi)
-            if feasible(mid):
-                hi = mid
-            else:
-                lo = mid
-        return make(hi)
-
-    def make_local(e0: float) -> Mechanism:
-        return cls(**{**params, "epsilon0": e0})
-
-    def feasible_local(e0: float) -> bool:
-        return _accountant_epsilon(make_local(e0).events(n=n, k=k, count=count), delta) <= epsilon
-
-    lo, hi = 1e-6, EPS0_MAX
-    if feasible_local(hi):
-        return make_local(hi)
-    if not feasible_local(lo):
-        raise ParameterError(f"even epsilon0 = {lo:g} does not meet epsilon = {epsilon} at delta = {delta} "
-                             f"for n = {n}, count = {count}; raise the target, add users or reduce rounds")
-    while hi / lo > 1.0 + rel_tol:  # invariant: lo feasible, hi not
-        mid = math.sqrt(lo * hi)
-        if feasible_local(mid):
-            lo = mid
-        else:
-            hi = mid
-    return make_local(lo)
+    if knob == "epsilon0":
+        lo, hi, increasing = 1e-6, EPS0_MAX, True
+    else:
+        lo, hi, increasing = (1e-3 if knob == "noise_multiplier" else 1.0 / EPS0_MAX), 1e6, False
+    try:
+        v = _boundary(g, lo, hi, 1.0, increasing, rel_tol)
+    except ParameterError:
+        what = (f"even epsilon0 = {lo:g}" if knob == "epsilon0" else f"no {knob} up to {hi:g}")
+        raise ParameterError(
+            f"{what} does not meet epsilon = {epsilon} at delta = {delta} (n = {n}, k = {k}, count = {count}); "
+            "raise the target, add users or reduce the rounds"
+        ) from None
+    return make(v)

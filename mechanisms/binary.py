@@ -252,7 +252,7 @@ def block_layout(d: int, s: int) -> tuple[int, int]:
 def slot_messages(b: np.ndarray, a: int, s: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """For each client and slot j, a uniform index in block j and the bit there (padding reads 0)."""
     n, d = b.shape
-    idx = rng.integers(0, a, size=(n, s))
+    idx = rng.integers(0, a, size=(n, s), dtype=np.int32)
     coords = idx + (np.arange(s) * a)[None, :]
     valid = coords < d
     rows = np.arange(n)[:, None]
@@ -272,7 +272,7 @@ def check_slot_reports(reports: Any, tail: tuple[int, ...], a: int, what: str) -
                          f"got {np.shape(reports['index'])} and {np.shape(reports['bit'])}")
     if not (np.issubdtype(idx.dtype, np.number) and np.issubdtype(bit.dtype, np.number)):
         raise InputError(f"{what}: 'index' and 'bit' must be integer arrays")
-    if np.any(idx != np.round(idx)) or idx.min() < 0 or idx.max() >= a:
+    if (not np.issubdtype(idx.dtype, np.integer) and np.any(idx != np.round(idx))) or idx.min() < 0 or idx.max() >= a:
         raise InputError(f"{what}: 'index' entries must be integers in 0..{a - 1}")
     if not np.all((bit == 0) | (bit == 1)):
         raise InputError(f"{what}: 'bit' entries must be 0 or 1")

@@ -111,6 +111,30 @@ class _Central(Mechanism):
         ev["count"] = count
         return [ev]
 
+    def _project(self, x: np.ndarray) -> np.ndarray:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def clip_sum(self, x: Any) -> np.ndarray:
+        """Server side, streaming: the clipped sum of one batch of users' vectors (no noise yet)."""
+        return self._project(as_float_batch(x, self.d, self.name)).sum(axis=0)
+
+    def release(self, clipped_sum: Any, n: int, rng: np.random.Generator) -> dict:
+        """Add the noise once to a clipped sum over ``n`` users → {"noisy_sum": (d,), "n": n}."""
+        rng = check_rng(rng)
+        s = np.asarray(clipped_sum, dtype=np.float64).reshape(-1)
+        if s.shape != (self.d,) or not np.all(np.isfinite(s)):
+            raise InputError(f"{self.name}: the clipped sum must be {self.d} finite numbers")
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise InputError(f"{self.name}: n must be a positive integer")
+        return {"noisy_sum": s + self._noise(rng), "n": int(n)}
+
+    def randomize(self, x: Any, rng: np.random.Generator) -> dict:
+        """Users' vectors (users, d) → the release {"noisy_sum": (d,), "n": users} (server side: clip each
+        user's contribution, sum, add the noise once)."""
+        rng = check_rng(rng)
+        xs = as_float_batch(x, self.d, self.name)
+        return self.release(self._project(xs).sum(axis=0), xs.shape[0], rng)
+
     def estimate(self, reports: Any) -> np.ndarray:
         if not isinstance(reports, dict) or "noisy_sum" not in reports or "n" not in reports:
             raise InputError(f"{self.name}: reports must be the release {{'noisy_sum': [...], 'n': users}}")
@@ -166,11 +190,11 @@ class GaussianCentral(_Central):
         return self._central_events(n, k, count, {"mechanism": "gaussian",
                                                   "noise_multiplier": float(self.noise_multiplier)})
 
-    def randomize(self, x: Any, rng: np.random.Generator) -> dict:
-        """Users' vectors (users, d) → the release {"noisy_sum": (d,), "n": users} (server side)."""
-        rng = check_rng(rng)
-        xs = _project_l2(as_float_batch(x, self.d, self.name), self.clip)
-        return {"noisy_sum": xs.sum(axis=0) + rng.normal(0.0, self.sigma, size=self.d), "n": int(xs.shape[0])}
+    def _project(self, x: np.ndarray) -> np.ndarray:
+        return _project_l2(x, self.clip)
+
+    def _noise(self, rng: np.random.Generator) -> np.ndarray:
+        return rng.normal(0.0, self.sigma, size=self.d)
 
     def mse(self, n: int | None = None, x: Any = None) -> float:
         if x is None:
@@ -222,10 +246,11 @@ class LaplaceCentral(_Central):
     def events(self, n: int | None = None, k: int | None = None, count: int = 1) -> list[dict]:
         return self._central_events(n, k, count, {"mechanism": "laplace", "scale": float(self.scale)})
 
-    def randomize(self, x: Any, rng: np.random.Generator) -> dict:
-        rng = check_rng(rng)
-        xs = _project_l1(as_float_batch(x, self.d, self.name), self.clip)
-        return {"noisy_sum": xs.sum(axis=0) + rng.laplace(0.0, self.b, size=self.d), "n": int(xs.shape[0])}
+    def _project(self, x: np.ndarray) -> np.ndarray:
+        return _project_l1(x, self.clip)
+
+    def _noise(self, rng: np.random.Generator) -> np.ndarray:
+        return rng.laplace(0.0, self.b, size=self.d)
 
     def mse(self, n: int | None = None, x: Any = None) -> float:
         if x is None:

@@ -104,7 +104,7 @@ def check_index_bit(reports: Any, size: int, what: str) -> tuple[np.ndarray, np.
         raise InputError(f"{what}: 'index' and 'bit' must be non-empty arrays of the same length")
     if not (np.issubdtype(j.dtype, np.number) and np.issubdtype(bit.dtype, np.number)):
         raise InputError(f"{what}: 'index' and 'bit' must be integer arrays")
-    if np.any(j != np.round(j)) or j.min() < 0 or j.max() >= size:
+    if (not np.issubdtype(j.dtype, np.integer) and np.any(j != np.round(j))) or j.min() < 0 or j.max() >= size:
         raise InputError(f"{what}: 'index' entries must be integers in 0..{size - 1}")
     if not np.all((bit == 0) | (bit == 1)):
         raise InputError(f"{what}: 'bit' entries must be 0 or 1")

@@ -252,7 +252,7 @@ class UserMean(Mechanism):
         w = np.zeros((y.shape[0], self.D))
         w[:, : self.d] = y
         w *= self.signs
-        return fwht(w, inplace=True) / math.sqrt(self.D)
+        return fwht(w) / math.sqrt(self.D)
 
     def _unrotate(self, w: np.ndarray) -> np.ndarray:
         if self.d == 1:

@@ -77,7 +77,7 @@ class L1Ball(Mechanism):
         n = x.shape[0]
         xp = np.zeros((n, self.D))
         xp[:, : self.d] = x
-        hx = fwht(xp, inplace=True)  # (H x)_j = √D y_j
+        hx = fwht(xp)  # (H x)_j = √D y_j
         j = rng.integers(0, self.D, size=n)
         p_plus = 0.5 + hx[np.arange(n), j] / (2.0 * self.r1 * self.c)
         sign = np.where(rng.random(n) < p_plus, 1, -1).astype(np.int8)
@@ -107,7 +107,7 @@ def check_index_sign(reports: Any, size: int, what: str) -> tuple[np.ndarray, np
         raise InputError(f"{what}: 'index' and 'sign' must be non-empty arrays of the same length")
     if not (np.issubdtype(j.dtype, np.number) and np.issubdtype(sign.dtype, np.number)):
         raise InputError(f"{what}: 'index' and 'sign' must be numeric")
-    if np.any(j != np.round(j)) or j.min() < 0 or j.max() >= size:
+    if (not np.issubdtype(j.dtype, np.integer) and np.any(j != np.round(j))) or j.min() < 0 or j.max() >= size:
         raise InputError(f"{what}: 'index' entries must be integers in 0..{size - 1}")
     if not np.all((sign == 1) | (sign == -1)):
         raise InputError(f"{what}: 'sign' entries must be +1 or -1")
@@ -201,7 +201,7 @@ class LinfBox(Mechanism):
     def _randomize_box(self, x: np.ndarray, rng: np.random.Generator) -> dict:
         n = x.shape[0]
         m, s, a, d = self.m, self.s, self.a, self.d
-        idx = rng.integers(0, a, size=(n, m, s))
+        idx = rng.integers(0, a, size=(n, m, s), dtype=np.int32)
         coords = idx + (np.arange(s) * a)[None, None, :]
         valid = coords < d
         rows = np.arange(n)[:, None, None]
@@ -326,9 +326,7 @@ class L2Ball(LinfBox):
         w = np.zeros((x.shape[0], self.d))
         w[:, : self.d_in] = x
         w *= self.signs
-        fwht(w, inplace=True)
-        w *= 1.0 / math.sqrt(self.d)
-        return w
+        return fwht(w) * (1.0 / math.sqrt(self.d))
 
     def unrotate(self, w: np.ndarray) -> np.ndarray:
         """x = Uᵀ w = D H w / √d' (last axis), truncated to the input dimension."""

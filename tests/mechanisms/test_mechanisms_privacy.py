@@ -4,9 +4,7 @@ e^{ε0} (computed from the full output-probability table, not sampled), and the 
 from __future__ import annotations
 
 import math
-import sys
 from fractions import Fraction
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,8 +13,7 @@ from scipy.stats import chi2
 
 import mechanisms
 
-sys.path.insert(0, str(Path(__file__).parent))
-import _mech_tables as T  # noqa: E402
+from . import _mech_tables as T
 
 EPS = [0.1, 0.7, 1.0, 2.5, 6.0]
 TOL = 1e-9
