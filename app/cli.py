@@ -224,17 +224,27 @@ def cmd_calibrate(a) -> tuple[dict, str]:
     except ValidationError as exc:
         raise CliError(f"invalid calibration request:\n{_pydantic_msg(exc)}") from None
 
-    def progress(msg: str) -> None:
+    t0 = time.monotonic()
+    last = {"t": t0, "eps": None, "fraction": 0.0}
+
+    def say(msg: str) -> None:
         if not a.quiet:
             print(msg, file=sys.stderr, flush=True)
 
+    def progress(fraction: float, eps: float) -> None:
+        last.update(eps=eps, fraction=fraction)
+        now = time.monotonic()
+        if now - last["t"] >= 0.5:
+            last["t"] = now
+            say(f"  {100 * fraction:5.1f}%  last ε = {eps:.6g}  ({now - t0:.1f} s)")
+
     done = threading.Event()
-    t0 = time.monotonic()
 
-    def ticker():
+    def ticker():  # a single slow evaluation still shows signs of life
         while not done.wait(2.0):
-            progress(f"… still searching ({time.monotonic() - t0:.0f} s)")
+            say(f"  … still searching ({time.monotonic() - t0:.0f} s)")
 
+    say(f"calibrating {req.solve_for} for ε ≤ {req.target.epsilon:g} at δ = {req.target.delta:g} …")
     th = threading.Thread(target=ticker, daemon=True)
     th.start()
     try:
@@ -242,11 +252,13 @@ def cmd_calibrate(a) -> tuple[dict, str]:
                                req.orders, progress=progress)
     finally:
         done.set()
-    progress(f"finished in {time.monotonic() - t0:.2f} s")
+    say(f"done in {time.monotonic() - t0:.2f} s ({res.get('evaluations', '?')} curve evaluations)")
     rows = [(f"{res['solve_for']} (solved)", res["value"]), ("epsilon (ε)", res["epsilon"]),
             ("target ε", res["target"]["epsilon"]), ("delta (δ)", res["delta"]), ("optimal order (α)", res["order"])]
     if res.get("direction"):
         rows.append(("direction", res["direction"]))
+    if res.get("at_limit"):
+        rows.append(("at limit of domain", "yes"))
     text = f"event: {_event_str(res['event'])}\n\n" + _table(rows) + _notes(res)
     return res, text
 

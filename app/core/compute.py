@@ -12,6 +12,7 @@ JSON safety: every float in a result is finite; a curve value that is unbounded 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -121,26 +122,71 @@ def rdp_result(event: dict, orders: Sequence[float] | None = None, bound: str = 
     return out
 
 
-def _event_sources(evs: list, order: float) -> tuple[list[dict], list[str]]:
+def _orders_containing(grid: np.ndarray, order: float) -> np.ndarray:
+    """The orders array (the grid, or the refinement around a grid point) on which the
+    conversion evaluated ``order`` — so the per-order source comes from the curve store."""
+    if np.any(grid == order):
+        return grid
+    from accountant.composition import _refine_orders
+
+    for i in range(grid.size):
+        lo = grid[i - 1] if i > 0 else 1.0
+        hi = grid[i + 1] if i + 1 < grid.size else np.inf
+        if lo < order < hi:
+            fine = _refine_orders(grid, i)
+            if np.any(fine == order):
+                return fine
+    return np.array([order])
+
+
+def _event_sources(evs: list, grid: np.ndarray, order: float) -> tuple[list[dict], list[str]]:
     """For each event, the bound that gave its value at the optimal order."""
-    o = np.array([order])
-    sources, notes = [], []
+    o = _orders_containing(grid, order)
+    j = int(np.flatnonzero(o == order)[0])
+    sources, notes, seen = [], [], {}
     for i, ev in enumerate(evs):
-        s, n = _curve_sources(ev, o, "upper")
-        sources.append({"event": i, "mechanism": ev.mechanism, "bound": s[0]})
+        unit = ev.with_count(1) if ev.count != 1 else ev
+        if unit not in seen:
+            seen[unit] = _curve_sources(unit, o, "upper")
+        s, n = seen[unit]
+        sources.append({"event": i, "mechanism": ev.mechanism, "bound": s[j]})
         notes.extend(x for x in n if x not in notes)
     return sources, notes
 
 
+def _prewarm(evs: list, grid: np.ndarray, deadline: float | None) -> None:
+    """Compute each distinct event's curve (cached by the accountant) one at a time, so that a
+    request with many expensive events stops at the deadline instead of running for minutes;
+    a retry continues from the cache."""
+    if deadline is None:
+        return
+    done = set()
+    for ev in evs:
+        unit = ev.with_count(1) if ev.count != 1 else ev
+        if unit in done or unit.mechanism not in HEAVY_MECHANISMS:
+            continue
+        if time.monotonic() > deadline:
+            raise WorkLimitExceeded(
+                f"this composition needs more computation than one request may use ({len(done)} of "
+                f"{len({(e.with_count(1) if e.count != 1 else e) for e in evs})} distinct curves computed "
+                "within the time limit). The curves computed so far are cached: send the same request again "
+                "to continue, or split the events into smaller requests"
+            )
+        accountant.event_rdp(unit, grid)
+        done.add(unit)
+
+
 def _guarantee_result(fn: Callable, events: Sequence[dict], value: float, key: str,
-                      orders: Sequence[float] | None, max_mass: float) -> dict:
+                      orders: Sequence[float] | None, max_mass: float, time_limit: float | None) -> dict:
     if not events:
         raise InvalidParameter("events must not be empty: give at least one event to compose")
+    deadline = None if time_limit is None else time.monotonic() + time_limit
     evs = [accountant.event_from_dict(e) for e in events]
     grid = _orders_array(orders)
     check_work(evs, grid, max_mass, convert=True)
+    _prewarm(evs, grid, deadline)
     g = fn(evs, value, grid)
-    sources, notes = _event_sources(evs, g.order)
+    sources, notes = _event_sources(evs, grid, g.order)
     if g.order not in set(grid.tolist()):
         notes.append(
             f"the optimal order {g.order:.6g} was found by refining between grid points; "
@@ -165,15 +211,15 @@ def _guarantee_result(fn: Callable, events: Sequence[dict], value: float, key: s
 
 
 def epsilon_result(events: Sequence[dict], delta: float, orders: Sequence[float] | None = None,
-                   max_mass: float = math.inf) -> dict:
+                   max_mass: float = math.inf, time_limit: float | None = None) -> dict:
     """``/v1/epsilon``: compose ``events`` and convert to ε at ``delta``."""
-    return _guarantee_result(accountant.epsilon_guarantee, events, delta, "delta", orders, max_mass)
+    return _guarantee_result(accountant.epsilon_guarantee, events, delta, "delta", orders, max_mass, time_limit)
 
 
 def delta_result(events: Sequence[dict], epsilon: float, orders: Sequence[float] | None = None,
-                 max_mass: float = math.inf) -> dict:
+                 max_mass: float = math.inf, time_limit: float | None = None) -> dict:
     """``/v1/delta``: compose ``events`` and convert to δ at ``epsilon``."""
-    return _guarantee_result(accountant.delta_guarantee, events, epsilon, "epsilon", orders, max_mass)
+    return _guarantee_result(accountant.delta_guarantee, events, epsilon, "epsilon", orders, max_mass, time_limit)
 
 
 def _get(res: Any, name: str) -> Any:
@@ -210,8 +256,11 @@ class CalibrationUnavailable(RuntimeError):
 
 def calibrate_result(event: dict, solve_for: str, target_epsilon: float, delta: float,
                      orders: Sequence[float] | None = None, max_mass: float = math.inf,
-                     progress: Callable[[str], None] | None = None) -> dict:
-    """``/v1/calibrate``: solve for one unknown of ``event`` so that ε(event) ≤ target at δ."""
+                     progress: Callable[[float, float], None] | None = None) -> dict:
+    """``/v1/calibrate``: solve for one unknown of ``event`` so that ε(event) ≤ target at δ.
+
+    ``progress(fraction, epsilon)`` is passed to :func:`accountant.calibrate` (called after each
+    curve evaluation)."""
     fn = _calibrate_fn()
     if solve_for in event:
         raise InvalidParameter(
@@ -225,30 +274,37 @@ def calibrate_result(event: dict, solve_for: str, target_epsilon: float, delta: 
     if grid is not None:
         kwargs["orders"] = grid
     if progress is not None:
-        progress(f"calibrating {solve_for} for ε ≤ {target_epsilon:g} at δ = {delta:g} …")
+        kwargs["progress"] = progress
     res = fn(dict(event), solve_for, target_epsilon, delta, **kwargs)
     ev = accountant.event_from_dict(_get(res, "event"))
-    out = {
-        "event": ev.to_dict(),
+    evd = ev.to_dict()
+    out: dict[str, Any] = {
+        "event": evd,
         "epsilon": float(_get(res, "epsilon")),
         "delta": float(delta),
         "order": float(_get(res, "order")),
         "solve_for": solve_for,
-        "value": _get(ev.to_dict(), solve_for),
+        "value": evd.get(solve_for, _get(res, "value")),
         "target": {"epsilon": float(target_epsilon), "delta": float(delta)},
         "default_orders": orders is None,
     }
-    for extra in ("direction", "notes"):
+    if solve_for == "k":
+        out["direction"] = "largest"
+    if orders is None:
+        out["grid_version"] = accountant.DEFAULT_GRID_VERSION
+    for name in ("at_limit", "note", "evaluations"):
         try:
-            v = _get(res, extra)
+            v = _get(res, name)
         except (KeyError, AttributeError):
             continue
-        if v is not None:
-            out[extra] = v if extra != "notes" else [str(x) for x in v]
+        if name == "note":
+            out["notes"] = [str(v)] if v else []
+        elif name == "at_limit":
+            out["at_limit"] = bool(v)
+        else:
+            out["evaluations"] = int(v)
     if not (math.isfinite(out["epsilon"]) and math.isfinite(out["order"])):  # pragma: no cover
         raise InvalidParameter("calibration returned a non-finite guarantee")
-    if progress is not None:
-        progress(f"done: {solve_for} = {out['value']}")
     return out
 
 

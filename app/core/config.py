@@ -6,8 +6,9 @@
 ``ACCOUNTANT_API_KEYS``     comma-separated ``key:role`` pairs, roles admin/pipeline/viewer
 ``ACCOUNTANT_LOG_LEVEL``    (or ``LOG_LEVEL``) DEBUG/INFO/WARNING/ERROR, default INFO
 ``ACCOUNTANT_MAX_BODY_BYTES``  request body cap, default 1 MiB (larger bodies: ``413``)
-``ACCOUNTANT_MAX_ORDERS``   most orders one request may ask for, default 1000
-``ACCOUNTANT_MAX_EVENTS``   most events one composition may carry, default 1000
+``ACCOUNTANT_COMPUTE_TIME_LIMIT``  seconds a composition may spend computing new curves (30)
+``ACCOUNTANT_COMPUTE_CONCURRENCY``  computations at once per process (default: CPU count)
+``ACCOUNTANT_MAX_ORDER_MASS``  work limit of one request (see ``app.core.compute.check_work``)
 ==========================  ===========================================================
 """
 
@@ -28,8 +29,11 @@ class Settings(BaseSettings):
     accountant_api_keys: str = Field("", validation_alias=AliasChoices("ACCOUNTANT_API_KEYS"), repr=False)
     log_level: str = Field("INFO", validation_alias=AliasChoices("ACCOUNTANT_LOG_LEVEL", "LOG_LEVEL"))
     max_body_bytes: int = Field(1_048_576, ge=1024, validation_alias=AliasChoices("ACCOUNTANT_MAX_BODY_BYTES"))
-    max_orders: int = Field(1000, ge=1, le=20_000, validation_alias=AliasChoices("ACCOUNTANT_MAX_ORDERS"))
-    max_events: int = Field(1000, ge=1, validation_alias=AliasChoices("ACCOUNTANT_MAX_EVENTS"))
+    #: a composition stops computing new curves after this many seconds (400; a retry continues
+    #: from the cache)
+    compute_time_limit: float = Field(30.0, gt=0, validation_alias=AliasChoices("ACCOUNTANT_COMPUTE_TIME_LIMIT"))
+    #: computations running at once per process (the rest wait; cached answers never wait)
+    compute_concurrency: int = Field(0, ge=0, validation_alias=AliasChoices("ACCOUNTANT_COMPUTE_CONCURRENCY"))
     #: a compute request may ask for at most this much "order mass" (Σ over distinct events of
     #: Σ max(α, 1000)); the bounds cost time roughly linear in α (≈ 0.1 s at α = 10⁶).
     max_order_mass: float = Field(2e7, gt=0, validation_alias=AliasChoices("ACCOUNTANT_MAX_ORDER_MASS"))

@@ -3,13 +3,14 @@ the error bodies every endpoint documents."""
 
 from __future__ import annotations
 
-from typing import Any, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
 import accountant
 
 from .events import (
+    MAX_CURVE_POINTS,
     Count,
     Epsilon0,
     Event,
@@ -201,6 +202,8 @@ class _Partial(_EventBase):
 
 
 class PartialShuffleEvent(_Partial):
+    """A shuffle event without the unknown (epsilon0, n or count)."""
+
     model_config = ConfigDict(title="PartialShuffleEvent")
     mechanism: Literal["shuffle"]
     n: PositiveInt | None = None
@@ -210,6 +213,8 @@ class PartialShuffleEvent(_Partial):
 
 
 class PartialSubsampledShuffleEvent(_Partial):
+    """A subsampled-shuffle event without the unknown (epsilon0, n, k or count)."""
+
     model_config = ConfigDict(title="PartialSubsampledShuffleEvent")
     mechanism: Literal["subsampled_shuffle"]
     n: PositiveInt | None = None
@@ -220,19 +225,64 @@ class PartialSubsampledShuffleEvent(_Partial):
     sampling: Literal["without_replacement"] = "without_replacement"
 
 
+class PartialRdpCurveEvent(_Partial):
+    """solve_for = count only."""
+
+    model_config = ConfigDict(title="PartialRdpCurveEvent")
+    mechanism: Literal["rdp_curve"]
+    orders: list[num(gt=1, le=1e6)] = Field(min_length=1, max_length=MAX_CURVE_POINTS)
+    rdp: list[num(ge=0, le=1e300)] = Field(min_length=1, max_length=MAX_CURVE_POINTS)
+    count: Count | None = None
+
+
+class PartialGaussianEvent(_Partial):
+    """solve_for = count only."""
+
+    model_config = ConfigDict(title="PartialGaussianEvent")
+    mechanism: Literal["gaussian"]
+    noise_multiplier: num(gt=0, le=1e12)
+    count: Count | None = None
+
+
+class PartialLaplaceEvent(_Partial):
+    """solve_for = count only."""
+
+    model_config = ConfigDict(title="PartialLaplaceEvent")
+    mechanism: Literal["laplace"]
+    scale: num(gt=0, le=1e12)
+    count: Count | None = None
+
+
+class PartialPureDpEvent(_Partial):
+    """solve_for = count only."""
+
+    model_config = ConfigDict(title="PartialPureDpEvent")
+    mechanism: Literal["pure_dp"]
+    epsilon: num(ge=0, le=50)
+    count: Count | None = None
+
+
+PartialEvent = Annotated[
+    Union[PartialShuffleEvent, PartialSubsampledShuffleEvent, PartialRdpCurveEvent, PartialGaussianEvent,
+          PartialLaplaceEvent, PartialPureDpEvent],
+    Field(discriminator="mechanism"),
+]
+
+
 class CalibrateRequest(StrictModel):
     model_config = ConfigDict(json_schema_extra={"examples": [
         {"solve_for": "epsilon0", "target": {"epsilon": 4.0, "delta": 1e-5},
          "event": {"mechanism": "subsampled_shuffle", "n": 100000, "k": 1000, "count": 1000}},
     ]})
     solve_for: Literal["epsilon0", "count", "n", "k"] = Field(description=(
-        "The unknown, left out of `event`: `epsilon0` — the largest ε0 meeting the target (to relative "
-        "tolerance 1e-6); `count` — the most rounds (closed form); `n` — the fewest users; `k` (subsampled "
-        "shuffle) — the sample size per round; see the endpoint description for its direction."
+        "The unknown, left out of `event`: `epsilon0` — the largest ε0 meeting the target (shuffle, "
+        "subsampled_shuffle; relative tolerance 1e-6); `count` — the most rounds (any mechanism; closed form); "
+        "`n` — the fewest users (shuffle; subsampled_shuffle with k fixed); `k` (subsampled_shuffle, n fixed) — "
+        "the LARGEST sample size per round that still meets the target (one round's RDP grows with k = γn, so "
+        "the most clients per round is the useful answer; `direction` says `largest`)."
     ))
     target: Target
-    event: PartialShuffleEvent | PartialSubsampledShuffleEvent = Field(
-        discriminator="mechanism",
+    event: PartialEvent = Field(
         description="the event without the field being solved for (count defaults to 1 unless solved for)",
     )
     orders: Orders | None = ORDERS_FIELD
@@ -240,9 +290,10 @@ class CalibrateRequest(StrictModel):
 
 class CalibrateResponse(BaseModel):
     model_config = ConfigDict(json_schema_extra={"examples": [{
-        "event": {"mechanism": "subsampled_shuffle", "n": 100000, "k": 1000, "epsilon0": 2.61, "count": 1000},
-        "epsilon": 3.9999, "delta": 1e-5, "order": 12.0, "solve_for": "epsilon0", "value": 2.61,
-        "target": {"epsilon": 4.0, "delta": 1e-5}, "default_orders": True,
+        "event": {"mechanism": "subsampled_shuffle", "n": 100000, "k": 1000, "epsilon0": 2.949008, "count": 1000},
+        "epsilon": 3.99999998, "delta": 1e-5, "order": 5.0, "solve_for": "epsilon0", "value": 2.949008,
+        "target": {"epsilon": 4.0, "delta": 1e-5}, "default_orders": True, "grid_version": 1, "at_limit": False,
+        "notes": [], "evaluations": 13,
     }]})
     event: Event = Field(description="the completed event")
     epsilon: float = Field(description="ε of the completed event at the target δ (recomputed; never above the target)")
@@ -252,8 +303,11 @@ class CalibrateResponse(BaseModel):
     value: float | int = Field(description="the value found for `solve_for`")
     target: Target
     default_orders: bool
-    direction: str | None = Field(None, description="for k: whether the fewest or the most k was searched")
+    grid_version: int | None = None
+    direction: Literal["largest", "smallest"] | None = Field(None, description="for k: the direction searched (largest)")
+    at_limit: bool | None = Field(None, description="the answer sits at the end of the parameter's domain")
     notes: list[str] | None = None
+    evaluations: int | None = Field(None, description="curve evaluations the search used")
 
 
 class HealthResponse(BaseModel):

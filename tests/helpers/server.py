@@ -28,7 +28,7 @@ from pathlib import Path
 
 import httpx
 
-__all__ = ["ServerHandle", "ServerStartError", "free_port", "start_server"]
+__all__ = ["ServerHandle", "ServerStartError", "free_port", "shared_server", "start_server"]
 
 
 class ServerStartError(RuntimeError):
@@ -180,3 +180,19 @@ def start_server(env: dict | None = None, port: int | None = None, *, host: str 
             if port is not None or "address already in use" not in str(exc).lower() or attempt == 2:
                 raise
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+_SHARED: ServerHandle | None = None
+
+
+def shared_server() -> ServerHandle:
+    """One server per test process (temp SQLite database, no API keys set unless
+    ``ACCOUNTANT_API_KEYS`` is in the environment), started on first use and stopped at exit.
+    For tests that only read or compute; tests that need their own settings use start_server."""
+    global _SHARED
+    if _SHARED is None or _SHARED.proc is None or _SHARED.proc.poll() is not None:
+        import atexit
+
+        _SHARED = start_server({})
+        atexit.register(_SHARED.stop)
+    return _SHARED

@@ -10,6 +10,7 @@ answered without recomputation.
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -91,13 +92,28 @@ async def _cached(endpoint: str, key: str, fn: Callable[[], dict]) -> Response:
         COMPUTE_CACHE.labels(endpoint, "hit").inc()
         return _json(hit)
     COMPUTE_CACHE.labels(endpoint, "miss").inc()
-    body = dumps(await anyio.to_thread.run_sync(fn))
+    body = dumps(await anyio.to_thread.run_sync(fn, limiter=_limiter()))
     CACHE.put(k, body)
     return _json(body)
 
 
 def _mass() -> float:
     return get_settings().max_order_mass
+
+
+def _time_limit() -> float:
+    return get_settings().compute_time_limit
+
+
+_LIMITER: anyio.CapacityLimiter | None = None
+
+
+def _limiter() -> anyio.CapacityLimiter:
+    """Computations at once (default: CPU count); more would only slow each other down."""
+    global _LIMITER
+    if _LIMITER is None:
+        _LIMITER = anyio.CapacityLimiter(get_settings().compute_concurrency or max(2, os.cpu_count() or 2))
+    return _LIMITER
 
 
 @router.get(
@@ -180,7 +196,8 @@ async def rdp(req: RdpRequest) -> Response:
     responses=COMPUTE_ERRORS,
 )
 async def epsilon(req: EpsilonRequest) -> Response:
-    fn = partial(compute.epsilon_result, [e.to_accountant() for e in req.events], req.delta, req.orders, _mass())
+    fn = partial(compute.epsilon_result, [e.to_accountant() for e in req.events], req.delta, req.orders, _mass(),
+                 _time_limit())
     return await _cached("epsilon", req.model_dump_json(), fn)
 
 
@@ -196,7 +213,8 @@ async def epsilon(req: EpsilonRequest) -> Response:
     responses=COMPUTE_ERRORS,
 )
 async def delta(req: DeltaRequest) -> Response:
-    fn = partial(compute.delta_result, [e.to_accountant() for e in req.events], req.epsilon, req.orders, _mass())
+    fn = partial(compute.delta_result, [e.to_accountant() for e in req.events], req.epsilon, req.orders, _mass(),
+                 _time_limit())
     return await _cached("delta", req.model_dump_json(), fn)
 
 
