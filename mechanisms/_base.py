@@ -300,6 +300,23 @@ def rr_variance(p: float) -> float:
     return p * (1.0 - p) / (1.0 - 2.0 * p) ** 2
 
 
+def as_array(x: Any, what: str) -> np.ndarray:
+    """``np.asarray`` that turns ragged or non-numeric input into an ``InputError``."""
+    if isinstance(x, np.ndarray):
+        return x
+    try:
+        return np.asarray(x)
+    except (TypeError, ValueError):
+        raise InputError(f"{what}: expected a rectangular array of numbers") from None
+
+
+def as_float_array(x: Any, what: str) -> np.ndarray:
+    try:
+        return np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InputError(f"{what}: expected a rectangular array of numbers") from None
+
+
 def as_float_batch(x: Any, d: int, what: str) -> np.ndarray:
     """Inputs as a float64 array of shape (batch, d); a 1-D array is a batch of scalars when d = 1,
     a single client when its length is d > 1."""

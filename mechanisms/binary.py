@@ -14,6 +14,7 @@ from ._base import (
     Mechanism,
     Param,
     ParameterError,
+    as_array,
     check_rng,
     eps0_param,
     rr_flip_probability,
@@ -23,7 +24,7 @@ from ._hadamard import log2_ceil
 
 
 def as_bits(x: Any, what: str, shape_tail: tuple[int, ...] = ()) -> np.ndarray:
-    arr = np.asarray(x)
+    arr = as_array(x, what)
     if arr.dtype == bool:
         arr = arr.astype(np.uint8)
     if arr.size and not np.issubdtype(arr.dtype, np.number):
@@ -125,7 +126,7 @@ class KaryRR(Mechanism):
         return {"keep_probability": self.keep_probability, "each_other_symbol_probability": self.other_probability}
 
     def _symbols(self, x: Any, what: str) -> np.ndarray:
-        arr = np.asarray(x)
+        arr = as_array(x, what)
         if arr.size and not np.issubdtype(arr.dtype, np.number):
             raise InputError(f"{what} must be integers in 0..{self.k - 1}")
         arr = arr.reshape(-1)
@@ -263,8 +264,8 @@ def slot_messages(b: np.ndarray, a: int, s: int, rng: np.random.Generator) -> tu
 def check_slot_reports(reports: Any, tail: tuple[int, ...], a: int, what: str) -> tuple[np.ndarray, np.ndarray]:
     if not isinstance(reports, dict) or "index" not in reports or "bit" not in reports:
         raise InputError(f"{what}: reports must be a mapping with arrays 'index' and 'bit'")
-    idx = np.asarray(reports["index"])
-    bit = np.asarray(reports["bit"])
+    idx = as_array(reports["index"], what)
+    bit = as_array(reports["bit"], what)
     if idx.ndim == len(tail):
         idx, bit = idx[None], bit[None]
     if idx.shape != bit.shape or idx.shape[1:] != tail or idx.shape[0] < 1:

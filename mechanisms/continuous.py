@@ -13,6 +13,7 @@ from ._base import (
     Mechanism,
     Param,
     ParameterError,
+    as_float_array,
     as_float_batch,
     check_population,
     check_rng,
@@ -121,7 +122,7 @@ class _Central(Mechanism):
     def release(self, clipped_sum: Any, n: int, rng: np.random.Generator) -> dict:
         """Add the noise once to a clipped sum over ``n`` users → {"noisy_sum": (d,), "n": n}."""
         rng = check_rng(rng)
-        s = np.asarray(clipped_sum, dtype=np.float64).reshape(-1)
+        s = as_float_array(clipped_sum, self.name).reshape(-1)
         if s.shape != (self.d,) or not np.all(np.isfinite(s)):
             raise InputError(f"{self.name}: the clipped sum must be {self.d} finite numbers")
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
@@ -138,7 +139,7 @@ class _Central(Mechanism):
     def estimate(self, reports: Any) -> np.ndarray:
         if not isinstance(reports, dict) or "noisy_sum" not in reports or "n" not in reports:
             raise InputError(f"{self.name}: reports must be the release {{'noisy_sum': [...], 'n': users}}")
-        s = np.asarray(reports["noisy_sum"], dtype=np.float64).reshape(-1)
+        s = as_float_array(reports["noisy_sum"], self.name).reshape(-1)
         n = reports["n"]
         if s.shape != (self.d,) or not np.all(np.isfinite(s)):
             raise InputError(f"{self.name}: 'noisy_sum' must be {self.d} finite numbers")

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ._base import K_MAX, InputError, Mechanism, Param, check_rng, eps0_param
+from ._base import K_MAX, InputError, Mechanism, Param, as_array, check_rng, eps0_param
 from ._hadamard import fwht, hadamard_entries, log2_ceil, next_power_of_two
 from .binary import _n_from
 
@@ -72,7 +72,7 @@ class HadamardResponse(Mechanism):
                 "payload_bits": 1, "c": self.c}
 
     def symbols(self, x: Any, what: str) -> np.ndarray:
-        arr = np.asarray(x)
+        arr = as_array(x, what)
         if arr.size and not np.issubdtype(arr.dtype, np.number):
             raise InputError(f"{what} must be integers in 0..{self.k - 1}")
         arr = arr.reshape(-1)
@@ -98,8 +98,8 @@ class HadamardResponse(Mechanism):
 def check_index_bit(reports: Any, size: int, what: str) -> tuple[np.ndarray, np.ndarray]:
     if not isinstance(reports, dict) or "index" not in reports or "bit" not in reports:
         raise InputError(f"{what}: reports must be a mapping with arrays 'index' and 'bit'")
-    j = np.asarray(reports["index"]).reshape(-1)
-    bit = np.asarray(reports["bit"]).reshape(-1)
+    j = as_array(reports["index"], what).reshape(-1)
+    bit = as_array(reports["bit"], what).reshape(-1)
     if j.shape != bit.shape or j.size == 0:
         raise InputError(f"{what}: 'index' and 'bit' must be non-empty arrays of the same length")
     if not (np.issubdtype(j.dtype, np.number) and np.issubdtype(bit.dtype, np.number)):

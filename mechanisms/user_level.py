@@ -13,6 +13,7 @@ from ._base import (
     Mechanism,
     Param,
     ParameterError,
+    as_float_array,
     check_population,
     check_rng,
     eps0_param,
@@ -308,7 +309,10 @@ class UserMean(Mechanism):
         if not isinstance(reports, dict) or "mean" not in reports or "interval" not in reports:
             raise InputError(f"{self.name}: reports must be a mapping with 'interval' and 'mean' "
                              "(as returned by randomize)")
-        iv = np.asarray(reports["interval"], dtype=np.float64).reshape(-1, 2)
+        iv = as_float_array(reports["interval"], self.name)
+        if iv.size % 2:
+            raise InputError(f"{self.name}: 'interval' must hold [low, high] pairs")
+        iv = iv.reshape(-1, 2)
         if iv.shape[0] != self.D or not np.all(np.isfinite(iv)):
             raise InputError(f"{self.name}: 'interval' must hold {self.D} finite [low, high] pairs")
         centres = iv.mean(axis=1)

@@ -13,6 +13,7 @@ from ._base import (
     Mechanism,
     Param,
     ParameterError,
+    as_array,
     as_float_batch,
     check_rng,
     eps0_param,
@@ -101,8 +102,8 @@ class L1Ball(Mechanism):
 def check_index_sign(reports: Any, size: int, what: str) -> tuple[np.ndarray, np.ndarray]:
     if not isinstance(reports, dict) or "index" not in reports or "sign" not in reports:
         raise InputError(f"{what}: reports must be a mapping with arrays 'index' and 'sign'")
-    j = np.asarray(reports["index"]).reshape(-1)
-    sign = np.asarray(reports["sign"]).reshape(-1)
+    j = as_array(reports["index"], what).reshape(-1)
+    sign = as_array(reports["sign"], what).reshape(-1)
     if j.shape != sign.shape or j.size == 0:
         raise InputError(f"{what}: 'index' and 'sign' must be non-empty arrays of the same length")
     if not (np.issubdtype(j.dtype, np.number) and np.issubdtype(sign.dtype, np.number)):

@@ -1,0 +1,243 @@
+"""HTTP endpoints of the mechanisms: catalog, parameters/accounting/calibration, randomize → estimate,
+errors (404 / 422 with a useful detail, never 500), bounds on input sizes, OpenAPI documentation."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import mechanisms
+
+fastapi = pytest.importorskip("fastapi")
+from fastapi.testclient import TestClient  # noqa: E402
+
+routes = pytest.importorskip("app.api.routes.mechanisms")
+
+
+@pytest.fixture(scope="module")
+def client():
+    from fastapi import FastAPI
+
+    try:
+        from app.main import app as main_app
+    except Exception:  # pragma: no cover - the service skeleton is someone else's; test the router alone
+        main_app = None
+    if main_app is not None and any(getattr(r, "path", "") == "/v1/mechanisms" for r in main_app.routes):
+        return TestClient(main_app)
+    app = FastAPI()
+    app.include_router(routes.router)
+    return TestClient(app)
+
+
+def test_catalog(client):
+    r = client.get("/v1/mechanisms")
+    assert r.status_code == 200
+    body = r.json()
+    names = {m["name"] for m in body["mechanisms"]}
+    assert {"binary_rr", "kary_rr", "binary_vector", "l1", "linf", "l2", "hadamard_response", "user_range",
+            "user_mean", "laplace_mean", "gaussian", "laplace"} <= names
+    by = {m["name"]: m for m in body["mechanisms"]}
+    assert by["kary_rr"]["parameters"]["k"]["type"] == "integer"
+    assert by["kary_rr"]["parameters"]["epsilon0"]["required"] is True
+    assert by["laplace_mean"]["output"] == "continuous" and by["linf"]["output"] == "discrete"
+    assert "own device" in body["note"]
+
+
+def test_parameters_with_accounting(client):
+    r = client.post("/v1/mechanisms/linf/parameters", json={
+        "params": {"epsilon0": 2.0, "d": 64, "m": 3, "s": 2},
+        "accounting": {"n": 10000, "k": 500, "count": 20, "delta": 1e-6}})
+    assert r.status_code == 200, r.text
+    b = r.json()
+    mech = mechanisms.get("linf", epsilon0=2.0, d=64, m=3, s=2)
+    assert b["events"] == mech.events(n=10000, k=500, count=20)
+    assert len(b["events"]) == 6 and b["bits_per_report"] == mech.bits_per_report
+    assert b["internals"]["level_epsilons"] == pytest.approx(list(mech.level_epsilons))
+    assert b["mse"] == pytest.approx(mech.mse(n=10000)) and b["mse_per_client"] == pytest.approx(mech.mse(n=1))
+    assert 0 < b["epsilon"] < 2.0 * 20 and b["delta"] == 1e-6 and b["order"] > 1
+    r = client.post("/v1/mechanisms/kary_rr/parameters", json={"params": {"epsilon0": 1.0, "k": 8}})
+    assert r.status_code == 200 and r.json()["events"] is None and r.json()["output_alphabet_size"] == 8
+
+
+def test_parameters_huge_alphabet_is_json_safe(client):
+    r = client.post("/v1/mechanisms/linf/parameters", json={"params": {"epsilon0": 2.0, "d": 4096, "m": 24, "s": 40}})
+    assert r.status_code == 200, r.text
+    b = r.json()
+    assert b["output_alphabet_size"] is None and b["output_alphabet_log2"] > 53
+
+
+def test_parameters_calibrate(client):
+    accountant = pytest.importorskip("accountant")
+    r = client.post("/v1/mechanisms/binary_vector/parameters", json={
+        "params": {"d": 16, "s": 2}, "accounting": {"n": 500, "count": 10},
+        "calibrate": {"epsilon": 1.0, "delta": 1e-6}})
+    assert r.status_code == 200, r.text
+    b = r.json()
+    assert b["epsilon"] <= 1.0 and b["epsilon"] == pytest.approx(1.0, rel=1e-3)
+    assert accountant.epsilon(b["events"], 1e-6)[0] <= 1.0
+    r = client.post("/v1/mechanisms/gaussian/parameters", json={
+        "params": {"clip": 2.0}, "accounting": {"n": 100, "count": 10}, "calibrate": {"epsilon": 1.0, "delta": 1e-5}})
+    assert r.status_code == 200 and r.json()["epsilon"] <= 1.0
+    assert r.json()["internals"]["sigma"] == pytest.approx(4.0 * r.json()["params"]["noise_multiplier"])
+    r = client.post("/v1/mechanisms/binary_rr/parameters", json={
+        "params": {}, "accounting": {"n": 10, "count": 1000}, "calibrate": {"epsilon": 1e-6, "delta": 1e-9}})
+    assert r.status_code == 422 and "does not meet" in r.json()["detail"]
+    r = client.post("/v1/mechanisms/binary_rr/parameters", json={
+        "params": {"epsilon0": 1.0}, "accounting": {"n": 10}, "calibrate": {"epsilon": 1.0, "delta": 1e-6}})
+    assert r.status_code == 422 and "epsilon0" in r.json()["detail"]
+    r = client.post("/v1/mechanisms/binary_rr/parameters", json={"params": {}, "calibrate": {"epsilon": 1, "delta": 1e-6}})
+    assert r.status_code == 422 and "accounting" in r.json()["detail"]
+
+
+@pytest.mark.parametrize("name,params,inputs", [
+    ("binary_rr", {"epsilon0": 1.0}, [0, 1, 1, 0, 1]),
+    ("kary_rr", {"epsilon0": 1.0, "k": 4}, [0, 1, 3, 3, 2]),
+    ("binary_vector", {"epsilon0": 2.0, "d": 5, "s": 2}, [[0, 1, 1, 0, 1], [1, 1, 1, 1, 1]]),
+    ("l1", {"epsilon0": 1.0, "d": 5}, [[0.2, -0.3, 0, 0, 0.1], [1, 0, 0, 0, 0]]),
+    ("linf", {"epsilon0": 2.0, "d": 4, "m": 2, "s": 2}, [[0.1, -0.5, 0.9, 0.0], [1, 1, -1, 0.3]]),
+    ("l2", {"epsilon0": 2.0, "d": 4, "m": 2, "s": 2}, [[0.1, -0.5, 0.5, 0.0], [0.6, 0, 0, 0.8]]),
+    ("hadamard_response", {"epsilon0": 1.0, "k": 5}, [0, 4, 2, 2]),
+    ("user_range", {"epsilon0": 1.0, "B": 1.0, "tau": 0.1}, [[0.1, 0.2], [0.3, 0.25], [0.2, 0.1]]),
+    ("user_mean", {"epsilon0": 2.0, "B": 1.0, "tau": 0.1}, [[0.1, 0.2], [0.3], [0.25, 0.2, 0.1]]),
+    ("user_mean", {"epsilon0": 2.0, "B": 1.0, "tau": 0.1, "interval": [-0.5, 0.5]}, [0.1, 0.3, -0.2]),
+    ("user_mean", {"epsilon0": 4.0, "B": 1.0, "tau": 0.1, "d": 4, "m": 2, "n": 10},
+     [[[0.1, 0.2, 0.0, 0.1]], [[0.1, 0.1, 0.0, 0.2], [0.2, 0.2, 0.1, 0.1]]]),
+    ("laplace_mean", {"epsilon0": 1.0}, [0.1, -0.2, 0.5]),
+    ("gaussian", {"noise_multiplier": 1.0, "d": 2}, [[0.1, 0.2], [0.3, -0.1]]),
+    ("laplace", {"scale": 1.0}, [0.1, 0.2, 0.3]),
+])
+def test_randomize_then_estimate(client, name, params, inputs):
+    r = client.post(f"/v1/mechanisms/{name}/randomize", json={"params": params, "inputs": inputs, "seed": 5})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["seed"] == 5 and body["clients"] == len(inputs) and "own device" in body["note"]
+    # the reference client code with the same seed gives the same reports
+    mech = mechanisms.get(name, **params)
+    x = inputs if name == "user_mean" and isinstance(inputs[0], list) else np.asarray(inputs)
+    ref = json.loads(json.dumps(_plain(mech.randomize(x, np.random.default_rng(5)))))
+    assert body["reports"] == ref
+    r2 = client.post(f"/v1/mechanisms/{name}/randomize", json={"params": params, "inputs": inputs, "seed": 5})
+    assert r2.json()["reports"] == body["reports"]
+    e = client.post(f"/v1/mechanisms/{name}/estimate", json={"params": params, "reports": body["reports"]})
+    assert e.status_code == 200, e.text
+    eb = e.json()
+    expected = mech.estimate(_arrays(ref))
+    np.testing.assert_allclose(np.asarray(eb["estimate"], dtype=float), np.asarray(expected, dtype=float), rtol=1e-12)
+    assert eb["reports"] == len(inputs)
+    if name == "user_range":
+        assert len(eb["interval"]) == 2
+
+
+def _plain(v):
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    if isinstance(v, (np.integer, np.floating)):
+        return v.item()
+    return v
+
+
+def _arrays(v):
+    if isinstance(v, dict):
+        return {k: (_arrays(x) if isinstance(x, dict) else (np.asarray(x) if isinstance(x, list) else x))
+                for k, x in v.items()}
+    return np.asarray(v)
+
+
+def test_seed_is_returned_when_omitted(client):
+    r = client.post("/v1/mechanisms/binary_rr/randomize", json={"params": {"epsilon0": 1.0}, "inputs": [1, 0]})
+    assert r.status_code == 200 and isinstance(r.json()["seed"], int)
+
+
+def test_estimate_is_order_free(client):
+    params = {"epsilon0": 1.0, "d": 8}
+    rep = client.post("/v1/mechanisms/l1/randomize", json={"params": params, "seed": 1,
+                                                          "inputs": np.eye(8)[:6].tolist()}).json()["reports"]
+    perm = [3, 0, 5, 1, 4, 2]
+    shuffled = {k: [v[i] for i in perm] for k, v in rep.items()}
+    a = client.post("/v1/mechanisms/l1/estimate", json={"params": params, "reports": rep}).json()["estimate"]
+    b = client.post("/v1/mechanisms/l1/estimate", json={"params": params, "reports": shuffled}).json()["estimate"]
+    np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+@pytest.mark.parametrize("path,body,status,needle", [
+    ("/v1/mechanisms/nope/parameters", {"params": {}}, 404, "available"),
+    ("/v1/mechanisms/nope/randomize", {"params": {}, "inputs": [1]}, 404, "available"),
+    ("/v1/mechanisms/nope/estimate", {"params": {}, "reports": [1]}, 404, "available"),
+    ("/v1/mechanisms/kary_rr/parameters", {"params": {"epsilon0": 1.0}}, 422, "'k'"),
+    ("/v1/mechanisms/kary_rr/parameters", {"params": {"epsilon0": -1, "k": 3}}, 422, "epsilon0"),
+    ("/v1/mechanisms/kary_rr/parameters", {"params": {"epsilon0": "1", "k": 3}}, 422, "number"),
+    ("/v1/mechanisms/kary_rr/parameters", {"params": {"epsilon0": 1, "k": 3, "x": 1}}, 422, "unknown parameter"),
+    ("/v1/mechanisms/binary_vector/parameters", {"params": {"epsilon0": 1, "d": 5, "s": 4}}, 422, "choose s"),
+    ("/v1/mechanisms/l1/parameters", {"params": {"epsilon0": 1, "d": 10**7}}, 422, "'d'"),
+    ("/v1/mechanisms/linf/parameters", {"params": {"epsilon0": 1, "d": 4096, "m": 24, "s": 4096}}, 422, "messages"),
+    ("/v1/mechanisms/user_range/parameters", {"params": {"epsilon0": 1, "B": 1e9, "tau": 1e-9}}, 422, "tau"),
+    ("/v1/mechanisms/kary_rr/randomize", {"params": {"epsilon0": 1, "k": 3}, "inputs": [0, 5]}, 422, "0..2"),
+    ("/v1/mechanisms/binary_rr/randomize", {"params": {"epsilon0": 1}, "inputs": [0, 0.5]}, 422, "0/1"),
+    ("/v1/mechanisms/binary_rr/randomize", {"params": {"epsilon0": 1}, "inputs": ["a"]}, 422, "number"),
+    ("/v1/mechanisms/linf/randomize", {"params": {"epsilon0": 1, "d": 3}, "inputs": [[1, 2]]}, 422, "shape"),
+    ("/v1/mechanisms/binary_rr/randomize", {"params": {"epsilon0": 1}, "inputs": [0] * 20001}, 422, "20000"),
+    ("/v1/mechanisms/linf/randomize", {"params": {"epsilon0": 1, "d": 120, "m": 24, "s": 40},
+                                       "inputs": [[0.0] * 120] * 250}, 422, "messages"),
+    ("/v1/mechanisms/linf/randomize", {"params": {"epsilon0": 1, "d": 1000},
+                                       "inputs": [[0.0] * 1000] * 250}, 422, "numbers"),
+    ("/v1/mechanisms/linf/estimate", {"params": {"epsilon0": 1, "d": 3}, "reports": {"index": [[[7]]], "bit": [[[1]]]}},
+     422, "index"),
+    ("/v1/mechanisms/linf/estimate", {"params": {"epsilon0": 1, "d": 3}, "reports": [1, 2]}, 422, "index"),
+    ("/v1/mechanisms/binary_rr/estimate", {"params": {"epsilon0": 1}, "reports": {"a": [1]}}, 422, "bits"),
+    ("/v1/mechanisms/kary_rr/estimate", {"params": {"epsilon0": 1, "k": 3}, "reports": []}, 422, "at least one"),
+    ("/v1/mechanisms/binary_rr/estimate", {"params": {"epsilon0": 1}, "reports": 3}, 422, "list"),
+    ("/v1/mechanisms/user_mean/estimate", {"params": {"epsilon0": 1, "B": 1, "tau": 0.1}, "reports": {"mean": {}}},
+     422, "interval"),
+])
+def test_errors(client, path, body, status, needle):
+    r = client.post(path, json=body)
+    assert r.status_code == status, r.text[:500]
+    detail = r.json()["detail"]
+    assert needle in (detail if isinstance(detail, str) else json.dumps(detail)), detail
+
+
+ODD = [None, 0, -1, 1e308, "x", [], {}, [[]], [None], [[1, [2]]], {"index": "a"}, [1e308, -1e308], [[1, 2], [3]],
+       {"index": [[0]], "bit": [[0.5]]}, {"noisy_sum": [1], "n": 0}, {"noisy_sum": [1], "n": True}, [True, False]]
+
+
+@pytest.mark.parametrize("name", ["binary_rr", "kary_rr", "binary_vector", "l1", "linf", "l2", "hadamard_response",
+                                  "user_range", "user_mean", "laplace_mean", "gaussian", "laplace"])
+def test_no_500_on_odd_input(client, name):
+    good = {"binary_rr": {"epsilon0": 1}, "kary_rr": {"epsilon0": 1, "k": 3},
+            "binary_vector": {"epsilon0": 1, "d": 2}, "l1": {"epsilon0": 1, "d": 2}, "linf": {"epsilon0": 1, "d": 2},
+            "l2": {"epsilon0": 1, "d": 2}, "hadamard_response": {"epsilon0": 1, "k": 3},
+            "user_range": {"epsilon0": 1, "B": 1, "tau": 0.2}, "user_mean": {"epsilon0": 1, "B": 1, "tau": 0.2},
+            "laplace_mean": {"epsilon0": 1}, "gaussian": {"noise_multiplier": 1}, "laplace": {"scale": 1}}[name]
+    for odd in ODD:
+        for path, body in (("randomize", {"params": good, "inputs": odd}), ("estimate", {"params": good, "reports": odd}),
+                           ("parameters", {"params": {**good, "epsilon0": odd}}),
+                           ("parameters", {"params": good, "accounting": {"n": odd}})):
+            r = client.post(f"/v1/mechanisms/{name}/{path}", json=body)
+            assert r.status_code < 500, (path, odd, r.text)
+            assert r.status_code in (200, 400, 404, 413, 422)
+            if r.status_code != 200:
+                assert r.json()["detail"]
+            else:
+                json.loads(r.text, parse_constant=lambda c, p=path: pytest.fail(f"non-finite {c} in {p}"))
+    # NaN / Infinity literals are not valid JSON numbers for this API
+    r = client.post(f"/v1/mechanisms/{name}/randomize", content=b'{"params": {"epsilon0": 1}, "inputs": [NaN]}',
+                    headers={"content-type": "application/json"})
+    assert r.status_code == 422 or r.status_code == 400
+
+
+def test_openapi_documents_the_endpoints(client):
+    spec = client.get("/openapi.json").json()
+    paths = spec["paths"]
+    for p, method in (("/v1/mechanisms", "get"), ("/v1/mechanisms/{name}/parameters", "post"),
+                      ("/v1/mechanisms/{name}/randomize", "post"), ("/v1/mechanisms/{name}/estimate", "post")):
+        op = paths[p][method]
+        assert op.get("summary") and op.get("description")
+    rnd = paths["/v1/mechanisms/{name}/randomize"]["post"]
+    assert "own device" in rnd["description"]
+    assert "422" in rnd["responses"] and "404" in rnd["responses"]
+    schemas = spec["components"]["schemas"]
+    assert "examples" in schemas["RandomizeRequest"] and "examples" in schemas["ParametersRequest"]
