@@ -29,10 +29,12 @@ accounting of the mechanism meets an (ε, δ) target, using the ``accountant`` p
 from __future__ import annotations
 
 import math
+import time
 from typing import Any
 
 from ._base import (
     EPS0_MAX,
+    CalibrationTimeout,
     InputError,
     Mechanism,
     MechanismError,
@@ -46,6 +48,7 @@ from .user_level import UserMean, UserRange
 from .vectors import L1Ball, L2Ball, LinfBox
 
 __all__ = [
+    "CalibrationTimeout",
     "InputError",
     "Mechanism",
     "MechanismError",
@@ -200,6 +203,7 @@ def calibrate(
     k: int | None = None,
     count: int = 1,
     rel_tol: float = 1e-4,
+    deadline: float | None = None,
     **params: Any,
 ) -> Mechanism:
     """The mechanism ``name`` whose composed accounting over ``count`` rounds meets (``epsilon``, ``delta``).
@@ -207,7 +211,8 @@ def calibrate(
     Local mechanisms: the largest ε0 (of the whole report; multi-message splits are kept) such that
     ``accountant.epsilon(mech.events(n, k, count), delta)`` ≤ ``epsilon``. Central ``gaussian``/``laplace``:
     the smallest ``noise_multiplier``/``scale``. The returned mechanism's guarantee is never above the
-    target (bisection keeps the feasible end). Raises ``ParameterError`` when no value meets it.
+    target (the search keeps the feasible end). Raises ``ParameterError`` when no value meets it, and
+    ``CalibrationTimeout`` when ``deadline`` (a ``time.monotonic()`` instant) passes first.
     """
     cls = mechanism_class(name)
     if isinstance(epsilon, bool) or not (isinstance(epsilon, (int, float)) and math.isfinite(epsilon) and epsilon > 0):
@@ -226,6 +231,11 @@ def calibrate(
     make(1.0)  # validate the other parameters before any accounting
 
     def g(v: float) -> float:
+        if deadline is not None and time.monotonic() > deadline:
+            raise CalibrationTimeout(
+                f"calibrating {name} needs more computation than allowed (the accountant's curves computed "
+                "so far are cached: retrying continues from them); reduce the messages per report or the rounds"
+            )
         eps = _accountant_epsilon(make(v).events(n=n, k=k, count=count), delta)
         if eps <= 0.0:
             return -math.inf

@@ -24,6 +24,10 @@ class ParameterError(MechanismError):
     """A mechanism parameter is missing, of the wrong type or out of range; the message says which."""
 
 
+class CalibrationTimeout(MechanismError):
+    """A calibration did not finish within its deadline (the accountant's curves computed so far are cached)."""
+
+
 class InputError(MechanismError):
     """Client inputs or reports do not match the mechanism's domain; the message says what to change."""
 

@@ -241,3 +241,10 @@ def test_openapi_documents_the_endpoints(client):
     assert "422" in rnd["responses"] and "404" in rnd["responses"]
     schemas = spec["components"]["schemas"]
     assert "examples" in schemas["RandomizeRequest"] and "examples" in schemas["ParametersRequest"]
+
+
+def test_calibration_over_the_time_limit_is_a_400(client, monkeypatch):
+    monkeypatch.setattr(routes, "_time_limit", lambda: -1.0)
+    r = client.post("/v1/mechanisms/binary_rr/parameters", json={
+        "params": {}, "accounting": {"n": 1000}, "calibrate": {"epsilon": 1.0, "delta": 1e-6}})
+    assert r.status_code == 400 and "more computation" in r.json()["detail"]

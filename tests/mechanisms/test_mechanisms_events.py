@@ -297,3 +297,10 @@ def test_fwht_matches_dense_hadamard():
         i = rng.integers(0, d, 50)
         j = rng.integers(0, d, 50)
         np.testing.assert_array_equal(hadamard_entries(i, j), hadamard(d)[i, j])
+
+
+def test_calibrate_deadline():
+    import time
+
+    with pytest.raises(mechanisms.CalibrationTimeout):
+        mechanisms.calibrate("binary_rr", epsilon=1.0, delta=1e-6, n=1000, deadline=time.monotonic() - 1)

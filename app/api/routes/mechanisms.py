@@ -12,7 +12,9 @@ Included by ``app.main`` with ``app.include_router(mechanisms.router)``.
 from __future__ import annotations
 
 import math
+import os
 import secrets
+import time
 from typing import Any
 
 import anyio
@@ -21,7 +23,7 @@ from fastapi import APIRouter, Body, HTTPException, Path
 from pydantic import BaseModel, ConfigDict, Field
 
 import mechanisms as mech_pkg
-from mechanisms import MechanismError, UnknownMechanismError
+from mechanisms import CalibrationTimeout, MechanismError, UnknownMechanismError
 
 router = APIRouter(tags=["mechanisms"])
 
@@ -43,6 +45,36 @@ _ERR = {
     "model": None,
     "content": {"application/json": {"schema": {"type": "object", "properties": {"detail": {"type": "string"}}}}},
 }
+
+
+_LIMITER: anyio.CapacityLimiter | None = None
+
+
+def _settings():
+    try:
+        from app.core.config import get_settings
+
+        return get_settings()
+    except Exception:  # pragma: no cover - router used outside the service
+        return None
+
+
+def _limiter() -> anyio.CapacityLimiter:
+    """Computations at once (the service's ``compute_concurrency``, default the CPU count)."""
+    global _LIMITER
+    if _LIMITER is None:
+        st = _settings()
+        n = getattr(st, "compute_concurrency", 0) or max(2, os.cpu_count() or 2)
+        _LIMITER = anyio.CapacityLimiter(n)
+    return _LIMITER
+
+
+def _time_limit() -> float:
+    return float(getattr(_settings(), "compute_time_limit", 30.0) or 30.0)
+
+
+async def _in_thread(fn, *args):
+    return await anyio.to_thread.run_sync(fn, *args, limiter=_limiter())
 
 
 def _errors(*codes: int) -> dict:
@@ -343,7 +375,9 @@ def _parameters(name: str, req: ParametersRequest) -> dict:
             mech = mech_pkg.calibrate(
                 name, epsilon=req.calibrate.epsilon, delta=req.calibrate.delta,
                 n=None if acc is None else acc.n, k=None if acc is None else acc.k,
-                count=1 if acc is None else acc.count, **params)
+                count=1 if acc is None else acc.count, deadline=time.monotonic() + _time_limit(), **params)
+        except CalibrationTimeout as exc:
+            raise HTTPException(400, str(exc)) from None
         except MechanismError as exc:
             raise HTTPException(422, str(exc)) from None
     else:
@@ -383,12 +417,13 @@ def _parameters(name: str, req: ParametersRequest) -> dict:
         "`accounting` (n users, k sampled per round, `count` rounds): the accountant events one use costs "
         "(one per shuffled message, api.md form) and, with `delta`, the composed ε. With `calibrate`: the "
         "largest ε0 (or smallest central noise) whose composed accounting meets the (ε, δ) target — never "
-        "above it; `422` when no value can."
+        "above it; `422` when no value can, `400` when the search needs more than the service's compute time "
+        "limit (retrying continues from the cached curves)."
     ),
     responses=_errors(400, 404, 413, 422),
 )
 async def parameters(name: str = NAME, req: ParametersRequest = Body(...)) -> dict:
-    return await anyio.to_thread.run_sync(_parameters, name, req)
+    return await _in_thread(_parameters, name, req)
 
 
 def _randomize(name: str, req: RandomizeRequest) -> dict:
@@ -440,7 +475,7 @@ def _finite_tree(v: Any) -> bool:
     responses=_errors(404, 413, 422),
 )
 async def randomize(name: str = NAME, req: RandomizeRequest = Body(...)) -> dict:
-    return await anyio.to_thread.run_sync(_randomize, name, req)
+    return await _in_thread(_randomize, name, req)
 
 
 def _estimate(name: str, req: EstimateRequest) -> dict:
@@ -512,4 +547,4 @@ def _report_count(mech, reports: Any) -> int:
     responses=_errors(404, 413, 422),
 )
 async def estimate(name: str = NAME, req: EstimateRequest = Body(...)) -> dict:
-    return await anyio.to_thread.run_sync(_estimate, name, req)
+    return await _in_thread(_estimate, name, req)
