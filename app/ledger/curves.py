@@ -135,3 +135,45 @@ def exact_sum(curves: list[np.ndarray]) -> np.ndarray:
         col = m[:, j]
         out[j] = math.inf if np.any(np.isinf(col)) else math.fsum(col.tolist())
     return out
+
+
+def evaluate(budgets: list[Budget], after: np.ndarray) -> tuple[np.ndarray, list[Status]]:
+    """Vectorised :func:`admits` and :func:`status` for many classes at once.
+
+    ``after`` is a (G × orders) matrix of would-be spent curves, one row per budget."""
+    g = len(budgets)
+    if g == 0:
+        return np.zeros(0, dtype=bool), []
+    eps_b = np.array([b.epsilon for b in budgets])
+    delta = np.array([b.delta for b in budgets])[:, None]
+    is_filter = np.array([b.policy == "filter" for b in budgets])
+    with np.errstate(invalid="ignore"):
+        vec = epsilon_vector(ORDERS, after, delta)
+    best_i = np.argmin(vec, axis=1)
+    rows = np.arange(g)
+    best = vec[rows, best_i]
+    fidx = np.array([grid_index(b.filter_order) if b.policy == "filter" else 0 for b in budgets])
+    fbud = np.array([b.filter_budget if b.policy == "filter" else 0.0 for b in budgets])
+    f_val = after[rows, fidx]
+    f_eps = vec[rows, fidx]
+    ok_declared = np.isfinite(best) & (np.maximum(best, 0.0) <= eps_b)
+    ok_filter = np.isfinite(f_val) & (f_val <= fbud)
+    ok = np.where(is_filter, ok_filter, ok_declared)
+    nonzero = np.any(after != 0, axis=1)
+    statuses = []
+    for k in range(g):
+        if is_filter[k]:
+            e = float(f_eps[k])
+            order = float(budgets[k].filter_order)
+        elif not nonzero[k]:
+            e, order = 0.0, None
+        else:
+            e = float(best[k])
+            order = float(ORDERS[best_i[k]]) if math.isfinite(e) else None
+        if math.isfinite(e):
+            e = max(0.0, e)
+            rem = max(0.0, budgets[k].epsilon - e)
+        else:
+            e, rem = 1e308, 0.0
+        statuses.append(Status(e, order, rem, rem / budgets[k].epsilon))
+    return ok, statuses

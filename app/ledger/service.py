@@ -8,14 +8,15 @@ affects only some users of a class moves those users to the class's *child* for 
 class in place when every user of it is affected. A cohort round updates every class in the
 cohort in place: cost O(classes in the cohort), independent of the number of members.
 
-Locking (PostgreSQL, READ COMMITTED). Global lock order: cohorts (by id) → users (by id) →
-classes (by id).
+Locking (PostgreSQL, READ COMMITTED). Global lock order: cohorts (by id) → classes (by id).
+A user changes class only under the lock of its class (every transition locks the classes it
+moves users out of and into), so class locks also pin their users.
   * cohort charge: cohort ``FOR UPDATE``, then its classes ``FOR UPDATE``;
-  * explicit charge / budget change: the cohorts of the users' classes ``FOR SHARE``, the users
-    ``FOR UPDATE``, re-check that no user changed class and no class gained a cohort meanwhile
-    (else retry the unit), then the classes ``FOR UPDATE``;
+  * explicit charge / budget change: the cohorts of the users' classes ``FOR SHARE``, then the
+    classes ``FOR UPDATE``; then re-check that no user changed class and no class gained a cohort
+    between the first read and the locks (else retry the unit);
   * join/leave: the cohort ``FOR UPDATE`` and the other cohorts of the users' classes
-    ``FOR SHARE`` (in id order), then users and classes as above.
+    ``FOR SHARE`` (in id order), then the classes as above.
 The set of classes in a cohort can only change under that cohort's lock (a split of a class in C
 holds C in share mode; a join/leave holds C exclusively), so a cohort round sees every member.
 SQLite: every write unit starts with ``BEGIN IMMEDIATE`` (one writer at a time), the locks are
@@ -136,7 +137,10 @@ def budget_of(c) -> Budget:
 
 
 def status_columns(b: Budget, spent: np.ndarray) -> dict:
-    st = cv.status(b, spent)
+    return _status_dict(cv.status(b, spent))
+
+
+def _status_dict(st: cv.Status) -> dict:
     return {
         "spent_epsilon": st.spent_epsilon,
         "spent_order": st.spent_order,
@@ -168,15 +172,6 @@ def ensure_grid(s: Session) -> None:
 # locking primitives (PostgreSQL; no-ops on SQLite where BEGIN IMMEDIATE serialises writers)
 
 
-def _lock_rows(s: Session, db: Database, table, ids: Iterable[int], shared: bool = False) -> None:
-    if db.is_sqlite:
-        return
-    ids = sorted(set(ids))
-    for ch in chunks(ids, 5000):
-        s.execute(select(table.c.id).where(table.c.id.in_(ch)).order_by(table.c.id)
-                  .with_for_update(read=shared)).all()
-
-
 def _lock_cohorts(s: Session, db: Database, exclusive: set[int], shared: set[int]) -> None:
     if db.is_sqlite:
         return
@@ -191,18 +186,6 @@ def _users_by_ext(s: Session, ext_ids: Sequence[str], lock: bool = False, db: Da
         q = select(T_USERS.c.id, T_USERS.c.user_id, T_USERS.c.class_id).where(T_USERS.c.user_id.in_(ch))
         for r in s.execute(q):
             out[r.user_id] = (r.id, r.class_id)
-    return out
-
-
-def _user_classes_locked(s: Session, db: Database, pks: Sequence[int]) -> dict[int, int]:
-    """Lock users FOR UPDATE (id order) and return pk → class_id as seen under the lock."""
-    out = {}
-    for ch in chunks(sorted(pks), 5000):
-        q = select(T_USERS.c.id, T_USERS.c.class_id).where(T_USERS.c.id.in_(ch)).order_by(T_USERS.c.id)
-        if not db.is_sqlite:
-            q = q.with_for_update()
-        for r in s.execute(q):
-            out[r.id] = r.class_id
     return out
 
 
@@ -229,24 +212,35 @@ def _load_classes(s: Session, db: Database, class_ids: Iterable[int]) -> dict[in
 def _lock_users_classes(s: Session, db: Database, users: dict[str, tuple[int, int]],
                         exclusive_cohort: int | None = None) -> tuple[dict[int, int], dict[int, dict], dict]:
     """The explicit-charge / membership lock protocol. Returns (user pk → class id, classes, class
-    id → cohort ids), everything read under the locks."""
-    pks = [pk for pk, _ in users.values()]
+    id → cohort ids), everything valid under the locks.
+
+    PostgreSQL: the cohorts of the users' classes are locked (share; ``exclusive_cohort``
+    exclusively), then the classes ``FOR UPDATE`` in id order. A user moves between classes only
+    under the lock of its class, so once the classes are locked, re-reading the users' classes
+    either confirms the first read or shows a move committed meanwhile (then the unit is retried).
+    """
+    pk_class = {pk: cid for pk, cid in users.values()}
     if db.is_sqlite:
-        pk_class = {pk: cid for pk, cid in users.values()}
         classes = _load_classes(s, db, pk_class.values())
         return pk_class, classes, _cohorts_of(s, classes)
-    seen_classes = {cid for _, cid in users.values()}
+    seen_classes = set(pk_class.values())
     cohorts = set().union(*_cohorts_of(s, seen_classes).values()) if seen_classes else set()
     exclusive = {exclusive_cohort} if exclusive_cohort is not None else set()
     _lock_cohorts(s, db, exclusive, cohorts - exclusive)
-    pk_class = _user_classes_locked(s, db, pks)
-    cmap = _cohorts_of(s, pk_class.values())
+    classes = _load_classes(s, db, seen_classes)
+    if len(classes) != len(seen_classes):
+        raise RetryTransaction("a class vanished before the lock")
+    now_classes = {}
+    pks = sorted(pk_class)
+    for ch in chunks(pks, 5000):
+        for r in s.execute(select(T_USERS.c.id, T_USERS.c.class_id).where(T_USERS.c.id.in_(ch))):
+            now_classes[r.id] = r.class_id
+    if now_classes != pk_class:
+        raise RetryTransaction("a user changed class before the lock")
+    cmap = _cohorts_of(s, seen_classes)
     now_cohorts = set().union(*cmap.values()) if cmap else set()
     if not now_cohorts <= (cohorts | exclusive):
         raise RetryTransaction("a class joined a cohort before the lock")
-    classes = _load_classes(s, db, pk_class.values())
-    if len(classes) != len(set(pk_class.values())):
-        raise RetryTransaction("a class vanished before the lock")
     return pk_class, classes, cmap
 
 
@@ -324,20 +318,28 @@ def _transition(s: Session, db: Database, classes: dict[int, dict], groups: dict
             {c: bindparam(c) for c in cols if c != "_id"})
         s.execute(stmt, rows)
 
-    for cid, row, upks in new_rows:
-        new_id = s.execute(insert(T_CLASSES).values(**row).returning(T_CLASSES.c.id)).scalar_one()
-        for co in sorted(cohorts_after(cid)):
-            cc_add.append({"class_id": new_id, "cohort_id": co})
-        moves[new_id].extend(upks)
+    if new_rows:
+        ids = s.execute(insert(T_CLASSES).returning(T_CLASSES.c.id, sort_by_parameter_order=True),
+                        [row for _, row, _ in new_rows]).scalars().all()
+        for new_id, (cid, _row, upks) in zip(ids, new_rows):
+            for co in sorted(cohorts_after(cid)):
+                cc_add.append({"class_id": new_id, "cohort_id": co})
+            moves[new_id].extend(upks)
 
     if cc_add:
         s.execute(insert(T_CLASS_COHORTS), cc_add)
     for cid, co in cc_del:
         s.execute(delete(T_CLASS_COHORTS).where(and_(T_CLASS_COHORTS.c.class_id == cid,
                                                      T_CLASS_COHORTS.c.cohort_id == co)))
+    singles = []
     for tid, upks in moves.items():
+        if len(upks) <= 8:
+            singles.extend({"_pk": pk, "_cid": tid} for pk in upks)
+            continue
         for ch in chunks(sorted(upks), 5000):
-            s.execute(update(T_USERS).where(T_USERS.c.id.in_(ch)).values(class_id=tid, updated_at=ts))
+            s.execute(update(T_USERS).where(T_USERS.c.id.in_(ch)).values(class_id=tid))
+    if singles:
+        s.execute(update(T_USERS).where(T_USERS.c.id == bindparam("_pk")).values(class_id=bindparam("_cid")), singles)
     deltas = [{"_id": cid, "_d": d} for cid, d in n_delta.items() if d and cid not in deleted]
     if deltas:
         s.execute(update(T_CLASSES).where(T_CLASSES.c.id == bindparam("_id"))
@@ -612,13 +614,11 @@ def _charge_users(s, db, ulist, cost, event, req_hash, key, actor, check_key) ->
     groups: dict[int, list[int]] = defaultdict(list)
     for pk, cid in pk_class.items():
         groups[cid].append(pk)
-    after: dict[int, np.ndarray] = {}
-    refused_classes = set()
-    for cid, c in classes.items():
-        a = cv.add_up(cv.from_bytes(c["spent"]), cost)
-        if not cv.admits(budget_of(c), a):
-            refused_classes.add(cid)
-        after[cid] = a
+    cids = list(classes)
+    mat = cv.add_up(np.vstack([cv.from_bytes(classes[cid]["spent"]) for cid in cids]), cost[None, :])
+    ok, statuses = cv.evaluate([budget_of(classes[cid]) for cid in cids], mat)
+    after = {cid: (mat[k], statuses[k]) for k, cid in enumerate(cids)}
+    refused_classes = {cid for k, cid in enumerate(cids) if not ok[k]}
     if refused_classes:
         refused_pks = {pk for cid in refused_classes for pk in groups[cid]}
         names = [u for u in ulist if users[u][0] in refused_pks]
@@ -632,8 +632,8 @@ def _charge_users(s, db, ulist, cost, event, req_hash, key, actor, check_key) ->
         s.execute(insert(T_CHARGE_USERS), list(ch))
 
     def mutate(c: dict) -> dict:
-        a = after[c["id"]]
-        return dict(spent=cv.to_bytes(a), n_charges=c["n_charges"] + 1, **status_columns(budget_of(c), a))
+        a, st = after[c["id"]]
+        return dict(spent=cv.to_bytes(a), n_charges=c["n_charges"] + 1, **_status_dict(st))
 
     _transition(s, db, classes, groups, f"charge|{charge_pk}", mutate, cmap)
     return {"charge_id": str(charge_pk), **body, "replayed": False}
@@ -655,14 +655,15 @@ def _charge_cohort(s, db, cohort, cost, event, req_hash, key, actor, check_key) 
         q = q.with_for_update(of=T_CLASSES)
     classes = [dict(r) for r in s.execute(q).mappings()]
     updates, refused = [], []
-    for c in classes:
-        a = cv.add_up(cv.from_bytes(c["spent"]), cost)
-        b = budget_of(c)
-        if not cv.admits(b, a):
-            refused.append(c)
-            continue
-        updates.append({"_id": c["id"], "spent": cv.to_bytes(a), "n_charges": c["n_charges"] + 1,
-                        "updated_at": None, **status_columns(b, a)})
+    if classes:
+        after = cv.add_up(np.vstack([cv.from_bytes(c["spent"]) for c in classes]), cost[None, :])
+        ok, statuses = cv.evaluate([budget_of(c) for c in classes], after)
+        for c, a, good, st in zip(classes, after, ok, statuses):
+            if not good:
+                refused.append(c)
+            elif not refused:
+                updates.append({"_id": c["id"], "spent": cv.to_bytes(a), "n_charges": c["n_charges"] + 1,
+                                "updated_at": None, **_status_dict(st)})
     if refused:
         n = sum(int(c["n_users"]) for c in refused)
         names = [r.user_id for r in s.execute(
