@@ -253,7 +253,8 @@ def cmd_calibrate(a) -> tuple[dict, str]:
     finally:
         done.set()
     say(f"done in {time.monotonic() - t0:.2f} s ({res.get('evaluations', '?')} curve evaluations)")
-    rows = [(f"{res['solve_for']} (solved)", res["value"]), ("epsilon (ε)", res["epsilon"]),
+    value = res["value"] if isinstance(res["value"], int) else f"{res['value']:.10g}"
+    rows = [(f"{res['solve_for']} (solved)", value), ("epsilon (ε)", f"{res['epsilon']:.10g}"),
             ("target ε", res["target"]["epsilon"]), ("delta (δ)", res["delta"]), ("optimal order (α)", res["order"])]
     if res.get("direction"):
         rows.append(("direction", res["direction"]))
@@ -378,7 +379,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except accountant.InfeasibleTarget as exc:
-        best = f" (best achievable ε: {exc.best_epsilon:.6g})" if exc.best_epsilon is not None else ""
+        best = ""
+        if exc.best_epsilon is not None and "best achievable" not in str(exc):
+            best = f" (best achievable ε: {exc.best_epsilon:.6g})"
         print(f"infeasible: {exc}{best}", file=sys.stderr)
         return EXIT_USAGE
     except accountant.AccountantError as exc:

@@ -269,23 +269,49 @@ class AccountantClient:
             self.request("POST", "/v1/calibrate", json=body, timeout=self.calibrate_timeout)
         )
 
-    # -- budget ledger (api.md "Budget ledger"; answers are plain dicts) ------------------------------
+    # -- budget ledger (api.md "Budget ledger" + ledger.md; answers are plain dicts) -----------------
     def put_user(self, user_id: str, epsilon: float, delta: float, policy: str = "declared", **extra: Any) -> dict:
-        """Create or update a user's budget (admin)."""
+        """Create (201) or update (200) a user's budget (admin). ``extra``: e.g. ``filter_order``."""
         body = {"budget": {"epsilon": epsilon, "delta": delta}, "policy": policy, **extra}
         return self.request("PUT", f"/v1/users/{_seg(user_id)}", json=body)
+
+    def bulk_create_users(self, epsilon: float, delta: float, users: Sequence[str] | None = None, *,
+                          id_prefix: str | None = None, start: int = 0, count: int | None = None,
+                          policy: str = "declared", on_conflict: str = "error", **extra: Any) -> dict:
+        """Create many users with one budget, all or nothing (admin): explicit ``users`` or the id range
+        ``f"{id_prefix}{i}"`` for i in [start, start + count). ``on_conflict``: 'error' (409) or 'skip'.
+        Not retried automatically unless ``on_conflict='skip'`` (then repeating it is harmless)."""
+        body: dict[str, Any] = {"budget": {"epsilon": epsilon, "delta": delta}, "policy": policy,
+                                "on_conflict": on_conflict, **extra, **_user_set(users, id_prefix, start, count)}
+        return self.request("POST", "/v1/users/bulk", json=body, retry=on_conflict == "skip")
 
     def get_user(self, user_id: str) -> dict:
         """Budget, spent ε (at the budget's δ) and remaining ε of a user."""
         return self.request("GET", f"/v1/users/{_seg(user_id)}")
 
-    def user_charges(self, user_id: str, **params: Any) -> Any:
+    def user_charges(self, user_id: str, limit: int | None = None, offset: int | None = None) -> Any:
         """The user's charges, oldest first, each with its event."""
-        return self.request("GET", f"/v1/users/{_seg(user_id)}/charges", params=params or None)
+        return self.request("GET", f"/v1/users/{_seg(user_id)}/charges", params=_params(limit=limit, offset=offset))
+
+    def user_cohorts(self, user_id: str) -> dict:
+        """The user's cohort memberships (with join/leave rounds)."""
+        return self.request("GET", f"/v1/users/{_seg(user_id)}/cohorts")
+
+    def user_history(self, user_id: str, limit: int | None = None) -> dict:
+        """Dashboard: the user's spent ε after each charge."""
+        return self.request("GET", f"/v1/users/{_seg(user_id)}/history", params=_params(limit=limit))
+
+    def user_audit(self, user_id: str) -> dict:
+        """Running sums vs the recomputation from the charge log."""
+        return self.request("GET", f"/v1/users/{_seg(user_id)}/audit")
+
+    def nearest_exhaustion(self, limit: int | None = None) -> dict:
+        """Dashboard: the users closest to exhausting their budget."""
+        return self.request("GET", "/v1/dashboard/nearest-exhaustion", params=_params(limit=limit))
 
     def charge(self, event: Any, users: Sequence[str] | None = None, *, cohort: str | None = None,
                idempotency_key: str | None = None, **extra: Any) -> dict:
-        """Charge ``event`` to ``users`` (or a ``cohort``), all or nothing. Raises
+        """Charge ``event`` to ``users`` (or every member of ``cohort``), all or nothing. Raises
         :class:`BudgetExceeded` (nothing recorded) with ``refused_users`` when someone cannot afford
         it. An idempotency key is generated when not given, so retries never charge twice."""
         key = idempotency_key or f"sdk-{uuid.uuid4()}"
@@ -296,72 +322,53 @@ class AccountantClient:
             body["cohort"] = cohort
         return self.request("POST", "/v1/charges", json=body, retry=True)
 
-
-    # -- budget ledger: users in bulk, cohorts, dashboards (ledger owner's section) ------------------
-    # LEDGER EXTRAS: kept separate from the methods above; answers are plain dicts (see /openapi.json).
-    def bulk_create_users(self, epsilon: float, delta: float, users: Sequence[str] | None = None, *,
-                          id_prefix: str | None = None, start: int = 0, count: int | None = None,
-                          policy: str = "declared", on_conflict: str = "error", **extra: Any) -> dict:
-        """Create many users with one budget (admin), all or nothing: explicit ``users`` or the
-        generated ids ``f"{id_prefix}{i}"`` for i in [start, start + count)."""
-        body: dict[str, Any] = {"budget": {"epsilon": epsilon, "delta": delta}, "policy": policy,
-                                "on_conflict": on_conflict, **extra}
-        if users is not None:
-            body["users"] = list(users)
-        else:
-            body["id_range"] = {"prefix": id_prefix or "", "start": start, "count": count}
-        # creating is all or nothing and, with on_conflict="skip", safe to repeat
-        return self.request("POST", "/v1/users/bulk", json=body, retry=on_conflict == "skip")
-
-    def user_history(self, user_id: str, limit: int = 500) -> dict:
-        """Spent ε after each charge (dashboard)."""
-        return self.request("GET", f"/v1/users/{_seg(user_id)}/history", params={"limit": limit})
-
-    def user_cohorts(self, user_id: str) -> dict:
-        """The user's cohort memberships with join/leave history."""
-        return self.request("GET", f"/v1/users/{_seg(user_id)}/cohorts")
-
-    def user_audit(self, user_id: str) -> dict:
-        """The running spent curve against its recomputation from the charge log."""
-        return self.request("GET", f"/v1/users/{_seg(user_id)}/audit")
-
-    def nearest_exhaustion(self, limit: int = 20) -> dict:
-        """The users with the smallest remaining fraction of their budget (dashboard)."""
-        return self.request("GET", "/v1/dashboard/nearest-exhaustion", params={"limit": limit})
+    def charge_cohort(self, event: Any, cohort: str, *, idempotency_key: str | None = None, **extra: Any) -> dict:
+        """Charge ``event`` to every current member of ``cohort`` (one round), all or nothing."""
+        return self.charge(event, cohort=cohort, idempotency_key=idempotency_key, **extra)
 
     def create_cohort(self, cohort_id: str, description: str | None = None) -> dict:
-        """Create a cohort (admin). Raises :class:`Conflict` if it exists."""
-        return self.request("POST", "/v1/cohorts", json={"cohort_id": cohort_id, "description": description})
+        """Create a cohort (admin). Not retried (a repeat would be a 409)."""
+        body: dict[str, Any] = {"cohort_id": cohort_id}
+        if description is not None:
+            body["description"] = description
+        return self.request("POST", "/v1/cohorts", json=body, retry=False)
 
     def get_cohort(self, cohort_id: str) -> dict:
         return self.request("GET", f"/v1/cohorts/{_seg(cohort_id)}")
 
     def add_members(self, cohort_id: str, users: Sequence[str] | None = None, *, id_prefix: str | None = None,
                     start: int = 0, count: int | None = None) -> dict:
-        """Add members (admin), all or nothing; existing members are skipped, so a retry is safe."""
+        """Add members (admin): explicit ``users`` or an id range. Safe to retry (already-members are counted)."""
         return self.request("POST", f"/v1/cohorts/{_seg(cohort_id)}/members",
                             json=_user_set(users, id_prefix, start, count), retry=True)
 
     def remove_members(self, cohort_id: str, users: Sequence[str] | None = None, *, id_prefix: str | None = None,
                        start: int = 0, count: int | None = None) -> dict:
-        """Remove members (admin), all or nothing; non-members are skipped, so a retry is safe."""
+        """Remove members (admin). Safe to retry (non-members are counted)."""
         return self.request("POST", f"/v1/cohorts/{_seg(cohort_id)}/members/remove",
                             json=_user_set(users, id_prefix, start, count), retry=True)
 
-    def cohort_members(self, cohort_id: str, limit: int = 100, offset: int = 0, history: bool = False) -> dict:
-        return self.request("GET", f"/v1/cohorts/{_seg(cohort_id)}/members",
-                            params={"limit": limit, "offset": offset, "history": str(history).lower()})
+    def remove_member(self, cohort_id: str, user_id: str) -> dict:
+        return self.request("DELETE", f"/v1/cohorts/{_seg(cohort_id)}/members/{_seg(user_id)}", retry=True)
 
-    def cohort_history(self, cohort_id: str, delta: float = 1e-6, limit: int = 500) -> dict:
-        """The cohort's cumulative spent ε at ``delta`` after each round (dashboard)."""
-        return self.request("GET", f"/v1/cohorts/{_seg(cohort_id)}/history", params={"delta": delta, "limit": limit})
+    def cohort_members(self, cohort_id: str, limit: int | None = None, offset: int | None = None,
+                       history: bool | None = None) -> dict:
+        params = _params(limit=limit, offset=offset, history=None if history is None else str(bool(history)).lower())
+        return self.request("GET", f"/v1/cohorts/{_seg(cohort_id)}/members", params=params)
 
-    def charge_cohort(self, event: Any, cohort: str, *, idempotency_key: str | None = None) -> dict:
-        """Charge ``event`` to every current member of ``cohort`` (all or nothing)."""
-        return self.charge(event, cohort=cohort, idempotency_key=idempotency_key)
+    def cohort_history(self, cohort_id: str, delta: float | None = None, limit: int | None = None) -> dict:
+        """Dashboard: the cohort's cumulative spent ε after each round."""
+        return self.request("GET", f"/v1/cohorts/{_seg(cohort_id)}/history", params=_params(delta=delta, limit=limit))
+
+
+def _params(**kw: Any) -> dict | None:
+    out = {k: v for k, v in kw.items() if v is not None}
+    return out or None
 
 
 def _user_set(users: Sequence[str] | None, id_prefix: str | None, start: int, count: int | None) -> dict:
+    if (users is None) == (count is None):
+        raise ValueError("give either users=[...] or id_prefix/start/count")
     if users is not None:
         return {"users": list(users)}
     return {"id_range": {"prefix": id_prefix or "", "start": start, "count": count}}

@@ -37,6 +37,9 @@ of ε0 / rounds / n / k against a target, and a per-user budget ledger.
 """
 
 
+_MAX_ERRORS = 20
+
+
 def _sanitize(obj, depth: int = 0):
     """JSON-safe, bounded copy of a validation error (no NaN/inf, no echo of huge inputs)."""
     if depth > 6:
@@ -100,10 +103,27 @@ def create_app() -> FastAPI:
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError):
-        return _error(422, _sanitize(list(exc.errors())), request)
+        errors = list(exc.errors())
+        out = []
+        for e in errors[:_MAX_ERRORS]:
+            item = {"type": str(e.get("type", "")), "loc": [x if isinstance(x, (int, str)) else str(x) for x in e.get("loc", ())],
+                    "msg": str(e.get("msg", ""))[:500], "input": _sanitize(e.get("input"))}
+            if e.get("ctx"):
+                item["ctx"] = _sanitize(e["ctx"])
+            out.append(item)
+        extra = {"errors_omitted": len(errors) - _MAX_ERRORS} if len(errors) > _MAX_ERRORS else {}
+        return _error(422, out, request, **extra)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException):
+        if exc.status_code == 400 and exc.detail == "There was an error parsing the body":
+            # FastAPI's answer to a body that is not UTF-8 JSON (or nested too deeply): malformed → 422
+            cause = exc.__cause__
+            msg = "the body is not valid JSON text (UTF-8)"
+            if isinstance(cause, RecursionError):
+                msg = "the JSON body is nested too deeply"
+            return _error(422, [{"type": "json_invalid", "loc": ["body"], "msg": msg, "input": None,
+                                 "ctx": {"error": msg}}], request)
         resp = _error(exc.status_code, _sanitize(exc.detail), request)
         if exc.headers:
             resp.headers.update(exc.headers)

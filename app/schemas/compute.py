@@ -67,6 +67,7 @@ class UnprocessableResponse(BaseModel):
     detail: Union[list[ValidationErrorItem], str]
     error: str | None = None
     best_epsilon: float | None = Field(None, description="infeasible target: the best ε any value achieves")
+    errors_omitted: int | None = Field(None, description="validation errors beyond the first 20, not listed")
     request_id: str | None = None
 
 
