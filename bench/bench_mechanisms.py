@@ -12,16 +12,22 @@ mechanism — inputs of one batch, temporaries and all reports — plus the proc
 
 from __future__ import annotations
 
-import argparse
 import os
-import platform
-import resource
-import sys
-import time
-import tracemalloc
-from pathlib import Path
 
-import numpy as np
+# One BLAS thread: the Hadamard factors are many small products; OpenBLAS's spinning worker threads
+# make them several times slower when the CPUs are shared (measured: 8× under a load average of 6).
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import platform  # noqa: E402
+import resource  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+import tracemalloc  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -180,7 +186,8 @@ def write(path, rows, n, d, batch, maxrss, loads):
         f"`python bench/bench_mechanisms.py` — {n:,} clients per mechanism, d = {d:,} for the vector mechanisms.",
         f"Machine: {platform.machine()}, {platform.processor() or 'cpu'}, "
         f"{len(os.sched_getaffinity(0))} CPU(s) available; Python {platform.python_version()}, "
-        f"numpy {np.__version__} (BLAS for the Hadamard factors). No per-client Python loop. Load average "
+        f"numpy {np.__version__} with one BLAS thread ({os.environ.get('OPENBLAS_NUM_THREADS')}; the Hadamard "
+        "factors are small dense products). No per-client Python loop. Load average "
         f"{loads[0][0]:.1f} at the start and {loads[1][0]:.1f} at the end (the machine is shared: other "
         "processes were running, so times are upper bounds).",
         "",
@@ -213,8 +220,10 @@ def write(path, rows, n, d, batch, maxrss, loads):
         "Notes:",
         "- `kary_rr` / `hadamard_response` use k = d symbols; `binary_vector`, `linf`, `l2` use s = 8 slots "
         "(and m = 3 levels): 8 and 24 shuffled messages per client.",
-        "- `l2` pays one fast Walsh–Hadamard transform per client (O(d log d), batched reshaping butterfly) "
-        "for the rotation; `l1` pays one per client too; the servers pay one transform of length d in total.",
+        "- `l2` pays one fast Walsh–Hadamard transform per client for the rotation, `l1` one for its "
+        "coefficient (O(d log d): the 10 butterfly stages of d = 1,024 grouped into two Kronecker factors "
+        "H₃₂ ⊗ H₃₂, each one small dense product over the whole batch); the servers pay one transform of "
+        "length d in total.",
         "- `user_mean` with d > 1 sends one range message per rotated coordinate (d' of them, ε0/(2d') each, "
         "seed 000 Alg. 5); it is benchmarked at d = 16, not 1,024 (1,024 range messages per user would be "
         "10⁹ reports).",

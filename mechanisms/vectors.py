@@ -76,8 +76,11 @@ class L1Ball(Mechanism):
         rng = check_rng(rng)
         x = self._project(x)
         n = x.shape[0]
-        xp = np.zeros((n, self.D))
-        xp[:, : self.d] = x
+        if self.D == self.d:
+            xp = x
+        else:
+            xp = np.zeros((n, self.D))
+            xp[:, : self.d] = x
         hx = fwht(xp)  # (H x)_j = √D y_j
         j = rng.integers(0, self.D, size=n)
         p_plus = 0.5 + hx[np.arange(n), j] / (2.0 * self.r1 * self.c)
@@ -324,10 +327,15 @@ class L2Ball(LinfBox):
 
     def rotate(self, x: np.ndarray) -> np.ndarray:
         """w = U x for a batch (batch, d) → (batch, d')."""
-        w = np.zeros((x.shape[0], self.d))
-        w[:, : self.d_in] = x
-        w *= self.signs
-        return fwht(w) * (1.0 / math.sqrt(self.d))
+        if self.d == self.d_in:
+            w = x * self.signs
+        else:
+            w = np.zeros((x.shape[0], self.d))
+            w[:, : self.d_in] = x
+            w *= self.signs
+        w = fwht(w)
+        w *= 1.0 / math.sqrt(self.d)
+        return w
 
     def unrotate(self, w: np.ndarray) -> np.ndarray:
         """x = Uᵀ w = D H w / √d' (last axis), truncated to the input dimension."""

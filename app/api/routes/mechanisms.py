@@ -247,6 +247,12 @@ def _build(name: str, params: dict[str, Any]):
         v = params.get(key)
         if isinstance(v, (int, float)) and not isinstance(v, bool) and v > MAX_DIMENSION:
             raise HTTPException(422, f"parameter '{key}' must be <= {MAX_DIMENSION} on this endpoint (got {v})")
+    m, sl, d = params.get("m", 1), params.get("s", 1), params.get("d", 1)
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in (m, sl, d)) and name in ("linf", "l2", "user_mean"):
+        extra = (1 << max(d - 1, 0).bit_length()) if name == "user_mean" and d > 1 else 0
+        if m * sl + extra > MAX_MESSAGES:
+            raise HTTPException(422, f"this configuration sends {m * sl + extra} messages per report; at most "
+                                     f"{MAX_MESSAGES} on this endpoint — lower m·s (or d for user_mean)")
     if name in ("user_range", "user_mean"):
         b, tau = params.get("B"), params.get("tau")
         if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (b, tau)) and tau > 0 and b / tau > MAX_SYMBOLS:
