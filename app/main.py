@@ -139,21 +139,8 @@ def create_app() -> FastAPI:
 
     app.include_router(compute.router)
     app.include_router(importlib.import_module("app.api.routes.ledger").router)
-    mechanisms_router = _optional_router("app.api.routes.mechanisms")
-    if mechanisms_router is not None:
-        app.include_router(mechanisms_router)
+    app.include_router(importlib.import_module("app.api.routes.mechanisms").router)
     return app
-
-
-def _optional_router(module: str):
-    """The ``router`` of a module that may not exist yet in this tree (others are building it)."""
-    try:
-        mod = importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        if exc.name == module:
-            return None
-        raise
-    return getattr(mod, "router", None)
 
 
 def _version() -> str:

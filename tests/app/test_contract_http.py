@@ -29,7 +29,7 @@ SUBSAMPLED_BOUNDS = ["upper", "su", "cap", "lower"]
 @pytest.fixture(scope="module")
 def http():
     srv = shared_server()
-    with httpx.Client(base_url=srv.url, timeout=60) as c:
+    with httpx.Client(base_url=srv.url, timeout=300) as c:  # generous: CI machines are shared
         yield c
 
 
@@ -379,3 +379,16 @@ def test_sdk_against_the_real_server():
         with pytest.raises(InfeasibleTarget) as exc:
             c.calibrate({"mechanism": "gaussian", "noise_multiplier": 0.5}, "count", 0.1, 1e-5)
         assert exc.value.best_epsilon > 0.1
+
+
+def test_two_workers_share_one_metrics_view(tmp_path):
+    """`serve --workers 2`: requests land on either worker; /metrics aggregates both."""
+    with start_server({"DATABASE_URL": f"sqlite:///{tmp_path}/w.db"}, workers=2) as srv, \
+            httpx.Client(base_url=srv.url, timeout=30) as c:
+        for _ in range(30):
+            with httpx.Client(base_url=srv.url) as fresh:  # new connections spread over the workers
+                assert fresh.post("/v1/rdp", json={"event": SHUFFLE, "orders": [2]}).status_code == 200
+        text = c.get("/metrics").text
+    line = next(x for x in text.splitlines()
+                if x.startswith('accountant_http_requests_total{endpoint="/v1/rdp",method="POST",status="200"}'))
+    assert float(line.rsplit(" ", 1)[1]) == 30

@@ -56,7 +56,7 @@ def _call(case, srv):
         base_url=srv.url,
         headers={"Authorization": f"Bearer {ADMIN_KEY}"},
         checks=CHECKS,
-        timeout=60,
+        timeout=120,
     )
 
 
@@ -82,7 +82,7 @@ def test_openapi_fuzz_ledger_and_mechanisms(case, fuzz_server):
 
 
 def test_openapi_documents_every_endpoint_with_examples_and_errors(fuzz_server):
-    doc = httpx.get(fuzz_server.url + "/openapi.json").json()
+    doc = httpx.get(fuzz_server.url + "/openapi.json", timeout=60).json()
     assert doc["info"]["description"]
     for path in ("/v1/rdp", "/v1/epsilon", "/v1/delta", "/v1/calibrate"):
         op = doc["paths"][path]["post"]
