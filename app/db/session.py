@@ -77,7 +77,9 @@ def make_engine(url: str) -> Engine:
                 conn.exec_driver_sql("BEGIN")
 
         return engine
-    return create_engine(url, pool_size=10, max_overflow=30, pool_pre_ping=True, pool_timeout=60)
+    # ≤ 20 connections per process: several serve processes stay under PostgreSQL's default
+    # max_connections (100); requests beyond that wait for a pooled connection.
+    return create_engine(url, pool_size=10, max_overflow=10, pool_pre_ping=True, pool_timeout=60)
 
 
 def is_retryable(exc: BaseException) -> bool:

@@ -501,9 +501,9 @@ def bulk_create_users(db: Database, user_ids: Sequence[str], b: Budget, on_confl
         if new:
             cid = _fresh_class(s, db, b, len(new))
             ts = now()
-            for ch in chunks(new, 10000):
-                s.execute(insert(T_USERS), [{"user_id": u, "class_id": cid, "created_at": ts, "updated_at": ts}
-                                            for u in ch])
+            for ch in chunks(new, 5000):  # multi-row VALUES: one statement per chunk (≤ 20,000 parameters)
+                s.execute(insert(T_USERS).values([{"user_id": u, "class_id": cid, "created_at": ts, "updated_at": ts}
+                                                  for u in ch]))
         return {"created": len(new), "skipped": len(ids) - len(new), "requested": len(user_ids)}
 
     return _run_retrying_integrity(db, unit)
@@ -629,7 +629,7 @@ def _charge_users(s, db, ulist, cost, event, req_hash, key, actor, check_key) ->
                                actor=actor, ts=ts, body=body)
     rows = [{"charge_id": charge_pk, "user_pk": pk} for pk in sorted(pk_class)]
     for ch in chunks(rows, 10000):
-        s.execute(insert(T_CHARGE_USERS), list(ch))
+        s.execute(insert(T_CHARGE_USERS).values(list(ch)))
 
     def mutate(c: dict) -> dict:
         a, st = after[c["id"]]
@@ -878,10 +878,10 @@ def change_members(db: Database, cohort_id: str, user_ids: Sequence[str], join: 
         ts = now()
         if join:
             _transition(s, db, classes, groups, f"join|{co.id}|{seq}", lambda c: {}, cmap, add_cohort=co.id)
-            for ch in chunks(affected, 10000):
-                s.execute(insert(T_MEMBERSHIPS), [{"cohort_id": co.id, "user_pk": pk, "join_seq": seq,
-                                                   "leave_seq": None, "joined_at": ts, "left_at": None}
-                                                  for pk in ch])
+            for ch in chunks(affected, 4000):
+                s.execute(insert(T_MEMBERSHIPS).values([{"cohort_id": co.id, "user_pk": pk, "join_seq": seq,
+                                                         "leave_seq": None, "joined_at": ts, "left_at": None}
+                                                        for pk in ch]))
         else:
             _transition(s, db, classes, groups, f"leave|{co.id}|{seq}", lambda c: {}, cmap, remove_cohort=co.id)
             m = T_MEMBERSHIPS

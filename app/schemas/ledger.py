@@ -8,8 +8,11 @@ from pydantic import BaseModel, Field, model_validator
 
 from app.schemas.events import Event, Int, Num, StrictModel
 
-UserId = Annotated[str, Field(min_length=1, max_length=256, description="a user (data subject) id")]
-CohortId = Annotated[str, Field(min_length=1, max_length=256, description="a cohort id")]
+#: ids are 1–256 characters without control characters (NUL cannot be stored by PostgreSQL)
+ID_PATTERN = r"^[^\x00-\x1f\x7f]+$"
+UserId = Annotated[str, Field(min_length=1, max_length=256, pattern=ID_PATTERN,
+                              description="a user (data subject) id")]
+CohortId = Annotated[str, Field(min_length=1, max_length=256, pattern=ID_PATTERN, description="a cohort id")]
 MAX_LIST = 100_000
 MAX_RANGE = 2_000_000
 
@@ -80,7 +83,7 @@ class UserView(BaseModel):
 class IdRange(StrictModel):
     """Ids ``f"{prefix}{i}"`` for i in [start, start + count) — large populations without a huge body."""
 
-    prefix: str = Field("", max_length=200)
+    prefix: str = Field("", max_length=200, pattern=r"^[^\x00-\x1f\x7f]*$")
     start: Int = Field(0, ge=0, le=10**12)
     count: Int = Field(ge=1, le=MAX_RANGE)
 
@@ -133,7 +136,7 @@ class ChargeRequest(StrictModel):
          "event": {"mechanism": "subsampled_shuffle", "n": 1000000, "k": 1000, "epsilon0": 2.0, "count": 1}},
     ]}}
     idempotency_key: str | None = Field(
-        None, min_length=1, max_length=256,
+        None, min_length=1, max_length=256, pattern=ID_PATTERN,
         description="same key + same body → the original result, not charged again; same key + different "
                     "body → 409. Strongly recommended (the SDK sets one automatically).")
     users: list[UserId] | None = Field(None, min_length=1, max_length=MAX_LIST)
@@ -215,7 +218,7 @@ class CohortCreate(StrictModel):
     model_config = StrictModel.model_config | {"json_schema_extra": {"examples": [
         {"cohort_id": "population-eu", "description": "EU devices of the keyboard model"}]}}
     cohort_id: CohortId
-    description: str | None = Field(None, max_length=2000)
+    description: str | None = Field(None, max_length=2000, pattern=r"^[^\x00]*$")
 
 
 class CohortView(BaseModel):

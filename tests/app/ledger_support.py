@@ -9,6 +9,7 @@ tables are emptied before each test.
 
 from __future__ import annotations
 
+import atexit
 import math
 import os
 import uuid
@@ -60,7 +61,24 @@ def pg_test_url() -> str | None:
         eng.dispose()
     upgrade_to_head(url)
     _pg_url_cache[os.environ[PG_ENV]] = url
+    if url != base:
+        atexit.register(_drop_database, base, name)
     return url
+
+
+def _drop_database(base: str, name: str) -> None:
+    """Best effort: drop this process's test database at exit."""
+    from app.db.session import reset_databases
+
+    reset_databases()
+    eng = create_engine(base, isolation_level="AUTOCOMMIT")
+    try:
+        with eng.connect() as c:
+            c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    except Exception:
+        pass
+    finally:
+        eng.dispose()
 
 
 def truncate_pg(url: str) -> None:

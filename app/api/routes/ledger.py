@@ -17,8 +17,9 @@ from app.db.session import Database
 from app.ledger import service as svc
 from app.schemas import ledger as sch
 
-UserPath = Annotated[str, Path(min_length=1, max_length=256, description="user (data subject) id")]
-CohortPath = Annotated[str, Path(min_length=1, max_length=256, description="cohort id")]
+UserPath = Annotated[str, Path(min_length=1, max_length=256, pattern=sch.ID_PATTERN,
+                               description="user (data subject) id")]
+CohortPath = Annotated[str, Path(min_length=1, max_length=256, pattern=sch.ID_PATTERN, description="cohort id")]
 
 AUTH_ERRORS = {
     401: {"model": sch.ErrorBody, "description": "missing or invalid API key"},
