@@ -283,7 +283,14 @@ def cmd_serve(a) -> int:
     import logging
 
     log = logging.getLogger("app.serve")
-    _migrate(settings.database_url, log)
+    try:
+        _migrate(settings.database_url, log)
+    except Exception as exc:  # a database we cannot reach or migrate: say so, do not serve
+        log.error("could not bring the database to the latest migration; not serving",
+                  extra={"database": _redact(settings.database_url), "error": f"{type(exc).__name__}: {exc}"})
+        print(f"error: could not migrate {_redact(settings.database_url)}: {type(exc).__name__}: {exc}",
+              file=sys.stderr)
+        return 1
     if a.workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="accountant-metrics-")
     log.info("starting", extra={"host": a.host, "port": a.port, "workers": a.workers})

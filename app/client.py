@@ -175,7 +175,7 @@ class AccountantClient:
     ``calibrate_timeout`` to ``/v1/calibrate`` (searches can take longer)."""
 
     def __init__(self, base_url: str = "http://127.0.0.1:8000", api_key: str | None = None, *,
-                 timeout: float = 10.0, calibrate_timeout: float = 120.0, retries: int = 2,
+                 timeout: float = 60.0, calibrate_timeout: float = 300.0, retries: int = 2,
                  backoff: float = 0.2, transport: httpx.BaseTransport | None = None,
                  headers: Mapping[str, str] | None = None):
         h = {"accept": "application/json", "user-agent": "privacy-accountant-sdk/1"}

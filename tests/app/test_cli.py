@@ -109,3 +109,14 @@ def test_console_script_is_installed():
     assert json.loads(r.stdout)["epsilon"] > 0
     r = subprocess.run(["privacy-accountant", "--help"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and "serve" in r.stdout and "calibrate" in r.stdout
+
+
+def test_serve_refuses_to_start_without_its_database():
+    """An unreachable database: a clear error, exit status 1, and the password never printed."""
+    import os
+
+    env = {**os.environ, "DATABASE_URL": "postgresql+psycopg://acct:hunter2-secret@127.0.0.1:1/nope"}
+    r = subprocess.run(["privacy-accountant", "serve", "--port", "1"], capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert r.returncode == 1
+    assert "could not migrate" in r.stderr and "hunter2-secret" not in r.stderr + r.stdout
