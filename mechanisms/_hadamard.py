@@ -75,6 +75,24 @@ def fwht(x: np.ndarray) -> np.ndarray:
     return y.reshape(*lead, d)
 
 
+def hadamard_coefficients(x: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """``(H x_i)_{j_i}`` for every row i of ``x`` (batch, d) — one coefficient per row in O(d).
+
+    With d = a·b (a = 2^⌊L/2⌋, b = 2^⌈L/2⌉), H_d = H_a ⊗ H_b, so for j = j₁b + j₂ and x viewed as (a, b):
+    (H x)_j = Σ_{i₁} H_a[j₁, i₁] Σ_{i₂} H_b[j₂, i₂] x[i₁, i₂] — two batched contractions, one pass over x.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    n, d = x.shape
+    if not is_power_of_two(d):
+        raise ValueError(f"hadamard_coefficients needs a power-of-two length, got {d}")
+    total_bits = d.bit_length() - 1
+    la = total_bits // 2
+    lb = total_bits - la
+    j = np.asarray(j, dtype=np.int64)
+    z = np.einsum("nab,nb->na", x.reshape(n, 1 << la, 1 << lb), _factor(lb)[j & ((1 << lb) - 1)])
+    return np.einsum("na,na->n", z, _factor(la)[j >> lb])
+
+
 def hadamard_entries(rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
     """``H[rows, cols]`` elementwise (±1 as int8) without building ``H``: ``(-1)^{popcount(r & c)}``."""
     v = np.bitwise_and(np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64))

@@ -20,7 +20,7 @@ from ._base import (
     rr_flip_probability,
     rr_variance,
 )
-from ._hadamard import fwht, log2_ceil, next_power_of_two
+from ._hadamard import fwht, hadamard_coefficients, log2_ceil, next_power_of_two
 from .binary import _n_from, block_layout, check_slot_reports
 
 LEVELS_MAX = 24
@@ -34,6 +34,8 @@ class L1Ball(Mechanism):
     z = sign · r₁ c H(j). Exactly ε0-LDP (the ratio e^{ε0} is attained at x = ±r₁ e_i). Correction: the
     extracted text of eq. (3.13) is garbled, and the prose prints the factor (e^{ε0}+1)/ε0; the
     algorithm's c = (e^{ε0}+1)/(e^{ε0}−1) is the one that makes z unbiased.
+    The client needs only the sampled coefficient (H x)_j, computed in O(D) through H_D = H_a ⊗ H_b
+    (``hadamard_coefficients``) rather than the whole transform.
     Server: x̂ = (1/n) Σ z_i computed as r₁ c H S / n with S_j the sum of signs at index j (one fast
     Walsh–Hadamard transform). Exact MSE (1/n²) Σ_i (r₁² c² d − ‖x_i‖²) ≤ r₁² c² d/n (Lemma 3.4.1).
     Inputs with ‖x‖₁ > r₁ are scaled down onto the sphere (the guarantee holds; the estimate is biased).
@@ -81,9 +83,9 @@ class L1Ball(Mechanism):
         else:
             xp = np.zeros((n, self.D))
             xp[:, : self.d] = x
-        hx = fwht(xp)  # (H x)_j = √D y_j
         j = rng.integers(0, self.D, size=n)
-        p_plus = 0.5 + hx[np.arange(n), j] / (2.0 * self.r1 * self.c)
+        hx_j = hadamard_coefficients(xp, j)  # (H x)_j = √D y_j, only the sampled coefficient: O(D)
+        p_plus = 0.5 + hx_j / (2.0 * self.r1 * self.c)
         sign = np.where(rng.random(n) < p_plus, 1, -1).astype(np.int8)
         return {"index": j, "sign": sign}
 

@@ -289,11 +289,13 @@ def test_reproducible_with_seeded_generator():
 def test_fwht_matches_dense_hadamard():
     from scipy.linalg import hadamard
 
-    from mechanisms._hadamard import fwht, hadamard_entries
+    from mechanisms._hadamard import fwht, hadamard_coefficients, hadamard_entries
     rng = np.random.default_rng(0)
-    for d in (1, 2, 8, 64, 256):
+    for d in (1, 2, 8, 64, 256, 2048):
         x = rng.normal(size=(5, d))
         np.testing.assert_allclose(fwht(x), x @ hadamard(d).T, atol=1e-9)
+        jj = rng.integers(0, d, 5)
+        np.testing.assert_allclose(hadamard_coefficients(x, jj), (x @ hadamard(d).T)[np.arange(5), jj], atol=1e-9)
         i = rng.integers(0, d, 50)
         j = rng.integers(0, d, 50)
         np.testing.assert_array_equal(hadamard_entries(i, j), hadamard(d)[i, j])
