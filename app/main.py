@@ -76,6 +76,7 @@ def _error(status: int, detail, request: Request | None = None, **extra) -> JSON
 
 def create_app() -> FastAPI:
     settings = get_settings()
+    logging.captureWarnings(True)  # warnings become (JSON) log records, not raw stderr text
     app = FastAPI(
         title="Privacy accountant",
         version=_version(),

@@ -60,3 +60,4 @@ def logging_config(level: str = "INFO") -> dict:
 
 def configure_logging(level: str = "INFO") -> None:
     logging.config.dictConfig(logging_config(level))
+    logging.captureWarnings(True)  # numpy/scipy RuntimeWarnings become JSON lines too
