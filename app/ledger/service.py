@@ -158,7 +158,11 @@ def finite_list(a: np.ndarray) -> list:
 
 
 def ensure_grid(s: Session) -> None:
-    """Register the current default grid (idempotent); refuse a changed grid under one version."""
+    """Register the current default grid (idempotent); refuse a changed grid under one version.
+
+    When the default grid changed (a new ``DEFAULT_GRID_VERSION``), the running curves of classes
+    and cohorts stored on an older grid are carried over to the new one as valid upper bounds
+    (:func:`project_curve`). Charge records keep their curves on the grid they were computed on."""
     row = s.execute(select(T_GRIDS.c.orders).where(T_GRIDS.c.version == cv.GRID_VERSION)).first()
     if row is None:
         s.execute(insert(T_GRIDS).values(version=cv.GRID_VERSION, orders=cv.to_bytes(cv.ORDERS),
@@ -166,6 +170,37 @@ def ensure_grid(s: Session) -> None:
     elif not np.array_equal(cv.from_bytes(row.orders), cv.ORDERS):
         raise RuntimeError(f"order grid version {cv.GRID_VERSION} in the database differs from the code's grid; "
                            "a changed grid needs a new DEFAULT_GRID_VERSION")
+    grids = {r.version: cv.from_bytes(r.orders) for r in s.execute(select(T_GRIDS.c.version, T_GRIDS.c.orders))}
+    for c in s.execute(select(T_CLASSES).where(T_CLASSES.c.grid_version != cv.GRID_VERSION)).mappings().all():
+        b = budget_of(c)
+        if b.policy == "filter" and cv.grid_index(b.filter_order) is None:
+            raise RuntimeError(f"filter order {b.filter_order} of a budget class is not on the new grid "
+                               f"(version {cv.GRID_VERSION}); keep it in the new grid")
+        spent = project_curve(grids[c["grid_version"]], cv.from_bytes(c["spent"]))
+        s.execute(update(T_CLASSES).where(T_CLASSES.c.id == c["id"]).values(
+            spent=cv.to_bytes(spent), grid_version=cv.GRID_VERSION, **status_columns(b, spent)))
+    for co in s.execute(select(T_COHORTS).where(T_COHORTS.c.grid_version != cv.GRID_VERSION)).mappings().all():
+        cum = project_curve(grids[co["grid_version"]], cv.from_bytes(co["cumulative"]))
+        s.execute(update(T_COHORTS).where(T_COHORTS.c.id == co["id"]).values(
+            cumulative=cv.to_bytes(cum), grid_version=cv.GRID_VERSION))
+
+
+def project_curve(old_orders: np.ndarray, curve: np.ndarray, new_orders: np.ndarray | None = None) -> np.ndarray:
+    """A valid upper bound on the current grid of an RDP curve known on ``old_orders``: convexity of
+    (α−1)ε(α) and monotonicity of ε(α) between known orders, ε(α_min) below, +∞ above the largest
+    finite order (``accountant.composition.curve_from_points``), rounded up."""
+    from accountant.composition import curve_from_points
+
+    new = cv.ORDERS if new_orders is None else np.asarray(new_orders, dtype=float)
+    fin = np.isfinite(curve)
+    if not np.any(fin):
+        return np.full(new.size, np.inf)
+    if not np.any(curve[fin]):
+        out = np.zeros(new.size)
+        out[new > np.max(old_orders[fin])] = np.inf
+        return out
+    out = curve_from_points(old_orders[fin], curve[fin], new)
+    return np.where(np.isfinite(out) & (out > 0), np.nextafter(out, np.inf), out)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -738,9 +773,15 @@ def list_user_charges(db: Database, user_id: str, limit: int = 100, offset: int 
 
 
 def _user_curves(s: Session, user_pk: int) -> list[tuple[int, datetime, np.ndarray]]:
+    """The user's charge curves, oldest first, on the current grid (older grids projected)."""
     c = T_CHARGES.c
-    sq = _user_charges_query(user_pk, (c.id, c.created_at, c.curve))
-    return [(r.id, r.created_at, cv.from_bytes(r.curve)) for r in s.execute(select(sq).order_by(sq.c.id))]
+    sq = _user_charges_query(user_pk, (c.id, c.created_at, c.curve, c.grid_version))
+    rows = s.execute(select(sq).order_by(sq.c.id)).all()
+    grids = {}
+    if any(r.grid_version != cv.GRID_VERSION for r in rows):
+        grids = {g.version: cv.from_bytes(g.orders) for g in s.execute(select(T_GRIDS.c.version, T_GRIDS.c.orders))}
+    return [(r.id, r.created_at, cv.from_bytes(r.curve) if r.grid_version == cv.GRID_VERSION
+             else project_curve(grids[r.grid_version], cv.from_bytes(r.curve))) for r in rows]
 
 
 def recompute_user(db: Database, user_id: str) -> dict:

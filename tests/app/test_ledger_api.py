@@ -348,3 +348,29 @@ def test_openapi_documents_the_ledger(client):
     post = spec["paths"]["/v1/charges"]["post"]
     assert {"201", "401", "403", "404", "409", "422"} <= set(post["responses"])
     assert "leak nothing" in post["description"].lower()
+
+
+def test_a_new_order_grid_carries_running_sums_over_as_upper_bounds(client, db, monkeypatch):
+    from app.ledger import curves as cv
+    from app.ledger.service import ensure_grid
+
+    put(client, "a", eps=8.0)
+    put(client, "f", eps=8.0, policy="filter", filter_order=16.0)
+    ev = {"mechanism": "gaussian", "noise_multiplier": 3.0}
+    assert charge(client, ["a", "f"], ev).status_code == 201
+    old = {u: client.get(f"/v1/users/{u}", headers=VIEW).json() for u in ("a", "f")}
+    new_orders = np.unique(np.concatenate([ORDERS[::3], [16.0, 10000.0]]))
+    monkeypatch.setattr(cv, "ORDERS", new_orders)
+    monkeypatch.setattr(cv, "GRID_VERSION", 2)
+    db.run_write(ensure_grid)
+    for u in ("a", "f"):
+        g = client.get(f"/v1/users/{u}", headers=VIEW).json()
+        assert g["grid_version"] == 2 and g["charges"] == 1
+        assert g["spent"]["epsilon"] >= old[u]["spent"]["epsilon"] - 1e-12  # coarser grid: never less
+        assert g["spent"]["epsilon"] <= old[u]["spent"]["epsilon"] * 1.2
+    assert charge(client, ["a", "f"], ev).status_code == 201
+    with db.read() as s:
+        assert s.execute(text("SELECT count(*) FROM ledger_order_grids")).scalar_one() == 2
+        assert sorted(s.execute(text("SELECT grid_version FROM ledger_charges")).scalars()) == [1, 2]
+    audit = client.get("/v1/users/a/audit", headers=VIEW).json()
+    assert audit["running_not_below_recomputed"] and audit["charges_in_log"] == 2
