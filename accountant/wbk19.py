@@ -1,0 +1,120 @@
+"""RDP of subsampling without replacement: Wang–Balle–Kasiviswanathan, Theorem 9 (bounds.md §8).
+
+Source
+------
+Y.-X. Wang, B. Balle, S. Kasiviswanathan, "Subsampled Rényi Differential Privacy and Analytical
+Moments Accountant", AISTATS 2019 (arXiv:1808.00087), Theorem 9. Setting: a dataset of n records;
+the subsampled mechanism draws m = γ·n records uniformly *without replacement* and runs M on
+them; neighbouring datasets differ by *replacing* one record. If M is (j, ε(j))-RDP at every
+integer j ≥ 2 and ε(∞)-DP, then for every integer α ≥ 2
+
+    ε'(α) ≤ 1/(α−1) · log( 1 + γ²·C(α,2)·min{ 4(e^{ε(2)} − 1), e^{ε(2)}·min{2, (e^{ε(∞)} − 1)²} }
+                             + Σ_{j=3..α} γ^j·C(α,j)·e^{(j−1)·ε(j)}·min{2, (e^{ε(∞)} − 1)^j} ).
+
+What was checked: the formula above (bounds.md §8 and issue 7) term by term against the
+authors' reference implementation (autodp, ``rdp_acct.anaRDPacct.compose_subsampled_mechanism``,
+"Theorem 9 of arXiv:1808.00087"): second moment
+``2 log γ + log C(α,2) + min(log 4 + ε(2) + log(1 − e^{−ε(2)}), ε(2) + min(log 2, 2(ε∞ + log(1 − e^{−ε∞}))))``
+and j-th moment ``min(j(ε∞ + log(1 − e^{−ε∞})), log 2) + (j−1)·ε(j) + j log γ + log C(α,j)``,
+summed with 1 inside the log — identical. (The paper's PDF text itself was not retrievable
+here.) autodp additionally takes the minimum with the inner curve (α−1)ε(α) and with the
+amplified pure-DP level; those are separate valid bounds the caller may combine, not part of
+this function. Only integer α ≥ 2 are covered; the caller extends to real orders.
+
+Numerics: all terms in log space (gammaln for C(α,j), log(e^x − 1) via expm1/log1p), the ragged
+sums over j for many α at once through np.maximum.reduceat/np.add.reduceat over concatenated
+segments, log1p for the final log; results are rounded up by a relative 1e-12.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from scipy.special import gammaln
+
+__all__ = ["wbk19_rdp"]
+
+_SEGMENT_BUDGET = 1 << 22  # elements of the ragged (α, j) arrays processed at once
+
+
+def _log_expm1(x: np.ndarray) -> np.ndarray:
+    """log(e^x − 1) for x ≥ 0 (−inf at 0, +inf at +inf)."""
+    x = np.asarray(x, dtype=float)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        return np.where(x > 30.0, x + np.log1p(-np.exp(-x)), np.log(np.expm1(x)))
+
+
+def wbk19_rdp(
+    gamma: float,
+    inner_int: Callable[[np.ndarray], np.ndarray],
+    eps_inf: float,
+    orders: np.ndarray,
+) -> np.ndarray:
+    """WBK19 Theorem 9: RDP of an inner mechanism under subsampling without replacement.
+
+    Args:
+        gamma: sampling fraction γ = m/n in [0, 1].
+        inner_int: the inner mechanism's RDP at integer orders; called once with
+            ``np.arange(2, max_alpha + 1)`` (float array), must return ε(j) ≥ 0 of the same shape
+            (+inf allowed).
+        eps_inf: the inner mechanism's pure-DP level ε(∞) ≥ 0 (+inf allowed).
+        orders: integer orders α ≥ 2 (validated by the caller), any shape.
+
+    Returns:
+        float64 array of ε'(α), the same shape as ``orders`` (0 when γ = 0 or ε(∞) = 0).
+    """
+    a = np.asarray(orders, dtype=float)
+    if a.size == 0:
+        return np.zeros(a.shape)
+    if gamma <= 0.0 or eps_inf == 0.0:
+        return np.zeros(a.shape)
+    uniq, inv = np.unique(a.ravel(), return_inverse=True)
+    amax = int(uniq[-1])
+    js = np.arange(2, amax + 1, dtype=float)
+    eps_j = np.asarray(inner_int(js), dtype=float).reshape(js.shape)
+    log_g = float(np.log(gamma))
+    l_inf = float(_log_expm1(np.array(eps_inf)))  # log(e^{ε∞} − 1)
+    log2 = float(np.log(2.0))
+
+    # j = 2: γ²·C(α,2)·min{4(e^{ε(2)} − 1), e^{ε(2)}·min{2, (e^{ε∞} − 1)²}}
+    e2 = eps_j[0]
+    with np.errstate(invalid="ignore"):
+        m2 = min(float(np.log(4.0) + _log_expm1(np.array(e2))), float(e2 + min(log2, 2.0 * l_inf)))
+    lc2 = np.log(uniq * (uniq - 1.0) / 2.0)
+    log_sum = 2.0 * log_g + lc2 + m2  # log of the j = 2 term, per α
+
+    # j = 3..α: γ^j·C(α,j)·e^{(j−1)ε(j)}·min{2, (e^{ε∞} − 1)^j}, ragged over α
+    lg_a = gammaln(uniq + 1.0)
+    nterm = np.maximum(uniq.astype(np.int64) - 2, 0)
+    start = 0
+    while start < uniq.size:
+        csum = np.cumsum(nterm[start:])
+        stop = start + max(1, int(np.searchsorted(csum, _SEGMENT_BUDGET, side="right")))
+        sizes = nterm[start:stop]
+        tot = int(sizes.sum())
+        if tot:
+            seg = np.repeat(np.arange(start, stop), sizes)
+            first = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+            j = (np.arange(tot) - np.repeat(first, sizes) + 3).astype(float)
+            ej = eps_j[(j - 2).astype(np.int64)]
+            with np.errstate(invalid="ignore"):
+                lt = (j * log_g + lg_a[seg] - gammaln(j + 1.0) - gammaln(uniq[seg] - j + 1.0)
+                      + (j - 1.0) * ej + np.minimum(log2, j * l_inf))
+            lt = np.where(np.isnan(lt), np.inf, lt)  # inf·0 cannot occur for valid inputs; be safe
+            has = sizes > 0
+            st = first[has]
+            mx = np.maximum.reduceat(lt, st)
+            fin = np.isfinite(mx)
+            safe = np.where(fin, mx, 0.0)
+            with np.errstate(under="ignore", invalid="ignore"):
+                ssum = np.add.reduceat(np.exp(lt - np.repeat(safe, sizes[has])), st)
+            with np.errstate(divide="ignore"):
+                lsj = np.where(fin, safe + np.log(ssum), mx)
+            idx = np.arange(start, stop)[has]
+            log_sum[idx] = np.logaddexp(log_sum[idx], lsj)
+        start = stop
+
+    out = np.logaddexp(0.0, log_sum) / (uniq - 1.0)  # log(1 + Σ) / (α − 1)
+    out = np.where(np.isnan(out), np.inf, out) * (1.0 + 1e-12)
+    return out[inv].reshape(a.shape)
