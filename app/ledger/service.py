@@ -35,7 +35,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
-from sqlalchemy import and_, bindparam, delete, func, insert, or_, select, union_all, update
+from sqlalchemy import and_, bindparam, delete, func, insert, or_, select, text, union_all, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -118,6 +118,28 @@ def iso(ts: datetime | None) -> str | None:
 def chunks(seq: Sequence, n: int = CHUNK) -> Iterable[Sequence]:
     for i in range(0, len(seq), n):
         yield seq[i:i + n]
+
+
+def _ids(name: str):
+    """An expanding IN-list parameter: compiled once, the list is bound at execution."""
+    return bindparam(name, expanding=True)
+
+
+def _insert_rows(s: Session, db: Database, table, rows: list[dict], chunk: int = 5000) -> None:
+    """Insert many rows fast: executemany on SQLite; on PostgreSQL one multi-row INSERT per chunk
+    from arrays (``INSERT … SELECT * FROM unnest(...)``), a single round trip."""
+    if not rows:
+        return
+    if db.is_sqlite:
+        for ch in chunks(rows, 20000):
+            s.execute(insert(table), list(ch))
+        return
+    cols = list(rows[0])
+    types = {c: table.c[c].type.compile(dialect=s.get_bind().dialect) for c in cols}
+    sel = ", ".join(f"CAST(:{c} AS {types[c]}[])" for c in cols)
+    stmt = text(f"INSERT INTO {table.name} ({', '.join(cols)}) SELECT * FROM unnest({sel})")
+    for ch in chunks(rows, chunk):
+        s.execute(stmt, {c: [r[c] for r in ch] for c in cols})
 
 
 def _sha(text: str) -> str:
@@ -218,8 +240,8 @@ def _lock_cohorts(s: Session, db: Database, exclusive: set[int], shared: set[int
 def _users_by_ext(s: Session, ext_ids: Sequence[str], lock: bool = False, db: Database | None = None) -> dict:
     out = {}
     for ch in chunks(list(ext_ids)):
-        q = select(T_USERS.c.id, T_USERS.c.user_id, T_USERS.c.class_id).where(T_USERS.c.user_id.in_(ch))
-        for r in s.execute(q):
+        q = select(T_USERS.c.id, T_USERS.c.user_id, T_USERS.c.class_id).where(T_USERS.c.user_id.in_(_ids("ids")))
+        for r in s.execute(q, {"ids": list(ch)}):
             out[r.user_id] = (r.id, r.class_id)
     return out
 
@@ -228,7 +250,7 @@ def _cohorts_of(s: Session, class_ids: Iterable[int]) -> dict[int, set[int]]:
     out: dict[int, set[int]] = defaultdict(set)
     for ch in chunks(sorted(set(class_ids))):
         for r in s.execute(select(T_CLASS_COHORTS.c.class_id, T_CLASS_COHORTS.c.cohort_id)
-                           .where(T_CLASS_COHORTS.c.class_id.in_(ch))):
+                           .where(T_CLASS_COHORTS.c.class_id.in_(_ids("ids"))), {"ids": list(ch)}):
             out[r.class_id].add(r.cohort_id)
     return out
 
@@ -236,10 +258,10 @@ def _cohorts_of(s: Session, class_ids: Iterable[int]) -> dict[int, set[int]]:
 def _load_classes(s: Session, db: Database, class_ids: Iterable[int]) -> dict[int, dict]:
     out = {}
     for ch in chunks(sorted(set(class_ids))):
-        q = select(T_CLASSES).where(T_CLASSES.c.id.in_(ch)).order_by(T_CLASSES.c.id)
+        q = select(T_CLASSES).where(T_CLASSES.c.id.in_(_ids("ids"))).order_by(T_CLASSES.c.id)
         if not db.is_sqlite:
             q = q.with_for_update()
-        for r in s.execute(q).mappings():
+        for r in s.execute(q, {"ids": list(ch)}).mappings():
             out[r["id"]] = dict(r)
     return out
 
@@ -268,7 +290,8 @@ def _lock_users_classes(s: Session, db: Database, users: dict[str, tuple[int, in
     now_classes = {}
     pks = sorted(pk_class)
     for ch in chunks(pks, 5000):
-        for r in s.execute(select(T_USERS.c.id, T_USERS.c.class_id).where(T_USERS.c.id.in_(ch))):
+        for r in s.execute(select(T_USERS.c.id, T_USERS.c.class_id).where(T_USERS.c.id.in_(_ids("ids"))),
+                           {"ids": list(ch)}):
             now_classes[r.id] = r.class_id
     if now_classes != pk_class:
         raise RetryTransaction("a user changed class before the lock")
@@ -294,10 +317,10 @@ def _transition(s: Session, db: Database, classes: dict[int, dict], groups: dict
     existing: dict[str, dict] = {}
     sigs = sorted(targets.values())
     for ch in chunks(sigs):
-        q = select(T_CLASSES).where(T_CLASSES.c.signature.in_(ch))
+        q = select(T_CLASSES).where(T_CLASSES.c.signature.in_(_ids("ids")))
         if not db.is_sqlite:
             q = q.with_for_update()
-        for r in s.execute(q).mappings():
+        for r in s.execute(q, {"ids": list(ch)}).mappings():
             existing[r["signature"]] = dict(r)
     if cohort_map is None:
         cohort_map = _cohorts_of(s, groups)
@@ -372,7 +395,7 @@ def _transition(s: Session, db: Database, classes: dict[int, dict], groups: dict
             singles.extend({"_pk": pk, "_cid": tid} for pk in upks)
             continue
         for ch in chunks(sorted(upks), 5000):
-            s.execute(update(T_USERS).where(T_USERS.c.id.in_(ch)).values(class_id=tid))
+            s.execute(update(T_USERS).where(T_USERS.c.id.in_(_ids("ids"))).values(class_id=tid), {"ids": list(ch)})
     if singles:
         s.execute(update(T_USERS).where(T_USERS.c.id == bindparam("_pk")).values(class_id=bindparam("_cid")), singles)
     deltas = [{"_id": cid, "_d": d} for cid, d in n_delta.items() if d and cid not in deleted]
@@ -536,9 +559,8 @@ def bulk_create_users(db: Database, user_ids: Sequence[str], b: Budget, on_confl
         if new:
             cid = _fresh_class(s, db, b, len(new))
             ts = now()
-            for ch in chunks(new, 5000):  # multi-row VALUES: one statement per chunk (≤ 20,000 parameters)
-                s.execute(insert(T_USERS).values([{"user_id": u, "class_id": cid, "created_at": ts, "updated_at": ts}
-                                                  for u in ch]))
+            _insert_rows(s, db, T_USERS, [{"user_id": u, "class_id": cid, "created_at": ts, "updated_at": ts}
+                                          for u in new], chunk=20000)
         return {"created": len(new), "skipped": len(ids) - len(new), "requested": len(user_ids)}
 
     return _run_retrying_integrity(db, unit)
@@ -662,9 +684,8 @@ def _charge_users(s, db, ulist, cost, event, req_hash, key, actor, check_key) ->
     body = _charge_body(event, len(ulist), None, key, actor, ts, cost)
     charge_pk = _insert_charge(s, key=key, req_hash=req_hash, event=event, cost=cost, n_users=len(ulist),
                                actor=actor, ts=ts, body=body)
-    rows = [{"charge_id": charge_pk, "user_pk": pk} for pk in sorted(pk_class)]
-    for ch in chunks(rows, 10000):
-        s.execute(insert(T_CHARGE_USERS).values(list(ch)))
+    _insert_rows(s, db, T_CHARGE_USERS, [{"charge_id": charge_pk, "user_pk": pk} for pk in sorted(pk_class)],
+                 chunk=20000)
 
     def mutate(c: dict) -> dict:
         a, st = after[c["id"]]
@@ -919,10 +940,8 @@ def change_members(db: Database, cohort_id: str, user_ids: Sequence[str], join: 
         ts = now()
         if join:
             _transition(s, db, classes, groups, f"join|{co.id}|{seq}", lambda c: {}, cmap, add_cohort=co.id)
-            for ch in chunks(affected, 4000):
-                s.execute(insert(T_MEMBERSHIPS).values([{"cohort_id": co.id, "user_pk": pk, "join_seq": seq,
-                                                         "leave_seq": None, "joined_at": ts, "left_at": None}
-                                                        for pk in ch]))
+            _insert_rows(s, db, T_MEMBERSHIPS, [{"cohort_id": co.id, "user_pk": pk, "join_seq": seq,
+                                                 "joined_at": ts} for pk in affected], chunk=20000)
         else:
             _transition(s, db, classes, groups, f"leave|{co.id}|{seq}", lambda c: {}, cmap, remove_cohort=co.id)
             m = T_MEMBERSHIPS
