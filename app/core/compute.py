@@ -21,6 +21,7 @@ import numpy as np
 import accountant
 from accountant import AccountantError, InvalidParameter
 from accountant._validation import check_orders
+from app.schemas.events import MAX_USERS
 
 #: per-order cost floor in the work estimate (small orders cost about as much as α = 1000)
 _MASS_FLOOR = 1000.0
@@ -277,6 +278,14 @@ def calibrate_result(event: dict, solve_for: str, target_epsilon: float, delta: 
         kwargs["progress"] = progress
     res = fn(dict(event), solve_for, target_epsilon, delta, **kwargs)
     ev = accountant.event_from_dict(_get(res, "event"))
+    if solve_for == "n" and ev.n > MAX_USERS:
+        at_cap = accountant.epsilon_guarantee([_replace_field(ev, "n", MAX_USERS)], delta, grid)
+        raise accountant.InfeasibleTarget(
+            f"no n <= {MAX_USERS:.0e} users meets the target epsilon <= {target_epsilon:g} at delta = {delta:g} "
+            f"(it would take n = {ev.n:.3g}); with n = {MAX_USERS:.0e} epsilon = {at_cap.epsilon:.6g}. Raise the "
+            "target, lower epsilon0 or the number of rounds",
+            best_epsilon=float(at_cap.epsilon),
+        )
     evd = ev.to_dict()
     out: dict[str, Any] = {
         "event": evd,
@@ -306,6 +315,12 @@ def calibrate_result(event: dict, solve_for: str, target_epsilon: float, delta: 
     if not (math.isfinite(out["epsilon"]) and math.isfinite(out["order"])):  # pragma: no cover
         raise InvalidParameter("calibration returned a non-finite guarantee")
     return out
+
+
+def _replace_field(ev, name: str, value):
+    d = ev.to_dict()
+    d[name] = value
+    return accountant.event_from_dict(d)
 
 
 class _Mech:

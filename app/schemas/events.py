@@ -18,10 +18,13 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter
 
 import accountant
-from accountant._validation import MAX_COUNT, MAX_EPSILON0, MAX_N, MAX_ORDER
+from accountant._validation import MAX_COUNT, MAX_EPSILON0, MAX_ORDER
 
 #: most points an ``rdp_curve`` event (or an ``orders`` list) may carry over HTTP
 MAX_CURVE_POINTS = 1000
+#: most users (n, k) an event may describe over HTTP: 10¹² is already ~100× any real population;
+#: 10¹⁵ (the accountant's own ceiling) is refused as a likely mistake
+MAX_USERS = 10**12
 
 
 def _json_number(v: Any) -> Any:
@@ -48,7 +51,7 @@ def integer(**constraints) -> Any:
 
 Num = num()
 Int = integer()
-PositiveInt = integer(ge=1, le=MAX_N)
+PositiveInt = integer(ge=1, le=MAX_USERS)
 Count = integer(ge=1, le=MAX_COUNT, description="how many times the release is repeated")
 Epsilon0 = num(ge=0, le=MAX_EPSILON0, description="local privacy parameter ε0 of each report")
 Order = num(gt=1, le=MAX_ORDER, description="a Rényi order α > 1")
@@ -79,7 +82,7 @@ class ShuffleEventModel(_EventBase):
         json_schema_extra={"examples": [{"mechanism": "shuffle", "n": 10000, "epsilon0": 1.0, "count": 100}]},
     )
     mechanism: Literal["shuffle"]
-    n: PositiveInt = Field(description="number of users whose reports are shuffled")
+    n: PositiveInt = Field(description="number of users whose reports are shuffled (1 … 10¹²)")
     epsilon0: Epsilon0
     count: Count = 1
     output: Output = Field(
@@ -102,7 +105,7 @@ class SubsampledShuffleEventModel(_EventBase):
         },
     )
     mechanism: Literal["subsampled_shuffle"]
-    n: PositiveInt = Field(description="population size")
+    n: PositiveInt = Field(description="population size (1 … 10¹²)")
     k: PositiveInt = Field(description="users sampled per round (1 ≤ k ≤ n)")
     epsilon0: Epsilon0
     count: Count = 1
@@ -200,5 +203,5 @@ def parse_event(data: Any):
 __all__ = [
     "Event", "EventAdapter", "EVENT_MODELS", "parse_event", "StrictModel", "ShuffleEventModel",
     "SubsampledShuffleEventModel", "RdpCurveEventModel", "GaussianEventModel", "LaplaceEventModel",
-    "PureDpEventModel", "MAX_CURVE_POINTS", "Num", "Int", "num", "integer",
+    "PureDpEventModel", "MAX_CURVE_POINTS", "MAX_USERS", "Num", "Int", "num", "integer",
 ]

@@ -48,7 +48,11 @@ ODD_JSON = [
     ("string for delta", "/v1/epsilon", {"events": [SMALL], "delta": "1e-8"}, 422),
     ("boolean for n", "/v1/rdp", {"event": {"mechanism": "shuffle", "n": True, "epsilon0": 1.0}}, 422),
     ("n = 0", "/v1/rdp", {"event": {"mechanism": "shuffle", "n": 0, "epsilon0": 1.0}}, 422),
-    ("n = 1e15 + 1", "/v1/rdp", {"event": {"mechanism": "shuffle", "n": 10**15 + 1, "epsilon0": 1.0}}, 422),
+    ("n = 1e15", "/v1/rdp", {"event": {"mechanism": "shuffle", "n": 10**15, "epsilon0": 1.0}}, 422),
+    ("n = 1e15 as a float", "/v1/epsilon", {"events": [{"mechanism": "shuffle", "n": 1e15, "epsilon0": 1.0}],
+                                            "delta": 1e-6}, 422),
+    ("k = 1e15", "/v1/rdp", {"event": {"mechanism": "subsampled_shuffle", "n": 10**12, "k": 10**15, "epsilon0": 1}},
+     422),
     ("n = 1e300", "/v1/rdp", {"event": {"mechanism": "shuffle", "n": 1e300, "epsilon0": 1.0}}, 422),
     ("n fractional", "/v1/rdp", {"event": {"mechanism": "shuffle", "n": 10.5, "epsilon0": 1.0}}, 422),
     ("epsilon0 = 1e308", "/v1/rdp", {"event": {"mechanism": "shuffle", "n": 1000, "epsilon0": 1e308}}, 422),
@@ -177,8 +181,8 @@ def test_rdp_curve_above_its_largest_order_is_null_not_infinity(client):
 
 
 def test_huge_parameters_give_finite_numbers(client):
-    """n = 10¹⁵ and count = 10¹² are allowed and must give finite curves (the pure-DP cap exists)."""
-    body = _no_nan(client.post("/v1/rdp", json={"event": {"mechanism": "shuffle", "n": 10**15, "epsilon0": 50,
+    """n = 10¹² and count = 10¹² are allowed and must give finite curves (the pure-DP cap exists)."""
+    body = _no_nan(client.post("/v1/rdp", json={"event": {"mechanism": "shuffle", "n": 10**12, "epsilon0": 50,
                                                           "count": 10**12}}).text)
     assert all(x is not None and math.isfinite(x) for x in body["rdp"])
     r = client.post("/v1/epsilon", json={"events": [{"mechanism": "pure_dp", "epsilon": 50, "count": 10**12}],
@@ -193,6 +197,13 @@ def test_epsilon_sources_name_the_bound_of_each_event(client):
     body = client.post("/v1/epsilon", json={"events": [SMALL, sub, g], "delta": 1e-6}).json()
     assert [s["mechanism"] for s in body["sources"]] == ["shuffle", "subsampled_shuffle", "gaussian"]
     assert "gaussian" in body["sources"][2]["bound"]
+
+
+def test_calibrated_n_above_the_cap_is_infeasible(client):
+    r = client.post("/v1/calibrate", json={"solve_for": "n", "target": {"epsilon": 1e-4, "delta": 1e-12},
+                                           "event": {"mechanism": "shuffle", "epsilon0": 1.0, "count": 10}})
+    body = _clear_4xx(r, 422)
+    assert body["error"] == "InfeasibleTarget" and body["best_epsilon"] > 1e-4
 
 
 def test_delta_zero_epsilon_is_allowed(client):
