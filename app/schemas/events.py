@@ -74,11 +74,10 @@ class _EventBase(StrictModel):
         return accountant.event_from_dict(self.to_accountant())
 
 
-class ShuffleEventModel(_EventBase):
+class ShuffleEvent(_EventBase):
     """n users each send one ε0-LDP report through a shuffler (thesis §5.3)."""
 
     model_config = ConfigDict(
-        title="ShuffleEvent",
         json_schema_extra={"examples": [{"mechanism": "shuffle", "n": 10000, "epsilon0": 1.0, "count": 100}]},
     )
     mechanism: Literal["shuffle"]
@@ -92,12 +91,11 @@ class ShuffleEventModel(_EventBase):
     )
 
 
-class SubsampledShuffleEventModel(_EventBase):
+class SubsampledShuffleEvent(_EventBase):
     """k of n users sampled uniformly without replacement, each sends one ε0-LDP report, the k
     reports are shuffled (thesis §5.4)."""
 
     model_config = ConfigDict(
-        title="SubsampledShuffleEvent",
         json_schema_extra={
             "examples": [
                 {"mechanism": "subsampled_shuffle", "n": 1000000, "k": 1000, "epsilon0": 2.0, "count": 100000}
@@ -116,12 +114,11 @@ class SubsampledShuffleEventModel(_EventBase):
     )
 
 
-class RdpCurveEventModel(_EventBase):
+class RdpCurveEvent(_EventBase):
     """An explicit RDP curve from elsewhere; extended between known orders by convexity, unknown
     (not used) above the largest known order."""
 
     model_config = ConfigDict(
-        title="RdpCurveEvent",
         json_schema_extra={
             "examples": [{"mechanism": "rdp_curve", "orders": [2, 4, 8], "rdp": [0.01, 0.03, 0.09], "count": 1}]
         },
@@ -134,11 +131,10 @@ class RdpCurveEventModel(_EventBase):
     count: Count = 1
 
 
-class GaussianEventModel(_EventBase):
+class GaussianEvent(_EventBase):
     """Central Gaussian mechanism, σ = noise_multiplier × ℓ2 sensitivity (Mironov 2017, Prop. 7)."""
 
     model_config = ConfigDict(
-        title="GaussianEvent",
         json_schema_extra={"examples": [{"mechanism": "gaussian", "noise_multiplier": 1.1, "count": 1000}]},
     )
     mechanism: Literal["gaussian"]
@@ -146,11 +142,10 @@ class GaussianEventModel(_EventBase):
     count: Count = 1
 
 
-class LaplaceEventModel(_EventBase):
+class LaplaceEvent(_EventBase):
     """Central Laplace mechanism, b = scale × ℓ1 sensitivity (Mironov 2017, Prop. 6)."""
 
     model_config = ConfigDict(
-        title="LaplaceEvent",
         json_schema_extra={"examples": [{"mechanism": "laplace", "scale": 2.0, "count": 10}]},
     )
     mechanism: Literal["laplace"]
@@ -158,11 +153,10 @@ class LaplaceEventModel(_EventBase):
     count: Count = 1
 
 
-class PureDpEventModel(_EventBase):
+class PureDpEvent(_EventBase):
     """Any ε-DP release (e.g. one ε0-LDP report sent without a shuffler)."""
 
     model_config = ConfigDict(
-        title="PureDpEvent",
         json_schema_extra={"examples": [{"mechanism": "pure_dp", "epsilon": 0.5, "count": 3}]},
     )
     mechanism: Literal["pure_dp"]
@@ -170,24 +164,28 @@ class PureDpEventModel(_EventBase):
     count: Count = 1
 
 
+# the names used before the classes were renamed (kept for importers)
+ShuffleEventModel, SubsampledShuffleEventModel, RdpCurveEventModel = ShuffleEvent, SubsampledShuffleEvent, RdpCurveEvent
+GaussianEventModel, LaplaceEventModel, PureDpEventModel = GaussianEvent, LaplaceEvent, PureDpEvent
+
 EVENT_MODELS: dict[str, type[_EventBase]] = {
-    "shuffle": ShuffleEventModel,
-    "subsampled_shuffle": SubsampledShuffleEventModel,
-    "rdp_curve": RdpCurveEventModel,
-    "gaussian": GaussianEventModel,
-    "laplace": LaplaceEventModel,
-    "pure_dp": PureDpEventModel,
+    "shuffle": ShuffleEvent,
+    "subsampled_shuffle": SubsampledShuffleEvent,
+    "rdp_curve": RdpCurveEvent,
+    "gaussian": GaussianEvent,
+    "laplace": LaplaceEvent,
+    "pure_dp": PureDpEvent,
 }
 
 #: The api.md event, discriminated on ``mechanism``.
 Event = Annotated[
     Union[
-        ShuffleEventModel,
-        SubsampledShuffleEventModel,
-        RdpCurveEventModel,
-        GaussianEventModel,
-        LaplaceEventModel,
-        PureDpEventModel,
+        ShuffleEvent,
+        SubsampledShuffleEvent,
+        RdpCurveEvent,
+        GaussianEvent,
+        LaplaceEvent,
+        PureDpEvent,
     ],
     Field(discriminator="mechanism"),
 ]
@@ -201,7 +199,8 @@ def parse_event(data: Any):
 
 
 __all__ = [
-    "Event", "EventAdapter", "EVENT_MODELS", "parse_event", "StrictModel", "ShuffleEventModel",
-    "SubsampledShuffleEventModel", "RdpCurveEventModel", "GaussianEventModel", "LaplaceEventModel",
-    "PureDpEventModel", "MAX_CURVE_POINTS", "MAX_USERS", "Num", "Int", "num", "integer",
+    "Event", "EventAdapter", "EVENT_MODELS", "parse_event", "StrictModel", "ShuffleEvent", "SubsampledShuffleEvent",
+    "RdpCurveEvent", "GaussianEvent", "LaplaceEvent", "PureDpEvent", "ShuffleEvent",
+    "SubsampledShuffleEvent", "RdpCurveEvent", "GaussianEvent", "LaplaceEvent",
+    "PureDpEvent", "MAX_CURVE_POINTS", "MAX_USERS", "Num", "Int", "num", "integer",
 ]
