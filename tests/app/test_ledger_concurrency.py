@@ -231,7 +231,10 @@ def test_kill_9_mid_charges_loses_nothing_admitted(servers, backend_url):
     threads = [threading.Thread(target=pipeline, args=(t,)) for t in range(8)]
     for t in threads:
         t.start()
-    time.sleep(2.0)
+    t_end = time.monotonic() + 20
+    while time.monotonic() < t_end and len(ok) < 20:  # let some charges be admitted first
+        time.sleep(0.05)
+    time.sleep(0.3)
     victim.kill()  # kill -9 while requests are in flight
     stop.set()
     for t in threads:
