@@ -178,10 +178,23 @@ def _log_expm1(lf: np.ndarray) -> np.ndarray:
         return np.where(lf > 30.0, lf + np.log1p(-np.exp(-lf)), np.log(np.expm1(lf)))
 
 
-def _g(t, u):
-    """log R = log(1 + t u) − log(1 − t u)."""
-    tu = t * u
-    return np.log1p(tu) - np.log1p(-tu)
+def _l1m(n1, u, w: float, s: float):
+    """log(1 − s·u/n1), accurate also as s·u/n1 → 1 (s = tanh(ε0/2) may round to 1):
+    for u/n1 > 1/2 it is log((n1 − u) + u·w) − log(n1) with w = 1 − s = 2e^{−ε0}/(1 + e^{−ε0})."""
+    v = u / n1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(v > 0.5, np.log((n1 - u) + u * w) - np.log(n1), np.log1p(-s * np.minimum(v, 0.5)))
+
+
+def _gc(n1, u, ctx: _Ctx):
+    """log R(u, c) = log(1 + s·u/n1) − log(1 − s·u/n1), n1 = c + 1 (accurate up to |u| = n1)."""
+    return _l1m(n1, -u, ctx.w, ctx.s) - _l1m(n1, u, ctx.w, ctx.s)
+
+
+def _l1m_sq(n1, u, ctx: _Ctx):
+    """log(1 − s²u²/n1²) = log(1 − s|u|/n1) + log(1 + s|u|/n1)."""
+    ua = np.abs(u)
+    return _l1m(n1, ua, ctx.w, ctx.s) + _l1m(n1, -ua, ctx.w, ctx.s)
 
 
 def _log_phi(alpha: np.ndarray, lr: np.ndarray) -> np.ndarray:
@@ -240,6 +253,7 @@ class _Ctx:
         self.q = math.exp(-eps0)
         self.q1 = -math.expm1(-eps0)  # 1 − q
         self.s = math.tanh(eps0 / 2.0)
+        self.w = 2.0 * math.exp(-eps0) / (1.0 + math.exp(-eps0))  # 1 − s, accurately
         self.one_m_s2 = 1.0 / math.cosh(eps0 / 2.0) ** 2
         self.log1pq = math.log1p(self.q)
         self.c0 = self.N * self.q
@@ -395,7 +409,7 @@ class _Cells:
         self.lq = lq
         self.u = 2.0 * xs - cb[:, None] - 1.0
         self.t_blk = ctx.s / (cb + 1.0)
-        self.g = _g(self.t_blk[:, None], self.u)
+        self.g = _gc(cb[:, None] + 1.0, self.u, ctx)
         last = self.blk_len - 1
         rows = np.arange(nb_tot)
         self.u_first, self.u_last = self.u[:, 0], self.u[rows, last]
@@ -445,7 +459,6 @@ def _tails(c: np.ndarray, e_lo: np.ndarray, e_hi: np.ndarray, alphas: np.ndarray
     """
     n_seg = c.size
     cf = c.astype(float)
-    t = ctx.s / (cf + 1.0)
     ltau_lo = np.full(n_seg, -np.inf)
     g_lo = np.zeros(n_seg)
     m = e_lo > 0
@@ -454,7 +467,7 @@ def _tails(c: np.ndarray, e_lo: np.ndarray, e_hi: np.ndarray, alphas: np.ndarray
         r = k0 / (cf[m] - k0 + 1.0)
         lbk = _log_binom_pmf(k0, cf[m], 0.5, 0.5)
         ltau_lo[m] = np.where(r < 1.0, lbk - np.log1p(-np.where(r < 1.0, r, 0.0)), 0.0)
-        g_lo[m] = _g(t[m], 2.0 * k0 - cf[m] - 1.0)
+        g_lo[m] = _gc(cf[m] + 1.0, 2.0 * k0 - cf[m] - 1.0, ctx)
     ltau_hi = np.full(n_seg, -np.inf)
     lz0 = np.full(n_seg, -np.inf)
     lz1 = np.full(n_seg, -np.inf)
@@ -469,8 +482,8 @@ def _tails(c: np.ndarray, e_lo: np.ndarray, e_hi: np.ndarray, alphas: np.ndarray
         ltau_hi[m] = np.where(r < 1.0, lby - np.log1p(-np.where(r < 1.0, r, 0.0)), 0.0)
         lz0[m] = lby
         lz1[m] = _log_binom_pmf(y + 1.0, cm, 0.5, 0.5)
-        g_h1[m] = _g(t[m], 2.0 * y + 1.0 - cm)
-        g_h2[m] = _g(t[m], np.minimum(2.0 * y + 3.0 - cm, cm + 1.0))
+        g_h1[m] = _gc(cm + 1.0, 2.0 * y + 1.0 - cm, ctx)
+        g_h2[m] = _gc(cm + 1.0, np.minimum(2.0 * y + 3.0 - cm, cm + 1.0), ctx)
     al = alphas[None, :]
     t_lo = ltau_lo[:, None] + al * g_lo[:, None]
     z0 = lz0[:, None] + al * g_h1[:, None]
@@ -751,12 +764,13 @@ def _eval_geo(c: np.ndarray, ch: np.ndarray, ctx: _Ctx) -> np.ndarray:
     lr_b = np.where(w_r > 1.0, _log_q_ratio(np.maximum(b_x - 1.0, 0.0), cs, ctx), 0.0)  # log Q(b)/Q(b−1)
     u_a = 2.0 * a_x - cseg - 1.0
     u_b = 2.0 * b_x - cseg - 1.0
-    g_a = _g(ts, u_a)
-    g_b = _g(ts, u_b)
-    g_m = _g(ts, 2.0 * m_x - cseg - 1.0)
-    g_m1 = _g(ts, np.minimum(2.0 * m_x + 1.0 - cseg, cseg + 1.0))
-    tang_a = 4.0 * ts / (1.0 - (ts * u_a) ** 2)
-    tang_b = 4.0 * ts / (1.0 - (ts * u_b) ** 2)
+    n1s = cseg + 1.0
+    g_a = _gc(n1s, u_a, ctx)
+    g_b = _gc(n1s, u_b, ctx)
+    g_m = _gc(n1s, 2.0 * m_x - cseg - 1.0, ctx)
+    g_m1 = _gc(n1s, np.minimum(2.0 * m_x + 1.0 - cseg, cseg + 1.0), ctx)
+    tang_a = 4.0 * ts * np.exp(-_l1m_sq(n1s, u_a, ctx))  # dg/dx = 4t/(1 − t²u²)
+    tang_b = 4.0 * ts * np.exp(-_l1m_sq(n1s, u_b, ctx))
     # g(x) ≤ g(a) + k_up·(x − a) on [a, m];  g(x) ≤ g(b) − k_dn·(b − x) on [m+1, b]
     k_up = np.maximum(tang_a, np.where(w_l > 1.0, (g_m - g_a) / np.maximum(w_l - 1.0, 1.0), -np.inf))
     k_dn = np.minimum(tang_b, np.where(w_r > 1.0, (g_b - g_m1) / np.maximum(w_r - 1.0, 1.0), np.inf))
@@ -803,15 +817,16 @@ def _eval_points(c: np.ndarray, chunks: list[np.ndarray], ctx: _Ctx, exact: bool
         t_lo, t_hi, ltau = _tails(c, e_lo, e_hi, ch, ctx)
         lm, ubar, var, u_a, u_b, g_b, nb_seg = _chunk_bins(cells, idx, nsel, ch, ctx, exact)
         tb = np.repeat(ctx.s / (c.astype(float) + 1.0), nb_seg)
-        gbar = _g(tb, ubar)
+        n1b = np.repeat(c.astype(float) + 1.0, nb_seg)
+        gbar = _gc(n1b, ubar, ctx)
         tay = None
         l_j_seg = np.full(n_seg, -np.inf)
         if var is not None and np.any(var > 0):
             with np.errstate(divide="ignore"):
                 lhalfv = np.log(0.5 * var)
                 l4t2 = np.log(4.0 * tb * tb)
-                l_t0 = lhalfv + l4t2 - 2.0 * np.log1p(-(tb * tb) * np.maximum(u_a * u_a, u_b * u_b)) + lm
-                l_j = lhalfv + l4t2 - 3.0 * np.log1p(-tb * u_a) + lm
+                l_t0 = lhalfv + l4t2 - 2.0 * _l1m_sq(n1b, np.maximum(np.abs(u_a), np.abs(u_b)), ctx) + lm
+                l_j = lhalfv + l4t2 - 3.0 * _l1m(n1b, u_a, ctx.w, ctx.s) + lm
             tay = (l_t0, tb * u_b, g_b)
             l_j_seg = _logsumexp_groups(l_j, np.concatenate([[0], np.cumsum(nb_seg)[:-1]]))
         res = np.empty((n_seg, kk))
