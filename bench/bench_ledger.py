@@ -107,7 +107,7 @@ def db_size(url: str) -> int:
 
 
 def run_backend(name: str, url: str, members: int, rounds: int, log) -> dict:
-    out: dict = {"backend": name}
+    out: dict = {"backend": name, "load_avg_start": [round(x, 2) for x in os.getloadavg()]}
     log(f"[{name}] migrating {url.split('@')[-1]}")
     upgrade_to_head(url)
     db = Database(url)
@@ -286,8 +286,36 @@ def run_backend(name: str, url: str, members: int, rounds: int, log) -> dict:
         if s2 is not None:
             s2.stop()
 
+    out["load_avg_end"] = [round(x, 2) for x in os.getloadavg()]
     db.dispose()
     return out
+
+
+NOTES = """## Reading the numbers
+
+* **Cohort round.** The members were created together and joined together, so they form one budget
+  class: a round reads and writes one class row, one cohort row and one charge row whatever the
+  cohort size (the "service layer" row is the same work without HTTP). After random explicit
+  charges split the population, a round costs O(budget classes in the cohort) (vectorised
+  admission, one batched UPDATE): see the "split the population" row.
+* **Budget read.** One indexed join (user → class); spent ε, its order and the remaining ε are
+  cached on the class row at every write, so no conversion runs on a read. The HTTP figure is
+  dominated by the HTTP stack (middleware, logging, metrics) and by machine load.
+* **1,000-user explicit charge.** A pipeline charging its own user list repeatedly hits the
+  grouped path (the 1,000 users become one class after the first charge). Charging 1,000 *random*
+  users of a 10⁶ population each time is the worst case: every charge moves 1,000 randomly placed
+  user rows to a new class (random page writes in the table and its class index) and, on SQLite,
+  commits them with an fsync (`synchronous=FULL`).
+* **Concurrency.** 32 client threads, 2 `serve` processes, 200 users with budgets 1.0–3.0 and
+  charges to 5 random users each, until refusals dominate. "over budget" counts users whose spent ε
+  *recomputed from the charge log* exceeds the budget, or whose running sum is below the
+  recomputation; "201s = in DB" compares the 201s seen with the charges stored.
+* **Storage.** Per member: one user row and one membership row (plus indexes); per round: one
+  charge row (event JSON, the curve and the cohort's cumulative curve on the 81-order grid, ≈ 1.3 kB
+  of curves) and, on PostgreSQL, the dead tuple versions of the updated class and cohort rows until
+  autovacuum reclaims them. No per-member row is written by a round (`ledger_charge_users` stays
+  empty), so size grows O(rounds + members).
+"""
 
 
 def render(results: list[dict], args, started: str) -> str:
@@ -337,7 +365,11 @@ def render(results: list[dict], args, started: str) -> str:
         lines.append(f"- {r['backend']}: create {args.members:,} users {r['setup_create_users_s']} s, add them to the "
                      f"cohort {r['setup_add_members_s']} s; a round charged in-process (no HTTP) "
                      f"{r['storage']['in_process_round_ms']} ms on average over the storage run.")
-    lines += ["", "Raw results:", "", "```json", json.dumps(results, indent=1), "```", ""]
+    lines += ["", "Machine load (1/5/15-minute load averages at the start and end of each backend's run; the "
+              "machine has 2 cores and is shared with other jobs, so HTTP latencies include their contention):", ""]
+    for r in results:
+        lines.append(f"- {r['backend']}: {r.get('load_avg_start')} → {r.get('load_avg_end')}")
+    lines += ["", NOTES, "", "Raw results:", "", "```json", json.dumps(results, indent=1), "```", ""]
     return "\n".join(lines)
 
 
