@@ -724,7 +724,7 @@ def _charge_cohort(s, db, cohort, cost, event, req_hash, key, actor, check_key) 
         n = sum(int(c["n_users"]) for c in refused)
         names = [r.user_id for r in s.execute(
             select(T_USERS.c.user_id).where(T_USERS.c.class_id.in_([c["id"] for c in refused]))
-            .order_by(T_USERS.c.user_id).limit(MAX_LISTED))]
+            .order_by(T_USERS.c.id).limit(MAX_LISTED))]
         raise _refusal(n, names)
     ts = now()
     seq = int(co["seq"]) + 1
@@ -870,7 +870,7 @@ def nearest_exhaustion(db: Database, limit: int = 20) -> dict:
             if len(out) >= limit:
                 break
             names = s.execute(select(T_USERS.c.user_id).where(T_USERS.c.class_id == c["id"])
-                              .order_by(T_USERS.c.user_id).limit(limit - len(out))).scalars().all()
+                              .order_by(T_USERS.c.id).limit(limit - len(out))).scalars().all()
             for n in names:
                 out.append({"user_id": n, "budget": {"epsilon": c["epsilon"], "delta": c["delta"]},
                             "policy": c["policy"],
