@@ -21,6 +21,7 @@ from .bounds import (
     subsampled_shuffle_rdp,
     subsampled_upper_detail,
 )
+from .calibration import SOLVE_FOR, CalibrationResult, RoundsCurve, calibrate, epsilon_over_rounds
 from .composition import (
     Guarantee,
     compose,
@@ -47,6 +48,7 @@ from .events import (
 from .orders import DEFAULT_GRID_VERSION, DEFAULT_ORDERS
 
 __all__ = [
+    "SOLVE_FOR", "CalibrationResult", "RoundsCurve", "calibrate", "epsilon_over_rounds",
     "SHUFFLE_BOUNDS", "SUBSAMPLED_BOUNDS", "CurveDetail", "shuffle_rdp", "shuffle_upper_detail",
     "subsampled_shuffle_rdp", "subsampled_upper_detail", "Guarantee", "compose", "delta", "delta_guarantee",
     "epsilon", "epsilon_guarantee", "event_rdp", "delta_from_rdp", "epsilon_from_rdp", "AccountantError",
