@@ -88,6 +88,7 @@ _RHO_C = 2.0e-3  # bound on the relative slack of the C-discretisation (approxim
 _RHO_C_EXACT = 1e-13
 _EXACT_BUDGET = 2.5e6  # (C-values × x-cells × orders) under which a chunk is evaluated exactly
 _PAIR_BATCH = 1 << 20
+_CELL_BATCH = 2_000_000
 _REL_SAFETY = 1e-11
 _MAX_ROUNDS = 40
 
@@ -197,32 +198,45 @@ def _l1m_sq(n1, u, ctx: _Ctx):
     return _l1m(n1, ua, ctx.w, ctx.s) + _l1m(n1, -ua, ctx.w, ctx.s)
 
 
+def _em1mx(z: np.ndarray) -> np.ndarray:
+    """e^z − 1 − z (series for |z| < 0.05, else expm1(z) − z; relative error ≲ 1e-15)."""
+    ser = z * z / 2.0 * (1.0 + z / 3.0 * (1.0 + z / 4.0 * (1.0 + z / 5.0 * (1.0 + z / 6.0 * (1.0 + z / 7.0 * (1.0 + z / 8.0))))))
+    return np.where(np.abs(z) < 0.05, ser, np.expm1(z) - z)
+
+
 def _log_phi(alpha: np.ndarray, lr: np.ndarray) -> np.ndarray:
     """log φ_α(r) with r = e^lr, φ_α(r) = r^α − 1 − α(r − 1) ≥ 0 (no cancellation near r = 1).
 
-    For |α·lr| ≤ 1/2: φ = α(α−1)lr²/2·(1 + Σ_{k≥3} 2·S_k·lr^{k−2}/k!), S_k = Σ_{i<k−1} α^i
-    (the exact power series of e^{α·lr} − 1 − α(e^{lr} − 1), every term positive in α − 1).
+    |α·lr| ≤ 0.05: φ = α(α−1)lr²/2·(1 + Σ_{k≥3} 2·S_k·lr^{k−2}/k!), S_k = Σ_{i<k−1} α^i — the exact
+    power series of e^{α·lr} − 1 − α(e^{lr} − 1), every term positive in α − 1 (valid at any scale,
+    no underflow). 0.05 < |α·lr| ≤ 1: (e^y − 1 − y) − α(e^{lr} − 1 − lr), cancellation ≤ α/(α−1).
+    Beyond: y + log(1 − e^{−y}(1 + α(e^{lr} − 1))) for y > 1, log(expm1(y) − α·expm1(lr)) for y < −1.
     """
     alpha, lr = np.broadcast_arrays(np.asarray(alpha, dtype=float), np.asarray(lr, dtype=float))
     y = alpha * lr
+    ay = np.abs(y)
     out = np.empty(y.shape)
-    small = np.abs(y) <= 0.5
     with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+        small = ay <= 0.05
         if small.any():
             a, x = alpha[small], lr[small]
             sk = 1.0 + a
             term = x / 3.0  # 2·x/3!
             tot = sk * term
-            for k in range(4, 19):
+            for k in range(4, 13):
                 sk = 1.0 + a * sk
                 term = term * x / k
                 tot = tot + sk * term
             out[small] = np.log(0.5 * a * (a - 1.0)) + 2.0 * np.log(np.abs(x)) + np.log1p(tot)
-        big = y > 0.5
+        mid = (ay > 0.05) & (ay <= 1.0)
+        if mid.any():
+            a, x, yy = alpha[mid], lr[mid], y[mid]
+            out[mid] = np.log(_em1mx(yy) - a * _em1mx(x))
+        big = y > 1.0
         if big.any():
             a, x, yy = alpha[big], lr[big], y[big]
             out[big] = yy + np.log1p(-np.exp(-yy) * (1.0 + a * np.expm1(x)))
-        neg = y < -0.5
+        neg = y < -1.0
         if neg.any():
             a, x, yy = alpha[neg], lr[neg], y[neg]
             out[neg] = np.log(np.expm1(yy) - a * np.expm1(x))
@@ -336,6 +350,26 @@ def _tilt(c: np.ndarray, a, s: float):
     return u, sig, edge
 
 
+def _concave_above(c: np.ndarray, x_h: np.ndarray, a: float, ctx: _Ctx) -> np.ndarray:
+    """Whether z_y = log b(y) + a·g(u(y+1)) is concave on y ∈ [x_h, c] (y > c/2).
+
+    Δ²z ≤ 0 needs a·Δ²g ≤ |Δ² log b|. On an interval [y_i, y_{i+1}] (y_i ≥ c/2) of a grid that
+    is geometric towards the edge: |Δ² log b(y)| = log(1 + 1/y) + log(1 + 1/(c−y)) ≥
+    1/(y_i+1) + 1/(c−y_i+1) (increasing in y there), and a·Δ²g ≤ 4a·g''(u(y_{i+1}) + 2) with
+    g''(u) = 4t³u/(1 − t²u²)² increasing for u ≥ 0 (capped at u = c+1)."""
+    cf = c.astype(float)
+    n1 = cf + 1.0
+    xh = x_h.astype(float)
+    v = np.concatenate([np.linspace(0.0, 0.9, 10), 1.0 - np.geomspace(0.1, 1e-12, 120)[1:]])
+    ys = xh[:, None] + (cf - xh)[:, None] * v[None, :]
+    y0, y1 = ys[:, :-1], ys[:, 1:]
+    ub = np.minimum(2.0 * y1 + 3.0 - cf[:, None], n1[:, None])
+    t = ctx.s / n1[:, None]
+    g2 = 4.0 * t**3 * ub * np.exp(-2.0 * _l1m_sq(n1[:, None], ub, ctx))
+    inf_b = 1.0 / (y0 + 1.0) + 1.0 / np.maximum(cf[:, None] - y0 + 1.0, 1.0)
+    return np.all(4.0 * a * g2 <= inf_b, axis=1)
+
+
 def _windows(c, a_lo: float, a_hi: float, ctx: _Ctx, exact: bool):
     """Cell window [xL, xH] per c (integers within [0, c+1]) for the orders in [a_lo, a_hi].
 
@@ -346,7 +380,6 @@ def _windows(c, a_lo: float, a_hi: float, ctx: _Ctx, exact: bool):
     """
     cf = c.astype(float)
     s = ctx.s
-    t = s / (cf + 1.0)
     sig_x = 0.5 * np.sqrt(cf + 1.0)
     lcap_lo = float(_log_cap_f(np.array([a_lo]), ctx)[0])
     lfm1_lo = _log_expm1(np.maximum(_lf_est(a_lo, cf, ctx, lcap_lo), 1e-300))
@@ -357,10 +390,7 @@ def _windows(c, a_lo: float, a_hi: float, ctx: _Ctx, exact: bool):
     x_l = np.maximum(0, np.floor(centre - d_l)).astype(np.int64)
     x_h = np.minimum(c + 1, np.ceil(centre + d_h)).astype(np.int64)
     x_h = np.where(edge, c + 1, x_h)
-    xh_f = x_h.astype(float)
-    lhs = 16.0 * a_hi * t**2 * s / ctx.one_m_s2**2
-    rhs = 1.0 / (xh_f + 1.0) + 1.0 / np.maximum(cf - xh_f + 1.0, 1.0)
-    x_h = np.where((lhs > rhs) | (xh_f <= centre + 1.0), c + 1, x_h)
+    x_h = np.where(_concave_above(c, x_h, a_hi, ctx) & (x_h > centre + 1.0), x_h, c + 1)
     if exact:
         small = c + 2 <= 64
         x_l = np.where(small, 0, x_l)
@@ -687,23 +717,20 @@ def _eval_geo(c: np.ndarray, ch: np.ndarray, ctx: _Ctx) -> np.ndarray:
     centre = 0.5 * (cf + 1.0)
     lcap = _log_cap_f(ch, ctx)
     kk = math.sqrt(2.0 * (_LAMBDA + 6.0))
-    pk_lo = np.full(n_seg, np.inf)
-    core_lo = np.full(n_seg, np.inf)
-    core_hi = np.full(n_seg, -np.inf)
     u_all, sig_all, edge_all = _tilt(c, ch, s)
-    for k in range(ch.size):
-        u, sig_t, edge = u_all[k], sig_all[k], edge_all[k]
-        xs = np.where(edge, cf + 1.0, centre + 0.5 * u)
-        half = np.where(edge, 2.0 * kk * 0.5 * np.sqrt(cf + 1.0), 0.5 * kk * sig_t)
-        pk_lo = np.minimum(pk_lo, xs)
-        core_lo = np.minimum(core_lo, xs - half)
-        core_hi = np.maximum(core_hi, xs + half)
+    xs_all = np.where(edge_all, cf[None, :] + 1.0, centre[None, :] + 0.5 * u_all)  # (orders, segs)
+    half_all = np.where(edge_all, kk * np.sqrt(cf + 1.0)[None, :], 0.5 * kk * sig_all)
+    pk_lo = xs_all.min(axis=0)
+    core_lo = (xs_all - half_all).min(axis=0)
+    core_hi = (xs_all + half_all).max(axis=0)
     core_lo = np.clip(np.floor(core_lo), 0.0, cf + 1.0)
     core_hi = np.clip(np.ceil(core_hi), core_lo, cf + 1.0)
     pk_lo = np.clip(pk_lo, core_lo, cf + 1.0)
     # core bins: width w(x) = min(σ_loc(x)·√(24ρ·lf), √(8ρ·lf/(α·g''(x)))) (slack ≲ ρ·lf each),
     # placed by inverting the cumulative density 1/w sampled on the core (denser near c+1)
-    lf_lo = np.maximum(_lf_est(float(ch[0]), cf, ctx, lcap[0]), 1.0)
+    # log f and the order whose tilted peak is at x: interpolated across the chunk's peaks
+    lf_all = np.maximum(_lf_est(ch[:, None], cf[None, :], ctx, lcap[:, None]), 1.0)
+    pk_sorted = np.maximum.accumulate(xs_all, axis=0)
     span = core_hi - core_lo + 1.0
     vv = np.concatenate([np.linspace(0.0, 1.0, 65), 1.0 - np.geomspace(0.25, 1e-9, 40)])
     vv = np.unique(np.clip(vv, 0.0, 1.0))
@@ -713,8 +740,17 @@ def _eval_geo(c: np.ndarray, ch: np.ndarray, ctx: _Ctx) -> np.ndarray:
     uq = 2.0 * xq - cf[:, None] - 1.0
     tu = np.minimum(np.abs(t[:, None] * uq), 0.999999)
     g2x = 16.0 * t[:, None] ** 3 * np.abs(uq) / (1.0 - tu**2) ** 2  # d²g/dx²
-    wq = np.minimum(sig_loc * np.sqrt(24.0 * _RHO_X * lf_lo)[:, None],
-                    np.sqrt(8.0 * _RHO_X * lf_lo[:, None] / np.maximum(float(ch[-1]) * g2x, 1e-300)))
+    big = float(cf.max()) * 4.0 + 16.0
+    offs = np.arange(n_seg)[:, None] * big
+    # per segment: keys = peak positions, with sentinels so that each segment clamps to its own ends
+    kx = np.concatenate([np.full((n_seg, 1), -2.0), pk_sorted.T + np.arange(ch.size)[None, :] * 1e-9,
+                         np.full((n_seg, 1), float(cf.max()) + 3.0)], axis=1) + offs
+    lf_k = np.concatenate([lf_all.T[:, :1], lf_all.T, lf_all.T[:, -1:]], axis=1)
+    a_k = np.concatenate([ch[:1], ch, ch[-1:]])[None, :] * np.ones((n_seg, 1))
+    lf_x = np.interp((xsm + offs).ravel(), kx.ravel(), lf_k.ravel()).reshape(xsm.shape)
+    a_x = np.interp((xsm + offs).ravel(), kx.ravel(), a_k.ravel()).reshape(xsm.shape)
+    wq = np.minimum(sig_loc * np.sqrt(24.0 * _RHO_X * lf_x),
+                    np.sqrt(8.0 * _RHO_X * lf_x / np.maximum(a_x * g2x, 1e-300)))
     dens = 1.0 / np.maximum(wq, 1.0)
     dmax = np.maximum(dens[:, 1:], dens[:, :-1])  # conservative on each sample interval
     cum = np.concatenate([np.zeros((n_seg, 1)), np.cumsum(dmax * np.diff(xsm, axis=1), axis=1)], axis=1)
@@ -794,7 +830,18 @@ def _is_geo(ch: np.ndarray, ctx: _Ctx) -> bool:
 
 
 def _eval_points(c: np.ndarray, chunks: list[np.ndarray], ctx: _Ctx, exact: bool) -> np.ndarray:
-    """Upper bounds on log(f_α(c) − 1) for every c and every order, shape (c.size, Σ chunk sizes)."""
+    """Upper bounds on log(f_α(c) − 1) for every c and every order, shape (c.size, Σ chunk sizes);
+    evaluated in batches of c whose windows hold ≲ 2e6 cells (memory)."""
+    alphas = np.concatenate(chunks)
+    x_l, x_h = _windows(c, float(alphas.min()), float(alphas.max()), ctx, exact)
+    cum = np.cumsum(x_h - x_l + 1)
+    if c.size > 1 and cum[-1] > _CELL_BATCH:
+        cut = int(np.clip(np.searchsorted(cum, _CELL_BATCH), 1, c.size - 1))
+        return np.vstack([_eval_points(c[:cut], chunks, ctx, exact), _eval_points(c[cut:], chunks, ctx, exact)])
+    return _eval_points_batch(c, chunks, ctx, exact)
+
+
+def _eval_points_batch(c: np.ndarray, chunks: list[np.ndarray], ctx: _Ctx, exact: bool) -> np.ndarray:
     n_seg = c.size
     alphas = np.concatenate(chunks)
     out = np.empty((n_seg, alphas.size))
@@ -831,7 +878,7 @@ def _eval_points(c: np.ndarray, chunks: list[np.ndarray], ctx: _Ctx, exact: bool
             l_j_seg = _logsumexp_groups(l_j, np.concatenate([[0], np.cumsum(nb_seg)[:-1]]))
         res = np.empty((n_seg, kk))
         lf_est = _lf_est(ch, float(c.max()), ctx, _log_cap_f(ch, ctx))
-        phi_rows = lf_est < 0.5
+        phi_rows = lf_est < 2e-3
         h_rows = np.flatnonzero(~phi_rows)
         if h_rows.size:
             # h-form: f ≤ Σ_b [m_b h(ū_b) + ½ m_b V_b sup h''] + tails
@@ -992,11 +1039,16 @@ def _log_fm1(n: int, eps0: float, alphas: np.ndarray, exact: bool | None = None)
     active = [True] * nch
     result: list[np.ndarray | None] = [None] * nch
     for _ in range(_MAX_ROUNDS):
-        # evaluate the requested points, grouped by the set of chunks asking for them
+        # evaluate the requested points, grouped by the set of chunks asking for them; when the
+        # points are few and small (per-call overhead dominates) all of them for all those chunks
+        allc = set().union(*request)
         by_sig: dict[tuple[int, ...], list[int]] = {}
-        for cval in set().union(*request):
-            sig = tuple(i for i in range(nch) if cval in request[i])
-            by_sig.setdefault(sig, []).append(cval)
+        if allc and sum(allc) + 2 * len(allc) <= 2.5e5:
+            by_sig[tuple(i for i in range(nch) if request[i])] = list(allc)
+        else:
+            for cval in allc:
+                sig = tuple(i for i in range(nch) if cval in request[i])
+                by_sig.setdefault(sig, []).append(cval)
         for sig, cl in by_sig.items():
             carr = np.array(sorted(cl), dtype=np.int64)
             res = _eval_points(carr, [chunks[i] for i in sig], ctx, exact)
@@ -1045,8 +1097,13 @@ def _log_fm1(n: int, eps0: float, alphas: np.ndarray, exact: bool | None = None)
             kj = np.minimum(np.minimum(kj, 64.0), width).astype(np.int64)
             split = np.flatnonzero((kj > 1) & (width > 1))
             newp = set()
+            step = max(1, int(math.ceil(ctx.sig_c / 2.0)))
             for j in split:
-                newp.update((int(p[j]) + int(width[j]) * np.arange(1, kj[j]) // kj[j]).tolist())
+                if j == p.size - 1:  # the upper tail [c_last, N]: extend geometrically above c_last
+                    ext = int(p[j]) + step * (2 ** np.arange(min(int(kj[j]), 6)) )
+                    newp.update(np.minimum(ext, ctx.N).tolist())
+                else:
+                    newp.update((int(p[j]) + int(width[j]) * np.arange(1, kj[j]) // kj[j]).tolist())
             newp -= set(vals[i])
             if not newp:
                 active[i] = False
