@@ -142,6 +142,26 @@ def _insert_rows(s: Session, db: Database, table, rows: list[dict], chunk: int =
         s.execute(stmt, {c: [r[c] for r in ch] for c in cols})
 
 
+def _update_rows(s: Session, db: Database, table, rows: list[dict]) -> None:
+    """``UPDATE table SET … WHERE id = row["_id"]`` for many rows with one column set: executemany
+    on SQLite; one ``UPDATE … FROM unnest(...)`` statement on PostgreSQL (a single round trip)."""
+    if not rows:
+        return
+    cols = [c for c in rows[0] if c != "_id"]
+    if db.is_sqlite:
+        s.execute(update(table).where(table.c.id == bindparam("_id")).values({c: bindparam(c) for c in cols}), rows)
+        return
+    dialect = s.get_bind().dialect
+    types = {c: table.c[c].type.compile(dialect=dialect) for c in cols}
+    arrays = ", ".join([f"CAST(:_id AS {table.c.id.type.compile(dialect=dialect)}[])"]
+                       + [f"CAST(:{c} AS {types[c]}[])" for c in cols])
+    sets = ", ".join(f"{c} = v.{c}" for c in cols)
+    stmt = text(f"UPDATE {table.name} SET {sets} FROM unnest({arrays}) AS v(_id, {', '.join(cols)}) "
+                f"WHERE {table.name}.id = v._id")
+    for ch in chunks(rows, 5000):
+        s.execute(stmt, {c: [r[c] for r in ch] for c in ["_id", *cols]})
+
+
 def _sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -371,10 +391,8 @@ def _transition(s: Session, db: Database, classes: dict[int, dict], groups: dict
     by_cols: dict[tuple, list[dict]] = defaultdict(list)
     for r in in_place:
         by_cols[tuple(sorted(r))].append(r)
-    for cols, rows in by_cols.items():
-        stmt = update(T_CLASSES).where(T_CLASSES.c.id == bindparam("_id")).values(
-            {c: bindparam(c) for c in cols if c != "_id"})
-        s.execute(stmt, rows)
+    for rows in by_cols.values():
+        _update_rows(s, db, T_CLASSES, rows)
 
     if new_rows:
         ids = s.execute(insert(T_CLASSES).returning(T_CLASSES.c.id, sort_by_parameter_order=True),
@@ -738,8 +756,7 @@ def _charge_cohort(s, db, cohort, cost, event, req_hash, key, actor, check_key) 
     if updates:
         for u in updates:
             u["updated_at"] = ts
-        s.execute(update(T_CLASSES).where(T_CLASSES.c.id == bindparam("_id")).values(
-            {c: bindparam(c) for c in updates[0] if c != "_id"}), updates)
+        _update_rows(s, db, T_CLASSES, updates)
     return {"charge_id": str(charge_pk), **body, "replayed": False}
 
 
