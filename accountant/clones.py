@@ -26,46 +26,57 @@ expression above], and under Q, u = (2A − C) + ξ with ξ = −1 w.p. E/(E+1),
 
 Certified evaluation (the reported value is never below the exact sum)
 ----------------------------------------------------------------------
-Everything is an upper bound on Σ_c P(c)(f_α(c) − 1) = E_Q[R^α] − 1 (computed in log space, and
-as a sum of non-negative terms, so ε ~ 1e-12 keeps full relative accuracy):
+Everything is an upper bound on Σ_c P(c)(f_α(c) − 1) = E_Q[R^α] − 1, computed in log space and,
+where f − 1 is small, as a sum of non-negative terms (so ε ~ 1e-12 keeps full relative accuracy).
 
 1. *Monotone in c.* f_α(c) is non-increasing in c: (P_{c+1}, Q_{c+1}) is (P_c, Q_c) with an
    independent fair coin added to the first coordinate (the same Markov kernel for P and Q), so
-   D_α cannot increase (data processing). For C in a bin [c_j, c_{j+1}) we use f_α(c_j), with the
-   exact bin mass; the lowest grid point is c = 0, where f_α(0) is the ε0-DP cap, exactly
-   (f_α(0) = (E^α + E^{1−α})/(E+1)). The C-grid is refined adaptively (bisection) until the
-   estimated slack Σ_j P(bin j)·(f(c_j) − f(c_{j+1})) is below a relative tolerance.
-2. *Second-order bins in x.* For a fixed c, cells x are grouped into bins b with Q-mass m_b,
-   conditional mean ū_b and variance V_b of u (np.add.reduceat). Taylor's theorem with the
-   Lagrange remainder and Σ_{x∈b} Q(x)(u − ū_b) = 0 give, with h = R^α,
+   D_α cannot increase (data processing). For C in a bin [c_j, c_{j+1}) we use f_α(c_j) with the
+   bin's mass (Loader's binomial pmf summed; geometric tail bounds outside c0 ± 40σ_C); the
+   lowest grid point is c = 0, where f_α(0) is exactly the ε0-DP cap (E^α + E^{1−α})/(E+1), and
+   the last bin [c_last, n−1] uses f_α(c_last). Each chunk of orders has its own C-grid, refined
+   until log(1+U) − log(1+L) ≤ ρ_C(α)·log(1+U) for every order, where U is the bound and L the
+   same sum with f(c_{j+1}) in bin j (so the discretisation error of ε(α) is at most that
+   fraction); ρ_C(α) = 2e-3·max(1, α/64)^{1/4}.
+2. *Bins in x, small log f (cell engine).* For a fixed c, cells x are grouped into bins b with
+   Q-mass m_b, conditional mean ū_b and variance V_b of u. Taylor's theorem with the Lagrange
+   remainder and Σ_{x∈b} Q(x)(u − ū_b) = 0 give, with h = R^α,
 
        E[h·1_b] ≤ m_b·h(ū_b) + ½·m_b·V_b·sup_{u∈b} h''(u),
        h'' = 4α t² h·(α + t u)/(1 − t²u²)²  (t = s/(c+1); > 0 since |t u| ≤ s < 1),
 
-   and the sup is bounded by its factors' sups on [u_a, u_b] (h and α + tu increase in u).
-   When f − 1 is small the bound is rearranged as h = 1 + α(R − 1) + φ(R) with
-   φ(r) = r^α − 1 − α(r − 1) ≥ 0, using Σ_x Q R = Σ_x P = 1 and the convexity of R in u
-   (Σ_b m_b R(ū_b) ≤ M_P − J, J ≥ Σ_b ½ m_b V_b inf_b R'', R'' = 4t²/(1 − t u)³), so that
-   f − 1 ≤ Σ_b m_b φ(ū_b) + Taylor − α·J + (α−1)·τ + tails with every term computed directly
-   (no cancellation of 1 + tiny). Bins of one cell are exact (V_b = 0).
-3. *Truncation.* The x-window widens with the order (it follows the tilted peak u* solving
-   u − t²u³ = 2αs, plus a margin of e^{−38} in mass); the neglected Q-mass τ is bounded by
-   geometric tail sums of the binomial pmf, and contributes τ_lo·h(edge) below the window and,
-   above it, either a geometric bound of the log-concave tilted sequence (checked) or the crude
-   τ_hi·e^{α·ε0}. C-masses outside the pmf range are bounded the same way.
+   the sup bounded by its factors' sups on [u_a, u_b] (h and α + tu increase in u). When
+   log f < 2e-3 this is rearranged with h = 1 + α(R − 1) + φ(R), φ(r) = r^α − 1 − α(r − 1) ≥ 0,
+   using Σ_x Q R = Σ_x P = 1 and the convexity of R in u (Σ_b m_b R(ū_b) ≤ M_P − J,
+   J ≥ Σ_b ½ m_b V_b inf_b R'', R'' = 4t²/(1 − t u)³), so that f − 1 ≤ Σ_b m_b φ(ū_b) + Taylor
+   − α·J + (α−1)·τ + tails, every term computed directly. Bins of one cell are exact (V_b = 0).
+   The x-window follows the tilted peaks and the neglected Q-mass τ is bounded by geometric
+   series of binomial pmf ratios: below the window h ≤ h(edge); above it the tilted sequence
+   log b(y) + α·g(u(y+1)) is log-concave (checked pointwise, else the window runs to c + 1) and
+   is bounded by a geometric series.
+3. *Bins in x, large log f (geometric engine, log f ≳ 6).* Q_c is log-concave in x (a
+   convolution of log-concave sequences) and g = log R is concave for u ≤ 0, convex for u ≥ 0,
+   so on [a, m] ⊂ [a, b]: Q(x) ≤ Q(a)·r_a^{x−a} (r_a = Q(a+1)/Q(a)) and g(x) ≤ g(a) + k(x−a)
+   with k the larger of the tangent slope at a and the chord slope; symmetrically from b on
+   [m+1, b]. Each bin is bounded by two closed-form geometric sums — from its pmf at two points,
+   no cell data — with relative slack ≈ w²/(24σ²); the bins (σ-scale near the tilted peaks,
+   growing geometrically away from them) cover every cell 0..c+1, so there are no tails.
 
-Small problems (estimated (C-values × x-cells × orders) under a work budget, e.g. n ≤ 3,000 with a
-few orders) are evaluated exactly: every cell its own bin and every integer c where the mass
-matters, so the result equals the untruncated sum to ~1e-12 relative. Larger problems use the
-certified discretisation with relative slack ≲ 5e-4 (measured in ``bench/bench_clones.py``).
-Results are finally inflated by a relative 1e-11 (floating-point rounding of sums and pmfs) and
-capped by the ε0-DP cap ĉ(α) (valid: f_α(c) ≤ f_α(0) for every c), itself rounded up.
+Small problems (estimated C-values × x-cells × orders ≤ 2.5e6, e.g. n ≤ 3,000 with a few orders)
+are evaluated exactly: every cell its own bin, the C-grid refined to single integers wherever the
+mass matters, window tails ≲ e^{−38}; the result equals the untruncated sum to ~1e-12. Larger
+problems use the certified discretisation (measured excess over the exact value ≲ 0.2%; see
+``bench/results_clones.md``). Results are finally inflated by a relative 1e-11 (rounding of sums
+and pmfs) and capped by the ε0-DP cap ĉ(α) (valid: f_α(c) ≤ f_α(0) for every c), rounded up.
+Near s = 1 (large ε0) the factors 1 ∓ s·u/(c+1) are computed as (1 − v) + v·(1 − s) with
+1 − s = 2e^{−ε0}/(1 + e^{−ε0}), so nothing is lost to cancellation.
 
 Limits
 ------
-``CLONES_MAX_N``: the largest n certified within about one second on the default ~80-order
-grid (the cost grows with the window ~√(n·e^{−ε0})). Above it ``clone_rdp`` returns +inf at every
-order, so the caller falls back to the thesis bounds and says so.
+``CLONES_MAX_N`` = 10⁸: the largest n certified within about one second on the default
+~80-order grid on a 2-core machine (the cost grows with the window ~√(n·e^{−ε0}); n = 10⁹ takes
+up to ~2 s). Above it ``clone_rdp`` returns +inf at every order, so the caller falls back to the
+thesis bounds and says so.
 """
 
 from __future__ import annotations
@@ -86,7 +97,7 @@ _LAMBDA = 38.0  # neglected contributions are ≲ e^{−38} relative (window cho
 _RHO_X = 2.0e-4  # target relative slack of the x-discretisation (approximate mode)
 _RHO_C = 2.0e-3  # bound on the relative slack of the C-discretisation (approximate mode)
 _RHO_C_EXACT = 1e-13
-_EXACT_BUDGET = 2.5e6  # (C-values × x-cells × orders) under which a chunk is evaluated exactly
+_EXACT_BUDGET = 2.5e6  # estimated C-values × x-cells × orders under which a call is evaluated exactly
 _PAIR_BATCH = 1 << 20
 _CELL_BATCH = 2_000_000
 _REL_SAFETY = 1e-11
@@ -954,9 +965,9 @@ class _CMass:
 
 
 def _rho_c(ch: np.ndarray) -> np.ndarray:
-    """C-grid tolerance per order: ρ_C·√(α/64) above α = 64 (large orders matter only for tiny
-    δ and their tilted C-distribution is wide), bounding the relative error of ε(α)."""
-    return _RHO_C * np.sqrt(np.maximum(1.0, ch / 64.0))
+    """C-grid tolerance per order: ρ_C·(α/64)^{1/4} above α = 64 (large orders matter only for
+    tiny δ and their tilted C-distribution is wide), bounding the relative error of ε(α)."""
+    return _RHO_C * np.maximum(1.0, ch / 64.0) ** 0.25
 
 
 def _initial_points(ctx: _Ctx, exact: bool, rho: float = _RHO_C) -> np.ndarray:
@@ -1032,6 +1043,7 @@ def _log_fm1(n: int, eps0: float, alphas: np.ndarray, exact: bool | None = None)
         exact = _exact_work(ctx, alphas) <= _EXACT_BUDGET
     chunks = _chunk_orders(alphas, ctx)
     nch = len(chunks)
+    geo = [not exact and _is_geo(ch, ctx) for ch in chunks]
     masses = _CMass(ctx)
     pts = [_initial_points(ctx, exact, float(_rho_c(ch)[0])) for ch in chunks]
     vals: list[dict[int, np.ndarray]] = [{} for _ in chunks]
@@ -1041,13 +1053,17 @@ def _log_fm1(n: int, eps0: float, alphas: np.ndarray, exact: bool | None = None)
     for _ in range(_MAX_ROUNDS):
         # evaluate the requested points, grouped by the set of chunks asking for them; when the
         # points are few and small (per-call overhead dominates) all of them for all those chunks
-        allc = set().union(*request)
         by_sig: dict[tuple[int, ...], list[int]] = {}
+        for i in range(nch):  # the geometric-bin chunks: each at its own points
+            if geo[i] and request[i]:
+                by_sig[(i,)] = list(request[i])
+        cell = [i for i in range(nch) if not geo[i] and request[i]]
+        allc = set().union(*[request[i] for i in cell]) if cell else set()
         if allc and sum(allc) + 2 * len(allc) <= 2.5e5:
-            by_sig[tuple(i for i in range(nch) if request[i])] = list(allc)
+            by_sig[tuple(cell)] = list(allc)
         else:
             for cval in allc:
-                sig = tuple(i for i in range(nch) if cval in request[i])
+                sig = tuple(i for i in cell if cval in request[i])
                 by_sig.setdefault(sig, []).append(cval)
         for sig, cl in by_sig.items():
             carr = np.array(sorted(cl), dtype=np.int64)
@@ -1139,7 +1155,7 @@ def clone_rdp(n: int, epsilon0: float, orders: np.ndarray) -> np.ndarray:
         (the caller then falls back to the thesis bounds).
     """
     a = np.asarray(orders, dtype=float)
-    if epsilon0 == 0.0:
+    if epsilon0 == 0.0 or a.size == 0:
         return np.zeros(a.shape)
     if n > CLONES_MAX_N:
         return np.full(a.shape, np.inf)
