@@ -322,7 +322,7 @@ def _tilt(c: np.ndarray, a, s: float):
     scalar = np.ndim(a) == 0
     av = np.atleast_1d(np.asarray(a, dtype=float))[:, None]
     n1 = (cf + 1.0)[None, :]
-    if s <= 0.0:
+    if s <= 1e-100:  # the tilt is negligible (and s² would underflow)
         shape = (av.shape[0], cf.size)
         res = (np.zeros(shape), np.broadcast_to(np.sqrt(n1), shape).copy(), np.zeros(shape, dtype=bool))
         return tuple(r[0] for r in res) if scalar else res
@@ -1160,8 +1160,13 @@ def clone_rdp(n: int, epsilon0: float, orders: np.ndarray) -> np.ndarray:
     if n > CLONES_MAX_N:
         return np.full(a.shape, np.inf)
     uniq, inv = np.unique(a.ravel(), return_inverse=True)
-    lfm1 = _log_fm1(int(n), float(epsilon0), uniq)
-    eps = np.logaddexp(0.0, lfm1) / (uniq - 1.0) * (1.0 + _REL_SAFETY)
-    eps = np.minimum(eps, clone_cap(epsilon0, uniq))
-    eps = np.maximum(eps, 0.0)
+    with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
+        lfm1 = _log_fm1(int(n), float(epsilon0), uniq)
+        eps = np.logaddexp(0.0, lfm1) / (uniq - 1.0) * (1.0 + _REL_SAFETY)
+        cap = clone_cap(epsilon0, uniq)
+    # the cap is a valid bound on the same quantity (f_α(c) ≤ f_α(0)); it also replaces any value
+    # a floating-point failure might have left non-finite
+    eps = np.where(np.isnan(eps), cap, np.minimum(eps, cap))
+    # ε0 > 0 makes ε(α) > 0; a value that underflowed (ε0 ≲ 1e-160) is rounded up, not down
+    eps = np.maximum(eps, np.nextafter(0.0, 1.0))
     return eps[inv].reshape(a.shape)
