@@ -25,35 +25,54 @@ n = k, k = n): then ``result.at_limit`` is True and the note says so. When no va
 parameter meets the target, :class:`~accountant.errors.InfeasibleTarget` is raised with the best
 ε that is achievable (``best_epsilon``): ε0 → 0 (ε0 = 1e-10), one round, n = 10¹⁵ users, k = 1.
 
-Direction of ``k`` (subsampled shuffle, n fixed). One round's RDP grows with k: the sampling
-probability γ = k/n rises, and the amplification by sampling weakens faster than the extra
-shuffling amplification (≈ 1/k) helps — in the leading term of SU (Thm 5.4.1)
-γ²/k̄ ≈ 2E·k/n². So for a fixed number of rounds the useful question is the LARGEST k (the most
-clients per round, i.e. the best utility) that keeps the target; that is what ``k`` solves for.
-Numerically, however, the default curve is NOT monotone in k everywhere: the Chernoff slack Υ of
-SU decays like exp(−(k−1)/(8e^{ε0})) and, where it dominates, ε *falls* with k over a range of
-roughly a factor 2–3 in k (measured: n = 5.2·10⁶, ε0 = 4.6, T = 2029, δ = 9.3·10⁻⁵ gives ε = 2.18
-at k = 1867, 1.93 at k = 4124, 2.07 at k = 6131). The search therefore approaches from the
-infeasible end — k = n, n/2, n/4, … until the target is met — and then finds the crossing inside
-that last factor-2 bracket, so it returns the largest feasible k unless a feasible island narrower
-than that bracket lies above it. ε is also, by construction of the core's refinement (it refines
-only around the grid minimiser), very slightly non-monotone in n and ε0 in places (≈ 0.2 % in ε);
-the answer is always a verified crossing (feasible, one step further infeasible) and is the
-extreme feasible value wherever F is monotone.
+Direction of ``k`` (subsampled shuffle, n fixed). Mostly one round's RDP grows with k: the
+sampling probability γ = k/n rises, and the amplification by sampling weakens faster than the
+extra shuffling amplification helps — in the leading term of SU (Thm 5.4.1) γ²/k̄ ≈ 2E·k/n². So
+for a fixed number of rounds the useful question is the LARGEST k (the most clients per round,
+i.e. the best utility) that keeps the target; that is what ``k`` solves for. Numerically the
+default curve is NOT monotone in k everywhere, and the feasible k need not start at 1:
 
-Search design (the default curve may cost 0.1–1 s per new (n, ε0) once the tighter bounds of
-bounds.md §8 are in): few curve evaluations. Counts need none beyond one unit curve: RDP is linear
-in the count, so per order the largest feasible count is ⌊(target − c_α)/ε₁(α)⌋ with c_α the
-conversion's offset; the answer is the maximum over orders, extended through the refinement
-(closed form again on the refinement's real orders, interval by interval of the grid minimiser)
-and verified ±1 with F. For ε0, n and k: one full evaluation at the starting point locates the
-optimal order; the bracket is then found by secant steps in log ε – log x (the bounds are close to
-power laws: ε ∝ ε0² for small ε0, ∝ 1/n) and closed by the Illinois variant of regula falsi with
-bisection safeguards (superlinear, never leaves the bracket). These search evaluations use a
-window of 7 grid orders around the optimum plus the refinement's real orders — the exact F value
-whenever the window holds the grid's minimiser, at a tenth of the cost; the window slides with
-the optimum. The answer and its nudge are then checked with F itself; if the window misled the
-search, it continues with F until the bracket is closed. Every loop is bounded.
+* with the thesis bounds alone, SU's Chernoff slack Υ decays like exp(−(k−1)/(8e^{ε0})) and,
+  where it dominates, ε falls with k over a factor 2–3 in k (n = 5.2·10⁶, ε0 = 4.6, T = 2029,
+  δ = 9.3·10⁻⁵: ε = 2.18 at k = 1867, 1.93 at k = 4124, 2.07 at k = 6131);
+* with the default including WBK19 over the clone curve (bounds.md §8), for large ε0 shuffling
+  amplifies only once k ≫ e^{ε0}, and that gain can outgrow the larger γ: n = 65,719, ε0 = 4.82,
+  T = 4, δ = 2.2·10⁻⁸ gives ε = 2.65 at k = 2000, 1.65 at k = 8000, 1.70 at k = 12,000 — the
+  feasible k can be an interval in the middle. (In a scan of 25 random settings, ε0 ≤ 5, 8 had
+  such a stretch, all at ε0 > 3.6.)
+
+The search therefore comes down from the infeasible end — k = n, n/2, n/4, … until the target is
+met — looks between scanned points where the scanned ε has a local minimum (golden section), and
+finds the crossing in the last bracket: the largest feasible k unless a feasible island narrower
+than the scan's spacing hides above it. If no k is found, the error reports the lowest ε seen
+and its k. ε is also, by construction of the core's refinement (it refines only around the grid
+minimiser) and the n̄ = ⌊(n−1)/(2e^{ε0})⌋ + 1 steps, slightly non-monotone or discontinuous in n
+and ε0 in places (≈ 0.2 % in ε); every answer is a verified crossing (feasible, one step further
+infeasible) and is the extreme feasible value wherever F is monotone.
+
+Search design (the default curve costs up to seconds per new (n, ε0) on the whole grid once the
+tighter bounds of bounds.md §8 are in): few curve evaluations, most of them cheap.
+
+* ``count`` needs no search: RDP is linear in the count, so per order the largest feasible count
+  is ⌊(target − c_α)/ε₁(α)⌋ with c_α the conversion's offset (and the KL guard's count where
+  ε = 0); the answer is the maximum over the orders, extended through the refinement (the same
+  closed form on the refinement's real orders, in each run of counts with one grid minimiser),
+  then checked with F at the answer and the answer + 1. One unit curve, two evaluations of F.
+* ``epsilon0``, ``n``, ``k``: the thesis bounds' curve on the whole grid at the starting point
+  (milliseconds, no tighter bound involved) locates the optimal order. The bracket is found by
+  secant steps in u against log ε, with u = log(e^{ε0} − 1) for ε0 (the bounds grow like
+  (e^{ε0} − 1)², so log ε is close to linear in u for small and large ε0 alike) and u = log x
+  for n and k (ε ∝ 1/n); ``k`` instead halves from k = n (see above). Brent's method closes it
+  (inverse quadratic or secant interpolation, bisection whenever its steps stop halving, a
+  tolerance step past the best end, never leaving the bracket) to a relative 1e-6 in ε0 or to
+  adjacent integers. These search evaluations compute the default curve only on the grid's
+  PREFIX up to a few orders above the optimum, plus the refinement's real orders: equal to F
+  whenever F's grid minimiser is in the prefix (the high orders, where the bounds cost the most,
+  are skipped; all lower orders are kept, so the pure-DP cap's own minimum at low orders is never
+  missed; the prefix grows when the minimum reaches its top). Then F itself at the answer and at
+  its nudge. If F disagrees with the prefix (a minimum above it), the search restarts from F's
+  optimal order with the F-evaluated points, then with F alone, then by plain bisection with F.
+  Every loop is bounded; a search is typically 8–14 evaluations, two of them full.
 """
 
 from __future__ import annotations
@@ -265,6 +284,7 @@ class _Evaluator:
         self.target = target
         self.progress = progress
         self.top: int | None = None  # last grid index of the prefix
+        self.f_top = 0  # F's latest grid minimiser + _WINDOW
         self.full_cache: dict = {}
         self.window_cache: dict = {}  # x -> (ε, prefix top used)
         self.evaluations = 0
@@ -277,8 +297,12 @@ class _Evaluator:
         if self.progress is not None:
             self.progress(self.fraction, float(eps))
 
-    def _set_top(self, argmin: int):
-        self.top = min(self.grid.size - 1, argmin + _WINDOW)
+    def _set_top(self, argmin: int, full: bool = False):
+        """The next prefix ends 2·_WINDOW grid orders above this minimiser (a second local
+        minimum a little higher is still seen), and never below F's latest minimiser + _WINDOW."""
+        if full:
+            self.f_top = argmin + _WINDOW
+        self.top = min(self.grid.size - 1, max(argmin + 2 * _WINDOW, self.f_top))
 
     def start(self, x) -> float:
         """First evaluation: locate the optimal order cheaply — the thesis bounds' curve on the
@@ -302,7 +326,7 @@ class _Evaluator:
         if g is None:
             g = epsilon_guarantee([self.make(x)], self.delta, self.key)
             self.full_cache[x] = g
-            self._set_top(int(np.argmin(epsilon_vector(self.grid, g.rdp, self.delta))))
+            self._set_top(int(np.argmin(epsilon_vector(self.grid, g.rdp, self.delta))), full=True)
             self._tick(g.epsilon)
         return g
 
@@ -491,7 +515,8 @@ def _narrow(f, p: _Param, t: float, good, gg, bad, gb, ev: _Evaluator, refresh=N
     w0 = abs(math.log(bad / good))
     prev = None  # the end replaced last: the third point of inverse quadratic interpolation
     d = e = ub - ug
-    last_tol_step = False
+    last_tol_step = flat = False
+    widths: list[float] = []  # bracket widths since the last bisection
     refreshed: set = set()
     for _ in range(400):
         if p.integer:
@@ -513,7 +538,8 @@ def _narrow(f, p: _Param, t: float, good, gg, bad, gb, ev: _Evaluator, refresh=N
         usable = (cand is not None and math.isfinite(cand) and min(ug, ub) < cand < max(ug, ub)
                   and gg > 0 and gb > 0)
         step = cand - best_u if usable else None
-        if usable and 2 * abs(step) < min(3 * abs(m), abs(e)) and not last_tol_step:
+        stalled = len(widths) >= 4 and widths[-1] > 0.5 * widths[-4]  # ε jumps here: bisect
+        if usable and 2 * abs(step) < min(3 * abs(m), abs(e)) and not last_tol_step and not flat and not stalled:
             e, d = d, step
         else:
             if refresh is not None and (bad, ev.top) not in refreshed:
@@ -526,10 +552,11 @@ def _narrow(f, p: _Param, t: float, good, gg, bad, gb, ev: _Evaluator, refresh=N
                     gb, yb, prev = eb, _yf(eb, t), None
                     continue
             d = e = m  # bisection
+            widths = []
         tol_step = not p.integer and abs(d) < 0.5 * tol_u
         if tol_step:
             d = math.copysign(0.5 * tol_u, m)
-        last_tol_step = tol_step
+        prev_tol_step, last_tol_step = last_tol_step, tol_step
         u_new = best_u + d
         if not p.integer:
             x = p.inv(u_new)
@@ -541,8 +568,17 @@ def _narrow(f, p: _Param, t: float, good, gg, bad, gb, ev: _Evaluator, refresh=N
             a_, b_ = min(good, bad), max(good, bad)
             x = (a_ + b_) // 2 if b_ - a_ <= 3 else int(round(p.inv(u_new)))
             x = min(max(x, a_ + 1), b_ - 1)
+            best_x = good if best_u == ug else bad
+            if abs(x - best_x) <= 1 and b_ - a_ > 3:  # the integer analogue of the tolerance step
+                if prev_tol_step:
+                    x = (a_ + b_) // 2  # twice running: ε is flat or jumps here, bisect
+                else:
+                    last_tol_step = True
         ex = f(x)
         u, y = p.fwd(x), _yf(ex, t)
+        # a plateau (ε equal at two points of one side: n̄ = ⌊(n−1)/(2e^{ε0})⌋ + 1 makes ε a step
+        # function of n): interpolation cannot see the step, bisect
+        flat = p.integer and (ex == (gg if ex <= t else gb))
         if ex <= t:
             prev = (ug, yg)
             good, gg, ug, yg = x, ex, u, y
@@ -550,6 +586,7 @@ def _narrow(f, p: _Param, t: float, good, gg, bad, gb, ev: _Evaluator, refresh=N
             prev = (ub, yb)
             bad, gb, ub, yb = x, ex, u, y
         nw = abs(math.log(bad / good))
+        widths.append(nw)
         if w0 > tol and nw > 0:
             ev.fraction = max(ev.fraction, 0.3 + 0.65 * (1 - max(0.0, math.log(nw / tol)) / math.log(w0 / tol)))
     return good, gg, bad, gb
@@ -624,6 +661,11 @@ def _search(ev: _Evaluator, p: _Param, t: float, x0):
         confirm = functools.partial(ev.window, refresh=True) if windowed else None
         for _attempt in range(4):
             good, gg, bad, gb = _expand(f, p, t, pts, ev, confirm)
+            if good is None and p.from_infeasible_end and windowed:
+                # the halving scan reached k = 1 without meeting the target: ε need not be
+                # monotone in k, so look between the scanned points for a feasible k
+                if _islands(f, p, t, ev.window_points(), p.feasible_end(), ev):
+                    good, gg, bad, gb = _expand(f, p, t, ev.window_points(), ev, confirm)
             if good is None or bad is None:
                 break
             if p.from_infeasible_end and windowed:
@@ -640,6 +682,14 @@ def _search(ev: _Evaluator, p: _Param, t: float, x0):
         if good is None:  # the feasible end of the domain misses the target under f
             end = p.feasible_end()
             G = ev.full(end)
+            if G.epsilon > t and p.from_infeasible_end:
+                # not monotone: the lowest ε seen need not be at the end; report it (checked by F)
+                x_low = min(ev.window_points(), key=lambda q: (q[1], q[0]))[0]
+                G_low = ev.full(x_low)
+                if G_low.epsilon <= t:
+                    continue
+                if G_low.epsilon < G.epsilon:
+                    raise _infeasible(p, t, ev.delta, x_low, G_low.epsilon)
             if G.epsilon > t:
                 raise _infeasible(p, t, ev.delta, end, G.epsilon)
             continue
@@ -697,19 +747,24 @@ def _bisect_full(ev: _Evaluator, p: _Param, t: float):
     raise _Budget("bisection did not converge")
 
 
-def _infeasible(p: _Param, t: float, delta: float, end, best: float) -> InfeasibleTarget:
+def _infeasible(p: _Param, t: float, delta: float, at, best: float) -> InfeasibleTarget:
+    """The error for a target no value meets; ``at`` is the value giving ``best`` (an F value)."""
     what = {
         "epsilon0": f"even epsilon0 = {EPSILON0_FLOOR:g} (reports carrying essentially no information) gives",
-        "n": f"even n = {int(end):,} users (the largest n supported) give",
-        "k": "even k = 1 sampled user per round gives",
+        "n": f"even n = {int(at):,} users (the largest n supported) give",
         "count": "even a single round (count = 1) gives",
-    }[p.name]
-    return InfeasibleTarget(
+    }.get(p.name)
+    if p.name == "k":
+        what = ("even k = 1 sampled user per round gives" if at == 1 else
+                f"epsilon is not monotone in k here; the lowest found, at k = {int(at):,}, is")
+    exc = InfeasibleTarget(
         f"no value of {p.name!r} meets the target epsilon <= {t:g} at delta = {delta:g}: {what} "
         f"epsilon = {best:.6g}, the best achievable. Raise the target epsilon or delta, or change the "
         f"event's other parameters.",
         best_epsilon=float(best),
     )
+    exc.best_value = at  # the value of the parameter that gives best_epsilon
+    return exc
 
 
 # ---------------------------------------------------------------------------------------------
@@ -848,10 +903,11 @@ def calibrate(event, solve_for: str, target_epsilon: float, delta: float, orders
     * ``"count"`` — the most rounds (any mechanism): closed form, count + 1 misses;
     * ``"n"`` — the fewest users (shuffle; subsampled_shuffle with k fixed, n ≥ k): n − 1 misses;
     * ``"k"`` — the LARGEST number of users sampled per round (subsampled_shuffle, n fixed): one
-      round's RDP grows with k (γ = k/n), so for a fixed number of rounds the most clients per
-      round that keep the target is the useful answer; k + 1 misses. The default curve is not
-      monotone in k everywhere (SU's Chernoff slack, see the module docstring), so the search
-      comes down from k = n by halving and returns the largest feasible k it finds.
+      round's RDP mostly grows with k (γ = k/n), so for a fixed number of rounds the most clients
+      per round that keep the target is the useful answer; k + 1 misses. The default curve is not
+      monotone in k everywhere (module docstring: SU's Chernoff slack; for large ε0 the shuffle's
+      amplification needs k ≫ e^{ε0}), so the search comes down from k = n by halving, looks
+      between scanned points, and returns the largest feasible k it finds.
 
     The result's ε and order are recomputed with :func:`epsilon_guarantee` for the returned event
     (same grid, conversion and refinement as everywhere) and ε ≤ target_epsilon always.

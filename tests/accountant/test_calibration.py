@@ -127,9 +127,12 @@ def _check_infeasible(exc, ev, solve_for, target, delta):
     """The error says so and its best ε is what the feasible end of the domain gives."""
     assert "no value of" in str(exc) and "best achievable" in str(exc)
     assert exc.best_epsilon > target
-    best = dict(ev)
-    best[solve_for] = {"epsilon0": 1e-10, "count": 1, "k": 1, "n": 10**15}[solve_for]
+    end = {"epsilon0": 1e-10, "count": 1, "k": 1, "n": 10**15}[solve_for]
+    if solve_for != "k":
+        assert exc.best_value == end
+    best = {**ev, solve_for: exc.best_value}
     assert _eps(best, delta) == pytest.approx(exc.best_epsilon, rel=1e-12)
+    assert exc.best_epsilon <= _eps({**ev, solve_for: end}, delta)  # never worse than the end
 
 
 @pytest.mark.parametrize("solve_for,event", [
@@ -228,6 +231,17 @@ def test_k_finds_the_upper_island_where_the_bound_is_not_monotone(thesis_default
     r = A.calibrate(base, "k", target, delta)
     check_answer(r, target, delta)
     assert r.value > 4124
+
+
+def test_k_feasible_interval_with_the_real_default():
+    """With the default curve (WBK19 over the clone curve when present), for large ε0 the k-user
+    shuffle amplifies only once k ≫ e^{ε0}: ε falls with k over a stretch, so the feasible k can
+    be an interval in the middle. The answer is its top. (A tighter default only lowers ε, so the
+    largest feasible k can only grow: the lower limit below stays valid.)"""
+    base = {"mechanism": "subsampled_shuffle", "n": 65_719, "epsilon0": 4.822, "count": 4}
+    r = A.calibrate(base, "k", 1.68, 2.2e-8)
+    check_answer(r, 1.68, 2.2e-8)
+    assert r.value >= 10_000
 
 
 def test_k_at_limit_and_infeasible(thesis_default):
