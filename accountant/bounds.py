@@ -166,6 +166,9 @@ def _check_nk(n, k) -> tuple[int, int]:
     return n, k
 
 
+_WBK_DENSE = 256  # the inner curve is evaluated at every integer up to here, interpolated above
+
+
 def _wbk19(n: int, k: int, epsilon0: float, ints: np.ndarray, output: str) -> np.ndarray:
     """WBK19 Thm 9 with the tightest inner curve of the k-user shuffle at integer orders."""
     if wbk19_rdp is None or epsilon0 == 0.0:
@@ -177,7 +180,8 @@ def _wbk19(n: int, k: int, epsilon0: float, ints: np.ndarray, output: str) -> np
         # the tight (costly) inner curve on a sparse grid, extended to every integer by convexity
         # of (α−1)ε(α); closed-form bounds at every integer directly. Any valid inner curve is
         # allowed (WBK19's bound is increasing in each ε(j)).
-        sparse = np.unique(np.concatenate([np.arange(2.0, 17.0), DEFAULT_ORDERS[DEFAULT_ORDERS >= 2], [js.max()]]))
+        sparse = np.unique(np.concatenate([np.arange(2.0, _WBK_DENSE + 1.0), np.round(DEFAULT_ORDERS[DEFAULT_ORDERS >= 2]),
+                                           [js.max()]]))
         sparse = sparse[sparse <= js.max()]
         tight = shuffle_upper_detail(k, epsilon0, sparse, output).rdp
         table = dict(zip(sparse.astype(np.int64).tolist(), tight))

@@ -32,3 +32,11 @@ def test_default_is_never_looser_than_the_thesis(ev, thesis):
     eps, order = A.epsilon([ev], 1e-8)
     assert eps <= _thesis_epsilon(ev, 1e-8) * (1 + 1e-12)
     assert 1 < order < 1e4
+
+
+@pytest.mark.parametrize("ev,want", [(SHUFFLE, 1.08), (SUBSAMPLED, 0.53)])
+def test_headline_with_the_tightest_valid_default(ev, want):
+    """Issue 7: with the clone reduction (shuffle) and WBK19 over the clone curve (subsampled),
+    the default bound gives ≈ 1.08 and ≈ 0.53 (within 1.5%)."""
+    eps, _ = A.epsilon([ev], 1e-8)
+    assert eps == pytest.approx(want, rel=0.015)
