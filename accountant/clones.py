@@ -555,18 +555,16 @@ def _block_width(cells: _Cells, idx: np.ndarray, nsel: np.ndarray, ch: np.ndarra
     lcap = _log_cap_f(ch, ctx)
     sstart = np.concatenate([[0], np.cumsum(nsel)[:-1]])
     rows = np.arange(idx.size)
-    big_orders = []
-    for k, a in enumerate(ch):
-        lf = _lf_est(a, cc, ctx, lcap[k])
-        small = lf < 1.0
-        if small.any():
-            w_small = np.cbrt(_RHO_X * (a - 1.0) * (cc + 1.0) / (gp * (a * a / 6.0 + 0.25)))
-            w = np.where(small, np.minimum(w, w_small), w)
-        if not small.all():
-            big_orders.append((a, lf))
-    if big_orders:
-        a_arr = np.array([a for a, _ in big_orders])[:, None]
-        lf_arr = np.stack([lf for _, lf in big_orders])
+    a_all = ch[:, None]
+    lf_all = _lf_est(a_all, cc[None, :], ctx, lcap[:, None])  # (orders, blocks)
+    small = lf_all < 1.0
+    if small.any():
+        w_small = np.cbrt(_RHO_X * (a_all - 1.0) * (cc + 1.0)[None, :] / (gp[None, :] * (a_all * a_all / 6.0 + 0.25)))
+        w = np.minimum(w, np.where(small, w_small, np.inf).min(axis=0))
+    keep = ~small.all(axis=1)
+    if keep.any():
+        a_arr = a_all[keep]
+        lf_arr = lf_all[keep]
         p0 = cells.lq_first[idx][None, :] + a_arr * cells.g_first[idx][None, :]
         p1 = cells.lq_last[idx][None, :] + a_arr * cells.g_last[idx][None, :]
         pb = np.maximum(p0, p1)
@@ -829,9 +827,11 @@ def _eval_geo(c: np.ndarray, ch: np.ndarray, ctx: _Ctx) -> np.ndarray:
                                                           np.maximum(w_r, 1.0)[None, :])
     terms = np.logaddexp(left, right)
     gst = np.concatenate([[0], np.cumsum(nb_seg)[:-1]])
-    lf = np.empty((n_seg, ch.size))
-    for r in range(ch.size):
-        lf[:, r] = _logsumexp_groups(terms[r], gst)
+    mx = np.maximum.reduceat(terms, gst, axis=1)
+    safe = np.where(np.isfinite(mx), mx, 0.0)
+    with np.errstate(under="ignore", invalid="ignore", divide="ignore"):
+        tot = np.add.reduceat(np.exp(terms - np.repeat(safe, nb_seg, axis=1)), gst, axis=1)
+        lf = np.where(np.isfinite(mx), safe + np.log(tot), mx).T
     return _log_expm1(lf)
 
 
