@@ -10,6 +10,7 @@ gave each value.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -84,8 +85,26 @@ def _clones(n: int, epsilon0: float, orders: np.ndarray) -> np.ndarray:
         return np.full(orders.shape, np.inf)
     if epsilon0 == 0.0:
         return np.zeros(orders.shape)
-    return cached_curve("clones", CLONES_VERSION, orders, lambda: clone_rdp(n, epsilon0, orders),
-                        n=int(n), epsilon0=float(epsilon0))
+    return _safe(lambda: cached_curve("clones", CLONES_VERSION, orders, lambda: _checked(clone_rdp(n, epsilon0, orders), orders),
+                                      n=int(n), epsilon0=float(epsilon0)), "clones", orders, (n, epsilon0))
+
+
+def _checked(values, orders: np.ndarray) -> np.ndarray:
+    out = np.asarray(values, dtype=float)
+    if out.shape != orders.shape or np.any(np.isnan(out)) or np.any(out < 0):
+        raise FloatingPointError("the bound returned an invalid curve")
+    return out
+
+
+def _safe(compute, name: str, orders: np.ndarray, params) -> np.ndarray:
+    """An optional tightening must never break an answer: if it fails, it is left out (+inf,
+    so the minimum falls back to the other valid bounds; nothing is stored) and the failure is
+    logged."""
+    try:
+        return compute()
+    except Exception:  # noqa: BLE001 - logged, and the bound is simply not used
+        logging.getLogger("accountant").exception("bound %s failed for %r; falling back to the other bounds", name, params)
+        return np.full(orders.shape, np.inf)
 
 
 def _clone_note(n: int) -> list[str]:
@@ -191,7 +210,7 @@ def _wbk19(n: int, k: int, epsilon0: float, ints: np.ndarray, output: str) -> np
         lin = np.interp(js, known, (known - 1.0) * vals) / (js - 1.0)
         return np.minimum.reduce([lin, _sh.cap(epsilon0, js)])
 
-    return np.asarray(wbk19_rdp(k / n, inner, epsilon0, ints.astype(float)), dtype=float)
+    return _safe(lambda: _checked(wbk19_rdp(k / n, inner, epsilon0, ints.astype(float)), ints), "wbk19", ints, (n, k, epsilon0))
 
 
 def subsampled_upper_detail(n: int, k: int, epsilon0: float, orders, output: str = "discrete") -> CurveDetail:
