@@ -7,6 +7,7 @@ After migrating, the current default order grid is registered (idempotently).
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 from alembic import command
@@ -51,10 +52,15 @@ def current_revision(database_url: str) -> str | None:
         return MigrationContext.configure(conn).get_current_revision()
 
 
+_upgrade_lock = threading.Lock()  # Alembic's context/op proxies are process-global
+
+
 def upgrade_to_head(database_url: str) -> str:
-    """Migrate ``database_url`` to head; return the head revision. Safe to call concurrently."""
+    """Migrate ``database_url`` to head; return the head revision. Safe to call concurrently from
+    several processes (the database serialises them) and threads (a process-wide lock)."""
     url = normalize_url(database_url)
-    command.upgrade(alembic_config(url), "head")
+    with _upgrade_lock:
+        command.upgrade(alembic_config(url), "head")
     from app.db.session import get_database
     from app.ledger.service import ensure_grid
 

@@ -89,7 +89,7 @@ class User(Base):
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
     user_id: Mapped[str] = mapped_column(String(256), nullable=False, unique=True)
-    class_id: Mapped[int] = mapped_column(ForeignKey("ledger_classes.id"), nullable=False, index=True)
+    class_id: Mapped[int] = mapped_column(BigInteger, ForeignKey("ledger_classes.id"), nullable=False, index=True)
     created_at: Mapped[datetime] = mapped_column(TZ, nullable=False)
     updated_at: Mapped[datetime] = mapped_column(TZ, nullable=False)
 
@@ -110,8 +110,9 @@ class Cohort(Base):
 class ClassCohort(Base):
     __tablename__ = "ledger_class_cohorts"
 
-    class_id: Mapped[int] = mapped_column(ForeignKey("ledger_classes.id", ondelete="CASCADE"), primary_key=True)
-    cohort_id: Mapped[int] = mapped_column(ForeignKey("ledger_cohorts.id"), primary_key=True)
+    class_id: Mapped[int] = mapped_column(BigInteger, ForeignKey("ledger_classes.id", ondelete="CASCADE"),
+                                          primary_key=True)
+    cohort_id: Mapped[int] = mapped_column(BigInteger, ForeignKey("ledger_cohorts.id"), primary_key=True)
 
     __table_args__ = (Index("ix_ledger_class_cohorts_cohort", "cohort_id", "class_id"),)
 
@@ -120,8 +121,8 @@ class Membership(Base):
     __tablename__ = "ledger_memberships"
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
-    cohort_id: Mapped[int] = mapped_column(ForeignKey("ledger_cohorts.id"), nullable=False)
-    user_pk: Mapped[int] = mapped_column(ForeignKey("ledger_users.id"), nullable=False)
+    cohort_id: Mapped[int] = mapped_column(BigInteger, ForeignKey("ledger_cohorts.id"), nullable=False)
+    user_pk: Mapped[int] = mapped_column(BigInteger, ForeignKey("ledger_users.id"), nullable=False)
     join_seq: Mapped[int] = mapped_column(BigInteger, nullable=False)
     leave_seq: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     joined_at: Mapped[datetime] = mapped_column(TZ, nullable=False)
@@ -142,7 +143,7 @@ class Charge(Base):
     event: Mapped[str] = mapped_column(Text, nullable=False)
     grid_version: Mapped[int] = mapped_column(ForeignKey("ledger_order_grids.version"), nullable=False)
     curve: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
-    cohort_id: Mapped[int | None] = mapped_column(ForeignKey("ledger_cohorts.id"), nullable=True)
+    cohort_id: Mapped[int | None] = mapped_column(BigInteger, ForeignKey("ledger_cohorts.id"), nullable=True)
     cohort_seq: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     cohort_cumulative: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
     n_users: Mapped[int] = mapped_column(BigInteger, nullable=False)
@@ -157,8 +158,8 @@ class Charge(Base):
 class ChargeUser(Base):
     __tablename__ = "ledger_charge_users"
 
-    charge_id: Mapped[int] = mapped_column(ForeignKey("ledger_charges.id"), primary_key=True)
-    user_pk: Mapped[int] = mapped_column(ForeignKey("ledger_users.id"), primary_key=True)
+    charge_id: Mapped[int] = mapped_column(BigInteger, ForeignKey("ledger_charges.id"), primary_key=True)
+    user_pk: Mapped[int] = mapped_column(BigInteger, ForeignKey("ledger_users.id"), primary_key=True)
 
     __table_args__ = (Index("ix_ledger_charge_users_user", "user_pk", "charge_id"),)
 
