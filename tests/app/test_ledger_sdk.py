@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.client import AccountantClient, BudgetExceeded, Conflict, Forbidden, NotFound
+from app.client import AccountantClient, BudgetExceeded, Conflict, Forbidden, NotFound, Unauthorized
 from tests.app.ledger_support import KEYS_ENV
 from tests.helpers.server import start_server
 
@@ -15,7 +15,8 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     d = tmp_path_factory.mktemp("sdk")
-    with start_server({"DATABASE_URL": f"sqlite:///{d}/sdk.db", "ACCOUNTANT_API_KEYS": KEYS_ENV}) as srv:
+    env = {"DATABASE_URL": f"sqlite:///{d}/sdk.db", "ACCOUNTANT_API_KEYS": KEYS_ENV, "ACCOUNTANT_LOG_LEVEL": "DEBUG"}
+    with start_server(env) as srv:
         yield srv
 
 
@@ -63,3 +64,19 @@ def test_sdk_ledger_round_trip(server):
     finally:
         for c in (admin, pipe, viewer):
             c.close()
+
+
+def test_no_api_key_in_the_server_log(server):
+    bad = AccountantClient(server.url, api_key="wrong-secret-key-42")
+    try:
+        with pytest.raises(Unauthorized):
+            bad.get_user("a")
+    finally:
+        bad.close()
+    with AccountantClient(server.url, api_key="admin-key-0123456789") as c:
+        c.get_user("a")
+        with pytest.raises(NotFound):
+            c.get_user("nobody")
+    log = server.log_text()
+    for key in ("admin-key-0123456789", "pipeline-key-0123456789", "viewer-key-0123456789", "wrong-secret-key-42"):
+        assert key not in log
