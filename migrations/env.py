@@ -34,7 +34,10 @@ def run_migrations_offline() -> None:
 
 
 def _run(connection) -> None:
-    context.configure(connection=connection, target_metadata=target_metadata, transaction_per_migration=False)
+    # SQLite DDL is transactional too (pysqlite's implicit transactions are off, see app.db.session):
+    # the whole upgrade is one transaction, begun with BEGIN IMMEDIATE.
+    context.configure(connection=connection, target_metadata=target_metadata, transaction_per_migration=False,
+                      transactional_ddl=True)
     with context.begin_transaction():
         if connection.dialect.name == "postgresql":
             connection.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": MIGRATION_LOCK_KEY})
