@@ -85,7 +85,10 @@ def _clones(n: int, epsilon0: float, orders: np.ndarray) -> np.ndarray:
         return np.full(orders.shape, np.inf)
     if epsilon0 == 0.0:
         return np.zeros(orders.shape)
-    return _safe(lambda: cached_curve("clones", CLONES_VERSION, orders, lambda: _checked(clone_rdp(n, epsilon0, orders), orders),
+    # D_α is non-decreasing in α, so orders within 1e-6 of 1 use the value at 1 + 1e-6 (valid,
+    # and away from the 0/0 of log E[R^α]/(α−1))
+    at = np.maximum(orders, 1.0 + 1e-6)
+    return _safe(lambda: cached_curve("clones", CLONES_VERSION, orders, lambda: _checked(clone_rdp(n, epsilon0, at), orders),
                                       n=int(n), epsilon0=float(epsilon0)), "clones", orders, (n, epsilon0))
 
 

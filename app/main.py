@@ -84,6 +84,12 @@ def create_app() -> FastAPI:
         openapi_tags=[
             {"name": "compute", "description": "Pure computation: curves, composition, conversion, calibration."},
             {"name": "operations", "description": "Health and metrics."},
+            {"name": "ledger", "description": "Per-user budgets: users, charges (all or nothing, idempotent), cohorts, "
+             "dashboard reads. Needs `Authorization: Bearer <key>`. A `409` refusal depends only on the event's "
+             "public parameters and the public budgets, never on data, so it leaks nothing."},
+            {"name": "mechanisms", "description": "The local randomizers and central mechanisms of the `mechanisms` "
+             "package: catalog, calibrated parameters with their accounting events, and randomize/estimate for "
+             "simulation and testing. Real clients randomize on their own device with the SDK, never on the server."},
         ],
     )
     app.add_middleware(ServiceMiddleware, max_body_bytes=settings.max_body_bytes)

@@ -67,13 +67,6 @@ def test_openapi_fuzz_compute_and_operations(case, fuzz_server):
     _call(case, fuzz_server)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="known findings in endpoints owned by the ledger and mechanisms code (as of this commit): "
-    "mechanisms document their 422 as {detail: string} but FastAPI's validation shape is a list "
-    "(use app.schemas.compute.ERROR_422 / UnprocessableResponse); GET /v1/users/{id}/history accepts "
-    "schema-invalid input. Remove this mark once XPASS.",
-)
 @schema.exclude(path_regex=COMPUTE_PATHS).parametrize()
 @FUZZ
 def test_openapi_fuzz_ledger_and_mechanisms(case, fuzz_server):

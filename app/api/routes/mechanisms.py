@@ -23,6 +23,7 @@ from fastapi import APIRouter, Body, HTTPException, Path
 from pydantic import BaseModel, ConfigDict, Field
 
 import mechanisms as mech_pkg
+from app.schemas.compute import ErrorResponse, UnprocessableResponse
 from mechanisms import CalibrationTimeout, MechanismError, UnknownMechanismError
 
 router = APIRouter(tags=["mechanisms"])
@@ -40,12 +41,6 @@ SIMULATION_NOTE = (
     "Simulation only: real clients randomize on their own device with the SDK, never on the server. "
     "A raw value sent here has left the device and is not protected by the mechanism."
 )
-
-_ERR = {
-    "model": None,
-    "content": {"application/json": {"schema": {"type": "object", "properties": {"detail": {"type": "string"}}}}},
-}
-
 
 _LIMITER: anyio.CapacityLimiter | None = None
 
@@ -83,9 +78,10 @@ def _errors(*codes: int) -> dict:
         404: "Unknown mechanism name; `detail` lists the available ones.",
         413: "Request body too large.",
         422: "Bad parameters, inputs or reports (`detail` says which and what to change), an infeasible "
-             "calibration target, or a malformed body (FastAPI's validation shape).",
+             "calibration target, or a malformed body (FastAPI's validation shape: `detail` is a list).",
     }
-    return {c: {**_ERR, "description": desc[c]} for c in codes}
+    models = {400: ErrorResponse, 404: ErrorResponse, 413: ErrorResponse, 422: UnprocessableResponse}
+    return {c: {"model": models[c], "description": desc[c]} for c in codes}
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -204,7 +200,7 @@ class RandomizeRequest(BaseModel):
                     "a bit, a symbol, a number, a vector, or — for `user_range`/`user_mean` — a user's whole "
                     "dataset (list of samples).",
     )
-    seed: int | None = Field(None, ge=0, lt=2**63, description="seed of the numpy Generator (omit for a fresh "
+    seed: int | None = Field(None, ge=0, lt=2**63, strict=True, description="seed of the numpy Generator (omit for a fresh "
                                                                "one; the seed used is returned)")
 
 
