@@ -76,7 +76,6 @@ def test_all_writes_racing_keep_the_ledger_consistent(db):
         t.join()
     assert not errors, errors
     print("counts", counts)
-    assert counts["admitted"] > 10 and counts["ops"] > 50, counts
 
     for u in users:
         audit = svc.recompute_user(db, u)
@@ -101,3 +100,4 @@ def test_all_writes_racing_keep_the_ledger_consistent(db):
         rounds = s.execute(text("SELECT co.seq, (SELECT count(*) FROM ledger_charges c WHERE c.cohort_id = co.id) "
                                 "FROM ledger_cohorts co")).all()
         assert all(a == b for a, b in rounds)
+    assert counts["admitted"] > 10 and counts["ops"] > 50, counts  # the races did happen
