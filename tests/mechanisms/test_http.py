@@ -251,3 +251,18 @@ def test_calibration_over_the_time_limit_is_a_400(client, monkeypatch):
     r = client.post("/v1/mechanisms/binary_rr/parameters", json={
         "params": {}, "accounting": {"n": 1000}, "calibrate": {"epsilon": 1.0, "delta": 1e-6}})
     assert r.status_code == 400 and "more computation" in r.json()["detail"]
+
+
+def test_unknown_mechanism_is_404_on_every_route_including_calibration(client):
+    """Regression (found by schemathesis): the calibration branch looked the name up unguarded."""
+    bodies = {
+        "parameters": {"calibrate": {"epsilon": 1.0, "delta": 1e-6}, "params": {}},
+        "randomize": {"inputs": [0, 1]},
+        "estimate": {"reports": [0, 1]},
+    }
+    for route, body in bodies.items():
+        r = client.post(f"/v1/mechanisms/no_such_mechanism/{route}", json=body)
+        assert r.status_code == 404, (route, r.text)
+        assert "available" in r.json()["detail"]
+    r = client.post("/v1/mechanisms/kary_rr/randomize", json={"params": {"epsilon0": 1, "k": 4}, "inputs": [0], "seed": False})
+    assert r.status_code == 422

@@ -234,11 +234,16 @@ class EstimateResponse(BaseModel):
 # ----------------------------------------------------------------------------------------------------
 
 
-def _build(name: str, params: dict[str, Any]):
+def _mechanism_class(name: str):
+    """The mechanism's class, or a 404 naming the available ones."""
     try:
-        cls = mech_pkg.mechanism_class(name)
+        return mech_pkg.mechanism_class(name)
     except UnknownMechanismError as exc:
         raise HTTPException(404, str(exc)) from None
+
+
+def _build(name: str, params: dict[str, Any]):
+    cls = _mechanism_class(name)
     for key in ("d", "k"):
         v = params.get(key)
         if isinstance(v, (int, float)) and not isinstance(v, bool) and v > MAX_DIMENSION:
@@ -364,7 +369,7 @@ def _parameters(name: str, req: ParametersRequest) -> dict:
     mech = None
     if req.calibrate is not None:
         acc = req.accounting
-        kind = mech_pkg.mechanism_class(name).kind
+        kind = _mechanism_class(name).kind
         knob = {"gaussian": "noise_multiplier", "laplace": "scale"}.get(name, "epsilon0")
         if knob in params:
             raise HTTPException(422, f"leave '{knob}' out of params when calibrating: it is what is solved for")
