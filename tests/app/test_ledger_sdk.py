@@ -74,7 +74,8 @@ def test_no_api_key_in_the_server_log(server):
     finally:
         bad.close()
     with AccountantClient(server.url, api_key="admin-key-0123456789") as c:
-        c.get_user("a")
+        c.put_user("log-check", 1.0, 1e-6)
+        c.get_user("log-check")
         with pytest.raises(NotFound):
             c.get_user("nobody")
     log = server.log_text()
