@@ -310,6 +310,11 @@ def _migrate(database_url: str, log) -> None:
         return
     t0 = time.monotonic()
     head = upgrade_to_head(database_url)
+    # the schema now has the curve cache: every worker shares expensive curves through it
+    os.environ.setdefault("ACCOUNTANT_CURVE_STORE", "database")
+    from app.core.config import get_settings
+
+    get_settings.cache_clear()
     log.info("database at head", extra={"revision": head, "seconds": round(time.monotonic() - t0, 3),
                                         "database": _redact(database_url)})
 

@@ -93,6 +93,10 @@ def create_app() -> FastAPI:
         ],
     )
     app.add_middleware(ServiceMiddleware, max_body_bytes=settings.max_body_bytes)
+    if settings.curve_store == "database":
+        from app.db.curve_store import install
+
+        install(settings.database_url)
 
     @app.exception_handler(accountant.AccountantError)
     async def accountant_error(request: Request, exc: accountant.AccountantError):

@@ -37,6 +37,11 @@ class Settings(BaseSettings):
     #: a compute request may ask for at most this much "order mass" (Σ over distinct events of
     #: Σ max(α, 1000)); the bounds cost time roughly linear in α (≈ 0.1 s at α = 10⁶).
     max_order_mass: float = Field(2e7, gt=0, validation_alias=AliasChoices("ACCOUNTANT_MAX_ORDER_MASS"))
+    #: where expensive curves (the clone bound) are kept: ``memory`` (this process only) or
+    #: ``database`` (shared by every process and kept across restarts; ``serve`` selects it after
+    #: migrating unless this is set explicitly)
+    curve_store: str = Field("memory", pattern="^(memory|database)$",
+                             validation_alias=AliasChoices("ACCOUNTANT_CURVE_STORE"))
 
     @field_validator("log_level")
     @classmethod

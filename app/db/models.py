@@ -164,6 +164,19 @@ class ChargeUser(Base):
     __table_args__ = (Index("ix_ledger_charge_users_user", "user_pk", "charge_id"),)
 
 
+class CurveCacheEntry(Base):
+    """An expensive accountant curve (the clone bound), computed once per key and shared by every
+    process and restart (:mod:`app.db.curve_store`). Keys name the bound, its algorithm version,
+    its parameters and the exact orders, so an entry never changes meaning."""
+
+    __tablename__ = "accountant_curve_cache"
+
+    key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    n_values: Mapped[int] = mapped_column(Integer, nullable=False)
+    curve_values: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
+    created_at: Mapped[datetime] = mapped_column(TZ, nullable=False)
+
+
 T_GRIDS = OrderGrid.__table__
 T_CLASSES = BudgetClass.__table__
 T_USERS = User.__table__

@@ -1,0 +1,50 @@
+"""Database-backed :class:`accountant.store.CurveStore`: expensive curves (the clone bound costs
+0.05–1 s per (n, ε0)) are computed once and reused by every ``serve`` process and after restarts.
+
+Values are stored as the exact float64 bytes. Writes are insert-if-absent: two processes that
+compute the same curve at once store it once (the values are identical by construction).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import numpy as np
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+
+from app.db.models import CurveCacheEntry
+from app.db.session import get_database
+
+
+class DatabaseCurveStore:
+    def __init__(self, database_url: str):
+        self.database_url = database_url
+
+    def get(self, key: str) -> np.ndarray | None:
+        db = get_database(self.database_url)
+        with db.read() as s:
+            row = s.execute(select(CurveCacheEntry.curve_values, CurveCacheEntry.n_values)
+                            .where(CurveCacheEntry.key == key)).first()
+        if row is None:
+            return None
+        values = np.frombuffer(row[0], dtype="<f8")
+        return values if values.size == row[1] else None
+
+    def put(self, key: str, values: np.ndarray) -> None:
+        arr = np.ascontiguousarray(values, dtype="<f8")
+        db = get_database(self.database_url)
+        try:
+            with db.write() as s:
+                if s.get(CurveCacheEntry, key) is None:
+                    s.add(CurveCacheEntry(key=key, n_values=int(arr.size), curve_values=arr.tobytes(),
+                                          created_at=dt.datetime.now(dt.timezone.utc)))
+        except IntegrityError:
+            pass  # another process stored the same curve first
+
+
+def install(database_url: str) -> None:
+    """Register the database store (behind the in-process LRU) for this process."""
+    from accountant.store import LayeredStore, set_store
+
+    set_store(LayeredStore(DatabaseCurveStore(database_url)))
