@@ -23,26 +23,24 @@ class CurveStore(Protocol):
     def put(self, key: str, values: np.ndarray) -> None: ...
 
 
-class MemoryStore:
-    """Thread-safe in-process LRU of curves."""
+class LRUCache:
+    """A small thread-safe least-recently-used map (also used by the service's response cache)."""
 
     def __init__(self, maxsize: int = 2048):
         self.maxsize = maxsize
-        self._data: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._data: OrderedDict = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: str) -> np.ndarray | None:
+    def get(self, key):
         with self._lock:
             v = self._data.get(key)
             if v is not None:
                 self._data.move_to_end(key)
             return v
 
-    def put(self, key: str, values: np.ndarray) -> None:
-        v = np.array(values, dtype=float)
-        v.setflags(write=False)
+    def put(self, key, value) -> None:
         with self._lock:
-            self._data[key] = v
+            self._data[key] = value
             self._data.move_to_end(key)
             while len(self._data) > self.maxsize:
                 self._data.popitem(last=False)
@@ -50,6 +48,15 @@ class MemoryStore:
     def clear(self) -> None:
         with self._lock:
             self._data.clear()
+
+
+class MemoryStore(LRUCache):
+    """Thread-safe in-process LRU of curves (kept read-only)."""
+
+    def put(self, key: str, values: np.ndarray) -> None:
+        v = np.array(values, dtype=float)
+        v.setflags(write=False)
+        super().put(key, v)
 
 
 class LayeredStore:

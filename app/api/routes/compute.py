@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from functools import partial
 
@@ -21,6 +19,7 @@ from fastapi import APIRouter
 from fastapi.responses import Response
 
 import accountant
+from accountant.store import LRUCache
 from app.core import compute
 from app.core.config import get_settings
 from app.core.metrics import COMPUTE_CACHE, render
@@ -44,33 +43,12 @@ router = APIRouter()
 _CACHEABLE_MAX_BYTES = 256 * 1024
 
 
-class ResponseCache:
-    """A small thread-safe LRU of serialized JSON answers."""
-
-    def __init__(self, maxsize: int = 2048):
-        self.maxsize = maxsize
-        self._data: OrderedDict[tuple, bytes] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: tuple) -> bytes | None:
-        with self._lock:
-            v = self._data.get(key)
-            if v is not None:
-                self._data.move_to_end(key)
-            return v
+class ResponseCache(LRUCache):
+    """A small thread-safe LRU of serialized JSON answers (large answers are not kept)."""
 
     def put(self, key: tuple, value: bytes) -> None:
-        if len(value) > _CACHEABLE_MAX_BYTES:
-            return
-        with self._lock:
-            self._data[key] = value
-            self._data.move_to_end(key)
-            while len(self._data) > self.maxsize:
-                self._data.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._data.clear()
+        if len(value) <= _CACHEABLE_MAX_BYTES:
+            super().put(key, value)
 
 
 CACHE = ResponseCache()
