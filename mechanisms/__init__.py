@@ -204,6 +204,7 @@ def calibrate(
     count: int = 1,
     rel_tol: float = 1e-4,
     deadline: float | None = None,
+    mechanism_params: dict[str, Any] | None = None,
     **params: Any,
 ) -> Mechanism:
     """The mechanism ``name`` whose composed accounting over ``count`` rounds meets (``epsilon``, ``delta``).
@@ -213,7 +214,12 @@ def calibrate(
     the smallest ``noise_multiplier``/``scale``. The returned mechanism's guarantee is never above the
     target (the search keeps the feasible end). Raises ``ParameterError`` when no value meets it, and
     ``CalibrationTimeout`` when ``deadline`` (a ``time.monotonic()`` instant) passes first.
+
+    ``n``/``k``/``count`` are the population, the users sampled per round and the rounds; a mechanism
+    parameter that shares one of these names (the alphabet size ``k`` of ``kary_rr`` and
+    ``hadamard_response``) goes in ``mechanism_params`` (merged with the other keyword parameters).
     """
+    params = {**(mechanism_params or {}), **params}
     cls = mechanism_class(name)
     if isinstance(epsilon, bool) or not (isinstance(epsilon, (int, float)) and math.isfinite(epsilon) and epsilon > 0):
         raise ParameterError(f"target epsilon must be a finite number > 0 (got {epsilon!r})")
@@ -228,7 +234,7 @@ def calibrate(
     def make(v: float) -> Mechanism:
         return cls(**{**params, knob: v})
 
-    make(1.0)  # validate the other parameters before any accounting
+    make(1.0).events(n=n, k=k, count=count)  # validate the other parameters and the population first
 
     def g(v: float) -> float:
         if deadline is not None and time.monotonic() > deadline:
@@ -248,7 +254,7 @@ def calibrate(
     try:
         v = _boundary(g, lo, hi, 1.0, increasing, rel_tol)
     except ParameterError:
-        what = (f"even epsilon0 = {lo:g}" if knob == "epsilon0" else f"no {knob} up to {hi:g}")
+        what = (f"even epsilon0 = {lo:g}" if knob == "epsilon0" else f"even {knob} = {hi:g}")
         raise ParameterError(
             f"{what} does not meet epsilon = {epsilon} at delta = {delta} (n = {n}, k = {k}, count = {count}); "
             "raise the target, add users or reduce the rounds"

@@ -266,3 +266,50 @@ def test_unknown_mechanism_is_404_on_every_route_including_calibration(client):
         assert "available" in r.json()["detail"]
     r = client.post("/v1/mechanisms/kary_rr/randomize", json={"params": {"epsilon0": 1, "k": 4}, "inputs": [0], "seed": False})
     assert r.status_code == 422
+
+
+@pytest.mark.parametrize("name,params", [
+    ("binary_rr", {"epsilon0": 1e-300}),
+    ("kary_rr", {"epsilon0": 1e-300, "k": 4}),
+    ("l1", {"epsilon0": 1e-300, "d": 4}),
+    ("hadamard_response", {"epsilon0": 1e-300, "k": 8}),
+    ("user_range", {"epsilon0": 1e-300, "B": 10, "tau": 1}),
+    ("laplace_mean", {"epsilon0": 1e-300}),
+    ("linf", {"epsilon0": 1, "d": 4, "r_inf": 1e308}),
+    ("l2", {"epsilon0": 1, "d": 4, "n": 1e308}),
+    ("user_mean", {"epsilon0": 1, "B": 10, "tau": 1, "interval": [0, 1e308]}),
+])
+def test_degenerate_numbers_are_a_422_not_a_500(client, name, params):
+    """Regression (red-team): a tiny ε0 (e^ε0 − 1 == 0) or a huge radius raised ZeroDivisionError /
+    OverflowError inside the mechanism and the service answered 500."""
+    for path, body in (("parameters", {"params": params, "accounting": {"n": 10000, "count": 10, "delta": 1e-6}}),
+                       ("randomize", {"params": params, "inputs": [0], "seed": 1}),
+                       ("estimate", {"params": params, "reports": [0]})):
+        r = client.post(f"/v1/mechanisms/{name}/{path}", json=body)
+        assert r.status_code < 500, (path, r.text)
+        if r.status_code != 200:
+            assert r.json()["detail"]
+    r = client.post(f"/v1/mechanisms/{name}/parameters", json={"params": params})
+    assert r.status_code == 422, r.text
+    assert "epsilon0" in r.json()["detail"]
+
+
+@pytest.mark.parametrize("name,params", [("kary_rr", {"k": 4}), ("hadamard_response", {"k": 8})])
+def test_calibrating_a_mechanism_with_a_k_parameter(client, name, params):
+    """Regression (red-team): the mechanism's own `k` (alphabet size) collided with the sampled users `k`
+    of `accounting` in mechanisms.calibrate(**params) → TypeError → 500."""
+    for acc in ({"n": 100000, "count": 10}, {"n": 100000, "k": 1000, "count": 10}):
+        r = client.post(f"/v1/mechanisms/{name}/parameters",
+                        json={"params": params, "accounting": acc, "calibrate": {"epsilon": 1.0, "delta": 1e-6}})
+        assert r.status_code == 200, r.text
+        out = r.json()
+        assert out["params"]["k"] == params["k"]
+        assert out["epsilon"] <= 1.0
+        assert all(ev.get("k") == acc.get("k") for ev in out["events"])
+
+
+def test_calibrating_a_central_mechanism_with_sampled_users_says_why():
+    """Regression (red-team): the real error (central mechanisms take no k) was reported as an infeasible
+    target ("no noise_multiplier up to 1e+06 does not meet ...")."""
+    with pytest.raises(mechanisms.MechanismError, match="leave k out"):
+        mechanisms.calibrate("gaussian", epsilon=1.0, delta=1e-6, n=1000, k=100, count=10)

@@ -69,7 +69,13 @@ def _time_limit() -> float:
 
 
 async def _in_thread(fn, *args):
-    return await anyio.to_thread.run_sync(fn, *args, limiter=_limiter())
+    try:
+        return await anyio.to_thread.run_sync(fn, *args, limiter=_limiter())
+    except ArithmeticError as exc:  # ZeroDivisionError / OverflowError from degenerate but in-range numbers
+        raise HTTPException(422, (  # at most 200 characters: longer details are cut by app.main
+            f"the parameters are beyond double precision ({type(exc).__name__}); use a larger epsilon0 (>= 1e-12 "
+            "per message) or smaller radii, bounds, intervals and populations (<= 1e12)"
+        )) from None
 
 
 def _errors(*codes: int) -> dict:
@@ -382,7 +388,8 @@ def _parameters(name: str, req: ParametersRequest) -> dict:
             mech = mech_pkg.calibrate(
                 name, epsilon=req.calibrate.epsilon, delta=req.calibrate.delta,
                 n=None if acc is None else acc.n, k=None if acc is None else acc.k,
-                count=1 if acc is None else acc.count, deadline=time.monotonic() + _time_limit(), **params)
+                count=1 if acc is None else acc.count, deadline=time.monotonic() + _time_limit(),
+                mechanism_params=params)
         except CalibrationTimeout as exc:
             raise HTTPException(400, str(exc)) from None
         except MechanismError as exc:
