@@ -377,4 +377,5 @@ def _user_set(users: Sequence[str] | None, id_prefix: str | None, start: int, co
 def _seg(s: str) -> str:
     from urllib.parse import quote
 
-    return quote(str(s), safe="")
+    # '.' and '..' would be removed as dot segments by the HTTP client; %2E reaches the service as '.'
+    return quote(str(s), safe="").replace(".", "%2E")

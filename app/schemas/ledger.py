@@ -13,6 +13,13 @@ ID_PATTERN = r"^[^\x00-\x1f\x7f]+$"
 UserId = Annotated[str, Field(min_length=1, max_length=256, pattern=ID_PATTERN,
                               description="a user (data subject) id")]
 CohortId = Annotated[str, Field(min_length=1, max_length=256, pattern=ID_PATTERN, description="a cohort id")]
+#: ids being created must also be addressable as one path segment (/v1/users/{user_id}): no '/'
+#: (ids that already exist keep working wherever they are referenced in a body)
+NEW_ID_PATTERN = r"^[^\x00-\x1f\x7f/]+$"
+NewUserId = Annotated[str, Field(min_length=1, max_length=256, pattern=NEW_ID_PATTERN,
+                                 description="a new user id: 1–256 characters, no control characters, no '/'")]
+NewCohortId = Annotated[str, Field(min_length=1, max_length=256, pattern=NEW_ID_PATTERN,
+                                   description="a new cohort id: 1–256 characters, no control characters, no '/'")]
 MAX_LIST = 100_000
 MAX_RANGE = 2_000_000
 
@@ -83,7 +90,7 @@ class UserView(BaseModel):
 class IdRange(StrictModel):
     """Ids ``f"{prefix}{i}"`` for i in [start, start + count) — large populations without a huge body."""
 
-    prefix: str = Field("", max_length=200, pattern=r"^[^\x00-\x1f\x7f]*$")
+    prefix: str = Field("", max_length=200, pattern=r"^[^\x00-\x1f\x7f/]*$", description="no control characters, no '/'")
     start: Int = Field(0, ge=0, le=10**12)
     count: Int = Field(ge=1, le=MAX_RANGE)
 
@@ -111,6 +118,7 @@ class BulkUsersRequest(_UserSet):
     model_config = StrictModel.model_config | {"json_schema_extra": {"examples": [
         {"id_range": {"prefix": "device-", "start": 0, "count": 100000},
          "budget": {"epsilon": 8.0, "delta": 1e-6}, "policy": "declared", "on_conflict": "skip"}]}}
+    users: list[NewUserId] | None = Field(None, max_length=MAX_LIST, description="explicit user ids")
     budget: BudgetIn
     policy: Literal["declared", "filter"] = "declared"
     filter_order: Num | None = Field(None, gt=1)
@@ -217,7 +225,7 @@ class ChargeList(BaseModel):
 class CohortCreate(StrictModel):
     model_config = StrictModel.model_config | {"json_schema_extra": {"examples": [
         {"cohort_id": "population-eu", "description": "EU devices of the keyboard model"}]}}
-    cohort_id: CohortId
+    cohort_id: NewCohortId
     description: str | None = Field(None, max_length=2000, pattern=r"^[^\x00]*$")
 
 

@@ -136,3 +136,14 @@ def test_accountant_event_objects_are_accepted():
     s = Script((200, RDP_OK))
     client(s).rdp(accountant.ShuffleEvent(n=10, epsilon0=1.0))
     assert __import__("json").loads(s.requests[0].content)["event"]["mechanism"] == "shuffle"
+
+
+@pytest.mark.parametrize("user_id, path", [
+    ("..", "/v1/users/%2E%2E"), (".", "/v1/users/%2E"), ("a.b c", "/v1/users/a%2Eb%20c"), ("x/y", "/v1/users/x%2Fy"),
+])
+def test_user_ids_are_sent_as_one_path_segment(user_id, path):
+    """Regression (red-team): '.' and '..' were sent literally and removed as dot segments by httpx
+    (GET /v1/users/.. became GET /v1 → 404 'Not Found' for a user that exists)."""
+    script = Script((200, {"user_id": user_id}))
+    client(script).get_user(user_id)
+    assert script.requests[0].url.raw_path.decode() == path

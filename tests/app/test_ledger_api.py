@@ -374,3 +374,24 @@ def test_a_new_order_grid_carries_running_sums_over_as_upper_bounds(client, db, 
         assert sorted(s.execute(text("SELECT grid_version FROM ledger_charges")).scalars()) == [1, 2]
     audit = client.get("/v1/users/a/audit", headers=VIEW).json()
     assert audit["running_not_below_recomputed"] and audit["charges_in_log"] == 2
+
+
+def test_ids_that_could_not_be_addressed_in_a_path_are_refused_on_creation(client):
+    """Regression (red-team): bulk creation and POST /v1/cohorts accepted ids with '/', which no
+    /v1/users/{user_id} or /v1/cohorts/{cohort_id} request can name (404 'Not Found' forever)."""
+    budget = {"epsilon": 8.0, "delta": 1e-6}
+    for body in ({"users": ["ok", "s/l"], "budget": budget}, {"id_range": {"prefix": "a/", "count": 2}, "budget": budget}):
+        r = client.post("/v1/users/bulk", json=body, headers=ADMIN)
+        assert r.status_code == 422, r.text
+    assert client.get("/v1/users/ok", headers=VIEW).status_code == 404  # nothing was created
+    r = client.post("/v1/cohorts", json={"cohort_id": "c/d"}, headers=ADMIN)
+    assert r.status_code == 422, r.text
+    # every id that can be created can be read back through its path
+    odd = ["a b", "😀", "a?b#c", "..", "x" * 256]  # ("%2F" works over HTTP; TestClient decodes paths twice)
+    r = client.post("/v1/users/bulk", json={"users": odd, "budget": budget}, headers=ADMIN)
+    assert r.status_code == 201, r.text
+    from urllib.parse import quote
+
+    for uid in odd:
+        g = client.get("/v1/users/" + quote(uid, safe="").replace(".", "%2E"), headers=VIEW)
+        assert g.status_code == 200 and g.json()["user_id"] == uid, (uid, g.text)
