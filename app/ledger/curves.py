@@ -89,7 +89,7 @@ def status(budget: Budget, spent: np.ndarray) -> Status:
     """Spent ε at the budget's δ (declared: minimised over the grid; filter: at α_f)."""
     if budget.policy == "filter":
         i = grid_index(budget.filter_order)
-        eps = float(epsilon_vector(ORDERS[i:i + 1], spent[i:i + 1], budget.delta)[0])
+        eps = float(epsilon_vector(ORDERS[i:i + 1], spent[i:i + 1], budget.delta)[0]) if spent[i] else 0.0
         eps = max(0.0, eps) if math.isfinite(eps) else math.inf
         order = float(budget.filter_order)
     else:
@@ -118,8 +118,14 @@ def admits(budget: Budget, after: np.ndarray) -> bool:
 
 
 def pick_filter_order(cost: np.ndarray, delta: float) -> float:
-    """The grid order minimising ε(δ) of a planned event's curve."""
-    vec = epsilon_vector(ORDERS, cost, delta)
+    """The grid order minimising ε(δ) of a planned event's curve.
+
+    Minimises cost(α) + conversion term(α) — ε before it is clipped at 0 — which is also the order with
+    the most room for the event under the filter (B(α) − cost(α)). With the clipped ε, a nearly free
+    event ties at 0 everywhere and the first grid order won, whose B(α) is usually negative."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        conv = (math.log(1.0 / delta) + (ORDERS - 1.0) * np.log1p(-1.0 / ORDERS) - np.log(ORDERS)) / (ORDERS - 1.0)
+    vec = np.where(np.isfinite(cost), cost + conv, np.inf)
     if not np.any(np.isfinite(vec)):
         raise ValueError("the planned event's curve is unbounded at every grid order")
     return float(ORDERS[int(np.argmin(vec))])
@@ -163,7 +169,7 @@ def evaluate(budgets: list[Budget], after: np.ndarray) -> tuple[np.ndarray, list
     statuses = []
     for k in range(g):
         if is_filter[k]:
-            e = float(f_eps[k])
+            e = float(f_eps[k]) if f_val[k] else 0.0  # as status(): nothing spent at α_f is ε = 0
             order = float(budgets[k].filter_order)
         elif not nonzero[k]:
             e, order = 0.0, None

@@ -395,3 +395,21 @@ def test_ids_that_could_not_be_addressed_in_a_path_are_refused_on_creation(clien
     for uid in odd:
         g = client.get("/v1/users/" + quote(uid, safe="").replace(".", "%2E"), headers=VIEW)
         assert g.status_code == 200 and g.json()["user_id"] == uid, (uid, g.text)
+
+
+def test_filter_planned_event_that_costs_nothing_picks_an_order_with_room(client):
+    """Regression (red-team): a planned event with a zero curve (pure_dp ε = 0) tied at ε = 0 on every
+    order, the first grid order (1.1) won and its B(α_f) < 0 made PUT a 422 that told the user to
+    'choose another order' although they had not chosen one."""
+    r = put(client, "z", eps=4.0, delta=1e-6, policy="filter", planned_event={"mechanism": "pure_dp", "epsilon": 0.0})
+    assert r.status_code == 201, r.text
+    info = r.json()["filter"]
+    assert info["order_budget"] == max(filter_B(4.0, 1e-6, a) for a in ORDERS)
+
+
+def test_a_fresh_filter_user_has_spent_nothing_even_at_a_tiny_delta(client):
+    """Regression (red-team): with δ_B = 1e-300 a filter user with no charges showed spent.epsilon ≈ 6904."""
+    r = put(client, "t", eps=1e6, delta=1e-300, policy="filter", filter_order=1.1)
+    assert r.status_code == 201, r.text
+    for body in (r.json(), client.get("/v1/users/t", headers=VIEW).json()):
+        assert body["spent"]["epsilon"] == 0.0 and body["remaining_epsilon"] == 1e6
