@@ -22,9 +22,10 @@ JENSEN_BINS = 50_000    # bins used beyond that
 _CELLS = 2_000_000      # (orders × points) evaluated per chunk
 
 
-def _log_phi(beta: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """log φ_β(x), φ_β(x) = (1+x)^β − 1 − βx, for an (orders × points) grid; −inf where 0."""
-    v = beta * np.log1p(x)
+def _log_phi(beta: np.ndarray, x: np.ndarray, lr: np.ndarray) -> np.ndarray:
+    """log φ_β(x), φ_β(x) = (1+x)^β − 1 − βx, for an (orders × points) grid; −inf where 0.
+    ``lr`` is log(1+x) computed accurately (1 + x can be ~e^{−ε0}, where log1p(x) loses digits)."""
+    v = beta * lr
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         big = v > 30.0
         small_val = np.expm1(np.where(big, 0.0, v)) - beta * x
@@ -74,7 +75,7 @@ def rr_shuffle_log_moments(m: int, epsilon0: float, gamma: float, orders: np.nda
     if hi - lo + 1 <= DENSE_MAX:
         K = np.arange(lo, hi + 1, dtype=float)
         logw = stats.binom.logpmf(K, m, p)
-        x = slope * (K / m - p)
+        frac = K / m
     else:
         edges = np.linspace(lo, hi + 1, JENSEN_BINS + 1)
         edges = np.unique(np.floor(edges))
@@ -87,11 +88,16 @@ def rr_shuffle_log_moments(m: int, epsilon0: float, gamma: float, orders: np.nda
         kbar = np.clip(first / mass, a[ok], b[ok])
         with np.errstate(divide="ignore"):
             logw = np.log(mass)
-        x = slope * (kbar / m - p)
+        frac = kbar / m
+    x = slope * (frac - p)
+    # log r: near r = 1 from x; where r is small (large ε0, γ ≈ 1) 1 + x cancels, so use
+    # r = ((1−γ) + γ/E) + γ·(E − 1/E)·K/m, a sum of non-negative terms
+    with np.errstate(divide="ignore"):
+        lr = np.where(x < -0.5, np.log((1.0 - gamma) + gamma * np.exp(-epsilon0) + slope * frac), np.log1p(x))
     log_s = np.empty(betas.shape)
     step = max(1, _CELLS // max(x.size, 1))
     for j in range(0, orders.size, step):  # chunks of orders bound the memory
-        lp = _log_phi(betas[:, j:j + step, None], x[None, None, :]) + logw[None, None, :]
+        lp = _log_phi(betas[:, j:j + step, None], x[None, None, :], lr[None, None, :]) + logw[None, None, :]
         log_s[:, j:j + step] = logsumexp(lp, axis=-1)
     fwd, rev = np.logaddexp(0.0, log_s)  # log(1 + E[φ])
     return fwd, rev

@@ -94,3 +94,15 @@ def test_cap_makes_small_n_sane():
     # n = 100, ε0 = 3, α = 2: U1 = 5.42 > ε0, the default is the pure-DP cap
     assert A.shuffle_rdp(100, 3.0, [2], bound="u1")[0] > 5.4
     assert A.shuffle_rdp(100, 3.0, [2])[0] <= 3.0
+
+
+def test_exact_lower_accurate_at_large_epsilon0():
+    # r(0) = 1/E: computed as 1 + x with x ≈ −1 it lost ~8 digits at ε0 ≈ 19.6, and the "exact"
+    # lower bound came out above the ε0-DP cap and above the (valid) clone bound.
+    # Reference: 50-digit mpmath sum over K ~ Bin(2, 1/(E+1)).
+    n, eps0 = 2, 19.585420770342218
+    lo = A.shuffle_rdp(n, eps0, [2.0], bound="lower")[0]
+    assert abs(lo - 19.585420764102142347) <= 1e-13 * 19.6
+    assert lo <= A.shuffle_rdp(n, eps0, [2.0], bound="cap")[0]
+    assert lo <= A.shuffle_rdp(n, eps0, [2.0])[0]
+    assert A.subsampled_shuffle_rdp(19, 19, 19.80485892288734, [4.0], bound="lower")[0] <= 19.80485892288734
