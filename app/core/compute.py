@@ -20,7 +20,7 @@ import numpy as np
 
 import accountant
 from accountant import AccountantError, InvalidParameter
-from accountant._validation import check_orders
+from accountant._validation import MAX_N, check_orders
 from app.schemas.events import MAX_USERS
 
 #: per-order cost floor in the work estimate (small orders cost about as much as α = 1000)
@@ -276,16 +276,26 @@ def calibrate_result(event: dict, solve_for: str, target_epsilon: float, delta: 
         kwargs["orders"] = grid
     if progress is not None:
         kwargs["progress"] = progress
-    res = fn(dict(event), solve_for, target_epsilon, delta, **kwargs)
-    ev = accountant.event_from_dict(_get(res, "event"))
-    if solve_for == "n" and ev.n > MAX_USERS:
+    def above_the_cap(ev, needed: str):
         at_cap = accountant.epsilon_guarantee([_replace_field(ev, "n", MAX_USERS)], delta, grid)
-        raise accountant.InfeasibleTarget(
+        return accountant.InfeasibleTarget(
             f"no n <= {MAX_USERS:.0e} users meets the target epsilon <= {target_epsilon:g} at delta = {delta:g} "
-            f"(it would take n = {ev.n:.3g}); with n = {MAX_USERS:.0e} epsilon = {at_cap.epsilon:.6g}. Raise the "
+            f"({needed}); with n = {MAX_USERS:.0e} epsilon = {at_cap.epsilon:.6g}. Raise the "
             "target, lower epsilon0 or the number of rounds",
             best_epsilon=float(at_cap.epsilon),
         )
+
+    try:
+        res = fn(dict(event), solve_for, target_epsilon, delta, **kwargs)
+    except accountant.InfeasibleTarget:
+        if solve_for != "n":
+            raise
+        # the accountant searched up to its own cap (10¹⁵); the best ε reachable here is at MAX_USERS
+        raise above_the_cap(accountant.event_from_dict({**event, "n": MAX_USERS}),
+                            f"not even n = {MAX_N:.0e}") from None
+    ev = accountant.event_from_dict(_get(res, "event"))
+    if solve_for == "n" and ev.n > MAX_USERS:
+        raise above_the_cap(ev, f"it would take n = {ev.n:.3g}")
     evd = ev.to_dict()
     out: dict[str, Any] = {
         "event": evd,

@@ -258,3 +258,16 @@ def test_health_is_static_and_fast(client):
     for _ in range(50):
         assert client.get("/health").json()["status"] == "ok"
     assert (time.perf_counter() - t0) / 50 < 0.02
+
+
+def test_infeasible_n_reports_the_best_epsilon_within_the_http_cap(client):
+    """Regression (red-team): when no n ≤ 10¹⁵ (the accountant's cap) met the target, the 422 quoted the
+    accountant's best ε at n = 10¹⁵ — an n the HTTP API refuses (n ≤ 10¹²) — as 'the best achievable'."""
+    event = {"mechanism": "shuffle", "epsilon0": 5.0, "count": 10**6}
+    r = client.post("/v1/calibrate", json={"solve_for": "n", "target": {"epsilon": 0.01, "delta": 1e-12},
+                                           "event": event})
+    body = _clear_4xx(r, 422)
+    at_cap = client.post("/v1/epsilon", json={"events": [{**event, "n": 10**12}], "delta": 1e-12}).json()["epsilon"]
+    assert body["error"] == "InfeasibleTarget"
+    assert body["best_epsilon"] == pytest.approx(at_cap, rel=1e-9)
+    assert "1e+12" in body["detail"] and "1,000,000,000,000,000" not in body["detail"]
