@@ -106,3 +106,12 @@ def test_exact_lower_accurate_at_large_epsilon0():
     assert lo <= A.shuffle_rdp(n, eps0, [2.0], bound="cap")[0]
     assert lo <= A.shuffle_rdp(n, eps0, [2.0])[0]
     assert A.subsampled_shuffle_rdp(19, 19, 19.80485892288734, [4.0], bound="lower")[0] <= 19.80485892288734
+
+
+def test_pure_dp_cap_accurate_near_order_one():
+    # the log-cosh difference cancelled near α = 1: at α = 1 + 1e-12, ε0 = 0.5 the cap was 7e-5
+    # below its exact value (so the default upper bound too). Reference: 60-digit mpmath.
+    v = A.shuffle_rdp(1, 0.5, [1.0 + 1e-12], bound="cap")[0]
+    ref = 0.12245933120197206649
+    assert ref * (1 - 1e-9) <= v <= ref * (1 + 1e-9)
+    assert A.shuffle_rdp(1, 20.0, [1.0 + 1e-15])[0] >= 19.9999999
