@@ -121,6 +121,12 @@ def create_app() -> FastAPI:
                     "msg": str(e.get("msg", ""))[:500], "input": _sanitize(e.get("input"))}
             if e.get("ctx"):
                 item["ctx"] = _sanitize(e["ctx"])
+            if (item["loc"] == ["body"] and item["type"] == "model_attributes_type"
+                    and isinstance(e.get("input"), (bytes, str))
+                    and "json" not in request.headers.get("content-type", "").lower()):
+                # FastAPI reads a body sent without a JSON content type (curl -d defaults to a form) as raw bytes
+                item["msg"] = ("the body was not read as JSON: send the header 'Content-Type: application/json' "
+                               "(curl: -H 'content-type: application/json')")
             out.append(item)
         extra = {"errors_omitted": len(errors) - _MAX_ERRORS} if len(errors) > _MAX_ERRORS else {}
         return _error(422, out, request, **extra)

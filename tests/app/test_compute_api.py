@@ -271,3 +271,13 @@ def test_infeasible_n_reports_the_best_epsilon_within_the_http_cap(client):
     assert body["error"] == "InfeasibleTarget"
     assert body["best_epsilon"] == pytest.approx(at_cap, rel=1e-9)
     assert "1e+12" in body["detail"] and "1,000,000,000,000,000" not in body["detail"]
+
+
+@pytest.mark.parametrize("content_type", [None, "application/x-www-form-urlencoded", "text/plain"])
+def test_a_json_body_without_the_json_content_type_says_so(client, content_type):
+    """Regression (red-team): `curl -d '{...}'` (a form content type by default) got 'Input should be a
+    valid dictionary', which does not say what to change."""
+    headers = {} if content_type is None else {"content-type": content_type}
+    r = client.post("/v1/epsilon", content=json.dumps({"events": [SMALL], "delta": 1e-6}).encode(), headers=headers)
+    body = _clear_4xx(r, 422)
+    assert "Content-Type: application/json" in body["detail"][0]["msg"], body
