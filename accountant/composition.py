@@ -41,7 +41,9 @@ def _orders_key(orders) -> tuple:
 
 def laplace_rdp(scale: float, orders: np.ndarray) -> np.ndarray:
     """Exact RDP of the Laplace mechanism, b = scale·Δ (Mironov 2017, Prop. 6), in log space."""
-    a = np.asarray(orders, dtype=float)
+    # D_α is non-decreasing in α: orders within 1e-3 of 1 use the value at 1.001, away from the
+    # 0/0 of the closed form (which would round below the exact value there)
+    a = np.maximum(np.asarray(orders, dtype=float), 1.001)
     lam = 1.0 / scale
     t1 = np.log(a) - np.log(2 * a - 1) + (a - 1) * lam
     t2 = np.log(a - 1) - np.log(2 * a - 1) - a * lam

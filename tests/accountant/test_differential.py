@@ -127,3 +127,19 @@ def test_conversion_matches_mpmath_on_random_curves():
         delta = float(10 ** rng.uniform(-12, -3))
         eps, _ = A.epsilon_from_rdp(orders, rdp, delta)
         _close(eps, R.conv_epsilon(orders, rdp, delta), 1e-12)
+
+
+def test_exact_lower_keeps_relative_accuracy_for_tiny_likelihood_offsets():
+    """Regression: with tiny γ or ε0 the summand (1+x)^β − 1 − βx cancelled (3e-4 relative error at
+    k = 1, n = 4.4e6, ε0 = 1e-6); the binomial series is used there."""
+    got = A.subsampled_shuffle_rdp(4405193, 1, 1e-6, [4], bound="lower")[0]
+    _close(got, R.rr_lower(1, 1e-6, mp.mpf(1) / 4405193, 4), 1e-9)
+    _close(A.shuffle_rdp(500, 0.001, [3.0], bound="lower")[0], R.rr_lower(500, 0.001, 1, 3.0), 1e-9)
+
+
+def test_laplace_near_order_one_is_not_below_exact():
+    for a in (1.0001, 1.001, 1.01, 1.5):
+        got = A.event_rdp({"mechanism": "laplace", "scale": 1.0}, [a])[0]
+        a_ = mp.mpf(a)
+        exact = mp.log(a_ / (2 * a_ - 1) * mp.e ** (a_ - 1) + (a_ - 1) / (2 * a_ - 1) * mp.e ** (-a_)) / (a_ - 1)
+        assert got >= float(exact) * (1 - 1e-15)
