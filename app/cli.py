@@ -21,6 +21,7 @@ import os
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Sequence
 
 EXIT_USAGE = 2
@@ -330,6 +331,19 @@ def _redact(url: str) -> str:
 
 
 # ----------------------------------------------------------------------------------------- parser
+def _int_in(lo: int, hi: int):
+    def parse(s: str) -> int:
+        try:
+            v = int(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {s!r}") from None
+        if not lo <= v <= hi:
+            raise argparse.ArgumentTypeError(f"expected an integer from {lo} to {hi}, got {v}")
+        return v
+
+    return parse
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="privacy-accountant",
@@ -339,8 +353,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("serve", help="run the HTTP service (migrates the database first)")
     s.add_argument("--host", default="127.0.0.1")
-    s.add_argument("--port", type=int, default=8000)
-    s.add_argument("--workers", type=int, default=1)
+    s.add_argument("--port", type=_int_in(1, 65535), default=8000)
+    s.add_argument("--workers", type=_int_in(1, 1024), default=1)
     s.add_argument("--log-level", choices=["critical", "error", "warning", "info", "debug"],
                    type=str.lower, help="default: $ACCOUNTANT_LOG_LEVEL or info")
     s.set_defaults(func=cmd_serve, serve=True)
@@ -386,7 +400,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if getattr(a, "serve", False):
             return a.func(a)
-        res, text = a.func(a)
+        with warnings.catch_warnings():  # numpy overflow notes (an unbounded curve is reported as such)
+            warnings.simplefilter("ignore", RuntimeWarning)
+            res, text = a.func(a)
     except CliError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE

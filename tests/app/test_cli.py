@@ -120,3 +120,20 @@ def test_serve_refuses_to_start_without_its_database():
                        timeout=120)
     assert r.returncode == 1
     assert "could not migrate" in r.stderr and "hunter2-secret" not in r.stderr + r.stdout
+
+
+@pytest.mark.parametrize("argv", [["--port", "99999"], ["--port", "-1"], ["--port", "x"], ["--workers", "0"]])
+def test_serve_refuses_impossible_ports_and_worker_counts(capsys, argv):
+    """Regression (red-team): `serve --port 99999` and `--workers 0` started a server (or died with
+    exit code 3 after printing uvicorn logs) instead of a usage error."""
+    with pytest.raises(SystemExit) as exc:
+        main(["serve", *argv])
+    assert exc.value.code == 2
+    assert "expected an integer" in capsys.readouterr().err
+
+
+def test_an_unbounded_curve_prints_no_numpy_warning(capsys):
+    """Regression (red-team): a RuntimeWarning and its source line were printed above the error."""
+    code, out, err = run(capsys, "epsilon", "-m", "gaussian", "--noise-multiplier", "1e-300", "--delta", "1e-8")
+    assert code == 2 and "unbounded" in err
+    assert "Warning" not in err and "round_up" not in err
