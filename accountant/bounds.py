@@ -218,7 +218,8 @@ def _wbk19(n: int, k: int, epsilon0: float, ints: np.ndarray, output: str) -> np
 
 def subsampled_upper_detail(n: int, k: int, epsilon0: float, orders, output: str = "discrete") -> CurveDetail:
     """Default subsampled-shuffle upper bound with its per-order source:
-    min(interp(min(SU, WBK19, cap) at integers), cap). SU only for discrete outputs and k ≥ 2."""
+    min(interp(min(SU, WBK19, cap) at integers), cap, the k-user shuffle's own default curve).
+    SU only for discrete outputs and k ≥ 2."""
     o = check_orders(orders)
     n, k = _check_nk(n, k)
     epsilon0 = check_epsilon0(epsilon0)
@@ -238,11 +239,16 @@ def subsampled_upper_detail(n: int, k: int, epsilon0: float, orders, output: str
 
     interp = round_up(interpolate_integer_bound(o, int_min))
     capv = _ss.cap(n, k, epsilon0, o)
-    vals = np.minimum(interp, capv)
+    # Subsampling never hurts: by joint quasi-convexity of D_α over the (common) sample sets, the
+    # subsampled curve is at most the k-user shuffle's own curve.
+    inner = shuffle_upper_detail(k, epsilon0, o, output).rdp if epsilon0 > 0 else np.zeros(o.shape)
+    vals = np.minimum.reduce([interp, capv, inner])
     sources = []
-    for a, v, c in zip(o, interp, capv):
-        if c <= v:
+    for a, v, c, s in zip(o, interp, capv, inner):
+        if c <= min(v, s):
             sources.append("cap")
+        elif s < v:
+            sources.append("shuffle_k")
         elif a == np.floor(a):
             sources.append(labels[chosen.get(int(a), 0)])
         else:

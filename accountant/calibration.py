@@ -88,7 +88,7 @@ from typing import Any
 import numpy as np
 
 from ._validation import MAX_COUNT, MAX_EPSILON0, MAX_N, check_delta, check_orders
-from .composition import Guarantee, _refine_orders, epsilon_guarantee, event_rdp
+from .composition import UNBOUNDED, Guarantee, _refine_orders, epsilon_guarantee, event_rdp
 from .conversion import epsilon_vector
 from .errors import AccountantError, InfeasibleTarget, InvalidEvent, InvalidParameter
 from .events import EVENT_TYPES, ShuffleEvent, SubsampledShuffleEvent, as_event, event_from_dict
@@ -1031,7 +1031,7 @@ def epsilon_over_rounds(event, delta: float, counts, orders=None) -> RoundsCurve
         rows = np.arange(cc.shape[0])
         best = eps[rows, idx]
         if not np.all(np.isfinite(best)):
-            raise InvalidParameter("the composed curve is unbounded at every usable order; no finite ε exists")
+            raise InvalidParameter(UNBOUNDED)
         best_ord = grid[idx].copy()
         for i in np.unique(idx[best > 0]):
             sel = np.nonzero((idx == i) & (best > 0))[0]

@@ -15,7 +15,7 @@ import numpy as np
 
 from . import bounds as _b
 from ._numerics import pure_dp_rdp, round_up
-from ._validation import check_delta, check_epsilon, check_orders
+from ._validation import MAX_ORDER, check_delta, check_epsilon, check_orders
 from .conversion import epsilon_vector, log_delta_vector
 from .errors import InvalidParameter
 from .events import (
@@ -31,6 +31,11 @@ from .events import (
 from .orders import DEFAULT_ORDERS
 
 _REFINE_POINTS = 24
+UNBOUNDED = (
+    "the composed curve is unbounded at every usable order, so no finite ε exists: the conversion uses "
+    "orders α > 1.01 only, so include some (or omit 'orders' for the default grid), and check that every "
+    "event has a finite curve at them (an 'rdp_curve' event is unknown above its largest order)"
+)
 
 
 def _orders_key(orders) -> tuple:
@@ -137,7 +142,7 @@ class Guarantee:
 
 def _refine_orders(orders: np.ndarray, i: int) -> np.ndarray:
     lo = orders[i - 1] if i > 0 else max(1.0 + (orders[0] - 1.0) / 2.0, 1.0105)
-    hi = orders[i + 1] if i + 1 < orders.size else orders[i] * 1.25
+    hi = orders[i + 1] if i + 1 < orders.size else min(orders[i] * 1.25, MAX_ORDER)
     pts = np.linspace(lo, hi, _REFINE_POINTS + 2)[1:-1]
     return pts[(pts != orders[i]) & (pts > 1.0)]
 
@@ -156,7 +161,7 @@ def epsilon_guarantee(events: Iterable, delta: float, orders=None, refine: bool 
     eps = epsilon_vector(grid, curve, delta)
     i = int(np.argmin(eps))
     if not np.isfinite(eps[i]):
-        raise InvalidParameter("the composed curve is unbounded at every usable order; no finite ε exists")
+        raise InvalidParameter(UNBOUNDED)
     best_eps, best_order = float(eps[i]), float(grid[i])
     if refine and best_eps > 0:
         fine = _refine_orders(grid, i)

@@ -31,7 +31,8 @@ def epsilon_vector(orders: np.ndarray, rdp: np.ndarray, delta: float) -> np.ndar
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         eps = r + np.log1p(-1.0 / a) - np.log(delta * a) / (a - 1.0)
         eps = np.where(a > _MIN_CONVERSION_ORDER, eps, np.inf)
-        kl = delta**2 + np.expm1(-r) > 0
+        # δ² + expm1(−r) > 0, in log space so that δ² cannot underflow (δ < 1e-162)
+        kl = 2.0 * np.log(delta) > np.log(-np.expm1(-r))
     eps = np.where(kl, 0.0, eps)
     return np.where(np.isfinite(r), eps, np.inf)
 

@@ -122,3 +122,23 @@ def test_central_events():
     assert lap == pytest.approx(want, rel=1e-12)
     pure = A.event_rdp({"mechanism": "pure_dp", "epsilon": 1.0}, [2.0])[0]
     assert pure == pytest.approx(A.shuffle_rdp(5, 1.0, [2.0], bound="cap")[0], rel=1e-12)
+
+
+def test_subsampling_never_looser_than_the_k_user_shuffle():
+    """Regression: continuous output at k = n gave ε = 6.97 where the plain shuffle gives 0.049."""
+    sub = {"mechanism": "subsampled_shuffle", "n": 10**5, "k": 10**5, "epsilon0": 1.0, "count": 10, "output": "continuous"}
+    plain = {"mechanism": "shuffle", "n": 10**5, "epsilon0": 1.0, "count": 10, "output": "continuous"}
+    assert A.epsilon([sub], 1e-5)[0] <= A.epsilon([plain], 1e-5)[0] * (1 + 1e-12)
+    r_sub = A.subsampled_shuffle_rdp(1000, 100, 2.0, A.DEFAULT_ORDERS)
+    r_k = A.shuffle_rdp(100, 2.0, A.DEFAULT_ORDERS)
+    assert np.all(r_sub <= r_k * (1 + 1e-12))
+
+
+def test_top_order_and_tiny_delta_edge_cases():
+    # refinement above the largest order stays within the order limit
+    eps, order = A.epsilon([{"mechanism": "pure_dp", "epsilon": 1.0}], 1e-8, orders=[999999])
+    assert np.isfinite(eps) and order <= 1e6
+    # a zero curve is ε = 0 even where δ² underflows
+    assert A.epsilon([{"mechanism": "pure_dp", "epsilon": 0.0}], 1e-300)[0] == 0.0
+    with pytest.raises(InvalidParameter, match="1.01"):
+        A.epsilon([{"mechanism": "pure_dp", "epsilon": 1.0}], 1e-8, orders=[1.005])
