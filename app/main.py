@@ -17,6 +17,7 @@ from app.core.config import get_settings
 from app.core.logging import request_id_var
 from app.core.metrics import DOMAIN_ERRORS
 from app.core.middleware import ServiceMiddleware
+from app.ledger.service import LedgerError
 
 log = logging.getLogger("app")
 
@@ -107,6 +108,15 @@ def create_app() -> FastAPI:
             best = float(best) if best is not None and math.isfinite(best) else None
             return _error(422, str(exc), request, error=name, best_epsilon=best)
         return _error(400, str(exc), request, error=name)
+
+    @app.exception_handler(LedgerError)
+    async def ledger_error(request: Request, exc: LedgerError):
+        """Every ledger refusal or lookup failure (404 unknown, 409 refused/conflict, 422 …) as JSON."""
+        body = exc.body()
+        rid = request_id_var.get()
+        if rid:
+            body["request_id"] = rid
+        return JSONResponse(status_code=exc.status_code, content=body)
 
     @app.exception_handler(CalibrationUnavailable)
     async def calibration_unavailable(request: Request, exc: CalibrationUnavailable):

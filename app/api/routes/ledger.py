@@ -38,10 +38,6 @@ REFUSAL_DOC = (
 router = APIRouter(prefix="/v1", tags=["ledger"])
 
 
-def _error(e: svc.LedgerError) -> JSONResponse:
-    return JSONResponse(status_code=e.status_code, content=e.body())
-
-
 def _budget(req) -> svc.Budget:
     planned = req.planned_event.to_accountant() if req.planned_event is not None else None
     return svc.make_budget(req.budget.epsilon, req.budget.delta, req.policy, req.filter_order, planned)
@@ -59,10 +55,7 @@ def _budget(req) -> svc.Budget:
 )
 def put_user(user_id: UserPath, body: sch.UserPut, response: Response, db: Database = Depends(get_db),
              _actor=Depends(require_admin)):
-    try:
-        created, view = svc.put_user(db, user_id, _budget(body))
-    except svc.LedgerError as e:
-        return _error(e)
+    created, view = svc.put_user(db, user_id, _budget(body))
     response.status_code = 201 if created else 200
     return view
 
@@ -75,10 +68,7 @@ def put_user(user_id: UserPath, body: sch.UserPut, response: Response, db: Datab
     responses={409: {"model": sch.ErrorBody, "description": "some ids exist (on_conflict='error')"}, **AUTH_ERRORS},
 )
 def bulk_users(body: sch.BulkUsersRequest, db: Database = Depends(get_db), _actor=Depends(require_admin)):
-    try:
-        return svc.bulk_create_users(db, body.all_ids(), _budget(body), body.on_conflict)
-    except svc.LedgerError as e:
-        return _error(e)
+    return svc.bulk_create_users(db, body.all_ids(), _budget(body), body.on_conflict)
 
 
 @router.get(
@@ -88,10 +78,7 @@ def bulk_users(body: sch.BulkUsersRequest, db: Database = Depends(get_db), _acto
     responses={404: {"model": sch.ErrorBody, "description": "unknown user"}, **AUTH_ERRORS},
 )
 def get_user(user_id: UserPath, db: Database = Depends(get_db), _actor=Depends(require_reader)):
-    try:
-        return svc.get_user(db, user_id)
-    except svc.LedgerError as e:
-        return _error(e)
+    return svc.get_user(db, user_id)
 
 
 @router.get(
@@ -102,10 +89,7 @@ def get_user(user_id: UserPath, db: Database = Depends(get_db), _actor=Depends(r
 )
 def user_charges(user_id: UserPath, limit: int = Query(100, ge=1, le=10_000), offset: int = Query(0, ge=0, le=10**12),
                  db: Database = Depends(get_db), _actor=Depends(require_reader)):
-    try:
-        return svc.list_user_charges(db, user_id, limit, offset)
-    except svc.LedgerError as e:
-        return _error(e)
+    return svc.list_user_charges(db, user_id, limit, offset)
 
 
 @router.get(
@@ -114,10 +98,7 @@ def user_charges(user_id: UserPath, limit: int = Query(100, ge=1, le=10_000), of
     responses={404: {"model": sch.ErrorBody, "description": "unknown user"}, **AUTH_ERRORS},
 )
 def user_cohorts(user_id: UserPath, db: Database = Depends(get_db), _actor=Depends(require_reader)):
-    try:
-        return svc.user_cohorts(db, user_id)
-    except svc.LedgerError as e:
-        return _error(e)
+    return svc.user_cohorts(db, user_id)
 
 
 @router.get(
@@ -128,10 +109,7 @@ def user_cohorts(user_id: UserPath, db: Database = Depends(get_db), _actor=Depen
 )
 def user_history(user_id: UserPath, limit: int = Query(500, ge=2, le=10_000), db: Database = Depends(get_db),
                  _actor=Depends(require_reader)):
-    try:
-        return svc.user_history(db, user_id, limit)
-    except svc.LedgerError as e:
-        return _error(e)
+    return svc.user_history(db, user_id, limit)
 
 
 @router.get(
@@ -142,10 +120,7 @@ def user_history(user_id: UserPath, limit: int = Query(500, ge=2, le=10_000), db
     responses={404: {"model": sch.ErrorBody, "description": "unknown user"}, **AUTH_ERRORS},
 )
 def user_audit(user_id: UserPath, db: Database = Depends(get_db), _actor=Depends(require_reader)):
-    try:
-        return svc.recompute_user(db, user_id)
-    except svc.LedgerError as e:
-        return _error(e)
+    return svc.recompute_user(db, user_id)
 
 
 @router.get(
@@ -185,11 +160,8 @@ def nearest_exhaustion(limit: int = Query(20, ge=1, le=1000), db: Database = Dep
 def post_charge(body: sch.ChargeRequest, db: Database = Depends(get_db), actor=Depends(require_charger)):
     event = body.event.model_dump(mode="json", exclude_unset=True)
     event["mechanism"] = body.event.mechanism
-    try:
-        result = svc.charge(db, event=event, cost_event=body.event.to_accountant(), actor=svc.Actor(actor.name, actor.role),
-                            users=body.users, cohort=body.cohort, idempotency_key=body.idempotency_key)
-    except svc.LedgerError as e:
-        return _error(e)
+    result = svc.charge(db, event=event, cost_event=body.event.to_accountant(), actor=svc.Actor(actor.name, actor.role),
+                        users=body.users, cohort=body.cohort, idempotency_key=body.idempotency_key)
     return JSONResponse(status_code=201, content=result)
 
 
@@ -203,10 +175,7 @@ def post_charge(body: sch.ChargeRequest, db: Database = Depends(get_db), actor=D
     responses={409: {"model": sch.ErrorBody, "description": "the cohort exists"}, **AUTH_ERRORS},
 )
 def create_cohort(body: sch.CohortCreate, db: Database = Depends(get_db), _actor=Depends(require_admin)):
-    try:
-        return svc.create_cohort(db, body.cohort_id, body.description)
-    except svc.LedgerError as e:
-        return _error(e)
+    return svc.create_cohort(db, body.cohort_id, body.description)
 
 
 @router.get(
@@ -214,10 +183,7 @@ def create_cohort(body: sch.CohortCreate, db: Database = Depends(get_db), _actor
     responses={404: {"model": sch.ErrorBody, "description": "unknown cohort"}, **AUTH_ERRORS},
 )
 def get_cohort(cohort_id: CohortPath, db: Database = Depends(get_db), _actor=Depends(require_reader)):
-    try:
-        return svc.get_cohort(db, cohort_id)
-    except svc.LedgerError as e:
-        return _error(e)
+    return svc.get_cohort(db, cohort_id)
 
 
 @router.post(
@@ -227,10 +193,7 @@ def get_cohort(cohort_id: CohortPath, db: Database = Depends(get_db), _actor=Dep
 )
 def add_members(cohort_id: CohortPath, body: sch.MembersRequest, db: Database = Depends(get_db),
                 _actor=Depends(require_admin)):
-    try:
-        return svc.change_members(db, cohort_id, body.all_ids(), join=True)
-    except svc.LedgerError as e:
-        return _error(e)
+    return svc.change_members(db, cohort_id, body.all_ids(), join=True)
 
 
 @router.post(
@@ -241,10 +204,7 @@ def add_members(cohort_id: CohortPath, body: sch.MembersRequest, db: Database = 
 )
 def remove_members(cohort_id: CohortPath, body: sch.MembersRequest, db: Database = Depends(get_db),
                    _actor=Depends(require_admin)):
-    try:
-        return svc.change_members(db, cohort_id, body.all_ids(), join=False)
-    except svc.LedgerError as e:
-        return _error(e)
+    return svc.change_members(db, cohort_id, body.all_ids(), join=False)
 
 
 @router.delete(
@@ -254,10 +214,7 @@ def remove_members(cohort_id: CohortPath, body: sch.MembersRequest, db: Database
 )
 def remove_member(cohort_id: CohortPath, user_id: UserPath, db: Database = Depends(get_db),
                   _actor=Depends(require_admin)):
-    try:
-        return svc.change_members(db, cohort_id, [user_id], join=False)
-    except svc.LedgerError as e:
-        return _error(e)
+    return svc.change_members(db, cohort_id, [user_id], join=False)
 
 
 @router.get(
@@ -268,10 +225,7 @@ def remove_member(cohort_id: CohortPath, user_id: UserPath, db: Database = Depen
 def list_members(cohort_id: CohortPath, limit: int = Query(100, ge=1, le=10_000),
                  offset: int = Query(0, ge=0, le=10**12), history: bool = False,
                  db: Database = Depends(get_db), _actor=Depends(require_reader)):
-    try:
-        return svc.list_members(db, cohort_id, limit, offset, history)
-    except svc.LedgerError as e:
-        return _error(e)
+    return svc.list_members(db, cohort_id, limit, offset, history)
 
 
 @router.get(
@@ -284,7 +238,4 @@ def list_members(cohort_id: CohortPath, limit: int = Query(100, ge=1, le=10_000)
 def cohort_history(cohort_id: CohortPath, delta: float = Query(1e-6, gt=0, lt=1),
                    limit: int = Query(500, ge=2, le=10_000), db: Database = Depends(get_db),
                    _actor=Depends(require_reader)):
-    try:
-        return svc.cohort_history(db, cohort_id, delta, limit)
-    except svc.LedgerError as e:
-        return _error(e)
+    return svc.cohort_history(db, cohort_id, delta, limit)
