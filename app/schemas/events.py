@@ -164,10 +164,6 @@ class PureDpEvent(_EventBase):
     count: Count = 1
 
 
-# the names used before the classes were renamed (kept for importers)
-ShuffleEventModel, SubsampledShuffleEventModel, RdpCurveEventModel = ShuffleEvent, SubsampledShuffleEvent, RdpCurveEvent
-GaussianEventModel, LaplaceEventModel, PureDpEventModel = GaussianEvent, LaplaceEvent, PureDpEvent
-
 EVENT_MODELS: dict[str, type[_EventBase]] = {
     "shuffle": ShuffleEvent,
     "subsampled_shuffle": SubsampledShuffleEvent,
@@ -200,7 +196,6 @@ def parse_event(data: Any):
 
 __all__ = [
     "Event", "EventAdapter", "EVENT_MODELS", "parse_event", "StrictModel", "ShuffleEvent", "SubsampledShuffleEvent",
-    "RdpCurveEvent", "GaussianEvent", "LaplaceEvent", "PureDpEvent", "ShuffleEvent",
-    "SubsampledShuffleEvent", "RdpCurveEvent", "GaussianEvent", "LaplaceEvent",
-    "PureDpEvent", "MAX_CURVE_POINTS", "MAX_USERS", "Num", "Int", "num", "integer",
+    "RdpCurveEvent", "GaussianEvent", "LaplaceEvent", "PureDpEvent", "MAX_CURVE_POINTS", "MAX_USERS", "Num", "Int",
+    "num", "integer",
 ]
