@@ -76,7 +76,7 @@ def _check_bound(bound: str, allowed: tuple[str, ...], model: str, output: str) 
     return bound
 
 
-CLONES_VERSION = 1  # bump when the clone evaluation changes, so stored curves are not reused
+CLONES_VERSION = 2  # bump when the clone evaluation changes, so stored curves are not reused
 
 
 def _clones(n: int, epsilon0: float, orders: np.ndarray) -> np.ndarray:
@@ -192,24 +192,34 @@ _WBK_DENSE = 16  # the inner curve is evaluated at every integer up to here and 
 # interpolated in between by convexity: on random events it gives the same ε as every integer to 256 at half the cost
 
 
-def _wbk19(n: int, k: int, epsilon0: float, ints: np.ndarray, output: str) -> np.ndarray:
-    """WBK19 Thm 9 with the tightest inner curve of the k-user shuffle at integer orders."""
+def _wbk_inner_orders(jmax: float) -> np.ndarray:
+    """Orders at which WBK19's inner (k-user shuffle) curve is evaluated tightly: every integer up
+    to ``_WBK_DENSE``, the rounded default grid above, and the largest integer needed."""
+    from .orders import DEFAULT_ORDERS
+
+    sparse = np.unique(np.concatenate([np.arange(2.0, _WBK_DENSE + 1.0), np.round(DEFAULT_ORDERS[DEFAULT_ORDERS >= 2]), [jmax]]))
+    return sparse[sparse <= jmax]
+
+
+def _wbk19(n: int, k: int, epsilon0: float, ints: np.ndarray, output: str, k_curve=None) -> np.ndarray:
+    """WBK19 Thm 9 with the tightest inner curve of the k-user shuffle at integer orders.
+
+    ``k_curve(orders)`` returns that inner curve at given orders (default: the k-user shuffle's
+    default upper bound, computed here); the subsampled default passes one it shares with its
+    own "k-user shuffle" candidate, so the costly clone curve of k users is computed once."""
     if wbk19_rdp is None or epsilon0 == 0.0:
         return np.full(ints.shape, np.inf) if epsilon0 else np.zeros(ints.shape)
-    from .orders import DEFAULT_ORDERS
+    if k_curve is None:
+        def k_curve(os_):
+            return shuffle_upper_detail(k, epsilon0, os_, output).rdp
 
     def inner(js):
         js = np.asarray(js, dtype=float)
         # the tight (costly) inner curve on a sparse grid, extended to every integer by convexity
         # of (α−1)ε(α); closed-form bounds at every integer directly. Any valid inner curve is
         # allowed (WBK19's bound is increasing in each ε(j)).
-        sparse = np.unique(np.concatenate([np.arange(2.0, _WBK_DENSE + 1.0), np.round(DEFAULT_ORDERS[DEFAULT_ORDERS >= 2]),
-                                           [js.max()]]))
-        sparse = sparse[sparse <= js.max()]
-        tight = shuffle_upper_detail(k, epsilon0, sparse, output).rdp
-        table = dict(zip(sparse.astype(np.int64).tolist(), tight))
-        known = np.array(sorted(table))
-        vals = np.array([table[j] for j in known])
+        known = _wbk_inner_orders(float(js.max()))
+        vals = np.asarray(k_curve(known), dtype=float)
         # linear interpolation of (j−1)ε(j) between consecutive known integers
         lin = np.interp(js, known, (known - 1.0) * vals) / (js - 1.0)
         return np.minimum.reduce([lin, _sh.cap(epsilon0, js)])
@@ -227,12 +237,24 @@ def subsampled_upper_detail(n: int, k: int, epsilon0: float, orders, output: str
     _check_output(output)
     labels = {0: "cap", 1: "su", 2: "wbk19"}
     chosen: dict[int, int] = {}
+    # The k-user shuffle curve serves twice — WBK19's inner curve (integer orders) and the
+    # "k-user shuffle" candidate (the requested orders) — so it is computed once, on the union.
+    shared: dict[float, float] = {}
+    if epsilon0 > 0:
+        union = np.unique(np.concatenate([o, _wbk_inner_orders(float(np.ceil(o.max())))]))
+        shared = dict(zip(union.tolist(), shuffle_upper_detail(k, epsilon0, union, output).rdp.tolist()))
+
+    def k_curve(os_):
+        os_ = np.asarray(os_, dtype=float)
+        if all(v in shared for v in os_.tolist()):
+            return np.array([shared[v] for v in os_.tolist()])
+        return shuffle_upper_detail(k, epsilon0, os_, output).rdp
 
     def int_min(ints):
         ints = np.asarray(ints, dtype=np.int64)
         c = [_ss.cap(n, k, epsilon0, ints)]
         c.append(_ss._su_int(n, k, epsilon0, ints) if (output == "discrete" and k >= 2) else np.full(ints.shape, np.inf))
-        c.append(_wbk19(n, k, epsilon0, ints, output))
+        c.append(_wbk19(n, k, epsilon0, ints, output, k_curve))
         st = np.stack(c)
         arg = np.argmin(st, axis=0)
         chosen.update(zip(ints.tolist(), arg.tolist()))
@@ -242,7 +264,7 @@ def subsampled_upper_detail(n: int, k: int, epsilon0: float, orders, output: str
     capv = _ss.cap(n, k, epsilon0, o)
     # Subsampling never hurts: by joint quasi-convexity of D_α over the (common) sample sets, the
     # subsampled curve is at most the k-user shuffle's own curve.
-    inner = shuffle_upper_detail(k, epsilon0, o, output).rdp if epsilon0 > 0 else np.zeros(o.shape)
+    inner = k_curve(o) if epsilon0 > 0 else np.zeros(o.shape)
     vals = np.minimum.reduce([interp, capv, inner])
     sources = []
     for a, v, c, s in zip(o, interp, capv, inner):

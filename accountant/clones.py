@@ -86,6 +86,8 @@ import math
 import numpy as np
 from scipy.special import gammaln
 
+from ._numerics import convex_tighten
+
 __all__ = ["CLONES_MAX_N", "clone_rdp", "clone_cap"]
 
 #: Largest n for which :func:`clone_rdp` certifies a bound (about 1 s on the default grid);
@@ -98,10 +100,15 @@ _RHO_X = 2.0e-4  # target relative slack of the x-discretisation (approximate mo
 _RHO_C = 2.0e-3  # bound on the relative slack of the C-discretisation (approximate mode)
 _RHO_C_EXACT = 1e-13
 _EXACT_BUDGET = 2.5e6  # estimated C-values × x-cells × orders under which a call is evaluated exactly
+_EXACT_MAX_ORDERS = 8  # … for calls with at most this many orders (more: the histogram engine is faster)
+_EXACT_MAX_N = 20_000  # … and n at most this (above, the estimate misses the cost of wide tilted windows)
+_HIST_CELL_BUDGET = 1.6e6  # cells up to which the merged-histogram engine (_clone_hist) is used
+_HIST_EPS0 = (1e-6, 30.0)  # ε0 range of the histogram engine (its design estimates need s² > 0)
 _PAIR_BATCH = 1 << 20
 _CELL_BATCH = 2_000_000
 _REL_SAFETY = 1e-11
 _MAX_ROUNDS = 40
+_CHUNK_SPAN = 4.0  # orders of one chunk span at most this factor
 
 
 # ----------------------------------------------------------------------------------------------
@@ -401,7 +408,11 @@ def _windows(c, a_lo: float, a_hi: float, ctx: _Ctx, exact: bool):
     x_l = np.maximum(0, np.floor(centre - d_l)).astype(np.int64)
     x_h = np.minimum(c + 1, np.ceil(centre + d_h)).astype(np.int64)
     x_h = np.where(edge, c + 1, x_h)
-    x_h = np.where(_concave_above(c, x_h, a_hi, ctx) & (x_h > centre + 1.0), x_h, c + 1)
+    need = x_h < c + 1  # (windows that already reach c + 1 have no upper tail to check)
+    conc = np.ones(c.size, dtype=bool)
+    if need.any():
+        conc[need] = _concave_above(c[need], x_h[need], a_hi, ctx)
+    x_h = np.where(conc & (x_h > centre + 1.0), x_h, c + 1)
     if exact:
         small = c + 2 <= 64
         x_l = np.where(small, 0, x_l)
@@ -1001,7 +1012,7 @@ def _chunk_orders(a: np.ndarray, ctx: _Ctx) -> list[np.ndarray]:
             continue
         cur = [part[0]]
         for v in part[1:]:
-            if v > 4.0 * cur[0] or v - cur[0] > lim or len(cur) >= 24:
+            if v > _CHUNK_SPAN * cur[0] or v - cur[0] > lim or len(cur) >= 24:
                 chunks.append(np.array(cur))
                 cur = [v]
             else:
@@ -1029,7 +1040,7 @@ def _log_tolerance(lf_tot: np.ndarray, rho: np.ndarray) -> np.ndarray:
         return big + np.where(tiny, np.log(rho) + llf, np.log(-np.expm1(-rho * big)))
 
 
-def _log_fm1(n: int, eps0: float, alphas: np.ndarray, exact: bool | None = None) -> np.ndarray:
+def _log_fm1(n: int, eps0: float, alphas: np.ndarray, exact: bool | None = None, engine: str = "auto") -> np.ndarray:
     """Upper bound on log(E_Q[R^α] − 1) for sorted unique orders (see the module docstring).
 
     Each chunk of orders has its own C-grid, refined by bisection until the slack estimate
@@ -1040,7 +1051,18 @@ def _log_fm1(n: int, eps0: float, alphas: np.ndarray, exact: bool | None = None)
     if ctx.N == 0:
         return _log_expm1(_log_cap_f(alphas, ctx))
     if exact is None:
-        exact = _exact_work(ctx, alphas) <= _EXACT_BUDGET
+        exact = alphas.size <= _EXACT_MAX_ORDERS and ctx.N <= _EXACT_MAX_N and _exact_work(ctx, alphas) <= _EXACT_BUDGET
+        if not exact and engine != "adaptive" and _HIST_EPS0[0] <= eps0 <= _HIST_EPS0[1]:
+            from ._clone_hist import HistPlan, hist_log_fm1
+
+            plan = HistPlan(ctx, alphas)
+            if plan.cells <= _HIST_CELL_BUDGET or engine == "hist":
+                res, suspect = hist_log_fm1(plan)
+                if suspect.any() and engine != "hist":
+                    # the grid estimates missed for these orders: the adaptive engine, and the
+                    # smaller of the two (both are valid bounds)
+                    res[suspect] = np.minimum(res[suspect], _log_fm1(n, eps0, alphas[suspect], exact=False, engine="adaptive"))
+                return res
     chunks = _chunk_orders(alphas, ctx)
     nch = len(chunks)
     geo = [not exact and _is_geo(ch, ctx) for ch in chunks]
@@ -1167,6 +1189,8 @@ def clone_rdp(n: int, epsilon0: float, orders: np.ndarray) -> np.ndarray:
     # the cap is a valid bound on the same quantity (f_α(c) ≤ f_α(0)); it also replaces any value
     # a floating-point failure might have left non-finite
     eps = np.where(np.isnan(eps), cap, np.minimum(eps, cap))
+    # (α−1)·D_α is convex in α: the lower hull of the bounds (with (1, 0)) is a bound too
+    eps = convex_tighten(uniq, eps)
     # ε0 > 0 makes ε(α) > 0; a value that underflowed (ε0 ≲ 1e-160) is rounded up, not down
     eps = np.maximum(eps, np.nextafter(0.0, 1.0))
     return eps[inv].reshape(a.shape)

@@ -1,0 +1,175 @@
+"""The merged-histogram engine of the clone bound (accountant._clone_hist) and the routing in
+accountant.clones between it and the adaptive engine.
+
+References are independent of the module: the exact untruncated float summation of
+test_clones.py (itself checked against mpmath there), direct per-cell sums for the histogram
+step, and the adaptive engine (certified separately) at large n.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from accountant import _clone_hist as H
+from accountant import clones as C
+from accountant.orders import DEFAULT_ORDERS
+
+from .test_clones import _fine_reference, exact_clone, rr_lower
+
+ORDERS = np.asarray(DEFAULT_ORDERS, dtype=float)
+
+
+def _eps(lfm1: np.ndarray, eps0: float, orders: np.ndarray) -> np.ndarray:
+    """ε(α) from log(F − 1) as clone_rdp finishes it (safety factor, cap)."""
+    return np.minimum(np.logaddexp(0.0, lfm1) / (orders - 1.0) * (1.0 + C._REL_SAFETY), C.clone_cap(eps0, orders))
+
+
+def _hist(n: int, eps0: float, orders: np.ndarray) -> np.ndarray:
+    res, _ = H.hist_log_fm1(H.HistPlan(C._Ctx(n, eps0), orders))
+    return _eps(res, eps0, orders)
+
+
+def _random_points(count: int, seed: int):
+    rng = np.random.default_rng(seed)
+    for _ in range(count):
+        n = int(np.exp(rng.uniform(math.log(20), math.log(3000))))
+        eps0 = float(np.exp(rng.uniform(math.log(0.03), math.log(6.0))))
+        yield n, round(eps0, 6)
+
+
+@pytest.mark.parametrize("n,eps0", list(_random_points(14, seed=20261126)))
+def test_hist_engine_safe_and_tight_against_exact_sum(n, eps0):
+    """Every 4th order of the default grid (1.1 … 10⁴): never below the exact untruncated sum;
+    within 0.3% of it up to α = 256 and 1.5% above (measured: ≲ 0.1% / ≲ 1%)."""
+    sel = ORDERS[::4]
+    got = _hist(n, eps0, ORDERS)[::4]
+    ref = exact_clone(n, eps0, sel)
+    assert np.all(got >= ref * (1 - 1e-12))
+    low = sel <= 256
+    assert np.all(got[low] <= ref[low] * 1.003)
+    assert np.all(got <= ref * 1.015)
+
+
+@pytest.mark.parametrize("n,eps0", [(10**5, 0.4), (10**5, 1.5), (10**6, 0.5), (10**6, 2.0)])
+def test_hist_engine_agrees_with_adaptive_engine_at_large_n(n, eps0):
+    """Both engines are certified upper bounds of the same quantity; on the default grid they
+    agree to a few tenths of a percent up to α = 256 (each has its own small slack)."""
+    plan = H.HistPlan(C._Ctx(n, eps0), ORDERS)
+    if plan.cells > 4e6:
+        pytest.skip("too many cells for a unit test")
+    hist = _hist(n, eps0, ORDERS)
+    adaptive = _eps(C._log_fm1(n, eps0, ORDERS, engine="adaptive"), eps0, ORDERS)
+    low = ORDERS <= 256
+    np.testing.assert_allclose(hist[low], adaptive[low], rtol=5e-3)
+    assert np.all(hist <= adaptive * 1.03)
+
+
+def test_hist_engine_against_fine_reference_at_n_1e6():
+    a = np.array([1.5, 2.0, 8.0, 28.0, 128.0, 2000.0])
+    got = _hist(10**6, 0.5, a)
+    ref = _fine_reference(10**6, 0.5, a)
+    assert np.all(got >= ref * (1 - 1e-6))
+    assert np.all(got <= ref * 1.01)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(n=st.integers(2, 3000), eps0=st.floats(0.01, 6.0), k=st.integers(0, ORDERS.size - 1))
+def test_hist_engine_never_below_exact_rr_lower_bound(n, eps0, k):
+    got = _hist(n, eps0, ORDERS)[k]
+    assert got >= rr_lower(n, eps0, float(ORDERS[k])) * (1 - 1e-12)
+
+
+# ----------------------------------------------------------------------------------------------
+# the histogram step on its own: a bound on Σ e^{lw}·ψ_α(g) over arbitrary cells
+# ----------------------------------------------------------------------------------------------
+
+
+def _direct(lw, g, alphas):
+    """log Σ_cells e^{lw}·ψ_α(g), ψ_α(g) = e^{αg} − 1 − α(e^g − 1), cell by cell."""
+    from scipy.special import logsumexp
+
+    from .test_clones import _log_phi as ref_log_phi
+
+    vals = lw[None, :] + np.where(g[None, :] == 0.0, -np.inf, ref_log_phi(alphas[:, None], g[None, :]))
+    return logsumexp(vals, axis=1)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_histogram_bound_is_valid_and_tight_on_random_cells(seed):
+    rng = np.random.default_rng(seed)
+    m = 20_000
+    eps0 = float(rng.uniform(0.1, 4.0))
+    g = rng.uniform(-eps0, eps0, m) * rng.uniform(0, 1, m) ** 3  # many cells near 0
+    g = g[g != 0.0]
+    lw = rng.normal(-8.0, 3.0, g.size)
+    seg = np.sort(rng.integers(0, 50, g.size))
+    alphas = np.array([1.05, 1.5, 2.0, 5.0, 30.0, 300.0, 5000.0])
+    ctx = C._Ctx(1000, eps0)
+    up, _ = H._hist_sum(lw, g, seg, np.zeros(50), alphas, ctx)
+    ref = _direct(lw, g, alphas)
+    assert np.all(up >= ref - 1e-12)
+    # chord/Jensen slack: ≲ (Δg/g)²/4 near 0, ≲ (αΔg)²/8 (relative) in the exponential part
+    assert np.all(up - ref <= np.maximum(2e-3, 0.15 * alphas * H._DG) + 1e-9)
+
+
+def test_histogram_bound_exact_for_cells_on_bin_edges():
+    """Values exactly on bin edges land in the bin they bound (no extrapolated chord), and a bin
+    holding one value of g is evaluated exactly."""
+    ed, _ = H._edges(1e-4, 0.5)
+    g = np.concatenate([ed[1:], -ed[1:]])
+    lw = np.zeros(g.size)
+    alphas = np.array([1.5, 3.0, 40.0])
+    up, _ = H._hist_sum(lw, g, np.zeros(g.size, dtype=np.int64), np.zeros(1), alphas, C._Ctx(100, 1.0))
+    np.testing.assert_allclose(up, _direct(lw, g, alphas), rtol=1e-12, atol=1e-12)
+
+
+# ----------------------------------------------------------------------------------------------
+# routing and the a-posteriori slack check
+# ----------------------------------------------------------------------------------------------
+
+
+def test_routing_over_the_cell_budget_uses_the_adaptive_engine(monkeypatch):
+    n, eps0 = 10**5, 1.0
+    adaptive = C._log_fm1(n, eps0, ORDERS, engine="adaptive")
+    monkeypatch.setattr(C, "_HIST_CELL_BUDGET", 0)
+    np.testing.assert_array_equal(C._log_fm1(n, eps0, ORDERS), adaptive)
+
+
+def test_routing_within_the_budget_uses_the_histogram_engine():
+    n, eps0 = 10**4, 1.0
+    plan = H.HistPlan(C._Ctx(n, eps0), ORDERS)
+    assert plan.cells <= C._HIST_CELL_BUDGET
+    res, suspect = H.hist_log_fm1(plan)
+    assert not suspect.any()
+    np.testing.assert_array_equal(C._log_fm1(n, eps0, ORDERS), res)
+
+
+def test_suspect_orders_are_reevaluated_and_the_smaller_bound_kept(monkeypatch):
+    """With the check made impossible to pass, every order is re-evaluated by the adaptive
+    engine and the minimum of the two valid bounds is returned."""
+    n, eps0 = 5000, 1.3
+    hist, _ = H.hist_log_fm1(H.HistPlan(C._Ctx(n, eps0), ORDERS))
+    adaptive = C._log_fm1(n, eps0, ORDERS, exact=False, engine="adaptive")
+    monkeypatch.setattr(H, "_CHECK", -1.0)
+    got = C._log_fm1(n, eps0, ORDERS)
+    np.testing.assert_array_equal(got, np.minimum(hist, adaptive))
+
+
+def test_few_orders_at_small_n_stay_exact():
+    """Calls with ≤ 8 orders at small n keep the exact evaluation (equal to the untruncated sum
+    to 1e-9), whatever engine the default grid uses."""
+    a = np.array([1.7, 2.0, 33.0])
+    np.testing.assert_allclose(C.clone_rdp(800, 0.9, a), exact_clone(800, 0.9, a), rtol=1e-9)
+
+
+@pytest.mark.parametrize("eps0", [1e-9, 40.0])
+def test_extreme_eps0_falls_back_to_the_adaptive_engine(eps0):
+    """Outside ε0 ∈ [1e-6, 30] the histogram engine's design estimates are not used."""
+    got = C.clone_rdp(10**4, eps0, ORDERS)
+    assert np.all(np.isfinite(got)) and np.all(got >= 0)
+    assert np.all(got <= C.clone_cap(eps0, ORDERS) * (1 + 1e-12))
