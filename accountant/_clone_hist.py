@@ -47,6 +47,7 @@ from .clones import (
     _CMass,
     _Ctx,
     _gc,
+    _log_binom_pmf,
     _log_cap_f,
     _log_expm1,
     _log_phi,
@@ -55,14 +56,13 @@ from .clones import (
     _tails,
     _tilt,
     _windows,
-    _log_binom_pmf,
 )
 
 _R = 1.02  # geometric ratio of the g-bins near 0
 _DG = 5e-4  # widest g-bin
 _RHO = 1e-3  # C-grid: target relative slack of F − 1 (small F) or of log F (large)
-_PRUNE = 60.0
-_CHECK = 4e-2  # fallback when the estimated C-slack log(1+U) − log(1+L) exceeds this·(α/64)^¼·log(1+U)
+_PRUNE = 45.0
+_CHECK = 2e-2  # fallback when the estimated C-slack log(1+U) − log(1+L) exceeds this·(α/64)^¼·log(1+U)
 _EST_REL = 0.1  # relative error allowed for the estimates of log F
 
 
@@ -162,45 +162,86 @@ class HistPlan:
             self.cells = 0
 
 
-def hist_log_fm1(plan: HistPlan, stats: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Upper bound on log(E_Q[R^α] − 1) for the plan's sorted unique orders, and a mask of the
-    orders whose C-discretisation slack looks larger than intended (the estimates that placed the
-    grid were off there); the caller re-evaluates those with the adaptive engine."""
-    ctx, alphas = plan.ctx, plan.alphas
-    pts, lw_pts, c, lw = plan.pts, plan.lw_pts, plan.c, plan.lw
-    out_terms = []
-    low_terms = []
-    # c = 0: f(0) exact
-    if pts[0] == 0:
-        out_terms.append(lw_pts[0] + _log_expm1(_log_cap_f(alphas, ctx)))
-    if c.size:
-        x_l, x_h = plan.x_l, plan.x_h
-        t_lo, t_hi, ltau = _tails(c, x_l, x_h, alphas, ctx)
-        with np.errstate(divide="ignore"):
-            tail = _lse(t_lo, t_hi, np.log(alphas - 1.0)[None, :] + ltau[:, None]) + lw[:, None]
-        out_terms.append(_lse(*tail) if tail.shape[0] < 2 else _lse_cols(tail))
-        # right-end weights (bin j−1 lower-bounded by f(c_j)): an estimate of the lower end of the
-        # C-discretisation bracket, to check the slack a posteriori
-        # point j takes the mass of the bin below it (lower value f(c_j) there), and its own bin's
-        # mass when that bin is the single integer c_j (exact)
-        width = np.append(np.diff(pts), ctx.N - pts[-1] + 1)
-        below = np.concatenate([[-np.inf], np.where(width[:-1] > 1, lw_pts[:-1], -np.inf)])
-        own = np.where(width == 1, lw_pts, -np.inf)
-        lw_low_all = np.logaddexp(below, own)
-        lw_low = lw_low_all[1:] if pts[0] == 0 else lw_low_all
-        lq, g, segc = _lean_cells(c, x_l, x_h, lw, ctx)
-        if stats is not None:
-            stats.update(cells=lq.size, points=pts.size)
-        if lq.size:
-            up, low = _hist_sum(lq, g, segc, lw_low - lw, alphas, ctx)
-            out_terms.append(up)
-            low_terms.append(low)
-    res = _lse(*out_terms)
-    lo_est = _lse(*low_terms) if low_terms else np.full(alphas.shape, -np.inf)
-    l_up = np.logaddexp(0.0, res)
-    gap = l_up - np.logaddexp(0.0, lo_est)
-    suspect = gap > _CHECK * np.maximum(1.0, alphas / 64.0) ** 0.25 * l_up
-    return res, suspect
+class Prepared:
+    """Everything of one (n, ε0) that does not depend on the order: the plan (C-grid, weights,
+    windows) and the histogram of its cells. Any order in [α_lo, α_hi] (the range the windows were
+    designed for) is then evaluated for the cost of its bins only (:meth:`evaluate`), so later
+    requests for other orders of the same (n, ε0) — the real-order refinement of an ε answer, a
+    custom order list — reuse it."""
+
+    def __init__(self, plan: HistPlan):
+        self.plan = plan
+        self._design = None
+        self.a_lo, self.a_hi = float(plan.alphas[0]), float(plan.alphas[-1])
+        ctx, pts, lw_pts, c, lw = plan.ctx, plan.pts, plan.lw_pts, plan.c, plan.lw
+        self.bins = None
+        self.cells = 0
+        if c.size:
+            # right-end weights (bin j−1 lower-bounded by f(c_j)): an estimate of the lower end of
+            # the C-discretisation bracket, to check the slack a posteriori. Point j takes the mass
+            # of the bin below it, and its own bin's mass when that bin is the single integer c_j
+            width = np.append(np.diff(pts), ctx.N - pts[-1] + 1)
+            below = np.concatenate([[-np.inf], np.where(width[:-1] > 1, lw_pts[:-1], -np.inf)])
+            own = np.where(width == 1, lw_pts, -np.inf)
+            lw_low_all = np.logaddexp(below, own)
+            lw_low = lw_low_all[1:] if pts[0] == 0 else lw_low_all
+            lq, g, segc = _lean_cells(c, plan.x_l, plan.x_h, lw, ctx)
+            self.cells = lq.size
+            if lq.size:
+                self.bins = _Bins(lq, g, segc, lw_low - lw)
+
+    def covers(self, alphas: np.ndarray) -> bool:
+        return bool(alphas.size) and self.a_lo <= float(alphas[0]) and float(alphas[-1]) <= self.a_hi
+
+    def evaluate(self, alphas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Upper bound on log(E_Q[R^α] − 1) for sorted unique orders within [α_lo, α_hi], and a mask
+        of the orders whose C-discretisation slack looks larger than intended (the estimates that
+        placed the grid were off there); the caller re-evaluates those with the adaptive engine."""
+        plan = self.plan
+        ctx, pts, lw_pts, c, lw = plan.ctx, plan.pts, plan.lw_pts, plan.c, plan.lw
+        out_terms = []
+        low_terms = []
+        if pts[0] == 0:  # c = 0: f(0) exact
+            out_terms.append(lw_pts[0] + _log_expm1(_log_cap_f(alphas, ctx)))
+        if c.size:
+            t_lo, t_hi, ltau = _tails(c, plan.x_l, plan.x_h, alphas, ctx)
+            with np.errstate(divide="ignore"):
+                tail = _lse(t_lo, t_hi, np.log(alphas - 1.0)[None, :] + ltau[:, None]) + lw[:, None]
+            out_terms.append(_lse_cols(tail))
+            if self.bins is not None:
+                up, low = _hist_sum(self.bins, alphas)
+                out_terms.append(up)
+                low_terms.append(low)
+        res = _lse(*out_terms)
+        lo_est = _lse(*low_terms) if low_terms else np.full(alphas.shape, -np.inf)
+        l_up = np.logaddexp(0.0, res)
+        gap = l_up - np.logaddexp(0.0, lo_est)
+        suspect = gap > _CHECK * np.maximum(1.0, alphas / 64.0) ** 0.25 * l_up
+        return res, suspect
+
+
+    def chord_bound(self, alphas: np.ndarray) -> np.ndarray:
+        """For each order, log(F − 1) from the chord of log F = (α−1)·D_α (convex in α, 0 at α = 1)
+        between the nearest design orders on either side whose own value passed the slack check
+        (+inf where there is none). A valid bound that repairs an isolated order whose grid
+        estimate was off, and like every value here depends on (n, ε0, α) only."""
+        if self._design is None:
+            d = self.plan.alphas
+            v, bad = self.evaluate(d)
+            self._design = (np.concatenate([[1.0], d[~bad]]), np.concatenate([[0.0], np.logaddexp(0.0, v[~bad])]))
+        xs, ks = self._design
+        j = np.searchsorted(xs, alphas, side="left")
+        ok = (j > 0) & (j < xs.size)
+        jl, jr = np.clip(j - 1, 0, xs.size - 1), np.clip(j, 0, xs.size - 1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            t = np.where(ok, (alphas - xs[jl]) / np.where(ok, xs[jr] - xs[jl], 1.0), 0.0)
+            lf = ks[jl] + t * (ks[jr] - ks[jl])
+            return np.where(ok, _log_expm1(np.maximum(lf, 1e-300)), np.inf)
+
+
+def hist_log_fm1(plan: HistPlan) -> tuple[np.ndarray, np.ndarray]:
+    """One-shot evaluation of a plan at its own orders (see :meth:`Prepared.evaluate`)."""
+    return Prepared(plan).evaluate(plan.alphas)
 
 
 _BLK = 32
@@ -283,54 +324,66 @@ def _edges(gmin: float, gmax: float):
     return ed, k + 1
 
 
-def _hist_sum(lw: np.ndarray, g: np.ndarray, seg: np.ndarray, shift_low: np.ndarray, alphas: np.ndarray, ctx: _Ctx):
-    """log Σ over cells of e^{lw}·ψ_α(g), bounded bin by bin (module docstring, step 3); and the
-    same sum under the right-end weights (lw + shift_low[seg]), estimated, for the slack check.
-    """
-    ag = np.abs(g)
-    gmin = float(ag.min())
-    ed, ksw = _edges(gmin, float(ag.max()))
-    nb = ed.size - 1
-    # bin k covers (ed[k], ed[k+1]]: analytic index, then corrected against the edges themselves
-    top = ed[ksw]
-    with np.errstate(divide="ignore"):
-        idx = np.where(ag <= top, np.ceil(np.log(ag / gmin) / math.log(_R)), ksw + np.ceil((ag - top) / _DG) - 1.0)
-    idx = np.clip(idx, 0, nb - 1).astype(np.int64)
-    idx = np.where(ag > ed[idx + 1], idx + 1, idx)
-    idx = np.clip(np.where(ag <= ed[idx], idx - 1, idx), 0, nb - 1)
-    if not np.all((ag > ed[idx]) & (ag <= ed[idx + 1])):
-        raise FloatingPointError("histogram bin assignment failed")
-    key = idx * 2 + (g < 0)
-    nk = 2 * nb
-    mx = np.full(nk, -np.inf)
-    np.maximum.at(mx, key, lw)
-    gl = np.full(nk, np.inf)
-    gh = np.full(nk, -np.inf)
-    np.minimum.at(gl, key, g)
-    np.maximum.at(gh, key, g)
-    w = np.exp(lw - mx[key])
-    M = np.bincount(key, w, minlength=nk)
-    S = np.bincount(key, w * g, minlength=nk)
-    kk = np.flatnonzero(M > 0)
-    LM = mx[kk] + np.log(M[kk])
-    # the same bins with the right-end weights (an estimate; only the slack check uses it)
-    lw_low = lw + shift_low[seg]
-    mxl = np.full(nk, -np.inf)
-    np.maximum.at(mxl, key, lw_low)
-    with np.errstate(invalid="ignore"):
-        wlo = np.nan_to_num(np.exp(lw_low - mxl[key]), nan=0.0)
-    ML = np.bincount(key, wlo, minlength=nk)[kk]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        LML = mxl[kk] + np.log(ML)
-    lo, hi = gl[kk], gh[kk]  # the cells' own extreme values of g in the bin
-    mu = np.clip(S[kk] / M[kk], lo, hi)
-    single = hi <= lo
-    width = np.where(single, 1.0, hi - lo)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        wl = np.log((hi - mu) / width)
-        wh = np.log((mu - lo) / width)
-        gm = np.maximum(np.abs(lo), np.abs(hi))
-        l2g = 2.0 * np.log(gm)
+class _Bins:
+    """The histogram of the cells on g (order-independent): per non-empty bin the log-mass LM, the
+    cells' extreme values [lo, hi] of g, the mean μ, and the log-mass under the right-end weights
+    (lw + shift_low[seg], for the slack check)."""
+
+    def __init__(self, lw: np.ndarray, g: np.ndarray, seg: np.ndarray, shift_low: np.ndarray):
+        ag = np.abs(g)
+        gmin = float(ag.min())
+        ed, ksw = _edges(gmin, float(ag.max()))
+        nb = ed.size - 1
+        # bin k covers (ed[k], ed[k+1]]: analytic index, then corrected against the edges themselves
+        top = ed[ksw]
+        with np.errstate(divide="ignore"):
+            idx = np.where(ag <= top, np.ceil(np.log(ag / gmin) / math.log(_R)), ksw + np.ceil((ag - top) / _DG) - 1.0)
+        idx = np.clip(idx, 0, nb - 1).astype(np.int64)
+        idx = np.where(ag > ed[idx + 1], idx + 1, idx)
+        idx = np.clip(np.where(ag <= ed[idx], idx - 1, idx), 0, nb - 1)
+        if not np.all((ag > ed[idx]) & (ag <= ed[idx + 1])):
+            raise FloatingPointError("histogram bin assignment failed")
+        key = idx * 2 + (g < 0)
+        nk = 2 * nb
+        mx = np.full(nk, -np.inf)
+        np.maximum.at(mx, key, lw)
+        gl = np.full(nk, np.inf)
+        gh = np.full(nk, -np.inf)
+        np.minimum.at(gl, key, g)
+        np.maximum.at(gh, key, g)
+        w = np.exp(lw - mx[key])
+        M = np.bincount(key, w, minlength=nk)
+        S = np.bincount(key, w * g, minlength=nk)
+        kk = np.flatnonzero(M > 0)
+        LM = mx[kk] + np.log(M[kk])
+        # the same bins with the right-end weights (an estimate; only the slack check uses it)
+        lw_low = lw + shift_low[seg]
+        mxl = np.full(nk, -np.inf)
+        np.maximum.at(mxl, key, lw_low)
+        with np.errstate(invalid="ignore"):
+            wlo = np.nan_to_num(np.exp(lw_low - mxl[key]), nan=0.0)
+        ML = np.bincount(key, wlo, minlength=nk)[kk]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            LML = mxl[kk] + np.log(ML)
+        lo, hi = gl[kk], gh[kk]  # the cells' own extreme values of g in the bin
+        mu = np.clip(S[kk] / M[kk], lo, hi)
+        single = hi <= lo
+        width = np.where(single, 1.0, hi - lo)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            wl = np.log((hi - mu) / width)
+            wh = np.log((mu - lo) / width)
+            gm = np.maximum(np.abs(lo), np.abs(hi))
+            l2g = 2.0 * np.log(gm)
+        self.LM, self.LML, self.lo, self.hi, self.mu = LM, LML, lo, hi, mu
+        self.single, self.wl, self.wh, self.gm, self.l2g = single, wl, wh, gm, l2g
+
+
+def _hist_sum(bins: _Bins, alphas: np.ndarray):
+    """log Σ over cells of e^{lw}·ψ_α(g), bounded bin by bin (module docstring, step 3), and the
+    same sum under the right-end weights (an estimate, for the slack check)."""
+    LM, LML, lo, hi, mu = bins.LM, bins.LML, bins.lo, bins.hi, bins.mu
+    single, wl, wh, gm, l2g = bins.single, bins.wl, bins.wh, bins.gm, bins.l2g
+
     K = alphas.size
     a = alphas[:, None]
     # ψ ≤ ½α²g²·e^{α·max(g, 0)} (Taylor at 0, ψ'' ≤ α²e^{α·max(g,0)}) and, for g < 0, ψ ≤ α|g|

@@ -20,7 +20,7 @@ from . import subsampled as _ss
 from ._numerics import convex_tighten, interpolate_integer_bound, round_up
 from ._validation import check_epsilon0, check_int, check_n, check_orders
 from .errors import BoundNotApplicable, InvalidParameter
-from .store import cached_curve
+from .store import LRUCache, cached_curve
 
 try:  # tighter bounds of bounds.md §8
     from .clones import CLONES_MAX_N, clone_rdp
@@ -57,6 +57,24 @@ def _hull(o: np.ndarray, vals: np.ndarray, sources: list[str]) -> tuple[np.ndarr
     """Apply the convexity tightening (see :func:`accountant._numerics.convex_tighten`)."""
     tight = convex_tighten(o, vals)
     return tight, [s if t >= v else "convex hull" for s, t, v in zip(sources, tight, vals)]
+
+
+_DETAILS = LRUCache(256)
+
+
+def _cached_detail(kind: str, compute, *params, orders):
+    """The default curves with their sources are asked for twice per answer (the composition,
+    then the per-order sources of the response): kept in a small LRU. The key includes the
+    identity of the optional bound functions, so a build without them (or a test replacing them)
+    never sees another's curve."""
+    o = np.ascontiguousarray(orders, dtype=float)
+    key = (kind, *params, o.tobytes(), id(clone_rdp), id(wbk19_rdp), CLONES_MAX_N if clone_rdp is not None else 0)
+    got = _DETAILS.get(key)
+    if got is None:
+        got = compute()
+        got.rdp.setflags(write=False)
+        _DETAILS.put(key, got)
+    return CurveDetail(got.orders, got.rdp, list(got.sources), list(got.notes))
 
 
 def _check_output(output: str) -> str:
@@ -131,6 +149,10 @@ def shuffle_upper_detail(n: int, epsilon0: float, orders, output: str = "discret
     n = check_n(n)
     epsilon0 = check_epsilon0(epsilon0)
     _check_output(output)
+    return _cached_detail("shuffle", lambda: _shuffle_upper_detail(n, epsilon0, o, output), n, epsilon0, output, orders=o)
+
+
+def _shuffle_upper_detail(n: int, epsilon0: float, o: np.ndarray, output: str) -> CurveDetail:
     names = ["cap", "clones"]
     cands = [_sh.cap(epsilon0, o), _clones(n, epsilon0, o)]
     if output == "discrete":
@@ -235,6 +257,11 @@ def subsampled_upper_detail(n: int, k: int, epsilon0: float, orders, output: str
     n, k = _check_nk(n, k)
     epsilon0 = check_epsilon0(epsilon0)
     _check_output(output)
+    return _cached_detail("subsampled", lambda: _subsampled_upper_detail(n, k, epsilon0, o, output), n, k, epsilon0,
+                          output, orders=o)
+
+
+def _subsampled_upper_detail(n: int, k: int, epsilon0: float, o: np.ndarray, output: str) -> CurveDetail:
     labels = {0: "cap", 1: "su", 2: "wbk19"}
     chosen: dict[int, int] = {}
     # The k-user shuffle curve serves twice — WBK19's inner curve (integer orders) and the

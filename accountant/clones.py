@@ -82,11 +82,13 @@ thesis bounds and says so.
 from __future__ import annotations
 
 import math
+import threading
+from collections import OrderedDict
 
 import numpy as np
 from scipy.special import gammaln
 
-from ._numerics import convex_tighten
+from .orders import DEFAULT_ORDERS
 
 __all__ = ["CLONES_MAX_N", "clone_rdp", "clone_cap"]
 
@@ -101,7 +103,7 @@ _RHO_C = 2.0e-3  # bound on the relative slack of the C-discretisation (approxim
 _RHO_C_EXACT = 1e-13
 _EXACT_BUDGET = 2.5e6  # estimated C-values × x-cells × orders under which a call is evaluated exactly
 _EXACT_MAX_ORDERS = 8  # … for calls with at most this many orders (more: the histogram engine is faster)
-_EXACT_MAX_N = 20_000  # … and n at most this (above, the estimate misses the cost of wide tilted windows)
+_EXACT_MAX_N = 6_000  # … and n at most this (above, the estimate misses the cost of wide tilted windows)
 _HIST_CELL_BUDGET = 1.6e6  # cells up to which the merged-histogram engine (_clone_hist) is used
 _HIST_EPS0 = (1e-6, 30.0)  # ε0 range of the histogram engine (its design estimates need s² > 0)
 _PAIR_BATCH = 1 << 20
@@ -1040,6 +1042,54 @@ def _log_tolerance(lf_tot: np.ndarray, rho: np.ndarray) -> np.ndarray:
         return big + np.where(tiny, np.log(rho) + llf, np.log(-np.expm1(-rho * big)))
 
 
+_PREPARED: OrderedDict[tuple[int, float], object] = OrderedDict()  # (n, ε0) → _clone_hist.Prepared
+_PREPARED_MAX = 8
+_PREPARED_LOCK = threading.Lock()
+_HIST_DESIGN = np.union1d(np.asarray(DEFAULT_ORDERS, dtype=float), [1.01])
+
+
+def _hist_engine(ctx: _Ctx, alphas: np.ndarray, force: bool = False):
+    """The merged-histogram engine if the problem fits its cell budget (or ``force``), else None.
+
+    Its grid and windows are always designed for the same orders, ``_HIST_DESIGN`` (the default
+    grid and 1.01), whatever orders are asked for: a value then depends on (n, ε0, α) only — not on
+    the other orders of the request, nor on what this process computed before — and the prepared
+    histogram of an (n, ε0) serves every later request for it (a few are kept, least recently
+    used first out). Orders outside the design's range go to the adaptive engine."""
+    from ._clone_hist import HistPlan, Prepared
+
+    if alphas[0] < _HIST_DESIGN[0] or alphas[-1] > _HIST_DESIGN[-1]:
+        return None
+    key = (ctx.N + 1, ctx.eps0)
+    with _PREPARED_LOCK:
+        prep = _PREPARED.get(key)
+        if prep is not None:
+            _PREPARED.move_to_end(key)
+    if prep is None:
+        plan = HistPlan(ctx, _HIST_DESIGN)
+        if plan.cells > _HIST_CELL_BUDGET and not force:
+            return None
+        prep = Prepared(plan)
+        with _PREPARED_LOCK:
+            _PREPARED[key] = prep
+            _PREPARED.move_to_end(key)
+            while len(_PREPARED) > _PREPARED_MAX:
+                _PREPARED.popitem(last=False)
+    return (*prep.evaluate(alphas), prep)
+
+
+def _adaptive_near(n: int, eps0: float, alphas: np.ndarray) -> np.ndarray:
+    """The adaptive engine at ``alphas``, evaluated together with the two design orders on either
+    side of each (its C-grid is refined per chunk of neighbouring orders, so the result depends
+    on (n, ε0, α) only and is as tight as inside the full grid)."""
+    d = _HIST_DESIGN
+    j = np.searchsorted(d, alphas)
+    near = d[np.clip(np.concatenate([j - 2, j - 1, j, j + 1]), 0, d.size - 1)]
+    allo = np.union1d(alphas, near)
+    vals = _log_fm1(n, eps0, allo, exact=False, engine="adaptive")
+    return vals[np.searchsorted(allo, alphas)]
+
+
 def _log_fm1(n: int, eps0: float, alphas: np.ndarray, exact: bool | None = None, engine: str = "auto") -> np.ndarray:
     """Upper bound on log(E_Q[R^α] − 1) for sorted unique orders (see the module docstring).
 
@@ -1053,16 +1103,17 @@ def _log_fm1(n: int, eps0: float, alphas: np.ndarray, exact: bool | None = None,
     if exact is None:
         exact = alphas.size <= _EXACT_MAX_ORDERS and ctx.N <= _EXACT_MAX_N and _exact_work(ctx, alphas) <= _EXACT_BUDGET
         if not exact and engine != "adaptive" and _HIST_EPS0[0] <= eps0 <= _HIST_EPS0[1]:
-            from ._clone_hist import HistPlan, hist_log_fm1
-
-            plan = HistPlan(ctx, alphas)
-            if plan.cells <= _HIST_CELL_BUDGET or engine == "hist":
-                res, suspect = hist_log_fm1(plan)
+            res = _hist_engine(ctx, alphas, force=engine == "hist")
+            if res is not None:
+                out, suspect, prep = res
                 if suspect.any() and engine != "hist":
-                    # the grid estimates missed for these orders: the adaptive engine, and the
-                    # smaller of the two (both are valid bounds)
-                    res[suspect] = np.minimum(res[suspect], _log_fm1(n, eps0, alphas[suspect], exact=False, engine="adaptive"))
-                return res
+                    # the grid estimates missed for these orders: the smallest of three valid
+                    # bounds — the value, the chord of its checked neighbours (convexity), the
+                    # adaptive engine
+                    sa = alphas[suspect]
+                    out = out.copy()
+                    out[suspect] = np.minimum.reduce([out[suspect], prep.chord_bound(sa), _adaptive_near(n, eps0, sa)])
+                return out
     chunks = _chunk_orders(alphas, ctx)
     nch = len(chunks)
     geo = [not exact and _is_geo(ch, ctx) for ch in chunks]
@@ -1189,8 +1240,6 @@ def clone_rdp(n: int, epsilon0: float, orders: np.ndarray) -> np.ndarray:
     # the cap is a valid bound on the same quantity (f_α(c) ≤ f_α(0)); it also replaces any value
     # a floating-point failure might have left non-finite
     eps = np.where(np.isnan(eps), cap, np.minimum(eps, cap))
-    # (α−1)·D_α is convex in α: the lower hull of the bounds (with (1, 0)) is a bound too
-    eps = convex_tighten(uniq, eps)
     # ε0 > 0 makes ε(α) > 0; a value that underflowed (ε0 ≲ 1e-160) is rounded up, not down
     eps = np.maximum(eps, np.nextafter(0.0, 1.0))
     return eps[inv].reshape(a.shape)

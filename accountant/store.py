@@ -10,7 +10,10 @@ exact orders (hashed) and the algorithm version, so a stored curve never changes
 from __future__ import annotations
 
 import hashlib
+import logging
+import queue
 import threading
+import time
 from collections import OrderedDict
 from typing import Protocol
 
@@ -60,11 +63,20 @@ class MemoryStore(LRUCache):
 
 
 class LayeredStore:
-    """The in-process LRU in front of a slower shared store (e.g. a database)."""
+    """The in-process LRU in front of a slower shared store (e.g. a database).
 
-    def __init__(self, backing: CurveStore, memory: MemoryStore | None = None):
+    Writes to the shared store happen behind the answer (one background thread, in order): a
+    request that computed a curve does not wait for the database. :meth:`flush` waits for the
+    pending writes (the service calls it at shutdown; a curve not yet written is only
+    recomputed, never wrong)."""
+
+    def __init__(self, backing: CurveStore, memory: MemoryStore | None = None, write_behind: bool = True):
         self.memory = memory or MemoryStore()
         self.backing = backing
+        self.write_behind = write_behind
+        self._queue: queue.Queue[tuple[str, np.ndarray] | None] = queue.Queue()
+        self._worker: threading.Thread | None = None
+        self._lock = threading.Lock()
 
     def get(self, key: str) -> np.ndarray | None:
         v = self.memory.get(key)
@@ -76,7 +88,34 @@ class LayeredStore:
 
     def put(self, key: str, values: np.ndarray) -> None:
         self.memory.put(key, values)
-        self.backing.put(key, values)
+        if not self.write_behind:
+            self.backing.put(key, values)
+            return
+        with self._lock:
+            if self._worker is None or not self._worker.is_alive():
+                self._worker = threading.Thread(target=self._drain, name="curve-store-writer", daemon=True)
+                self._worker.start()
+        self._queue.put((key, self.memory.get(key)))
+
+    def _drain(self) -> None:
+        while True:
+            item = self._queue.get()
+            try:
+                if item is not None:
+                    self.backing.put(*item)
+            except Exception:  # noqa: BLE001 - a cache write may fail; the curve is recomputed later
+                logging.getLogger("accountant").warning("storing curve %s failed", item[0] if item else None, exc_info=True)
+            finally:
+                self._queue.task_done()
+
+    def flush(self, timeout: float | None = 10.0) -> bool:
+        """Wait until every pending write reached the shared store (True) or ``timeout`` passed."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self._queue.unfinished_tasks:
+            if deadline is not None and time.monotonic() > deadline:
+                return False
+            time.sleep(0.005)
+        return True
 
 
 _store: CurveStore = MemoryStore()
@@ -87,9 +126,17 @@ def get_store() -> CurveStore:
 
 
 def set_store(store: CurveStore | None) -> None:
-    """Register the store used for expensive curves (None restores the in-process default)."""
+    """Register the store used for expensive curves (None restores the in-process default); the
+    writes still pending in the previous store are finished first."""
     global _store
+    flush_store()
     _store = store if store is not None else MemoryStore()
+
+
+def flush_store(timeout: float | None = 10.0) -> bool:
+    """Finish the pending background writes of the registered store (if it has any)."""
+    flush = getattr(_store, "flush", None)
+    return flush(timeout) if flush is not None else True
 
 
 def curve_key(bound: str, version: int, orders: np.ndarray, **params) -> str:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import importlib
 import logging
 import math
+from contextlib import asynccontextmanager
 
+import anyio
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -75,10 +77,24 @@ def _error(status: int, detail, request: Request | None = None, **extra) -> JSON
     return JSONResponse(status_code=status, content=body)
 
 
+@asynccontextmanager
+async def _lifespan(app: FastAPI):
+    yield
+    # curves computed by this process but not yet written to the shared store
+    from accountant.store import flush_store
+
+    await anyio.to_thread.run_sync(flush_store)
+
+
 def create_app() -> FastAPI:
     settings = get_settings()
     logging.captureWarnings(True)  # warnings become (JSON) log records, not raw stderr text
+    if settings.malloc_tuning:
+        from app.core.tuning import tune_allocator
+
+        tune_allocator()
     app = FastAPI(
+        lifespan=_lifespan,
         title="Privacy accountant",
         version=_version(),
         description=DESCRIPTION,

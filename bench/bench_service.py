@@ -241,6 +241,8 @@ def main(argv=None) -> int:
     p.add_argument("--uncached", type=int, default=40, help="uncached subsampled-shuffle requests")
     p.add_argument("--uncached-shuffle", type=int, default=8, help="uncached shuffle requests")
     p.add_argument("--budget", type=float, default=120.0, help="seconds allowed for the uncached shuffle requests")
+    p.add_argument("--curve-store", choices=("memory", "database"), default=None,
+                   help="ACCOUNTANT_CURVE_STORE of the started server (default: serve's own choice, database)")
     p.add_argument("--no-write", action="store_true")
     args = p.parse_args(argv)
 
@@ -251,7 +253,7 @@ def main(argv=None) -> int:
     else:
         from tests.helpers.server import start_server
 
-        srv = start_server({"ACCOUNTANT_LOG_LEVEL": "warning"}, workers=1)
+        srv = start_server({"ACCOUNTANT_LOG_LEVEL": "warning", **({"ACCOUNTANT_CURVE_STORE": args.curve_store} if args.curve_store else {})}, workers=1)
         url = srv.url
         server_desc = "started by the benchmark"
     u = urlsplit(url)

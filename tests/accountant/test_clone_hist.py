@@ -109,8 +109,7 @@ def test_histogram_bound_is_valid_and_tight_on_random_cells(seed):
     lw = rng.normal(-8.0, 3.0, g.size)
     seg = np.sort(rng.integers(0, 50, g.size))
     alphas = np.array([1.05, 1.5, 2.0, 5.0, 30.0, 300.0, 5000.0])
-    ctx = C._Ctx(1000, eps0)
-    up, _ = H._hist_sum(lw, g, seg, np.zeros(50), alphas, ctx)
+    up, _ = H._hist_sum(H._Bins(lw, g, seg, np.zeros(50)), alphas)
     ref = _direct(lw, g, alphas)
     assert np.all(up >= ref - 1e-12)
     # chord/Jensen slack: ≲ (Δg/g)²/4 near 0, ≲ (αΔg)²/8 (relative) in the exponential part
@@ -124,7 +123,7 @@ def test_histogram_bound_exact_for_cells_on_bin_edges():
     g = np.concatenate([ed[1:], -ed[1:]])
     lw = np.zeros(g.size)
     alphas = np.array([1.5, 3.0, 40.0])
-    up, _ = H._hist_sum(lw, g, np.zeros(g.size, dtype=np.int64), np.zeros(1), alphas, C._Ctx(100, 1.0))
+    up, _ = H._hist_sum(H._Bins(lw, g, np.zeros(g.size, dtype=np.int64), np.zeros(1)), alphas)
     np.testing.assert_allclose(up, _direct(lw, g, alphas), rtol=1e-12, atol=1e-12)
 
 
@@ -142,18 +141,50 @@ def test_routing_over_the_cell_budget_uses_the_adaptive_engine(monkeypatch):
 
 def test_routing_within_the_budget_uses_the_histogram_engine():
     n, eps0 = 10**4, 1.0
-    plan = H.HistPlan(C._Ctx(n, eps0), ORDERS)
+    plan = H.HistPlan(C._Ctx(n, eps0), C._HIST_DESIGN)
     assert plan.cells <= C._HIST_CELL_BUDGET
-    res, suspect = H.hist_log_fm1(plan)
+    res, suspect = H.Prepared(plan).evaluate(ORDERS)
     assert not suspect.any()
     np.testing.assert_array_equal(C._log_fm1(n, eps0, ORDERS), res)
+
+
+def test_a_value_depends_on_n_eps0_and_the_order_only():
+    """Whatever else is asked for or was computed before: the histogram is always designed for
+    the same orders, so the value at an order is the same in every request."""
+    n, eps0 = 30_000, 1.1
+    C._PREPARED.pop((n, eps0), None)
+    alone = C.clone_rdp(n, eps0, np.array([3.0, 7.5, 12.0, 40.0, 90.0, 200.0, 600.0, 2000.0, 5000.0]))
+    grid = C.clone_rdp(n, eps0, ORDERS)
+    C._PREPARED.pop((n, eps0), None)
+    again = C.clone_rdp(n, eps0, np.array([7.5, 600.0, 3.0, 12.0, 40.0, 90.0, 200.0, 2000.0, 5000.0, 44.0]))
+    np.testing.assert_array_equal(alone[[1, 6]], again[[0, 1]])
+    np.testing.assert_array_equal(grid[ORDERS == 44.0], again[-1:])
+
+
+def test_prepared_histogram_is_reused_for_other_orders_in_its_range():
+    """A later call for other orders of the same (n, ε0) inside the prepared order range reuses
+    the histogram and gives the same values as evaluating them on it directly."""
+    n, eps0 = 20_000, 0.8
+    C.clone_rdp(n, eps0, ORDERS)
+    prep = C._PREPARED[(n, eps0)]
+    fine = np.linspace(20.0, 25.0, 24)
+    res, suspect = prep.evaluate(fine)
+    assert not suspect.any()
+    np.testing.assert_array_equal(C._log_fm1(n, eps0, fine), res)
+    assert C._PREPARED[(n, eps0)] is prep
+    # D_α is non-decreasing in α: the new orders sit between the grid values at 20 and 25
+    grid = C.clone_rdp(n, eps0, ORDERS)
+    lo, hi = grid[ORDERS == 20.0][0], grid[ORDERS == 25.0][0]
+    eps = _eps(res, eps0, fine)
+    assert np.all(eps >= lo * (1 - 2e-3)) and np.all(eps <= hi * (1 + 2e-3))
+    assert np.all(np.diff(eps) >= -1e-12 * eps[1:])
 
 
 def test_suspect_orders_are_reevaluated_and_the_smaller_bound_kept(monkeypatch):
     """With the check made impossible to pass, every order is re-evaluated by the adaptive
     engine and the minimum of the two valid bounds is returned."""
     n, eps0 = 5000, 1.3
-    hist, _ = H.hist_log_fm1(H.HistPlan(C._Ctx(n, eps0), ORDERS))
+    hist, _ = H.Prepared(H.HistPlan(C._Ctx(n, eps0), C._HIST_DESIGN)).evaluate(ORDERS)
     adaptive = C._log_fm1(n, eps0, ORDERS, exact=False, engine="adaptive")
     monkeypatch.setattr(H, "_CHECK", -1.0)
     got = C._log_fm1(n, eps0, ORDERS)
