@@ -58,9 +58,9 @@ from .clones import (
     _windows,
 )
 
-_R = 1.02  # geometric ratio of the g-bins near 0
-_DG = 5e-4  # widest g-bin
-_RHO = 1e-3  # C-grid: target relative slack of F − 1 (small F) or of log F (large)
+_R = 1.03  # geometric ratio of the g-bins near 0 (chord slack ≈ (R−1)²/4 relative)
+_DG = 7.5e-4  # widest g-bin
+_RHO = 1.5e-3  # C-grid: target relative slack of F − 1 (small F) or of log F (large)
 _PRUNE = 45.0
 _CHECK = 2e-2  # fallback when the estimated C-slack log(1+U) − log(1+L) exceeds this·(α/64)^¼·log(1+U)
 _EST_REL = 0.1  # relative error allowed for the estimates of log F
@@ -312,16 +312,19 @@ def _lse_cols(m):
 
 
 def _edges(gmin: float, gmax: float):
-    """Bin edges on |g|: 0, gmin, then ×_R while the step is below _DG, then steps of _DG up to
-    gmax. Returns the edges and the index of the first uniform-part edge (geometric below it)."""
+    """Bin edges on |g|: 0, gmin, then ×_R while the step is below dg, then steps of dg up to
+    gmax, dg = min(_DG, gmax/200) (finer when ε0 is small, where the largest orders would
+    otherwise see few bins). Returns the edges, the index of the first uniform-part edge
+    (geometric below it) and dg."""
+    dg = min(_DG, gmax / 200.0)
     lr = math.log(_R)
-    g_sw = _DG / (_R - 1.0)
+    g_sw = dg / (_R - 1.0)
     k = max(0, int(math.ceil(math.log(max(min(gmax, g_sw), gmin) / gmin) / lr)))
     geo = gmin * np.exp(lr * np.arange(k + 1))
-    m = max(0, int(math.ceil((gmax - geo[-1]) / _DG)))
-    ed = np.concatenate([[0.0], geo, geo[-1] + _DG * np.arange(1, m + 1)])
+    m = max(0, int(math.ceil((gmax - geo[-1]) / dg)))
+    ed = np.concatenate([[0.0], geo, geo[-1] + dg * np.arange(1, m + 1)])
     ed[-1] = max(ed[-1], gmax)
-    return ed, k + 1
+    return ed, k + 1, dg
 
 
 class _Bins:
@@ -332,17 +335,18 @@ class _Bins:
     def __init__(self, lw: np.ndarray, g: np.ndarray, seg: np.ndarray, shift_low: np.ndarray):
         ag = np.abs(g)
         gmin = float(ag.min())
-        ed, ksw = _edges(gmin, float(ag.max()))
+        ed, ksw, dg = _edges(gmin, float(ag.max()))
         nb = ed.size - 1
         # bin k covers (ed[k], ed[k+1]]: analytic index, then corrected against the edges themselves
         top = ed[ksw]
         with np.errstate(divide="ignore"):
-            idx = np.where(ag <= top, np.ceil(np.log(ag / gmin) / math.log(_R)), ksw + np.ceil((ag - top) / _DG) - 1.0)
+            idx = np.where(ag <= top, np.ceil(np.log(ag / gmin) / math.log(_R)), ksw + np.ceil((ag - top) / dg) - 1.0)
         idx = np.clip(idx, 0, nb - 1).astype(np.int64)
-        idx = np.where(ag > ed[idx + 1], idx + 1, idx)
-        idx = np.clip(np.where(ag <= ed[idx], idx - 1, idx), 0, nb - 1)
-        if not np.all((ag > ed[idx]) & (ag <= ed[idx + 1])):
-            raise FloatingPointError("histogram bin assignment failed")
+        bad = np.flatnonzero(~((ag > ed[idx]) & (ag <= ed[idx + 1])))
+        if bad.size:  # rounding at an edge: the exact search for those few
+            idx[bad] = np.clip(np.searchsorted(ed, ag[bad], side="left") - 1, 0, nb - 1)
+            if not np.all((ag[bad] > ed[idx[bad]]) & (ag[bad] <= ed[idx[bad] + 1])):
+                raise FloatingPointError("histogram bin assignment failed")
         key = idx * 2 + (g < 0)
         nk = 2 * nb
         mx = np.full(nk, -np.inf)
@@ -356,15 +360,13 @@ class _Bins:
         S = np.bincount(key, w * g, minlength=nk)
         kk = np.flatnonzero(M > 0)
         LM = mx[kk] + np.log(M[kk])
-        # the same bins with the right-end weights (an estimate; only the slack check uses it)
-        lw_low = lw + shift_low[seg]
-        mxl = np.full(nk, -np.inf)
-        np.maximum.at(mxl, key, lw_low)
-        with np.errstate(invalid="ignore"):
-            wlo = np.nan_to_num(np.exp(lw_low - mxl[key]), nan=0.0)
-        ML = np.bincount(key, wlo, minlength=nk)[kk]
+        # the same bins with the right-end weights (an estimate; only the slack check uses it;
+        # a weight that underflows only makes the check stricter)
+        with np.errstate(under="ignore", over="ignore"):
+            es = np.exp(np.clip(shift_low, -700.0, 700.0))
+        ML = np.bincount(key, w * es[seg], minlength=nk)[kk]
         with np.errstate(divide="ignore", invalid="ignore"):
-            LML = mxl[kk] + np.log(ML)
+            LML = mx[kk] + np.log(ML)
         lo, hi = gl[kk], gh[kk]  # the cells' own extreme values of g in the bin
         mu = np.clip(S[kk] / M[kk], lo, hi)
         single = hi <= lo
@@ -374,24 +376,34 @@ class _Bins:
             wh = np.log((mu - lo) / width)
             gm = np.maximum(np.abs(lo), np.abs(hi))
             l2g = 2.0 * np.log(gm)
+        order = np.argsort(hi <= 0.0, kind="stable")  # positive g first
+        self.npos = int((hi > 0.0).sum())
+        LM, LML, lo, hi, mu, single, wl, wh, gm, l2g = (v[order] for v in (LM, LML, lo, hi, mu, single, wl, wh, gm, l2g))
         self.LM, self.LML, self.lo, self.hi, self.mu = LM, LML, lo, hi, mu
         self.single, self.wl, self.wh, self.gm, self.l2g = single, wl, wh, gm, l2g
+        with np.errstate(divide="ignore"):
+            self.p1 = LM + l2g  # + log(½α²) (+ α·g for positive g): the pruning bound
+            self.p2 = LM + np.log(gm)  # + log α (negative g)
 
 
 def _hist_sum(bins: _Bins, alphas: np.ndarray):
     """log Σ over cells of e^{lw}·ψ_α(g), bounded bin by bin (module docstring, step 3), and the
     same sum under the right-end weights (an estimate, for the slack check)."""
     LM, LML, lo, hi, mu = bins.LM, bins.LML, bins.lo, bins.hi, bins.mu
-    single, wl, wh, gm, l2g = bins.single, bins.wl, bins.wh, bins.gm, bins.l2g
+    single, wl, wh, gm = bins.single, bins.wl, bins.wh, bins.gm
 
     K = alphas.size
-    a = alphas[:, None]
-    # ψ ≤ ½α²g²·e^{α·max(g, 0)} (Taylor at 0, ψ'' ≤ α²e^{α·max(g,0)}) and, for g < 0, ψ ≤ α|g|
-    pos = (hi > 0.0)[None, :]
-    with np.errstate(divide="ignore"):
-        A = LM[None, :] + np.where(pos, np.log(0.5 * a * a) + l2g[None, :] + a * gm[None, :],
-                                   np.minimum(np.log(0.5 * a * a) + l2g[None, :], np.log(a) + np.log(gm)[None, :]))
-    keep = A >= A.max(axis=1, keepdims=True) - _PRUNE
+    # pruning bound: ψ ≤ ½α²g²·e^{α·max(g, 0)} (Taylor at 0, ψ'' ≤ α²e^{α·max(g,0)}) and, for
+    # g < 0, ψ ≤ α|g|; bins are stored positive-g first (bins.npos of them)
+    npos = bins.npos
+    la2 = np.log(0.5 * alphas * alphas)[:, None]
+    A = np.empty((K, LM.size))
+    np.add(bins.p1[None, :npos], la2, out=A[:, :npos])
+    A[:, :npos] += alphas[:, None] * gm[None, :npos]
+    if npos < LM.size:
+        np.minimum(bins.p1[None, npos:] + la2, bins.p2[None, npos:] + np.log(alphas)[:, None], out=A[:, npos:])
+    rowmax = A.max(axis=1)
+    keep = A >= (rowmax - _PRUNE)[:, None]
     rows, cols = np.nonzero(keep)
     ar = alphas[rows]
     gs = -np.log(ar) / (ar - 1.0)  # ψ is concave below g*, convex above
@@ -418,11 +430,10 @@ def _hist_sum(bins: _Bins, alphas: np.ndarray):
     with np.errstate(under="ignore", divide="ignore", invalid="ignore"):
         tot = np.add.reduceat(np.exp(val - safe[rows]), starts)
         res = np.where(np.isfinite(mxr), safe + np.log(tot), mxr)
-    # pruned bins: at most (count)·e^{max A} each order
-    ndrop = (~keep).sum(axis=1)
-    Ad = np.where(keep, -np.inf, A).max(axis=1)
+    # pruned bins: each below e^{max A − _PRUNE}
+    ndrop = LM.size - np.bincount(rows, minlength=K)
     with np.errstate(divide="ignore"):
-        dropped = np.where(ndrop > 0, np.log(np.maximum(ndrop, 1)) + Ad, -np.inf)
+        dropped = np.where(ndrop > 0, np.log(np.maximum(ndrop, 1)) + rowmax - _PRUNE, -np.inf)
     mxl_r = np.maximum.reduceat(vlow, starts)
     safe_l = np.where(np.isfinite(mxl_r), mxl_r, 0.0)
     with np.errstate(under="ignore", divide="ignore", invalid="ignore"):

@@ -119,7 +119,7 @@ def test_histogram_bound_is_valid_and_tight_on_random_cells(seed):
 def test_histogram_bound_exact_for_cells_on_bin_edges():
     """Values exactly on bin edges land in the bin they bound (no extrapolated chord), and a bin
     holding one value of g is evaluated exactly."""
-    ed, _ = H._edges(1e-4, 0.5)
+    ed, _, _ = H._edges(1e-4, 0.5)
     g = np.concatenate([ed[1:], -ed[1:]])
     lw = np.zeros(g.size)
     alphas = np.array([1.5, 3.0, 40.0])
