@@ -397,6 +397,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     a = parser.parse_args(argv)
     import accountant
 
+    if os.environ.get("ACCOUNTANT_MALLOC_TUNING", "1").strip().lower() not in ("0", "false", "no", "off"):
+        from app.core.tuning import tune_allocator
+
+        tune_allocator()  # the same process tuning as the service (app.core.tuning)
+
     try:
         if getattr(a, "serve", False):
             return a.func(a)
