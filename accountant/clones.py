@@ -75,8 +75,8 @@ Engines
 -------
 Three evaluations of the same certified quantity; :func:`clone_rdp` picks one per call:
 
-* *exact* — at most 8 orders, n ≤ 6,000 and a small estimated cost: every cell, the result equals
-  the untruncated sum to ~1e-12 (above);
+* *exact* — n ≤ 6,000 and a small estimated cost (C-values × cells × orders ≤ 2.5e6 for at most
+  8 orders, ≤ 6e5 for more): every cell, the result equals the untruncated sum to ~1e-12 (above);
 * *merged histogram* (``accountant._clone_hist``, the default for everything else) — one C-grid
   and window design per (n, ε0), made for the default grid and 1.01 whatever orders are asked
   (so a value depends on (n, ε0, α) only), all cells binned once on g, each order then costs its
@@ -122,7 +122,8 @@ _RHO_X = 2.0e-4  # target relative slack of the x-discretisation (approximate mo
 _RHO_C = 2.0e-3  # bound on the relative slack of the C-discretisation (approximate mode)
 _RHO_C_EXACT = 1e-13
 _EXACT_BUDGET = 2.5e6  # estimated C-values × x-cells × orders under which a call is evaluated exactly
-_EXACT_MAX_ORDERS = 8  # … for calls with at most this many orders (more: the histogram engine is faster)
+_EXACT_MAX_ORDERS = 8  # … for calls with at most this many orders; with more, only under this budget:
+_EXACT_BUDGET_MANY = 6e5  # (≈ 15 ms; above, the histogram engine is faster, its refinement orders almost free)
 _EXACT_MAX_N = 6_000  # … and n at most this (above, the estimate misses the cost of wide tilted windows)
 _HIST_CELL_BUDGET = 1.6e6  # cells up to which the merged-histogram engine (_clone_hist) is used
 _HIST_EPS0 = (1e-6, 30.0)  # ε0 range of the histogram engine (its design estimates need s² > 0)
@@ -1121,7 +1122,8 @@ def _log_fm1(n: int, eps0: float, alphas: np.ndarray, exact: bool | None = None,
     if ctx.N == 0:
         return _log_expm1(_log_cap_f(alphas, ctx))
     if exact is None:
-        exact = alphas.size <= _EXACT_MAX_ORDERS and ctx.N <= _EXACT_MAX_N and _exact_work(ctx, alphas) <= _EXACT_BUDGET
+        work = _exact_work(ctx, alphas) if ctx.N <= _EXACT_MAX_N else math.inf
+        exact = work <= (_EXACT_BUDGET if alphas.size <= _EXACT_MAX_ORDERS else _EXACT_BUDGET_MANY)
         if not exact and engine != "adaptive" and _HIST_EPS0[0] <= eps0 <= _HIST_EPS0[1]:
             res = _hist_engine(ctx, alphas, force=engine == "hist")
             if res is not None:

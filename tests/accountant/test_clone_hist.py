@@ -198,6 +198,15 @@ def test_few_orders_at_small_n_stay_exact():
     np.testing.assert_allclose(C.clone_rdp(800, 0.9, a), exact_clone(800, 0.9, a), rtol=1e-9)
 
 
+@pytest.mark.parametrize("n,eps0", [(60, 1.0), (100, 0.5), (150, 2.0)])
+def test_cheap_problems_stay_exact_on_the_default_grid(n, eps0):
+    """Where the exact evaluation is cheap (≤ 6e5 cell-orders) the default grid is summed
+    exactly: equal to the untruncated sum to 1e-9 at every order up to 200."""
+    assert C._exact_work(C._Ctx(n, eps0), ORDERS) <= C._EXACT_BUDGET_MANY
+    sel = ORDERS <= 200
+    np.testing.assert_allclose(C.clone_rdp(n, eps0, ORDERS)[sel], exact_clone(n, eps0, ORDERS[sel]), rtol=1e-9)
+
+
 @pytest.mark.parametrize("eps0", [1e-9, 40.0])
 def test_extreme_eps0_falls_back_to_the_adaptive_engine(eps0):
     """Outside ε0 ∈ [1e-6, 30] the histogram engine's design estimates are not used."""
