@@ -18,14 +18,18 @@ from app.db.session import get_database
 
 
 class DatabaseCurveStore:
+    """Curves in the ``accountant_curve_cache`` table, through SQLAlchemy Core on the shared
+    engine (one statement per call; no ORM session: these calls sit on the answer's path)."""
+
     def __init__(self, database_url: str):
         self.database_url = database_url
+        self._table = CurveCacheEntry.__table__
 
     def get(self, key: str) -> np.ndarray | None:
         db = get_database(self.database_url)
-        with db.read() as s:
-            row = s.execute(select(CurveCacheEntry.curve_values, CurveCacheEntry.n_values)
-                            .where(CurveCacheEntry.key == key)).first()
+        t = self._table
+        with db.engine.connect() as conn:
+            row = conn.execute(select(t.c.curve_values, t.c.n_values).where(t.c.key == key)).first()
         if row is None:
             return None
         values = np.frombuffer(row[0], dtype="<f8")
@@ -35,12 +39,11 @@ class DatabaseCurveStore:
         arr = np.ascontiguousarray(values, dtype="<f8")
         db = get_database(self.database_url)
         try:
-            with db.write() as s:
-                if s.get(CurveCacheEntry, key) is None:
-                    s.add(CurveCacheEntry(key=key, n_values=int(arr.size), curve_values=arr.tobytes(),
-                                          created_at=dt.datetime.now(dt.timezone.utc)))
+            with db.write_engine.begin() as conn:
+                conn.execute(self._table.insert().values(key=key, n_values=int(arr.size), curve_values=arr.tobytes(),
+                                                         created_at=dt.datetime.now(dt.timezone.utc)))
         except IntegrityError:
-            pass  # another process stored the same curve first
+            pass  # another process (or an earlier put) stored the same curve first
 
 
 def install(database_url: str) -> None:
