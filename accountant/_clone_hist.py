@@ -21,20 +21,29 @@ sum is bounded, so that the cost of each order no longer grows with the number o
    peaks of the largest order; for points far in the C-tail (whose mass is e^{−45} below every
    order's estimated total even when multiplied by α) the window starts higher, where the bound
    below it, W_j·e^{α·g(x_lo − 1)}, is equally negligible.
-3. *One histogram in g for all points.* Cells are binned on g (geometric bins of ratio 1.02 near
-   0, then width 5e-4); each bin keeps its mass M, mean μ and the cells' own extreme values
-   [g_lo, g_hi]. ψ_α is concave below g* = −log α/(α−1) and convex above, so per bin and order:
-   convex — the chord through (g_lo, ψ(g_lo)) and (g_hi, ψ(g_hi)) at μ (E ψ ≤ chord(μ));
-   concave — ψ(μ) (Jensen); straddling g* — M·max(ψ(g_lo), ψ(g_hi)) (ψ is monotone on each side
-   of 0, so its maximum on an interval is at an end). A bin holding one value of g is exact.
-   Bins whose crude bound log M + log(α²g²/2) + α|g| (Taylor, ψ'' ≤ α²e^{α|g|}) is 60 nats
-   below the largest are not evaluated; their count times the largest such bound is added.
+3. *One histogram in g for all points.* Cells are binned on g (geometric bins of ratio 1.03 near
+   0, then of width min(7.5e-4, g_max/200)); each bin keeps its mass M, mean μ and the cells' own
+   extreme values [g_lo, g_hi]. ψ_α is concave below g* = −log α/(α−1) and convex above, so per
+   bin and order: convex — the chord through (g_lo, ψ(g_lo)) and (g_hi, ψ(g_hi)) at μ
+   (E ψ ≤ chord(μ)); concave — ψ(μ) (Jensen); straddling g* — M·max(ψ(g_lo), ψ(g_hi)) (ψ is
+   monotone on each side of 0, so its maximum on an interval is at an end). A bin holding one
+   value of g is exact. Bins whose crude bound (log M + log(α²g²/2) + α·g for g > 0, from
+   ψ'' ≤ α²e^{α·max(g,0)}; log M + log(α|g|) or the Taylor form for g < 0) is 45 nats below the
+   largest are not evaluated; their count times e^{largest − 45} is added.
+4. *Design once, evaluate many times.* Steps 1–3 do not depend on the order: :class:`Prepared`
+   keeps them, and :meth:`Prepared.evaluate` costs per order only its bins and tail terms. The
+   caller (:func:`accountant.clones._hist_engine`) always designs for the same orders (the
+   default grid and 1.01), so a value depends on (n, ε0, α) only.
+5. *A-posteriori check.* The same histogram with right-end weights (bin j bounded below by
+   f(c_{j+1})) estimates the lower end of the C-discretisation bracket; orders whose gap is
+   larger than 2%·(α/64)^¼ of log F are flagged, and the caller replaces them by the smaller of
+   the chord of their checked neighbours (convexity of (α−1)·D_α) and the adaptive engine.
 
 Every neglected piece is thus added as a bound, so the result is ≥ the exact sum for any grid,
 window or binning; the choices only decide the slack (measured ≲ 0.1% at orders ≤ 256 and ≲ 1%
 above against exact summation; see ``bench/results_clones.md``). The cost is dominated by the
-number of cells (≈ 60 ns each); :mod:`accountant.clones` routes a problem here when its cell
-count is within budget and to its own adaptive engine otherwise.
+number of cells (≈ 35 ns each, 10⁵–10⁶ of them); :mod:`accountant.clones` routes a problem here
+when its cell count is within budget and to its own adaptive engine otherwise.
 """
 
 from __future__ import annotations
@@ -52,6 +61,7 @@ from .clones import (
     _log_expm1,
     _log_phi,
     _log_q_at,
+    _logsumexp_cols,
     _lse,
     _tails,
     _tilt,
@@ -207,7 +217,7 @@ class Prepared:
             t_lo, t_hi, ltau = _tails(c, plan.x_l, plan.x_h, alphas, ctx)
             with np.errstate(divide="ignore"):
                 tail = _lse(t_lo, t_hi, np.log(alphas - 1.0)[None, :] + ltau[:, None]) + lw[:, None]
-            out_terms.append(_lse_cols(tail))
+            out_terms.append(_logsumexp_cols(tail))
             if self.bins is not None:
                 up, low = _hist_sum(self.bins, alphas)
                 out_terms.append(up)
@@ -302,13 +312,6 @@ def _lean_cells(c: np.ndarray, x_l: np.ndarray, x_h: np.ndarray, lw: np.ndarray,
     ok = ~pad & np.isfinite(lq) & (g != 0.0)
     segc = np.broadcast_to(seg[:, None], lq.shape)
     return lq[ok], g[ok], segc[ok]  # in x order within each point
-
-
-def _lse_cols(m):
-    mx = m.max(axis=0)
-    safe = np.where(np.isfinite(mx), mx, 0.0)
-    with np.errstate(under="ignore", divide="ignore", invalid="ignore"):
-        return np.where(np.isfinite(mx), safe + np.log(np.exp(m - safe).sum(axis=0)), mx)
 
 
 def _edges(gmin: float, gmax: float):
