@@ -285,8 +285,8 @@ def _lean_cells(c: np.ndarray, x_l: np.ndarray, x_h: np.ndarray, lw: np.ndarray,
     """log-weights lw_j + log Q_{c_j}(x) and g = log R for every cell x ∈ [x_l, x_h] of every point.
 
     Q_c(x) = b_{c+1}(x)·(1 − s·u/(c+1)) (b_m the Bin(m, ½) pmf, u = 2x − c − 1), so with m = c + 1
-    and v = u/m: log Q = log b_m(x) + log(1 − s·v), g = log(1 + s·v) − log(1 − s·v), where
-    1 ± s·v = (1 ± v) ∓ v·(1 − s) is computed without cancellation. log b_m is accumulated from the
+    and v = u/m: log Q = log b_m(x) + log(1 − s·v), g = log(1 + s·v) − log(1 − s·v): log1p while
+    |s·v| ≤ ½, and beyond it 1 ± s·v = (1 ± v) ∓ v·(1 − s), computed without cancellation. log b_m is accumulated from the
     exact ratios log((m − x + 1)/x) within blocks of 32 cells, each block anchored at Loader's pmf.
     """
     ncell = x_h - x_l + 1
@@ -305,8 +305,14 @@ def _lean_cells(c: np.ndarray, x_l: np.ndarray, x_h: np.ndarray, lw: np.ndarray,
         lr[:, 0] = 0.0
         lb = _log_binom_pmf(x0, mf, 0.5, 0.5)[:, None] + np.cumsum(lr, axis=1)
         v = (2.0 * xs - m2) / m2
-        lp = np.log(2.0 * xs / m2 - v * ctx.w)  # log(1 + s·v)
-        lm = np.log(2.0 * (m2 - xs) / m2 + v * ctx.w)  # log(1 − s·v)
+        sv = ctx.s * v
+        lp = np.log1p(sv)  # log(1 + s·v): log1p keeps tiny s·v accurate (small ε0) …
+        lm = np.log1p(-sv)  # log(1 − s·v)
+        far = np.abs(sv) > 0.5  # … and near |s·v| = 1, 1 ± s·v = (1 ± v) ∓ v·(1 − s) (s may round to 1)
+        if far.any():
+            vf, xf, mf2 = v[far], xs[far], np.broadcast_to(m2, xs.shape)[far]
+            lp[far] = np.log(2.0 * xf / mf2 - vf * ctx.w)
+            lm[far] = np.log(2.0 * (mf2 - xf) / mf2 + vf * ctx.w)
     lq = lb + lm + lw[seg][:, None]
     g = lp - lm
     ok = ~pad & np.isfinite(lq) & (g != 0.0)

@@ -221,11 +221,12 @@ def _log_expm1(lf: np.ndarray) -> np.ndarray:
 
 
 def _l1m(n1, u, w: float, s: float):
-    """log(1 − s·u/n1), accurate also as s·u/n1 → 1 (s = tanh(ε0/2) may round to 1):
-    for u/n1 > 1/2 it is log((n1 − u) + u·w) − log(n1) with w = 1 − s = 2e^{−ε0}/(1 + e^{−ε0})."""
-    v = u / n1
+    """log(1 − s·u/n1), accurate also as s·u/n1 → 1 (s = tanh(ε0/2) may round to 1): for
+    s·u/n1 > 1/2 it is log((n1 − u) + u·w) − log(n1) with w = 1 − s = 2e^{−ε0}/(1 + e^{−ε0});
+    below, log1p (keeps full relative accuracy when s·u/n1 is tiny, e.g. ε0 ≈ 1e-6)."""
+    sv = s * (u / n1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(v > 0.5, np.log((n1 - u) + u * w) - np.log(n1), np.log1p(-s * np.minimum(v, 0.5)))
+        return np.where(sv > 0.5, np.log((n1 - u) + u * w) - np.log(n1), np.log1p(-np.minimum(sv, 0.5)))
 
 
 def _gc(n1, u, ctx: _Ctx):
@@ -250,8 +251,10 @@ def _log_phi(alpha: np.ndarray, lr: np.ndarray) -> np.ndarray:
 
     |α·lr| ≤ 0.05: φ = α(α−1)lr²/2·(1 + Σ_{k≥3} 2·S_k·lr^{k−2}/k!), S_k = Σ_{i<k−1} α^i — the exact
     power series of e^{α·lr} − 1 − α(e^{lr} − 1), every term positive in α − 1 (valid at any scale,
-    no underflow). 0.05 < |α·lr| ≤ 1: (e^y − 1 − y) − α(e^{lr} − 1 − lr), cancellation ≤ α/(α−1).
-    Beyond: y + log(1 − e^{−y}(1 + α(e^{lr} − 1))) for y > 1, log(expm1(y) − α·expm1(lr)) for y < −1.
+    no underflow). Otherwise, for α < 2: δ·h(lr) + e^{lr}·(e^{δ·lr} − 1 − δ·lr), δ = α − 1,
+    h(x) = x·e^x − e^x + 1 ≥ 0 (both terms ≥ 0, exact as α → 1). For α ≥ 2 (cancellation ≤ 2):
+    0.05 < |α·lr| ≤ 1: (e^y − 1 − y) − α(e^{lr} − 1 − lr); y + log(1 − e^{−y}(1 + α(e^{lr} − 1)))
+    for y > 1; log(expm1(y) − α·expm1(lr)) for y < −1.
     """
     alpha, lr = np.broadcast_arrays(np.asarray(alpha, dtype=float), np.asarray(lr, dtype=float))
     y = alpha * lr
@@ -269,15 +272,23 @@ def _log_phi(alpha: np.ndarray, lr: np.ndarray) -> np.ndarray:
                 term = term * x / k
                 tot = tot + sk * term
             out[small] = np.log(0.5 * a * (a - 1.0)) + 2.0 * np.log(np.abs(x)) + np.log1p(tot)
-        mid = (ay > 0.05) & (ay <= 1.0)
+        # α < 2 (outside the series): φ = δ·h(x) + e^x·(e^{δx} − 1 − δx), δ = α − 1,
+        # h(x) = x·e^x − e^x + 1 — two non-negative terms, so no cancellation as α → 1
+        near1 = ~small & (alpha < 2.0)
+        if near1.any():
+            d, x = alpha[near1] - 1.0, lr[near1]
+            h = np.where(np.abs(x) < 1.0, x * np.expm1(x) - _em1mx(x), 1.0 + np.exp(x) * (x - 1.0))
+            out[near1] = np.log(d * h + np.exp(x) * _em1mx(d * x))
+        rest = ~small & ~near1
+        mid = rest & (ay <= 1.0)
         if mid.any():
             a, x, yy = alpha[mid], lr[mid], y[mid]
             out[mid] = np.log(_em1mx(yy) - a * _em1mx(x))
-        big = y > 1.0
+        big = rest & (y > 1.0)
         if big.any():
             a, x, yy = alpha[big], lr[big], y[big]
             out[big] = yy + np.log1p(-np.exp(-yy) * (1.0 + a * np.expm1(x)))
-        neg = y < -1.0
+        neg = rest & (y < -1.0)
         if neg.any():
             a, x, yy = alpha[neg], lr[neg], y[neg]
             out[neg] = np.log(np.expm1(yy) - a * np.expm1(x))
@@ -287,7 +298,8 @@ def _log_phi(alpha: np.ndarray, lr: np.ndarray) -> np.ndarray:
 def clone_cap(epsilon0: float, orders) -> np.ndarray:
     """The ε0-DP cap ĉ(α) = log((e^{αε0} + e^{(1−α)ε0})/(e^{ε0}+1))/(α−1), computed as f_α(0).
 
-    f_α(0) − 1 = (E·φ_α(1/E) + φ_α(E))/(E+1) (two cells, no cancellation); rounded up by 4 ulps.
+    f_α(0) − 1 = (E·φ_α(1/E) + φ_α(E))/(E+1) (two cells, no cancellation); rounded up by a
+    relative 1e-14.
     """
     a = np.asarray(orders, dtype=float)
     if epsilon0 == 0.0:
@@ -295,7 +307,7 @@ def clone_cap(epsilon0: float, orders) -> np.ndarray:
     lw1 = -math.log1p(math.exp(-epsilon0))
     lw0 = -epsilon0 + lw1
     lfm1 = np.logaddexp(lw1 + _log_phi(a, -epsilon0), lw0 + _log_phi(a, epsilon0))
-    return np.logaddexp(0.0, lfm1) / (a - 1.0) * (1.0 + 1e-15)
+    return np.logaddexp(0.0, lfm1) / (a - 1.0) * (1.0 + 1e-14)
 
 
 # ----------------------------------------------------------------------------------------------

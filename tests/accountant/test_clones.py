@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from scipy.special import logsumexp
 from scipy.stats import binom
 
-from accountant.clones import CLONES_MAX_N, clone_rdp
+from accountant.clones import CLONES_MAX_N, clone_cap, clone_rdp
 
 # ----------------------------------------------------------------------------------------------
 # independent references
@@ -304,3 +304,41 @@ def test_headline_shuffle_composition():
     o = np.asarray(DEFAULT_ORDERS, dtype=float)
     eps = _epsilon(o, 1e5 * clone_rdp(10**6, 0.5, o), 1e-8)
     assert eps == pytest.approx(1.08, rel=0.015)
+
+
+# ----------------------------------------------------------------------------------------------
+# precision at the edges (red-team findings, session 2): tiny ε0 and orders next to 1
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n,eps0,alpha", [(5, 1e-6, 2.0), (2, 1e-6, 2.0), (20, 1e-6, 2.0), (5, 3e-6, 2.0),
+                                          (5, 1e-8, 2.0), (2, 1e-9, 10.0), (60, 2e-6, 3.5)])
+def test_tiny_eps0_never_below_the_40_digit_value(n, eps0, alpha):
+    """g = log R ≈ ε0·u/(c+1) must keep its relative accuracy when ε0 is tiny (log1p, not a
+    difference of logs), or the 1e-11 safety margin is eaten (was −1.4e-7 at ε0 = 1e-9)."""
+    got = clone_rdp(n, eps0, np.array([alpha]))[0]
+    ref = mp_clone(n, eps0, alpha, dps=60)
+    assert ref <= got <= ref * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("eps0", [0.1, 1.0, 5.0])
+@pytest.mark.parametrize("alpha", [1.0001, 1.000001, 1.00000001])
+def test_orders_next_to_one_never_below_the_40_digit_value(eps0, alpha):
+    """φ_α(r) = r^α − 1 − α(r − 1) without cancellation as α → 1 (the cap and the clone bound
+    were 1e-7 too low at α = 1 + 1e-8)."""
+    cap = clone_cap(eps0, np.array([alpha]))[0]
+    assert mp_cap(eps0, alpha) <= cap <= mp_cap(eps0, alpha) * (1 + 1e-12)
+    got = clone_rdp(2, eps0, np.array([alpha]))[0]
+    ref = mp_clone(2, eps0, alpha, dps=50)
+    assert ref <= got <= ref * (1 + 1e-9)
+
+
+def test_log_phi_matches_mpmath_near_alpha_one():
+    from accountant.clones import _log_phi
+
+    a = np.array([1.0 + 1e-9, 1.0 + 1e-6, 1.001, 1.3, 1.9, 2.5, 40.0])
+    for x in (-3.0, -0.3, -0.02, 0.004, 0.2, 1.5, 8.0):
+        got = _log_phi(a, np.full(a.shape, x))
+        with mp.workdps(50):
+            ref = [float(mp.log(mp.e ** (mp.mpf(al) * x) - 1 - mp.mpf(al) * (mp.e ** mp.mpf(x) - 1))) for al in a]
+        np.testing.assert_allclose(got, ref, rtol=0, atol=1e-13)
