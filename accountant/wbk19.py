@@ -23,7 +23,9 @@ this function. Only integer α ≥ 2 are covered; the caller extends to real ord
 
 Numerics: all terms in log space (gammaln for C(α,j), log(e^x − 1) via expm1/log1p), the ragged
 sums over j for many α at once through np.maximum.reduceat/np.add.reduceat over concatenated
-segments, log1p for the final log; results are rounded up by a relative 1e-12.
+segments, log1p for the final log; results are rounded up by a relative 1e-12. The sum over j
+stops at J = ⌈2eλ⌉ + 60 (λ = γ·α·e^{ε∞}); the rest is replaced by a geometric bound of its terms
+(ε(j) ≤ ε∞, ratio < ½ beyond J), so large orders at small γ cost O(λ) terms, not O(α).
 """
 
 from __future__ import annotations
@@ -84,9 +86,23 @@ def wbk19_rdp(
     lc2 = np.log(uniq * (uniq - 1.0) / 2.0)
     log_sum = 2.0 * log_g + lc2 + m2  # log of the j = 2 term, per α
 
-    # j = 3..α: γ^j·C(α,j)·e^{(j−1)ε(j)}·min{2, (e^{ε∞} − 1)^j}, ragged over α
+    # j = 3..J(α): γ^j·C(α,j)·e^{(j−1)ε(j)}·min{2, (e^{ε∞} − 1)^j}, ragged over α. Terms with
+    # j > J are bounded, with ε(j) ≤ ε∞, by u_j = 2·γ^j·C(α,j)·e^{(j−1)ε∞}, whose ratio
+    # u_{j+1}/u_j = γ·e^{ε∞}·(α−j)/(j+1) ≤ λ/(j+1), λ = γ·α·e^{ε∞}: with J = ⌈2eλ⌉ + 60 it is < ½
+    # beyond J, so the tail is at most 2·u_{J+1} (added below) — and far below the sum itself.
     lg_a = gammaln(uniq + 1.0)
-    nterm = np.maximum(uniq.astype(np.int64) - 2, 0)
+    with np.errstate(over="ignore"):
+        lam = gamma * uniq * np.exp(min(eps_inf, 700.0))
+    jcut = np.where(np.isfinite(lam) & (eps_inf < 700.0), np.ceil(2.0 * np.e * lam) + 60.0, np.inf)
+    jmax = np.minimum(uniq, jcut)
+    nterm = np.maximum(jmax.astype(np.int64) - 2, 0)
+    cut = jmax < uniq
+    if cut.any():
+        jt = jmax[cut] + 1.0
+        ac = uniq[cut]
+        lu = (np.log(2.0) + jt * log_g + lg_a[cut] - gammaln(jt + 1.0) - gammaln(ac - jt + 1.0)
+              + (jt - 1.0) * eps_inf + log2)
+        log_sum[cut] = np.logaddexp(log_sum[cut], lu)
     start = 0
     while start < uniq.size:
         csum = np.cumsum(nterm[start:])

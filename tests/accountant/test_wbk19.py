@@ -95,3 +95,13 @@ def test_headline_subsampled_composition():
     delta = 1e-8
     eps = np.min(1e5 * curve + (math.log(1 / delta) + (ints - 1) * np.log1p(-1 / ints) - np.log(ints)) / (ints - 1))
     assert eps == pytest.approx(0.53, rel=0.015)
+
+
+@pytest.mark.parametrize("gamma,eps_inf,alpha", [(1e-3, 2.0, 3000), (1e-4, 0.5, 700), (2e-3, 4.0, 1500)])
+def test_truncated_sum_at_large_orders_matches_mpmath(gamma, eps_inf, alpha):
+    """The j-sum stops at J = ⌈2eλ⌉ + 60 (λ = γ·α·e^{ε∞}) and adds a geometric bound of the rest:
+    still the full 50-digit sum to 1e-10, and never below it."""
+    inner = _inner_factory(2, 0.01, eps_inf)
+    got = wbk19_rdp(gamma, lambda js: np.array([inner(int(j)) for j in js]), eps_inf, np.array([float(alpha)]))[0]
+    ref = mp_wbk19(gamma, inner, eps_inf, alpha)
+    assert ref <= got <= ref * (1 + 1e-10)
