@@ -100,13 +100,18 @@ def chi2_clone(n: int, eps0: float) -> float:
 
 
 def rr_lower(n: int, eps0: float, alpha: float) -> float:
-    """Exact RDP of binary randomized response shuffled (Thm 5.3.3), both directions."""
+    """Exact RDP of binary randomized response shuffled (Thm 5.3.3), both directions.
+
+    E_p[R] = 1 for the likelihood ratio R here, so log E_p[R^β] = log(1 + E_p[φ_β(R)]) with
+    φ_β(r) = r^β − 1 − β(r − 1) ≥ 0 (β = α and β = 1 − α): a sum of non-negative terms, accurate
+    also when (α−1)·ε is 1e-10 (the plain log Σ p·R^β loses ~1e-13 absolute to rounding)."""
     big_e = math.exp(eps0)
     k = np.arange(n + 1)
     lp = binom.logpmf(k, n, 1.0 / (big_e + 1.0))
     lr = np.log((k / n) * big_e + ((n - k) / n) / big_e)
-    fwd = logsumexp(lp + alpha * lr)
-    rev = logsumexp(lp + (1.0 - alpha) * lr)
+    nz = lr != 0.0  # φ(1) = 0
+    fwd = np.logaddexp(0.0, logsumexp(lp[nz] + _log_phi(alpha, lr[nz]))) if nz.any() else 0.0
+    rev = np.logaddexp(0.0, logsumexp(lp[nz] + _log_phi(1.0 - alpha, lr[nz]))) if nz.any() else 0.0
     return max(fwd, rev) / (alpha - 1.0)
 
 
