@@ -389,7 +389,7 @@ class _Bins:
         self.npos = int((hi > 0.0).sum())
         LM, LML, lo, hi, mu, single, wl, wh, gm, l2g = (v[order] for v in (LM, LML, lo, hi, mu, single, wl, wh, gm, l2g))
         self.LM, self.LML, self.lo, self.hi, self.mu = LM, LML, lo, hi, mu
-        self.single, self.wl, self.wh, self.gm, self.l2g = single, wl, wh, gm, l2g
+        self.single, self.wl, self.wh, self.gm = single, wl, wh, gm
         with np.errstate(divide="ignore"):
             self.p1 = LM + l2g  # + log(½α²) (+ α·g for positive g): the pruning bound
             self.p2 = LM + np.log(gm)  # + log α (negative g)
