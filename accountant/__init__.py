@@ -41,6 +41,7 @@ from .events import (
     PureDpEvent,
     RdpCurveEvent,
     ShuffleEvent,
+    SubsampledEvent,
     SubsampledShuffleEvent,
     as_event,
     event_from_dict,
@@ -53,6 +54,6 @@ __all__ = [
     "subsampled_shuffle_rdp", "subsampled_upper_detail", "Guarantee", "compose", "delta", "delta_guarantee",
     "epsilon", "epsilon_guarantee", "event_rdp", "delta_from_rdp", "epsilon_from_rdp", "AccountantError",
     "BoundNotApplicable", "InfeasibleTarget", "InvalidEvent", "InvalidParameter", "EVENT_TYPES", "Event",
-    "GaussianEvent", "LaplaceEvent", "PureDpEvent", "RdpCurveEvent", "ShuffleEvent", "SubsampledShuffleEvent",
+    "GaussianEvent", "LaplaceEvent", "PureDpEvent", "RdpCurveEvent", "ShuffleEvent", "SubsampledEvent", "SubsampledShuffleEvent",
     "as_event", "event_from_dict", "DEFAULT_GRID_VERSION", "DEFAULT_ORDERS",
 ]

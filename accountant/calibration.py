@@ -87,11 +87,11 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import MAX_COUNT, MAX_EPSILON0, MAX_N, check_delta, check_orders
+from ._validation import MAX_COUNT, MAX_EPSILON0, check_delta, check_orders
 from .composition import UNBOUNDED, Guarantee, _refine_orders, epsilon_guarantee, event_rdp
 from .conversion import epsilon_vector
 from .errors import AccountantError, InfeasibleTarget, InvalidEvent, InvalidParameter
-from .events import EVENT_TYPES, ShuffleEvent, SubsampledShuffleEvent, as_event, event_from_dict
+from .events import EVENT_TYPES, MAX_USERS, ShuffleEvent, SubsampledShuffleEvent, as_event, event_from_dict
 from .orders import DEFAULT_ORDERS
 
 SOLVE_FOR = ("epsilon0", "count", "n", "k")
@@ -960,7 +960,7 @@ def _solve_search(base, solve_for: str, guess, grid, delta: float, t: float, pro
 
     elif solve_for == "n":
         lo = base.k if isinstance(base, SubsampledShuffleEvent) else 1
-        p = _Param("n", lo, MAX_N, integer=True, increasing=False)
+        p = _Param("n", lo, MAX_USERS, integer=True, increasing=False)
         if isinstance(guess, numbers.Integral):
             x0 = int(guess)
         else:

@@ -32,19 +32,42 @@ class CliError(Exception):
 
 
 # ------------------------------------------------------------------------------------------ helpers
+def _event_flags() -> dict[str, tuple[str, object, str]]:
+    """One CLI flag per declared event field (accountant.EVENT_TYPES): dest → (flag, spec, help).
+    A field name shared by several event types is one flag; ``Spec.cli`` renames a flag whose
+    plain name a command option already takes."""
+    import accountant
+
+    flags: dict[str, tuple[str, object, dict[str, list[str]]]] = {}
+    for mech, cls in accountant.EVENT_TYPES.items():
+        for name, spec in cls.specs().items():
+            flag = spec.cli or name.replace("_", "-")
+            dest = "ev_" + flag.replace("-", "_")
+            flags.setdefault(dest, (flag, spec, {}))[2].setdefault(spec.description, []).append(mech)
+    return {d: (f, sp, "; ".join(f"{', '.join(m)}: {desc}" for desc, m in h.items()))
+            for d, (f, sp, h) in flags.items()}
+
+
+def _flag_type(spec) -> object:
+    return {"integer": _int, "number": float, "numbers": _floats, "events": _json_events}.get(spec.kind, str)
+
+
 def _add_event_flags(p: argparse.ArgumentParser, partial: bool = False) -> None:
+    import accountant
+
     g = p.add_argument_group("event (api.md); or give --event JSON")
-    g.add_argument("--mechanism", "-m", help="shuffle | subsampled_shuffle | rdp_curve | gaussian | laplace | pure_dp")
-    g.add_argument("--n", type=_int, help="number of users (population for subsampled_shuffle)")
-    g.add_argument("--k", type=_int, help="users sampled per round (subsampled_shuffle)")
-    g.add_argument("--epsilon0", "--eps0", type=float, help="local ε0 of each report")
-    g.add_argument("--count", "-T", type=_int, help="repetitions (rounds), default 1")
-    g.add_argument("--output", choices=["discrete", "continuous"], help="randomizer output range (default discrete)")
-    g.add_argument("--noise-multiplier", type=float, help="gaussian: σ / sensitivity")
-    g.add_argument("--scale", type=float, help="laplace: b / sensitivity")
-    g.add_argument("--event-epsilon", type=float, help="pure_dp: ε of the release")
-    g.add_argument("--curve-orders", type=_floats, help="rdp_curve: comma-separated orders")
-    g.add_argument("--curve-rdp", type=_floats, help="rdp_curve: comma-separated RDP values")
+    g.add_argument("--mechanism", "-m", choices=list(accountant.EVENT_TYPES), metavar="MECHANISM",
+                   help="event type: " + " | ".join(accountant.EVENT_TYPES))
+    for dest, (flag, spec, help_) in _event_flags().items():
+        names = [f"--{flag}"] + (["-T"] if flag == "count" else []) + (["--eps0"] if flag == "epsilon0" else [])
+        kw: dict = {"dest": dest, "help": help_, "type": _flag_type(spec), "metavar": flag.upper().replace("-", "_")}
+        if spec.kind == "choice":
+            kw["choices"] = list(spec.choices)
+        if flag == "count":
+            kw["help"] = "repetitions (rounds), default 1"
+        if spec.kind == "choice":
+            kw.pop("metavar")
+        g.add_argument(*names, **kw)
     if not partial:
         g.add_argument("--event", action="append", default=[], metavar="JSON",
                        help="an api.md event as JSON (repeatable: the events are composed)")
@@ -73,16 +96,35 @@ def _floats(s: str) -> list[float]:
 
 
 def _flag_event(a: argparse.Namespace) -> dict | None:
-    fields = {
-        "n": a.n, "k": a.k, "epsilon0": a.epsilon0, "count": a.count, "output": a.output,
-        "noise_multiplier": a.noise_multiplier, "scale": a.scale, "epsilon": a.event_epsilon,
-        "orders": a.curve_orders, "rdp": a.curve_rdp,
-    }
+    fields = {spec_name: getattr(a, dest) for dest, spec_name in _flag_fields().items()}
     if a.mechanism is None:
         if any(v is not None for v in fields.values()):
             raise CliError("give --mechanism with the event flags (e.g. --mechanism shuffle)")
         return None
     return {"mechanism": a.mechanism, **{k: v for k, v in fields.items() if v is not None}}
+
+
+def _flag_fields() -> dict[str, str]:
+    """dest → the event field it sets."""
+    import accountant
+
+    out = {}
+    for cls in accountant.EVENT_TYPES.values():
+        for name, spec in cls.specs().items():
+            out["ev_" + (spec.cli or name).replace("-", "_")] = name
+    return out
+
+
+def _json_events(s: str) -> list:
+    try:
+        d = json.loads(s)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"expected a JSON list of events: {exc}") from None
+    if isinstance(d, dict):
+        d = [d]
+    if not isinstance(d, list):
+        raise argparse.ArgumentTypeError("expected a JSON list of events like [{\"mechanism\": \"shuffle\", ...}]")
+    return d
 
 
 def _json_event(s: str) -> dict:
@@ -112,10 +154,16 @@ def _validate_events(dicts: list[dict]) -> list[dict]:
 def _pydantic_msg(exc) -> str:
     lines = []
     for e in exc.errors():
-        loc = ".".join(str(x) for x in e["loc"] if x not in ("shuffle", "subsampled_shuffle", "rdp_curve",
-                                                              "gaussian", "laplace", "pure_dp"))
+        loc = ".".join(str(x) for x in e["loc"] if not _is_model_tag(x))
         lines.append(f"  {loc or 'event'}: {e['msg']}")
     return "\n".join(lines)
+
+
+def _is_model_tag(x) -> bool:
+    """pydantic's union tags in error locations (event type names) say nothing to a user."""
+    import accountant
+
+    return isinstance(x, str) and (x in accountant.EVENT_TYPES or x.startswith(("Partial", "Inner")))
 
 
 def _events(a: argparse.Namespace) -> list[dict]:
@@ -131,6 +179,8 @@ def _events(a: argparse.Namespace) -> list[dict]:
 def _fmt(x) -> str:
     if x is None:
         return "unbounded"
+    if isinstance(x, (list, dict)):
+        return json.dumps(x, separators=(",", ":"))
     if isinstance(x, float):
         return f"{x:.6g}"
     return str(x)

@@ -20,20 +20,19 @@ import numpy as np
 
 import accountant
 from accountant import AccountantError, InvalidParameter
-from accountant._validation import MAX_N, check_orders
+from accountant._validation import check_orders
 from app.schemas.events import MAX_USERS
 
 #: per-order cost floor in the work estimate (small orders cost about as much as α = 1000)
 _MASS_FLOOR = 1000.0
 #: orders the ε/δ conversion adds around the optimum (accountant.composition._REFINE_POINTS)
 _REFINE = 24
-HEAVY_MECHANISMS = ("shuffle", "subsampled_shuffle")
 
-_SOURCE_LABELS = {
-    "gaussian": "gaussian (Mironov 2017, Prop. 7: α/(2σ²))",
-    "laplace": "laplace (Mironov 2017, Prop. 6)",
-    "pure_dp": "pure_dp (tight pure-DP curve)",
-}
+
+def _is_heavy(mechanism: str) -> bool:
+    """Whether events of this type may need costly curves (a probe with its example event)."""
+    cls = accountant.EVENT_TYPES.get(mechanism)
+    return cls is not None and bool(accountant.event_from_dict(cls.EXAMPLE).heavy_parts())
 
 
 class WorkLimitExceeded(InvalidParameter):
@@ -51,9 +50,10 @@ def _orders_array(orders: Sequence[float] | None) -> np.ndarray:
 
 
 def check_work(events: Sequence, orders: np.ndarray, max_mass: float, convert: bool) -> None:
-    """Refuse requests whose estimated cost exceeds ``max_mass`` (Σ over distinct shuffle-type
-    events of Σ max(α, 1000), plus the conversion's refinement around the optimum)."""
-    heavy = {e for e in events if e.mechanism in HEAVY_MECHANISMS}
+    """Refuse requests whose estimated cost exceeds ``max_mass`` (Σ over the distinct costly curves
+    the events need (``Event.heavy_parts``) of Σ max(α, 1000), plus the conversion's refinement
+    around the optimum)."""
+    heavy = frozenset().union(*(e.heavy_parts() for e in events))
     if not heavy:
         return
     per_event = float(np.maximum(orders, _MASS_FLOOR).sum())
@@ -71,34 +71,7 @@ def check_work(events: Sequence, orders: np.ndarray, max_mass: float, convert: b
 
 def _curve_sources(ev, orders: np.ndarray, bound: str) -> tuple[list[str], list[str]]:
     """Per-order name of the bound that gave each value, and the accountant's notes."""
-    if bound != "upper":
-        return [bound] * orders.size, []
-    if ev.mechanism == "shuffle":
-        d = accountant.shuffle_upper_detail(ev.n, ev.epsilon0, orders, ev.output)
-        return list(d.sources), list(d.notes)
-    if ev.mechanism == "subsampled_shuffle":
-        d = accountant.subsampled_upper_detail(ev.n, ev.k, ev.epsilon0, orders, ev.output)
-        return list(d.sources), list(d.notes)
-    if ev.mechanism == "rdp_curve":
-        ko = np.asarray(ev.orders)
-        out = []
-        for a in orders:
-            if np.any(ko == a):
-                out.append("rdp_curve (given)")
-            elif a < ko.min():
-                out.append("rdp_curve (monotone extension below the smallest given order)")
-            elif a <= ko.max():
-                out.append("rdp_curve (convex interpolation)")
-            else:
-                out.append("unbounded (above the largest given order; not used)")
-        notes = []
-        if orders.max() > ko.max():
-            notes.append(
-                f"the rdp_curve event is unknown above its largest order {ko.max():g}; the value there is "
-                "null (unbounded) and those orders are never used for conversion"
-            )
-        return out, notes
-    return [_SOURCE_LABELS.get(ev.mechanism, ev.mechanism)] * orders.size, []
+    return ev.curve_sources(orders, bound)
 
 
 def rdp_result(event: dict, orders: Sequence[float] | None = None, bound: str = "upper",
@@ -164,7 +137,7 @@ def _prewarm(evs: list, grid: np.ndarray, deadline: float | None) -> None:
     done = set()
     for ev in evs:
         unit = ev.with_count(1) if ev.count != 1 else ev
-        if unit in done or unit.mechanism not in HEAVY_MECHANISMS:
+        if unit in done or not unit.heavy_parts():
             continue
         if time.monotonic() > deadline:
             raise WorkLimitExceeded(
@@ -268,7 +241,7 @@ def calibrate_result(event: dict, solve_for: str, target_epsilon: float, delta: 
             f"the event must leave out the field being solved for; remove {solve_for!r} from the event"
         )
     grid = None if orders is None else _orders_array(orders)
-    if grid is not None and event.get("mechanism") in HEAVY_MECHANISMS:
+    if grid is not None and _is_heavy(event.get("mechanism")):
         # a search evaluates the curve many times: allow a tenth of the one-shot budget per evaluation
         check_work([_Mech(event["mechanism"])], grid, max_mass / 10, convert=True)
     kwargs: dict[str, Any] = {}
@@ -290,9 +263,8 @@ def calibrate_result(event: dict, solve_for: str, target_epsilon: float, delta: 
     except accountant.InfeasibleTarget:
         if solve_for != "n":
             raise
-        # the accountant searched up to its own cap (10¹⁵); the best ε reachable here is at MAX_USERS
         raise above_the_cap(accountant.event_from_dict({**event, "n": MAX_USERS}),
-                            f"not even n = {MAX_N:.0e}") from None
+                            f"not even n = {MAX_USERS:.0e}") from None
     ev = accountant.event_from_dict(_get(res, "event"))
     if solve_for == "n" and ev.n > MAX_USERS:
         raise above_the_cap(ev, f"it would take n = {ev.n:.3g}")
@@ -334,11 +306,13 @@ def _replace_field(ev, name: str, value):
 
 
 class _Mech:
+    """Stands for one costly event of a calibration in the work estimate."""
+
     def __init__(self, mechanism: str):
         self.mechanism = mechanism
 
-    def __hash__(self):
-        return hash(self.mechanism)
+    def heavy_parts(self) -> frozenset:
+        return frozenset({self.mechanism})
 
 
 __all__ = [

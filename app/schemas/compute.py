@@ -3,21 +3,19 @@ the error bodies every endpoint documents."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
 import accountant
 
 from .events import (
-    MAX_CURVE_POINTS,
-    Count,
-    Epsilon0,
     Event,
-    PositiveInt,
+    PartialEvent,
     StrictModel,
-    _EventBase,
     num,
+    solvable_by_type,
+    solvable_fields,
 )
 
 #: most orders one request may ask for
@@ -25,7 +23,7 @@ MAX_ORDERS = 1000
 #: most events one composition may carry
 MAX_EVENTS = 1000
 
-_BOUNDS = tuple(dict.fromkeys((*accountant.SHUFFLE_BOUNDS, *accountant.SUBSAMPLED_BOUNDS)))
+_BOUNDS = tuple(dict.fromkeys(b for cls in accountant.EVENT_TYPES.values() for b in cls.BOUNDS))
 BoundName = Literal[_BOUNDS]  # type: ignore[valid-type]
 
 Orders = list[num(gt=1, le=1e6)]
@@ -197,90 +195,17 @@ class Target(StrictModel):
     delta: num(gt=0, lt=1, description="target δ, 0 < δ < 1")
 
 
-class _Partial(_EventBase):
-    def to_accountant(self) -> dict:
-        return self.model_dump(mode="python", exclude_none=True)
-
-
-class PartialShuffleEvent(_Partial):
-    """A shuffle event without the unknown (epsilon0, n or count)."""
-
-    model_config = ConfigDict(title="PartialShuffleEvent")
-    mechanism: Literal["shuffle"]
-    n: PositiveInt | None = None
-    epsilon0: Epsilon0 | None = None
-    count: Count | None = None
-    output: Literal["discrete", "continuous"] = "discrete"
-
-
-class PartialSubsampledShuffleEvent(_Partial):
-    """A subsampled-shuffle event without the unknown (epsilon0, n, k or count)."""
-
-    model_config = ConfigDict(title="PartialSubsampledShuffleEvent")
-    mechanism: Literal["subsampled_shuffle"]
-    n: PositiveInt | None = None
-    k: PositiveInt | None = None
-    epsilon0: Epsilon0 | None = None
-    count: Count | None = None
-    output: Literal["discrete", "continuous"] = "discrete"
-    sampling: Literal["without_replacement"] = "without_replacement"
-
-
-class PartialRdpCurveEvent(_Partial):
-    """solve_for = count only."""
-
-    model_config = ConfigDict(title="PartialRdpCurveEvent")
-    mechanism: Literal["rdp_curve"]
-    orders: list[num(gt=1, le=1e6)] = Field(min_length=1, max_length=MAX_CURVE_POINTS)
-    rdp: list[num(ge=0, le=1e300)] = Field(min_length=1, max_length=MAX_CURVE_POINTS)
-    count: Count | None = None
-
-
-class PartialGaussianEvent(_Partial):
-    """solve_for = count only."""
-
-    model_config = ConfigDict(title="PartialGaussianEvent")
-    mechanism: Literal["gaussian"]
-    noise_multiplier: num(gt=0, le=1e12)
-    count: Count | None = None
-
-
-class PartialLaplaceEvent(_Partial):
-    """solve_for = count only."""
-
-    model_config = ConfigDict(title="PartialLaplaceEvent")
-    mechanism: Literal["laplace"]
-    scale: num(gt=0, le=1e12)
-    count: Count | None = None
-
-
-class PartialPureDpEvent(_Partial):
-    """solve_for = count only."""
-
-    model_config = ConfigDict(title="PartialPureDpEvent")
-    mechanism: Literal["pure_dp"]
-    epsilon: num(ge=0, le=50)
-    count: Count | None = None
-
-
-PartialEvent = Annotated[
-    Union[PartialShuffleEvent, PartialSubsampledShuffleEvent, PartialRdpCurveEvent, PartialGaussianEvent,
-          PartialLaplaceEvent, PartialPureDpEvent],
-    Field(discriminator="mechanism"),
-]
-
-
 class CalibrateRequest(StrictModel):
     model_config = ConfigDict(json_schema_extra={"examples": [
         {"solve_for": "epsilon0", "target": {"epsilon": 4.0, "delta": 1e-5},
          "event": {"mechanism": "subsampled_shuffle", "n": 100000, "k": 1000, "count": 1000}},
     ]})
-    solve_for: Literal["epsilon0", "count", "n", "k"] = Field(description=(
-        "The unknown, left out of `event`: `epsilon0` — the largest ε0 meeting the target (shuffle, "
-        "subsampled_shuffle; relative tolerance 1e-6); `count` — the most rounds (any mechanism; closed form); "
-        "`n` — the fewest users (shuffle; subsampled_shuffle with k fixed); `k` (subsampled_shuffle, n fixed) — "
-        "the LARGEST sample size per round that still meets the target (one round's RDP grows with k = γn, so "
-        "the most clients per round is the useful answer; `direction` says `largest`)."
+    solve_for: Literal[tuple(solvable_fields())] = Field(description=(  # type: ignore[valid-type]
+        "The unknown, left out of `event`: `epsilon0` — the largest ε0 meeting the target (relative tolerance "
+        "1e-6); `count` — the most rounds (closed form); `n` — the fewest users; `k` — the LARGEST sample size "
+        "per round that still meets the target (one round's RDP grows with k = γn, so the most clients per "
+        "round is the useful answer; `direction` says `largest`). Fields each event type can solve for: "
+        + "; ".join(f"{m}: {', '.join(f) or '(none)'}" for m, f in solvable_by_type().items()) + "."
     ))
     target: Target
     event: PartialEvent = Field(

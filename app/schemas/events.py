@@ -1,14 +1,19 @@
-"""Pydantic v2 models of the api.md event objects: a discriminated union on ``mechanism``.
+"""Pydantic v2 models of the api.md event objects, DERIVED from the accountant's declarations.
 
-One model per type in :data:`accountant.EVENT_TYPES`. Field bounds mirror the accountant's own
-checks (``accountant/_validation.py``) so that the published schema says what is accepted; the
-accountant stays the final judge (its errors become ``400``).
+Every type in :data:`accountant.EVENT_TYPES` becomes three models, built here from its field
+declarations (:class:`accountant.events.Spec`: kind, limits, description), its docstring and its
+``RELATION``/``SAMPLING``/``SOURCE``/``EXAMPLE`` attributes — nothing is declared twice:
 
-Numbers must be JSON numbers: strings (``"1000"``) and booleans are refused, as are NaN and
-±Infinity. Integer fields accept integral floats (``1e6``). Unknown fields are refused.
+* ``<Type>`` (e.g. ``ShuffleEvent``): the full event, used by every endpoint that takes events;
+* ``Partial<Type>``: the same with every ``solvable`` field optional (``/v1/calibrate`` leaves the
+  unknown out);
+* ``Inner<Type>``: the event inside a sampled event, where ``population`` fields (a shuffle's n)
+  are implied by the sample size and may be omitted.
 
-Use :data:`Event` as a field type, :data:`EventAdapter` to validate a dict, and
-``event.to_accountant()`` to get the api.md dict that :func:`accountant.event_from_dict` accepts.
+:data:`Event`, :data:`PartialEvent` are discriminated unions on ``mechanism``. Numbers must be
+JSON numbers: strings (``"1000"``) and booleans are refused, as are NaN and ±Infinity; integer
+fields accept integral floats (``1e6``); unknown fields are refused. Cross-field conditions
+(k ≤ n, equal lengths) are the accountant's (its errors become ``400``).
 """
 
 from __future__ import annotations
@@ -18,13 +23,10 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter
 
 import accountant
-from accountant._validation import MAX_COUNT, MAX_EPSILON0, MAX_ORDER
+from accountant.events import MAX_COUNT, MAX_EPSILON0, MAX_ITEMS, MAX_USERS, Spec
 
-#: most points an ``rdp_curve`` event (or an ``orders`` list) may carry over HTTP
-MAX_CURVE_POINTS = 1000
-#: most users (n, k) an event may describe over HTTP: 10¹² is already ~100× any real population;
-#: 10¹⁵ (the accountant's own ceiling) is refused as a likely mistake
-MAX_USERS = 10**12
+#: most points an ``rdp_curve`` event (or an ``orders`` list) may carry
+MAX_CURVE_POINTS = MAX_ITEMS
 
 
 def _json_number(v: Any) -> Any:
@@ -39,12 +41,12 @@ def _json_number(v: Any) -> Any:
 _NUMBER = BeforeValidator(_json_number)
 
 
-def num(**constraints) -> Any:
+def num(**constraints: Any) -> Any:
     """A finite JSON number with the given pydantic constraints (ge, gt, le, description, ...)."""
     return Annotated[float, Field(**constraints), _NUMBER]
 
 
-def integer(**constraints) -> Any:
+def integer(**constraints: Any) -> Any:
     """A JSON integer (integral floats like 1e6 accepted) with the given constraints."""
     return Annotated[int, Field(**constraints), _NUMBER]
 
@@ -54,8 +56,6 @@ Int = integer()
 PositiveInt = integer(ge=1, le=MAX_USERS)
 Count = integer(ge=1, le=MAX_COUNT, description="how many times the release is repeated")
 Epsilon0 = num(ge=0, le=MAX_EPSILON0, description="local privacy parameter ε0 of each report")
-Order = num(gt=1, le=MAX_ORDER, description="a Rényi order α > 1")
-Output = Literal["discrete", "continuous"]
 
 
 class StrictModel(BaseModel):
@@ -69,133 +69,114 @@ class _EventBase(StrictModel):
         """The api.md dict of this event (accepted by :func:`accountant.event_from_dict`)."""
         return self.model_dump(mode="python", exclude_none=True)
 
-    def to_event(self):
+    def to_event(self) -> accountant.Event:
         """The :mod:`accountant` event object (raises :class:`accountant.AccountantError`)."""
         return accountant.event_from_dict(self.to_accountant())
 
 
-class ShuffleEvent(_EventBase):
-    """n users each send one ε0-LDP report through a shuffler (thesis §5.3)."""
+def _bounds(s: Spec) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if s.lo is not None:
+        out["gt" if s.lo_open else "ge"] = s.lo
+    if s.hi is not None:
+        out["lt" if s.hi_open else "le"] = s.hi
+    return out
 
-    model_config = ConfigDict(
-        json_schema_extra={"examples": [{"mechanism": "shuffle", "n": 10000, "epsilon0": 1.0, "count": 100}]},
+
+def _annotation(s: Spec, inner: Any) -> Any:
+    """The pydantic type of one declared field."""
+    if s.kind == "integer":
+        return integer(**_bounds(s))
+    if s.kind == "number":
+        return num(**_bounds(s))
+    if s.kind == "choice":
+        return Literal[s.choices]  # type: ignore[valid-type]
+    if s.kind == "numbers":
+        return Annotated[list[num(**_bounds(s))], Field(min_length=1, max_length=s.max_items)]  # type: ignore[misc]
+    return Annotated[list[inner], Field(min_length=1, max_length=s.max_items)]  # type: ignore[valid-type]
+
+
+def _doc(cls: type[accountant.Event]) -> str:
+    return (f"{(cls.__doc__ or '').strip()}\n\nNeighbouring relation: {cls.RELATION}.\n\n"
+            f"Sampling: {cls.SAMPLING}.\n\nSource: {cls.SOURCE}.")
+
+
+def _model(cls: type[accountant.Event], family: str, inner: Any) -> type[_EventBase]:
+    """``family``: ``full``, ``partial`` (solvable fields optional) or ``inner`` (population
+    fields optional)."""
+    annotations: dict[str, Any] = {"mechanism": Literal[cls.mechanism]}  # type: ignore[valid-type]
+    namespace: dict[str, Any] = {}
+    defaults = cls.defaults()
+    for name, s in cls.specs().items():
+        ann = _annotation(s, inner)
+        optional = (family == "partial" and s.solvable) or (family == "inner" and s.population)
+        if optional:
+            annotations[name] = ann | None
+            namespace[name] = Field(None, description=s.description)
+        else:
+            annotations[name] = ann
+            namespace[name] = Field(defaults.get(name, ...), description=s.description)
+    prefix = {"full": "", "partial": "Partial", "inner": "Inner"}[family]
+    title = prefix + cls.__name__
+    example = dict(cls.EXAMPLE)
+    if family == "inner":
+        for name, s in cls.specs().items():
+            if s.population:
+                example.pop(name, None)
+    namespace.update(
+        __annotations__=annotations,
+        __doc__=_doc(cls) if family == "full" else f"{title}: the '{cls.mechanism}' event"
+        + (" without the field being solved for." if family == "partial" else " inside a sampled event."),
+        __module__=__name__,
+        __qualname__=title,
+        model_config=ConfigDict(title=title, json_schema_extra={"examples": [example]}),
     )
-    mechanism: Literal["shuffle"]
-    n: PositiveInt = Field(description="number of users whose reports are shuffled (1 … 10¹²)")
-    epsilon0: Epsilon0
-    count: Count = 1
-    output: Output = Field(
-        "discrete",
-        description="output range of the local randomizer: 'discrete' (thesis ch. 5 bounds apply) or "
-        "'continuous' (only the pure-DP cap and the clone bound apply)",
-    )
+    return type(title, (_EventBase,), namespace)
 
 
-class SubsampledShuffleEvent(_EventBase):
-    """k of n users sampled uniformly without replacement, each sends one ε0-LDP report, the k
-    reports are shuffled (thesis §5.4)."""
-
-    model_config = ConfigDict(
-        json_schema_extra={
-            "examples": [
-                {"mechanism": "subsampled_shuffle", "n": 1000000, "k": 1000, "epsilon0": 2.0, "count": 100000}
-            ]
-        },
-    )
-    mechanism: Literal["subsampled_shuffle"]
-    n: PositiveInt = Field(description="population size (1 … 10¹²)")
-    k: PositiveInt = Field(description="users sampled per round (1 ≤ k ≤ n)")
-    epsilon0: Epsilon0
-    count: Count = 1
-    output: Output = "discrete"
-    sampling: Literal["without_replacement"] = Field(
-        "without_replacement",
-        description="only uniform sampling of k of n without replacement is covered by the theorems",
-    )
+def _union(models: list[type[_EventBase]]) -> Any:
+    return Annotated[Union[tuple(models)], Field(discriminator="mechanism")]  # type: ignore[valid-type]
 
 
-class RdpCurveEvent(_EventBase):
-    """An explicit RDP curve from elsewhere; extended between known orders by convexity, unknown
-    (not used) above the largest known order."""
-
-    model_config = ConfigDict(
-        json_schema_extra={
-            "examples": [{"mechanism": "rdp_curve", "orders": [2, 4, 8], "rdp": [0.01, 0.03, 0.09], "count": 1}]
-        },
-    )
-    mechanism: Literal["rdp_curve"]
-    orders: list[Order] = Field(min_length=1, max_length=MAX_CURVE_POINTS)
-    rdp: list[num(ge=0, le=1e300)] = Field(
-        min_length=1, max_length=MAX_CURVE_POINTS, description="RDP ε(α) at each order (same length as orders)"
-    )
-    count: Count = 1
+def _build() -> tuple[dict[str, type[_EventBase]], dict[str, type[_EventBase]], dict[str, type[_EventBase]]]:
+    types = accountant.EVENT_TYPES
+    inner_models = {m: _model(c, "inner", None) for m, c in types.items() if not c.SAMPLED}
+    inner_union = _union(list(inner_models.values()))
+    full = {m: _model(c, "full", inner_union) for m, c in types.items()}
+    partial = {m: _model(c, "partial", inner_union) for m, c in types.items()}
+    return full, partial, inner_models
 
 
-class GaussianEvent(_EventBase):
-    """Central Gaussian mechanism, σ = noise_multiplier × ℓ2 sensitivity (Mironov 2017, Prop. 7)."""
-
-    model_config = ConfigDict(
-        json_schema_extra={"examples": [{"mechanism": "gaussian", "noise_multiplier": 1.1, "count": 1000}]},
-    )
-    mechanism: Literal["gaussian"]
-    noise_multiplier: num(gt=0, le=1e12)
-    count: Count = 1
-
-
-class LaplaceEvent(_EventBase):
-    """Central Laplace mechanism, b = scale × ℓ1 sensitivity (Mironov 2017, Prop. 6)."""
-
-    model_config = ConfigDict(
-        json_schema_extra={"examples": [{"mechanism": "laplace", "scale": 2.0, "count": 10}]},
-    )
-    mechanism: Literal["laplace"]
-    scale: num(gt=0, le=1e12)
-    count: Count = 1
-
-
-class PureDpEvent(_EventBase):
-    """Any ε-DP release (e.g. one ε0-LDP report sent without a shuffler)."""
-
-    model_config = ConfigDict(
-        json_schema_extra={"examples": [{"mechanism": "pure_dp", "epsilon": 0.5, "count": 3}]},
-    )
-    mechanism: Literal["pure_dp"]
-    epsilon: num(ge=0, le=MAX_EPSILON0)
-    count: Count = 1
-
-
-EVENT_MODELS: dict[str, type[_EventBase]] = {
-    "shuffle": ShuffleEvent,
-    "subsampled_shuffle": SubsampledShuffleEvent,
-    "rdp_curve": RdpCurveEvent,
-    "gaussian": GaussianEvent,
-    "laplace": LaplaceEvent,
-    "pure_dp": PureDpEvent,
-}
+EVENT_MODELS, PARTIAL_EVENT_MODELS, INNER_EVENT_MODELS = _build()
 
 #: The api.md event, discriminated on ``mechanism``.
-Event = Annotated[
-    Union[
-        ShuffleEvent,
-        SubsampledShuffleEvent,
-        RdpCurveEvent,
-        GaussianEvent,
-        LaplaceEvent,
-        PureDpEvent,
-    ],
-    Field(discriminator="mechanism"),
-]
+Event = _union(list(EVENT_MODELS.values()))
+#: An event without the field ``/v1/calibrate`` solves for.
+PartialEvent = _union(list(PARTIAL_EVENT_MODELS.values()))
 
 EventAdapter: TypeAdapter = TypeAdapter(Event)
 
 
-def parse_event(data: Any):
+def parse_event(data: Any) -> _EventBase:
     """Validate an api.md event dict (raises :class:`pydantic.ValidationError`)."""
     return EventAdapter.validate_python(data)
 
 
+def solvable_fields() -> list[str]:
+    """Every field some event type lets calibration solve for, in declaration order."""
+    names: dict[str, None] = {}
+    for cls in accountant.EVENT_TYPES.values():
+        names.update((n, None) for n, s in cls.specs().items() if s.solvable)
+    return list(names)
+
+
+def solvable_by_type() -> dict[str, list[str]]:
+    """Per event type, the fields calibration may solve for."""
+    return {m: [n for n, s in c.specs().items() if s.solvable] for m, c in accountant.EVENT_TYPES.items()}
+
+
 __all__ = [
-    "Event", "EventAdapter", "EVENT_MODELS", "parse_event", "StrictModel", "ShuffleEvent", "SubsampledShuffleEvent",
-    "RdpCurveEvent", "GaussianEvent", "LaplaceEvent", "PureDpEvent", "MAX_CURVE_POINTS", "MAX_USERS", "Num", "Int",
-    "num", "integer",
+    "Event", "EventAdapter", "EVENT_MODELS", "PARTIAL_EVENT_MODELS", "INNER_EVENT_MODELS", "PartialEvent",
+    "parse_event", "StrictModel", "MAX_CURVE_POINTS", "MAX_USERS", "Num", "Int", "num", "integer",
+    "PositiveInt", "Count", "Epsilon0", "solvable_fields", "solvable_by_type",
 ]

@@ -127,7 +127,7 @@ def _check_infeasible(exc, ev, solve_for, target, delta):
     """The error says so and its best ε is what the feasible end of the domain gives."""
     assert "no value of" in str(exc) and "best achievable" in str(exc)
     assert exc.best_epsilon > target
-    end = {"epsilon0": 1e-10, "count": 1, "k": 1, "n": 10**15}[solve_for]
+    end = {"epsilon0": 1e-10, "count": 1, "k": 1, "n": 10**12}[solve_for]
     if solve_for != "k":
         assert exc.best_value == end
     best = {**ev, solve_for: exc.best_value}
@@ -259,8 +259,8 @@ def test_k_at_limit_and_infeasible(thesis_default):
 @pytest.mark.parametrize("solve_for,event,target,delta,best", [
     ("epsilon0", {"mechanism": "shuffle", "n": 100, "count": 1}, 1e-5, 1e-12, {"epsilon0": 1e-10}),
     ("count", {"mechanism": "shuffle", "n": 1000, "epsilon0": 3.0}, 0.01, 1e-8, {"count": 1}),
-    ("n", {"mechanism": "shuffle", "epsilon0": 1.0, "count": 10}, 1e-6, 1e-12, {"n": 10**15}),
-    ("n", {"mechanism": "subsampled_shuffle", "k": 10, "epsilon0": 1.0, "count": 10**6}, 1e-5, 1e-12, {"n": 10**15}),
+    ("n", {"mechanism": "shuffle", "epsilon0": 1.0, "count": 10}, 1e-6, 1e-12, {"n": 10**12}),
+    ("n", {"mechanism": "subsampled_shuffle", "k": 10, "epsilon0": 1.0, "count": 10**6}, 1e-5, 1e-12, {"n": 10**12}),
     ("k", {"mechanism": "subsampled_shuffle", "n": 1000, "epsilon0": 4.0, "count": 10**5}, 0.1, 1e-10, {"k": 1}),
 ])
 def test_infeasible_targets(thesis_default, solve_for, event, target, delta, best):
@@ -281,9 +281,9 @@ def test_target_below_the_conversion_floor_is_bounded(thesis_default):
     """ε cannot go below the conversion's floor except by the KL guard (ε = 0 once the curve is
     below δ²), a jump; the search still ends with a verified answer, within its budget."""
     t0 = time.perf_counter()
-    r = A.calibrate({"mechanism": "shuffle", "epsilon0": 1.0, "count": 100}, "n", 1e-4, 1e-6)
+    r = A.calibrate({"mechanism": "shuffle", "epsilon0": 1.0, "count": 100}, "n", 3e-4, 1e-6)
     assert time.perf_counter() - t0 < 30
-    check_answer(r, 1e-4, 1e-6)
+    check_answer(r, 3e-4, 1e-6)
 
 
 # ---------------------------------------------------------------------------------------------

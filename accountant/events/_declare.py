@@ -1,0 +1,359 @@
+"""How an event type is declared: its fields (with limits), its meaning, and its curve.
+
+As in Google's dp_accounting, an event only *describes* a release; the accountant interprets it.
+Each event type is ONE frozen dataclass, registered with :func:`register`, that carries
+
+* its fields, each declared with :func:`spec` (kind, limits, description, whether calibration may
+  solve for it) — the pydantic models, the OpenAPI text, the CLI flags and the parser derive
+  from these declarations;
+* its meaning: ``RELATION`` (the neighbouring relation), ``SAMPLING`` (the sampling assumption),
+  ``SOURCE`` (the theorem behind its curve);
+* how its curve is computed: :meth:`Event.unit_curve`, :meth:`Event.curve_sources` and
+  :meth:`Event.pure_epsilon`.
+
+**An event's meaning never changes; a new meaning is a new event type.** A stored charge or a
+cached curve refers to an event by its JSON form, so changing what an existing type means would
+silently change the accounting of past releases. Tighter *bounds* for the same meaning are fine
+(the curve stays an upper bound of the same divergence); new semantics get a new ``mechanism``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+from collections.abc import Mapping
+from dataclasses import MISSING, dataclass, fields
+from functools import lru_cache
+from typing import Any, ClassVar
+
+import numpy as np
+
+from .._validation import check_float, check_int
+from ..errors import InvalidEvent, InvalidParameter
+
+#: most users (n, k) an event may describe: 10¹² is already ~100× any real population
+MAX_USERS = 10**12
+#: most repetitions of one event
+MAX_COUNT = 10**12
+#: largest local ε0 / pure ε an event may carry (e^{50} is still comfortably finite)
+MAX_EPSILON0 = 50.0
+#: largest Rényi order anywhere
+MAX_ORDER = 1e6
+#: most points of an ``rdp_curve`` event, and most inner events of a sampled event
+MAX_ITEMS = 1000
+
+REPLACE_ONE = (
+    "replace-one: neighbouring datasets differ in one user's whole data (the user is replaced by "
+    "another); user-level, so a user's every report or record is covered"
+)
+
+KINDS = ("integer", "number", "choice", "numbers", "events")
+
+
+@dataclass(frozen=True)
+class Spec:
+    """Declaration of one event field.
+
+    ``kind``: ``integer``, ``number``, ``choice`` (one of ``choices``), ``numbers`` (a list whose
+    items obey ``lo``/``hi``) or ``events`` (a list of inner events). ``solvable``: calibration
+    may solve for this field. ``population``: inside a sampled event this field is implied by
+    the sample size (it may be omitted there, and must equal it when given). ``cli``: the flag
+    name when ``--<field>`` is taken by a command option. ``hint``: appended to the error for a
+    value outside ``choices``. ``omit_default``: the JSON form leaves the field out at its
+    default.
+    """
+
+    kind: str
+    description: str
+    lo: float | None = None
+    hi: float | None = None
+    lo_open: bool = False
+    hi_open: bool = False
+    choices: tuple[str, ...] = ()
+    max_items: int = MAX_ITEMS
+    solvable: bool = False
+    population: bool = False
+    cli: str | None = None
+    hint: str = ""
+    omit_default: bool = False
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown field kind {self.kind!r}")
+
+    def check(self, name: str, value: Any) -> Any:
+        """The validated (coerced) value, or :class:`InvalidEvent` saying what to change."""
+        try:
+            return self._check(name, value)
+        except InvalidEvent:
+            raise
+        except ValueError as exc:  # InvalidParameter from the shared checks
+            raise InvalidEvent(str(exc)) from None
+
+    def _check(self, name: str, value: Any) -> Any:
+        if self.kind == "integer":
+            return check_int(name, value, int(self.lo), int(self.hi))
+        if self.kind == "number":
+            return check_float(name, value, self.lo, self.hi, self.lo_open, self.hi_open)
+        if self.kind == "choice":
+            if value not in self.choices:
+                if self.hint:
+                    raise InvalidEvent(f"{name} {value!r} is not supported (use one of {list(self.choices)}): {self.hint}")
+                raise InvalidEvent(f"{name} must be one of {list(self.choices)}, got {value!r}")
+            return value
+        if self.kind == "numbers":
+            return self._check_numbers(name, value)
+        return value  # events: parsed by the enclosing type (see _parse_inner)
+
+    def _check_numbers(self, name: str, value: Any) -> tuple[float, ...]:
+        if isinstance(value, (str, bytes, Mapping)) or not hasattr(value, "__len__"):
+            raise InvalidEvent(f"{name} must be a list of numbers, got {value!r}")
+        if not 1 <= len(value) <= self.max_items:
+            raise InvalidEvent(f"{name} must hold 1 to {self.max_items} numbers, got {len(value)}")
+        return tuple(check_float(f"{name}[{i}]", v, self.lo, self.hi, self.lo_open, self.hi_open)
+                     for i, v in enumerate(value))
+
+
+def spec(kind: str, description: str, default: Any = MISSING, **kw: Any) -> Any:
+    """A dataclass field declared by a :class:`Spec` (use as ``n: int = spec("integer", ...)``)."""
+    return dataclasses.field(default=default, metadata={"spec": Spec(kind, description, **kw)})
+
+
+def count_field() -> Any:
+    return spec("integer", "how many times the release is repeated (rounds); RDP adds up over them",
+                default=1, lo=1, hi=MAX_COUNT, solvable=True)
+
+
+def epsilon0_field(description: str = "local privacy parameter ε0 of each report (pure ε0-LDP)") -> Any:
+    return spec("number", description, lo=0.0, hi=MAX_EPSILON0, solvable=True)
+
+
+def users_field(description: str, **kw: Any) -> Any:
+    return spec("integer", description, lo=1, hi=MAX_USERS, **kw)
+
+
+def output_field() -> Any:
+    return spec("choice", "output range of the local randomizer: 'discrete' (the thesis's ch. 5 bounds apply) "
+                "or 'continuous' (only the pure-DP cap and the clone bound apply)",
+                default="discrete", choices=("discrete", "continuous"), omit_default=True)
+
+
+def sampling_field() -> Any:
+    return spec("choice", "how the k users are sampled: only uniform sampling of k of n WITHOUT replacement "
+                "is covered by the theorems", default="without_replacement", choices=("without_replacement",),
+                omit_default=True,
+                hint="the subsampled bounds hold only for sampling k of n users uniformly without replacement "
+                     "('without_replacement'); Poisson sampling and client self-sampling (a random number of "
+                     "reports) are not covered by these theorems")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Event:
+    """Base of every event type: immutable, hashable, JSON round trip (``to_dict`` /
+    :func:`event_from_dict`). Subclasses (``@dataclass(frozen=True, kw_only=True)``) declare
+    fields with :func:`spec` and the class attributes below, and implement the curve methods.
+    Every event has ``count``, the number of repetitions."""
+
+    mechanism: ClassVar[str] = ""
+    RELATION: ClassVar[str] = REPLACE_ONE
+    SAMPLING: ClassVar[str] = ""
+    SOURCE: ClassVar[str] = ""
+    #: named bounds this type accepts (``upper`` = the tightest valid curve)
+    BOUNDS: ClassVar[tuple[str, ...]] = ("upper",)
+    #: a sampled event (its curve includes amplification by sampling); cannot be an inner event
+    SAMPLED: ClassVar[bool] = False
+    EXAMPLE: ClassVar[dict[str, Any]] = {}
+    #: position in listings (OpenAPI, CLI help); ties keep registration order
+    POSITION: ClassVar[int] = 100
+
+    count: int = count_field()
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            s = f.metadata.get("spec")
+            if s is not None and s.kind != "events":
+                object.__setattr__(self, f.name, s.check(f.name, getattr(self, f.name)))
+        self.validate()
+
+    # ---------------------------------------------------------------- to be provided by each type
+    def validate(self) -> None:
+        """Checks across fields (e.g. k ≤ n); raise :class:`InvalidEvent`."""
+
+    def unit_curve(self, orders: np.ndarray, bound: str = "upper") -> np.ndarray:
+        """RDP of ONE repetition (count ignored) at ``orders`` (validated, > 1)."""
+        raise NotImplementedError
+
+    def curve_sources(self, orders: np.ndarray, bound: str = "upper") -> tuple[list[str], list[str]]:
+        """Per order, the name of the bound that gave the value; and notes for the user."""
+        return [bound if bound != "upper" else self.mechanism] * int(np.size(orders)), []
+
+    def pure_epsilon(self) -> float:
+        """ε such that ONE repetition is ε-DP under :attr:`RELATION` (``inf`` when not pure)."""
+        return math.inf
+
+    def heavy_parts(self) -> frozenset:
+        """Distinct costly curves this event needs (for the service's work estimate)."""
+        return frozenset()
+
+    # ---------------------------------------------------------------------------- generic methods
+    @classmethod
+    def specs(cls) -> dict[str, Spec]:
+        got = {f.name: f.metadata["spec"] for f in fields(cls) if "spec" in f.metadata}
+        return {k: got[k] for k in sorted(got, key=lambda k: k == "count")}  # count last
+
+    @classmethod
+    def defaults(cls) -> dict[str, Any]:
+        return {f.name: f.default for f in fields(cls) if f.default is not MISSING}
+
+    def curve(self, orders: np.ndarray, bound: str = "upper") -> np.ndarray:
+        """RDP at ``orders`` of all ``count`` repetitions (RDP adds up: thesis Lemma 2.1.4)."""
+        unit = cached_unit_curve(self.unit, tuple(np.asarray(orders, dtype=float).tolist()), bound)
+        with np.errstate(invalid="ignore"):
+            return np.where(unit == 0, 0.0, unit * self.count)
+
+    @property
+    def unit(self) -> Event:
+        """This event with count = 1."""
+        return self if self.count == 1 else self.with_count(1)
+
+    def with_count(self, count: int) -> Event:
+        return dataclasses.replace(self, count=count)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The api.md JSON form (fields marked ``omit_default`` only when they differ from it)."""
+        d: dict[str, Any] = {"mechanism": self.mechanism}
+        for f in sorted(fields(self), key=lambda f: f.name == "count"):
+            s, v = f.metadata.get("spec"), getattr(self, f.name)
+            if s is not None and s.omit_default and v == f.default:
+                continue
+            if s is not None and s.kind == "events":
+                d[f.name] = [e.inner_dict() for e in v]
+            else:
+                d[f.name] = list(v) if isinstance(v, tuple) else v
+        return d
+
+    def inner_dict(self) -> dict[str, Any]:
+        """The JSON form inside a sampled event: population fields are implied there."""
+        d = self.to_dict()
+        for name, s in self.specs().items():
+            if s.population:
+                d.pop(name, None)
+        return d
+
+
+@lru_cache(maxsize=4096)
+def cached_unit_curve(event: Event, orders_key: tuple, bound: str) -> np.ndarray:
+    """Curve of ONE repetition (``event`` has count 1) at ``orders_key``, cached; read-only."""
+    if bound not in event.BOUNDS:
+        raise InvalidParameter(
+            f"unknown bound {bound!r} for {event.mechanism!r} events; choose one of {list(event.BOUNDS)}"
+        )
+    out = np.asarray(event.unit_curve(np.asarray(orders_key, dtype=float), bound), dtype=float)
+    out.setflags(write=False)
+    return out
+
+
+#: every registered event type, by ``mechanism``
+EVENT_TYPES: dict[str, type[Event]] = {}
+
+
+def register(cls: type[Event]) -> type[Event]:
+    """Class decorator: add an event type to :data:`EVENT_TYPES` (its ``mechanism`` must be new)."""
+    if not cls.mechanism or cls.mechanism in EVENT_TYPES:
+        raise ValueError(f"event type {cls.mechanism!r} is empty or registered twice")
+    EVENT_TYPES[cls.mechanism] = cls
+    ordered = sorted(EVENT_TYPES.values(), key=lambda c: c.POSITION)
+    EVENT_TYPES.clear()
+    EVENT_TYPES.update((c.mechanism, c) for c in ordered)
+    return cls
+
+
+def inner_types() -> dict[str, type[Event]]:
+    """Event types that may appear inside a sampled event (every non-sampled type)."""
+    return {k: v for k, v in EVENT_TYPES.items() if not v.SAMPLED}
+
+
+def _check_mapping(d: Any) -> type[Event]:
+    if not isinstance(d, Mapping):
+        raise InvalidEvent(f"an event must be an object with a 'mechanism' field, got {type(d).__name__}")
+    mech = d.get("mechanism")
+    if mech is None:
+        raise InvalidEvent(f"event is missing the field 'mechanism' (one of {sorted(EVENT_TYPES)})")
+    cls = EVENT_TYPES.get(mech) if isinstance(mech, str) else None
+    if cls is None:
+        raise InvalidEvent(f"unknown mechanism {mech!r}; known mechanisms: {sorted(EVENT_TYPES)}")
+    return cls
+
+
+def event_from_dict(d: Mapping, population: int | None = None) -> Event:
+    """Build an event from its api.md dict form. Unknown mechanisms, missing and unknown fields
+    are errors (never silently defaulted). ``population``: inside a sampled event, the value of
+    fields declared ``population`` (filled in when omitted, checked when given)."""
+    cls = _check_mapping(d)
+    specs = cls.specs()
+    unknown = sorted(set(d) - set(specs) - {"mechanism"})
+    if unknown:
+        raise InvalidEvent(f"unknown field(s) {unknown} for mechanism {cls.mechanism!r}; allowed: {sorted(specs)}")
+    kwargs = {k: v for k, v in d.items() if k != "mechanism"}
+    if population is not None:
+        for name, s in specs.items():
+            if not s.population:
+                continue
+            if name in kwargs and not _same_int(kwargs[name], population):
+                raise InvalidEvent(
+                    f"inside a sampled event, {cls.mechanism!r} describes one round on the k = {population} sampled "
+                    f"users: its {name!r} must be {population} (or left out), got {kwargs[name]!r}"
+                )
+            kwargs[name] = population
+    defaults = cls.defaults()
+    missing = [name for name in specs if name not in kwargs and name not in defaults]
+    if missing:
+        raise InvalidEvent(f"event {cls.mechanism!r} is missing required field(s) {missing}")
+    for k, v in kwargs.items():
+        if isinstance(v, float) and not math.isfinite(v):
+            raise InvalidEvent(f"field {k!r} of event {cls.mechanism!r} must be finite, got {v!r}")
+    return cls(**kwargs)
+
+
+def _same_int(v: Any, n: int) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, bool) and float(v) == float(n)
+
+
+def parse_inner(name: str, value: Any, population: int, max_items: int) -> tuple[Event, ...]:
+    """The inner events of a sampled event: a non-empty list of non-sampled events, each
+    describing one round on the ``population`` sampled users."""
+    if isinstance(value, (str, bytes, Mapping)) or not hasattr(value, "__iter__"):
+        raise InvalidEvent(f"{name} must be a list of events, got {value!r}")
+    items = list(value)
+    if not 1 <= len(items) <= max_items:
+        raise InvalidEvent(f"{name} must hold 1 to {max_items} events, got {len(items)}")
+    out = []
+    for i, item in enumerate(items):
+        ev = item if isinstance(item, Event) else None
+        if ev is None:
+            cls = _check_mapping(item)
+            if cls.SAMPLED:
+                raise InvalidEvent(_nested_sampling_msg(name, i, cls.mechanism))
+            try:
+                ev = event_from_dict(item, population=population)
+            except InvalidEvent as exc:
+                raise InvalidEvent(f"{name}[{i}]: {exc}") from None
+        elif ev.SAMPLED:
+            raise InvalidEvent(_nested_sampling_msg(name, i, ev.mechanism))
+        else:
+            ev = event_from_dict(ev.to_dict(), population=population)
+        out.append(ev)
+    return tuple(out)
+
+
+def _nested_sampling_msg(name: str, i: int, mech: str) -> str:
+    return (f"{name}[{i}] is a sampled event ({mech!r}); inner events describe one round on the users already "
+            f"sampled, so they cannot sample again: give the unsampled event (e.g. 'shuffle')")
+
+
+def as_event(e: Any) -> Event:
+    """Accept an event object or its api.md dict form."""
+    if isinstance(e, Event):
+        return e
+    return event_from_dict(e)

@@ -1,0 +1,120 @@
+"""Events without a shuffler: central mechanisms, pure-DP releases, explicit curves."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from .._numerics import pure_dp_rdp, round_up
+from ..curves import curve_from_points, curve_point_sources, gaussian_rdp, laplace_rdp
+from ._declare import MAX_EPSILON0, MAX_ORDER, REPLACE_ONE, Event, InvalidEvent, register, spec
+
+
+@register
+@dataclass(frozen=True, kw_only=True)
+class RdpCurveEvent(Event):
+    """An explicit RDP curve from elsewhere (orders, rdp). Between known orders the curve is
+    extended by convexity of (α−1)ε(α) and monotonicity of ε(α); below the smallest known order
+    by monotonicity; above the largest it is unknown (+inf: that order is not used)."""
+
+    mechanism: ClassVar[str] = "rdp_curve"
+    POSITION: ClassVar[int] = 3
+    RELATION: ClassVar[str] = REPLACE_ONE + " (the caller vouches that the curve holds for it)"
+    SAMPLING: ClassVar[str] = "whatever the curve's own derivation assumed (the caller's responsibility)"
+    SOURCE: ClassVar[str] = (
+        "the caller's curve, extended by convexity of (α−1)D_α and monotonicity of D_α "
+        "(van Erven & Harremoës 2014, Thms 3, 11)"
+    )
+    EXAMPLE: ClassVar[dict[str, Any]] = {"mechanism": "rdp_curve", "orders": [2, 4, 8], "rdp": [0.01, 0.03, 0.09],
+                                         "count": 1}
+
+    orders: tuple = spec("numbers", "Rényi orders α > 1 at which the curve is known", lo=1.0, hi=MAX_ORDER,
+                         lo_open=True, cli="curve-orders")
+    rdp: tuple = spec("numbers", "RDP ε(α) at each order (same length as orders)", lo=0.0, hi=1e300,
+                      cli="curve-rdp")
+
+    def validate(self) -> None:
+        if len(self.orders) != len(self.rdp):
+            raise InvalidEvent(f"orders and rdp must have the same length, got {len(self.orders)} orders and "
+                               f"{len(self.rdp)} rdp values")
+
+    def unit_curve(self, orders: np.ndarray, bound: str = "upper") -> np.ndarray:
+        return curve_from_points(self.orders, self.rdp, orders)
+
+    def curve_sources(self, orders: np.ndarray, bound: str = "upper") -> tuple[list[str], list[str]]:
+        return curve_point_sources(self.orders, orders)
+
+
+@register
+@dataclass(frozen=True, kw_only=True)
+class GaussianEvent(Event):
+    """Central Gaussian mechanism with noise standard deviation σ = noise_multiplier × Δ₂, the ℓ2
+    sensitivity over replacing one user's data."""
+
+    mechanism: ClassVar[str] = "gaussian"
+    POSITION: ClassVar[int] = 4
+    SAMPLING: ClassVar[str] = "none: the mechanism runs on the whole dataset"
+    SOURCE: ClassVar[str] = "Mironov 2017 (Rényi DP), Prop. 7: ε(α) = α/(2z²), exact"
+    EXAMPLE: ClassVar[dict[str, Any]] = {"mechanism": "gaussian", "noise_multiplier": 1.1, "count": 1000}
+
+    noise_multiplier: float = spec("number", "σ / Δ₂ (noise standard deviation over the replace-one ℓ2 sensitivity)",
+                                   lo=0.0, hi=1e12, lo_open=True)
+
+    def unit_curve(self, orders: np.ndarray, bound: str = "upper") -> np.ndarray:
+        return gaussian_rdp(self.noise_multiplier, orders)
+
+    def curve_sources(self, orders: np.ndarray, bound: str = "upper") -> tuple[list[str], list[str]]:
+        return ["gaussian (Mironov 2017, Prop. 7: α/(2σ²))"] * orders.size, []
+
+
+@register
+@dataclass(frozen=True, kw_only=True)
+class LaplaceEvent(Event):
+    """Central Laplace mechanism with scale b = scale × Δ₁, the ℓ1 sensitivity over replacing one
+    user's data."""
+
+    mechanism: ClassVar[str] = "laplace"
+    POSITION: ClassVar[int] = 5
+    SAMPLING: ClassVar[str] = "none: the mechanism runs on the whole dataset"
+    SOURCE: ClassVar[str] = "Mironov 2017 (Rényi DP), Prop. 6, exact; pure (1/scale)-DP"
+    EXAMPLE: ClassVar[dict[str, Any]] = {"mechanism": "laplace", "scale": 2.0, "count": 10}
+
+    scale: float = spec("number", "b / Δ₁ (Laplace scale over the replace-one ℓ1 sensitivity)", lo=0.0, hi=1e12,
+                        lo_open=True)
+
+    def unit_curve(self, orders: np.ndarray, bound: str = "upper") -> np.ndarray:
+        return laplace_rdp(self.scale, orders)
+
+    def curve_sources(self, orders: np.ndarray, bound: str = "upper") -> tuple[list[str], list[str]]:
+        return ["laplace (Mironov 2017, Prop. 6)"] * orders.size, []
+
+    def pure_epsilon(self) -> float:
+        return 1.0 / self.scale
+
+
+@register
+@dataclass(frozen=True, kw_only=True)
+class PureDpEvent(Event):
+    """Any ε-DP release (e.g. one ε-LDP report sent without a shuffler)."""
+
+    mechanism: ClassVar[str] = "pure_dp"
+    POSITION: ClassVar[int] = 6
+    SAMPLING: ClassVar[str] = "none"
+    SOURCE: ClassVar[str] = "the tight pure-DP curve ĉ_ε (the RDP of binary randomized response; bounds.md §1)"
+    EXAMPLE: ClassVar[dict[str, Any]] = {"mechanism": "pure_dp", "epsilon": 0.5, "count": 3}
+
+    epsilon: float = spec("number", "ε of the ε-DP release", lo=0.0, hi=MAX_EPSILON0, cli="event-epsilon")
+
+    def unit_curve(self, orders: np.ndarray, bound: str = "upper") -> np.ndarray:
+        return round_up(pure_dp_rdp(self.epsilon, orders))
+
+    def curve_sources(self, orders: np.ndarray, bound: str = "upper") -> tuple[list[str], list[str]]:
+        return ["pure_dp (tight pure-DP curve)"] * orders.size, []
+
+    def pure_epsilon(self) -> float:
+        return self.epsilon
+
+
+__all__ = ["GaussianEvent", "LaplaceEvent", "PureDpEvent", "RdpCurveEvent"]

@@ -1,0 +1,125 @@
+"""The nested sampled event: one round among k sampled users, amplification applied once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, ClassVar
+
+import numpy as np
+
+from .. import bounds as _b
+from ..nested import CurveDetail, amplified_epsilon, sampled_round_detail
+from ._declare import (
+    MAX_EPSILON0,
+    REPLACE_ONE,
+    Event,
+    InvalidEvent,
+    parse_inner,
+    register,
+    sampling_field,
+    spec,
+    users_field,
+)
+from .local import ShuffleEvent
+
+
+@register
+@dataclass(frozen=True, kw_only=True)
+class SubsampledEvent(Event):
+    """Each round, k of n users are sampled uniformly without replacement and the round's
+    ``inner`` events run on the k sampled users (e.g. the messages of a multi-message report,
+    each through its own shuffler). All inner events share the round's sample, so amplification
+    by sampling is applied once, to their composition (:mod:`accountant.nested`).
+
+    The curve is the order-wise minimum of: WBK19 Thm 9 over the composed inner curve with ε(∞)
+    the sum of the inner pure-DP levels; the pure-DP cap log(1 + γ(e^{ε(∞)} − 1)); the inner
+    curve itself; and, when every inner event is a shuffle (of messages by the same k users), the
+    ``subsampled_shuffle`` default at ε0 = the whole report's ε0 = Σ count·ε0. That last bound is
+    valid because sending a user's messages through separate shufflers is a post-processing of
+    shuffling whole reports: a report is the tuple of the user's messages, an (Σ count·ε0)-LDP
+    randomizer by basic composition (discrete when every message is); shuffling the k tuples and
+    then permuting each message slot independently gives exactly the per-slot shufflers' joint
+    output distribution, so by the data-processing inequality its Rényi divergence is at most that
+    of the shuffled tuples. With one inner shuffle event the curve is never above today's
+    ``subsampled_shuffle`` default (that bound is one of the candidates).
+    """
+
+    mechanism: ClassVar[str] = "subsampled"
+    POSITION: ClassVar[int] = 2
+    RELATION: ClassVar[str] = REPLACE_ONE
+    SAMPLING: ClassVar[str] = (
+        "k of n users uniformly without replacement, independently in every round; all inner events of a "
+        "round use that round's sample. Poisson sampling and client self-sampling are not covered"
+    )
+    SOURCE: ClassVar[str] = (
+        "WBK19 Thm 9 over the composed inner curve; thesis Lemma 2.1.1 (pure-DP cap); joint quasi-convexity "
+        "of D_α; for rounds of shuffles, the subsampled_shuffle bounds at the whole report's ε0 "
+        "(post-processing); accountant/nested.py"
+    )
+    SAMPLED: ClassVar[bool] = True
+    EXAMPLE: ClassVar[dict[str, Any]] = {
+        "mechanism": "subsampled", "n": 1000000, "k": 1000, "count": 10000,
+        "inner": [{"mechanism": "shuffle", "epsilon0": 0.5, "count": 4}],
+    }
+
+    n: int = users_field("population size", solvable=True)
+    k: int = users_field("users sampled per round (1 ≤ k ≤ n)", solvable=True)
+    inner: tuple = spec(
+        "events",
+        "the events of ONE round on the k sampled users (not themselves sampled); a 'shuffle' inner event's "
+        "n is k (leave it out, or give k)",
+        max_items=100,
+    )
+    sampling: str = sampling_field()
+
+    def validate(self) -> None:
+        if self.k > self.n:
+            raise InvalidEvent(f"k must be <= {self.n} (the population n), got {self.k}")
+        object.__setattr__(self, "inner", parse_inner("inner", self.inner, self.k, self.specs()["inner"].max_items))
+
+    def inner_epsilon(self) -> float:
+        """ε(∞) of one round on the sample: the sum of the inner pure-DP levels (basic composition)."""
+        return float(sum(e.count * e.pure_epsilon() for e in self.inner))
+
+    def report_epsilon0(self) -> float | None:
+        """When every inner event is a shuffle: the whole report's ε0 = Σ count·ε0; else None."""
+        if not all(isinstance(e, ShuffleEvent) for e in self.inner):
+            return None
+        return float(sum(e.count * e.epsilon0 for e in self.inner))
+
+    def unit_curve(self, orders: np.ndarray, bound: str = "upper") -> np.ndarray:
+        return _detail(self.unit, tuple(np.asarray(orders, dtype=float).tolist())).rdp
+
+    def curve_sources(self, orders: np.ndarray, bound: str = "upper") -> tuple[list[str], list[str]]:
+        d = _detail(self.unit, tuple(np.asarray(orders, dtype=float).tolist()))
+        return list(d.sources), list(d.notes)
+
+    def pure_epsilon(self) -> float:
+        return amplified_epsilon(self.k / self.n, self.inner_epsilon())
+
+    def heavy_parts(self) -> frozenset:
+        parts = frozenset().union(*(e.heavy_parts() for e in self.inner))
+        eps0 = self.report_epsilon0()
+        if eps0 is not None:
+            parts |= {("subsampled_shuffle", self.n, self.k, eps0)}
+        return parts
+
+
+@lru_cache(maxsize=256)
+def _detail(ev: SubsampledEvent, orders_key: tuple) -> CurveDetail:
+    o = np.asarray(orders_key, dtype=float)
+
+    def inner(os_: np.ndarray) -> np.ndarray:
+        return np.sum([e.curve(os_) for e in ev.inner], axis=0)
+
+    extra, notes = [], []
+    eps0 = ev.report_epsilon0()
+    if eps0 is not None and eps0 <= MAX_EPSILON0:
+        output = "continuous" if any(e.output == "continuous" for e in ev.inner) else "discrete"
+        d = _b.subsampled_upper_detail(ev.n, ev.k, eps0, o, output)
+        extra.append((f"subsampled_shuffle at the report's epsilon0 = {eps0:.6g}", d.rdp))
+        notes.extend(d.notes)
+    got = sampled_round_detail(ev.n, ev.k, inner, ev.inner_epsilon(), o, extra, notes)
+    got.rdp.setflags(write=False)
+    return got
