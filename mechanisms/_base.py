@@ -168,21 +168,39 @@ def check_population(n: Any, k: Any, count: Any) -> tuple[int, int | None, int]:
     return n, k, count
 
 
-def shuffle_event(n: int, k: int | None, epsilon0: float, count: int, output: str = "discrete") -> dict:
-    """One shuffled message type used ``count`` times: the api.md event."""
-    if k is None:
-        ev: dict[str, Any] = {"mechanism": "shuffle", "n": int(n), "epsilon0": float(epsilon0), "count": int(count)}
-    else:
-        ev = {
-            "mechanism": "subsampled_shuffle",
-            "n": int(n),
-            "k": int(k),
-            "epsilon0": float(epsilon0),
-            "count": int(count),
-        }
+def shuffle_event(n: int, epsilon0: float, count: int, output: str = "discrete") -> dict:
+    """One shuffled message type over all ``n`` users, used ``count`` times: the api.md event."""
+    ev: dict[str, Any] = {"mechanism": "shuffle", "n": int(n), "epsilon0": float(epsilon0), "count": int(count)}
     if output == "continuous":
         ev["output"] = "continuous"
     return ev
+
+
+def sampled_round_event(n: int, k: int, message_epsilons: list[float], count: int, output: str = "discrete") -> dict:
+    """``count`` rounds, each sampling k of n users (without replacement) who send every message of
+    their report, each message through its own shuffler: ONE ``subsampled`` event whose inner
+    events are the round's messages (equal ε0 merged into one inner event with that count). All
+    messages of a round share the sample, so they are one sampled mechanism, never a sum of
+    separately amplified messages (accountant/nested.py)."""
+    per_eps: dict[float, int] = {}
+    for e in message_epsilons:
+        per_eps[float(e)] = per_eps.get(float(e), 0) + 1
+    inner = []
+    for e, c in per_eps.items():
+        ev: dict[str, Any] = {"mechanism": "shuffle", "epsilon0": e, "count": c}
+        if output == "continuous":
+            ev["output"] = "continuous"
+        inner.append(ev)
+    return {"mechanism": "subsampled", "n": int(n), "k": int(k), "inner": inner, "count": int(count)}
+
+
+def report_events(n: int, k: int | None, message_epsilons: list[float], count: int, output: str = "discrete") -> list[dict]:
+    """The events of ``count`` rounds of a report made of separately shuffled messages: without
+    sampling, one ``shuffle`` event per message (independent mechanisms compose); with k sampled
+    per round, one ``subsampled`` event per round (:func:`sampled_round_event`)."""
+    if k is None:
+        return [shuffle_event(n, e, count, output) for e in message_epsilons]
+    return [sampled_round_event(n, k, message_epsilons, count, output)]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -237,11 +255,13 @@ class Mechanism:
         return [float(self.epsilon0)]
 
     def events(self, n: int, k: int | None = None, count: int = 1) -> list[dict]:
-        """The accountant events (api.md) of ``count`` shuffled rounds over ``n`` users (``k`` sampled
-        per round when given): one event per separately shuffled message, each with its own ε0."""
+        """The accountant events (api.md) of ``count`` shuffled rounds over ``n`` users: without
+        ``k``, one ``shuffle`` event per separately shuffled message (each with its own ε0); with
+        ``k`` users sampled per round, one ``subsampled`` event per round whose inner events are the
+        round's messages (they share the sample). See :func:`report_events`."""
         n, k, count = check_population(n, k, count)
         out = "continuous" if self.output == "continuous" else "discrete"
-        return [shuffle_event(n, k, e, count, out) for e in self.message_epsilons]
+        return report_events(n, k, self.message_epsilons, count, out)
 
     def internals(self) -> dict:
         return {}

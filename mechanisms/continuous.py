@@ -188,8 +188,10 @@ class GaussianCentral(_Central):
         return {"sensitivity": self.sensitivity, "sigma": self.sigma}
 
     def events(self, n: int | None = None, k: int | None = None, count: int = 1) -> list[dict]:
+        # the accountant's events are replace-one (a user's whole data replaced): σ over Δ₂ = 2·clip,
+        # whichever relation the noise was calibrated for (add/remove noise is charged at half its multiplier)
         return self._central_events(n, k, count, {"mechanism": "gaussian",
-                                                  "noise_multiplier": float(self.noise_multiplier)})
+                                                  "noise_multiplier": float(self.sigma / (2.0 * self.clip))})
 
     def _project(self, x: np.ndarray) -> np.ndarray:
         return _project_l2(x, self.clip)
@@ -245,7 +247,8 @@ class LaplaceCentral(_Central):
         return {"sensitivity": self.sensitivity, "laplace_b": self.b, "pure_epsilon": 1.0 / self.scale}
 
     def events(self, n: int | None = None, k: int | None = None, count: int = 1) -> list[dict]:
-        return self._central_events(n, k, count, {"mechanism": "laplace", "scale": float(self.scale)})
+        # replace-one events: b over Δ₁ = 2·clip (see GaussianCentral.events)
+        return self._central_events(n, k, count, {"mechanism": "laplace", "scale": float(self.b / (2.0 * self.clip))})
 
     def _project(self, x: np.ndarray) -> np.ndarray:
         return _project_l1(x, self.clip)

@@ -14,10 +14,8 @@ from ._base import (
     Param,
     ParameterError,
     as_float_array,
-    check_population,
     check_rng,
     eps0_param,
-    shuffle_event,
 )
 from ._hadamard import fwht, log2_ceil, next_power_of_two
 from .binary import _n_from
@@ -241,10 +239,6 @@ class UserMean(Mechanism):
         if self.d > 1:
             out.update({"rotated_dimension": self.D, "tau_rotated": self.tau_r})
         return out
-
-    def events(self, n: int, k: int | None = None, count: int = 1) -> list[dict]:
-        n, k, count = check_population(n, k, count)
-        return [shuffle_event(n, k, e, count) for e in self.message_epsilons]
 
     # ---------------------------------------------------------------------------------------------
     def _rotate(self, y: np.ndarray) -> np.ndarray:

@@ -142,3 +142,12 @@ def test_top_order_and_tiny_delta_edge_cases():
     assert A.epsilon([{"mechanism": "pure_dp", "epsilon": 0.0}], 1e-300)[0] == 0.0
     with pytest.raises(InvalidParameter, match="1.01"):
         A.epsilon([{"mechanism": "pure_dp", "epsilon": 1.0}], 1e-8, orders=[1.005])
+
+
+def test_docs_events_page_is_generated_from_the_declarations():
+    from pathlib import Path
+
+    from accountant.events.reference import markdown
+
+    page = Path(__file__).resolve().parents[2] / "docs" / "events.md"
+    assert page.read_text() == markdown(), "regenerate: python -m accountant.events.reference > docs/events.md"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -42,7 +43,8 @@ def test_single_report_events(name, params):
     assert mech.events(n=5000, count=40) == [{"mechanism": "shuffle", "n": 5000, "epsilon0": 0.8, "count": 40}]
     assert mech.events(5000) == [{"mechanism": "shuffle", "n": 5000, "epsilon0": 0.8, "count": 1}]
     assert mech.events(n=5000, k=100, count=7) == [
-        {"mechanism": "subsampled_shuffle", "n": 5000, "k": 100, "epsilon0": 0.8, "count": 7}]
+        {"mechanism": "subsampled", "n": 5000, "k": 100, "count": 7,
+         "inner": [{"mechanism": "shuffle", "epsilon0": 0.8, "count": 1}]}]
 
 
 def test_binary_vector_events_one_per_slot():
@@ -51,19 +53,28 @@ def test_binary_vector_events_one_per_slot():
     assert evs == [{"mechanism": "shuffle", "n": 1000, "epsilon0": 0.75, "count": 9}] * 4
 
 
+def _linf_message_eps(eps, m, s):
+    w = [4 ** (-k / 3) for k in range(1, m)] + [4 ** (-(m - 1) / 3)]  # last level weighted like level m−1
+    return [eps * x / sum(w) / s for x in w for _ in range(s)]
+
+
 def test_linf_events_levels_and_slots():
     m, s, eps = 4, 3, 2.0
     mech = mechanisms.get("linf", epsilon0=eps, d=12, m=m, s=s)
-    evs = mech.events(n=10_000, k=500, count=3)
-    assert len(evs) == m * s
-    assert all(e["mechanism"] == "subsampled_shuffle" and e["n"] == 10_000 and e["k"] == 500 and e["count"] == 3
-               for e in evs)
-    w = [4 ** (-k / 3) for k in range(1, m)] + [4 ** (-(m - 1) / 3)]  # last level weighted like level m−1
-    level_eps = [eps * x / sum(w) for x in w]
-    expected = [le / s for le in level_eps for _ in range(s)]
-    np.testing.assert_allclose([e["epsilon0"] for e in evs], expected, rtol=1e-12)
-    assert sum(e["epsilon0"] for e in evs) == pytest.approx(eps, rel=1e-12)
-    assert evs[-1]["epsilon0"] == pytest.approx(evs[-1 - s]["epsilon0"], rel=1e-12)
+    expected = _linf_message_eps(eps, m, s)
+    # without sampling: one shuffle event per message (independent mechanisms compose)
+    plain = mech.events(n=10_000, count=3)
+    assert len(plain) == m * s
+    assert all(e["mechanism"] == "shuffle" and e["n"] == 10_000 and e["count"] == 3 for e in plain)
+    np.testing.assert_allclose([e["epsilon0"] for e in plain], expected, rtol=1e-12)
+    assert sum(e["epsilon0"] for e in plain) == pytest.approx(eps, rel=1e-12)
+    # with k sampled per round: ONE subsampled event per round, the messages as its inner events
+    (ev,) = mech.events(n=10_000, k=500, count=3)
+    assert ev["mechanism"] == "subsampled" and (ev["n"], ev["k"], ev["count"]) == (10_000, 500, 3)
+    assert all(i["mechanism"] == "shuffle" and "n" not in i for i in ev["inner"])
+    got = sorted(x for i in ev["inner"] for x in [i["epsilon0"]] * i["count"])
+    np.testing.assert_allclose(got, sorted(expected), rtol=1e-12)
+    assert len(ev["inner"]) == m - 1  # the last two levels share ε0: one inner event with count 2·s
 
 
 def test_l2_events_are_the_linf_events():
@@ -90,14 +101,19 @@ def test_continuous_and_central_events():
     lm = mechanisms.get("laplace_mean", epsilon0=1.5, d=2)
     assert lm.events(n=300, count=4) == [
         {"mechanism": "shuffle", "n": 300, "epsilon0": 1.5, "count": 4, "output": "continuous"}]
-    assert lm.events(n=300, k=30)[0]["output"] == "continuous"
+    assert lm.events(n=300, k=30)[0]["inner"][0]["output"] == "continuous"
     g = mechanisms.get("gaussian", noise_multiplier=1.7, clip=3.0)
     assert g.events(count=12) == [{"mechanism": "gaussian", "noise_multiplier": 1.7, "count": 12}]
     assert g.sigma == pytest.approx(1.7 * 6.0)  # Δ = 2·clip under replace-one
-    assert mechanisms.get("gaussian", noise_multiplier=1.7, clip=3.0, neighbouring="add_remove").sigma == pytest.approx(5.1)
+    ar = mechanisms.get("gaussian", noise_multiplier=1.7, clip=3.0, neighbouring="add_remove")
+    assert ar.sigma == pytest.approx(5.1)
+    # the ledger protects replace-one: σ = 5.1 over Δ₂ = 2·clip = 6 is a multiplier of 0.85, not 1.7
+    assert ar.events(count=2) == [{"mechanism": "gaussian", "noise_multiplier": pytest.approx(0.85), "count": 2}]
     lp = mechanisms.get("laplace", scale=2.0, clip=0.5)
     assert lp.events(n=10, count=3) == [{"mechanism": "laplace", "scale": 2.0, "count": 3}]
     assert lp.b == pytest.approx(2.0) and lp.epsilon0 == pytest.approx(0.5)
+    lar = mechanisms.get("laplace", scale=2.0, clip=0.5, neighbouring="add_remove")
+    assert lar.events(count=1)[0]["scale"] == pytest.approx(1.0)  # b = 1 over Δ₁ = 2·clip = 1
     with pytest.raises(ParameterError, match="subsampled"):
         g.events(n=100, k=10)
 
@@ -116,6 +132,19 @@ needs_accountant = pytest.mark.skipif(not all(hasattr(accountant, f) for f in ("
                                       reason="accountant core API not available yet")
 
 
+def _same_event(a, b):
+    assert a.keys() == b.keys()
+    for f in a:
+        if isinstance(a[f], str):
+            assert a[f] == b[f]
+        elif isinstance(a[f], list):
+            assert len(a[f]) == len(b[f])
+            for x, y in zip(a[f], b[f]):
+                _same_event(x, y)
+        else:
+            assert a[f] == pytest.approx(b[f], rel=1e-12)
+
+
 def _by_hand(events, delta):
     orders = np.asarray(accountant.DEFAULT_ORDERS, dtype=float)
     total = np.zeros(orders.size)
@@ -127,26 +156,37 @@ def _by_hand(events, delta):
 def _hand_events(name, params, n, k, T):
     """The events written out by hand from the spec (independently of ``mech.events``)."""
     def ev(e0, output=None):
-        out = ({"mechanism": "shuffle", "n": n, "epsilon0": e0, "count": T} if k is None else
-               {"mechanism": "subsampled_shuffle", "n": n, "k": k, "epsilon0": e0, "count": T})
+        out = {"mechanism": "shuffle", "n": n, "epsilon0": e0, "count": T}
         if output:
             out["output"] = output
         return out
+
+    def round_of(messages, output=None):
+        """With k: one subsampled event per round, the round's messages inside (equal ε0 merged)."""
+        if k is None:
+            return [ev(e, output) for e in messages]
+        inner = []
+        for e in dict.fromkeys(messages):
+            i = {"mechanism": "shuffle", "epsilon0": e, "count": messages.count(e)}
+            if output:
+                i["output"] = output
+            inner.append(i)
+        return [{"mechanism": "subsampled", "n": n, "k": k, "inner": inner, "count": T}]
 
     def linf_eps(e0, m, s):
         w = [4 ** (-j / 3) for j in range(1, m)] + [4 ** (-(m - 1) / 3)]
         return [e0 * x / sum(w) / s for x in w for _ in range(s)]
 
     if name == "binary_rr":
-        return [ev(params["epsilon0"])]
+        return round_of([params["epsilon0"]])
     if name == "binary_vector":
-        return [ev(params["epsilon0"] / params["s"])] * params["s"]
+        return round_of([params["epsilon0"] / params["s"]] * params["s"])
     if name in ("linf", "l2"):
-        return [ev(e) for e in linf_eps(params["epsilon0"], params["m"], params["s"])]
+        return round_of(linf_eps(params["epsilon0"], params["m"], params["s"]))
     if name == "user_mean":
-        return [ev(params["epsilon0"] / 2)] + [ev(e) for e in linf_eps(params["epsilon0"] / 2, params["m"], 1)]
+        return round_of([params["epsilon0"] / 2] + linf_eps(params["epsilon0"] / 2, params["m"], 1))
     if name == "laplace_mean":
-        return [ev(params["epsilon0"], "continuous")]
+        return round_of([params["epsilon0"]], "continuous")
     if name == "gaussian":
         return [{"mechanism": "gaussian", "noise_multiplier": params["noise_multiplier"], "count": T}]
     if name == "laplace":
@@ -163,6 +203,9 @@ def _hand_events(name, params, n, k, T):
     ("l2", {"epsilon0": 2.0, "d": 32, "m": 2, "s": 4}, 50_000, 2_000, 30),
     ("user_mean", {"epsilon0": 2.0, "B": 1.0, "tau": 0.1, "m": 3}, 10_000, None, 5),
     ("laplace_mean", {"epsilon0": 1.0}, 10_000, None, 10),
+    ("binary_vector", {"epsilon0": 6.0, "d": 4, "s": 4}, 1000, 2, 1),
+    ("user_mean", {"epsilon0": 2.0, "B": 1.0, "tau": 0.1, "m": 3}, 10_000, 100, 5),
+    ("binary_rr", {"epsilon0": 1.0}, 10_000, 100, 50),
     ("gaussian", {"noise_multiplier": 2.0}, None, None, 100),
     ("laplace", {"scale": 3.0}, None, None, 10),
 ])
@@ -172,12 +215,7 @@ def test_composition_matches_hand(name, params, n, k, T):
     hand = _hand_events(name, params, n, k, T)
     assert len(evs) == len(hand)
     for a, b in zip(evs, hand):
-        assert a.keys() == b.keys()
-        for f in a:
-            if isinstance(a[f], str):
-                assert a[f] == b[f]
-            else:
-                assert a[f] == pytest.approx(b[f], rel=1e-12)
+        _same_event(a, b)
     delta = 1e-6
     eps, _order = accountant.epsilon(evs, delta)
     assert eps == pytest.approx(accountant.epsilon(hand, delta)[0], rel=1e-9)
@@ -188,9 +226,9 @@ def test_composition_matches_hand(name, params, n, k, T):
     # merging identical messages into one event with count × multiplicity gives the same guarantee
     merged: dict = {}
     for e in evs:
-        key = tuple(sorted((kk, v) for kk, v in e.items() if kk != "count"))
+        key = json.dumps({kk: v for kk, v in e.items() if kk != "count"}, sort_keys=True)
         merged[key] = merged.get(key, 0) + e["count"]
-    merged_events = [dict(key, count=c) for key, c in merged.items()]
+    merged_events = [dict(json.loads(key), count=c) for key, c in merged.items()]
     assert accountant.epsilon(merged_events, delta)[0] == pytest.approx(eps, rel=1e-9)
     assert math.isfinite(eps) and eps > 0
 
