@@ -32,12 +32,12 @@ _ABOVE = 6  # grid orders kept above the prefix's minimiser
 
 
 class Evaluator:
-    """F for one calibration: ``make(x)`` is the event with the unknown ``field`` set to ``x``.
+    """F for one calibration: ``event(x)`` is ``base`` with the unknown ``field`` set to ``x``.
 
-    Values are cached per x. Every new curve evaluation (F or its prefix form) counts towards
+    Values are cached per x. Each new value (of F or of its prefix form) counts towards
     ``evaluations`` (bounded by ``MAX_EVALUATIONS``) and calls ``progress(fraction, epsilon)``
-    with a fraction estimated from the number of evaluations (below 0.95; the caller reports 1.0
-    at the end)."""
+    with a fraction estimated from the number of evaluations (non-decreasing, below 0.95; the
+    caller reports 1.0 at the end)."""
 
     def __init__(self, base, field: str, delta: float, grid: np.ndarray, progress: ProgressCallback | None):
         self.base = base

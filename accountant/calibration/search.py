@@ -49,7 +49,7 @@ def verify(ev: Evaluator, dom: Domain, t: float, c: Crossing) -> Answer | None:
         _confirm_infeasible(ev, dom, t, c)
         return None
     g = ev.guarantee(c.good)
-    if g.epsilon > t:
+    if not g.epsilon <= t:  # (a NaN is never accepted)
         return None
     if c.bad is None or c.good == dom.infeasible_end:
         return (c.good, g, True) if c.good == dom.infeasible_end else None
@@ -64,26 +64,24 @@ def verify(ev: Evaluator, dom: Domain, t: float, c: Crossing) -> Answer | None:
 
 
 def solve(ev: Evaluator, dom: Domain, t: float, start=None, first: Crossing | None = None) -> Answer:
-    """The verified extreme feasible value of the unknown (see the module docstring).
-
-    ``first``: a crossing found otherwise (the closed form for the count) to verify before any
-    search."""
+    """The verified extreme feasible value of the unknown (see the module docstring), searched
+    from ``start`` (default: the domain's). ``first``: a crossing found otherwise (the count's
+    closed form), verified before any search."""
+    rounds = [(ev.epsilon, "brentq")] + [(ev.epsilon, "bisect")] * _BISECTION_ROUNDS
     if first is not None:
-        rounds = []
         answer = verify(ev, dom, t, first)
     else:
-        ev.start_prefix(dom.first_point(start))
-        rounds = [(ev.search_epsilon, "brentq")]
         answer = None
-    rounds += [(ev.epsilon, "brentq")] + [(ev.epsilon, "bisect")] * _BISECTION_ROUNDS
+        ev.start_prefix(dom.first_point(start))
+        rounds.insert(0, (ev.search_epsilon, "brentq"))
     for f, method in rounds:
         if answer is not None:
             return answer
         known = ev.full_points() if f == ev.epsilon else None
         answer = verify(ev, dom, t, find_crossing(f, dom, t, start=start, known=known, method=method))
-    if answer is not None:
-        return answer
-    raise AccountantError(f"calibration of {ev.field!r} did not converge")  # pragma: no cover
+    if answer is None:  # pragma: no cover - F feasible again one nudge further, 30 times running
+        raise AccountantError(f"calibration of {ev.field!r} did not converge")
+    return answer
 
 
 __all__ = ["solve", "verify"]
