@@ -14,7 +14,6 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import accountant
-from app.core.compute import CalibrationUnavailable
 from app.core.config import get_settings
 from app.core.logging import request_id_var
 from app.core.metrics import DOMAIN_ERRORS
@@ -133,10 +132,6 @@ def create_app() -> FastAPI:
         if rid:
             body["request_id"] = rid
         return JSONResponse(status_code=exc.status_code, content=body)
-
-    @app.exception_handler(CalibrationUnavailable)
-    async def calibration_unavailable(request: Request, exc: CalibrationUnavailable):
-        return _error(501, str(exc), request, error="CalibrationUnavailable")
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError):

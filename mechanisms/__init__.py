@@ -32,6 +32,9 @@ import math
 import time
 from typing import Any
 
+from accountant import epsilon_guarantee
+from accountant.calibration import Domain, find_crossing
+
 from ._base import (
     EPS0_MAX,
     CalibrationTimeout,
@@ -115,83 +118,19 @@ def available() -> list[dict]:
 _CENTRAL_KNOB = {"gaussian": "noise_multiplier", "laplace": "scale"}
 
 
-def _accountant_epsilon(events: list[dict], delta: float) -> float:
-    try:
-        import accountant  # imported lazily: the accountant core is a separate package
-    except ImportError as exc:  # pragma: no cover - depends on the deployment
-        raise RuntimeError("calibrate needs the 'accountant' package") from exc
-    fn = getattr(accountant, "epsilon", None)
-    if fn is None:  # pragma: no cover - only while the accountant core is being written
-        raise RuntimeError("accountant.epsilon(events, delta) is not available yet")
-    eps, _order = fn(events, delta)
-    return float(eps)
+def _knob_domain(knob: str, rel_tol: float) -> Domain:
+    """ε0 grows the loss (the feasible values lie below the crossing); a noise scale shrinks it."""
+    if knob == "epsilon0":
+        return Domain(lo=1e-6, hi=EPS0_MAX, integer=False, increasing=True, rtol=rel_tol, start=1.0)
+    lo = 1e-3 if knob == "noise_multiplier" else 1.0 / EPS0_MAX
+    return Domain(lo=lo, hi=1e6, integer=False, increasing=False, rtol=rel_tol, start=1.0)
 
 
-def _boundary(g, lo: float, hi: float, x0: float, increasing: bool, rel_tol: float) -> float:
-    """The feasible end of {x : g(x) ≤ 0} (largest x when g increases, smallest when it decreases), on
-    [lo, hi], with g monotone. Bracketing from x0 by factors of 4, then the Illinois variant of regula
-    falsi in log x (bisection when a value is not usable); the returned x is always feasible and within
-    a factor 1 + rel_tol of the boundary."""
-    cache: dict[float, float] = {}
-
-    def val(x: float) -> float:
-        if x not in cache:
-            cache[x] = g(x)
-        return cache[x]
-
-    def ok(v: float) -> bool:
-        return v <= 0.0
-
-    x0 = min(max(x0, lo), hi)
-    v0 = val(x0)
-    step = 4.0
-    # feasible side is "below" for increasing g, "above" for decreasing g
-    if ok(v0):
-        good, bad = x0, None
-        while bad is None:
-            nxt = min(good * step, hi) if increasing else max(good / step, lo)
-            if nxt == good:
-                return good  # the bound itself is feasible
-            if ok(val(nxt)):
-                good = nxt
-            else:
-                bad = nxt
-    else:
-        good, bad = None, x0
-        while good is None:
-            nxt = max(bad / step, lo) if increasing else min(bad * step, hi)
-            if nxt == bad:
-                raise ParameterError("no parameter value in range meets the target")
-            if ok(val(nxt)):
-                good = nxt
-            else:
-                bad = nxt
-    # Illinois regula falsi on (log x, g): ug feasible (g ≤ 0), ub infeasible (g > 0)
-    ug, ub = math.log(good), math.log(bad)
-    fg, fb = val(good), val(bad)
-    side = 0
-    for _ in range(100):
-        if abs(ub - ug) <= math.log1p(rel_tol) or -1e-9 < fg <= 0.0:
-            break
-        lo_u, hi_u = min(ug, ub), max(ug, ub)
-        span = hi_u - lo_u
-        if math.isfinite(fg) and math.isfinite(fb) and fb != fg:
-            um = (ug * fb - ub * fg) / (fb - fg)
-            um = min(max(um, lo_u + 0.02 * span), hi_u - 0.02 * span)
-        else:
-            um = 0.5 * (ug + ub)
-        fm = val(math.exp(um))
-        if ok(fm):
-            ug, fg = um, fm
-            if side == -1:
-                fb *= 0.5
-            side = -1
-        else:
-            ub, fb = um, fm
-            if side == 1:
-                fg *= 0.5
-            side = 1
-    return math.exp(ug)
+def _check_target(epsilon: float, delta: float) -> None:
+    if isinstance(epsilon, bool) or not (isinstance(epsilon, (int, float)) and math.isfinite(epsilon) and epsilon > 0):
+        raise ParameterError(f"target epsilon must be a finite number > 0 (got {epsilon!r})")
+    if isinstance(delta, bool) or not (isinstance(delta, (int, float)) and 0 < delta < 1):
+        raise ParameterError(f"target delta must be in (0, 1) (got {delta!r})")
 
 
 def calibrate(
@@ -221,10 +160,7 @@ def calibrate(
     """
     params = {**(mechanism_params or {}), **params}
     cls = mechanism_class(name)
-    if isinstance(epsilon, bool) or not (isinstance(epsilon, (int, float)) and math.isfinite(epsilon) and epsilon > 0):
-        raise ParameterError(f"target epsilon must be a finite number > 0 (got {epsilon!r})")
-    if isinstance(delta, bool) or not (isinstance(delta, (int, float)) and 0 < delta < 1):
-        raise ParameterError(f"target delta must be in (0, 1) (got {delta!r})")
+    _check_target(epsilon, delta)
     if cls.kind == "local" and n is None:
         raise ParameterError("calibrating a local mechanism needs the population n")
     knob = _CENTRAL_KNOB.get(name, "epsilon0")
@@ -236,27 +172,20 @@ def calibrate(
 
     make(1.0).events(n=n, k=k, count=count)  # validate the other parameters and the population first
 
-    def g(v: float) -> float:
+    def eps(v: float) -> float:
         if deadline is not None and time.monotonic() > deadline:
             raise CalibrationTimeout(
                 f"calibrating {name} needs more computation than allowed (the accountant's curves computed "
                 "so far are cached: retrying continues from them); reduce the messages per report or the rounds"
             )
-        eps = _accountant_epsilon(make(v).events(n=n, k=k, count=count), delta)
-        if eps <= 0.0:
-            return -math.inf
-        return math.log(eps) - math.log(epsilon)
+        return epsilon_guarantee(make(v).events(n=n, k=k, count=count), delta).epsilon
 
-    if knob == "epsilon0":
-        lo, hi, increasing = 1e-6, EPS0_MAX, True
-    else:
-        lo, hi, increasing = (1e-3 if knob == "noise_multiplier" else 1.0 / EPS0_MAX), 1e6, False
-    try:
-        v = _boundary(g, lo, hi, 1.0, increasing, rel_tol)
-    except ParameterError:
-        what = (f"even epsilon0 = {lo:g}" if knob == "epsilon0" else f"even {knob} = {hi:g}")
+    dom = _knob_domain(knob, rel_tol)
+    found = find_crossing(eps, dom, epsilon, start=1.0)
+    if found.good is None:
+        end = dom.feasible_end
         raise ParameterError(
-            f"{what} does not meet epsilon = {epsilon} at delta = {delta} (n = {n}, k = {k}, count = {count}); "
-            "raise the target, add users or reduce the rounds"
-        ) from None
-    return make(v)
+            f"even {knob} = {end:g} does not meet epsilon = {epsilon} at delta = {delta} (n = {n}, k = {k}, "
+            f"count = {count}); raise the target, add users or reduce the rounds"
+        )
+    return make(found.good)

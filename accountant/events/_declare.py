@@ -217,6 +217,11 @@ class Event:
         """This event with count = 1."""
         return self if self.count == 1 else self.with_count(1)
 
+    def replace(self, **changes: Any) -> Event:
+        """This event with some fields changed, rebuilt from its JSON form (so fields implied by
+        others follow them: a sampled event's k moves its inner events' n)."""
+        return event_from_dict({**self.to_dict(), **changes})
+
     def with_count(self, count: int) -> Event:
         return dataclasses.replace(self, count=count)
 

@@ -196,38 +196,6 @@ def delta_result(events: Sequence[dict], epsilon: float, orders: Sequence[float]
     return _guarantee_result(accountant.delta_guarantee, events, epsilon, "epsilon", orders, max_mass, time_limit)
 
 
-def _get(res: Any, name: str) -> Any:
-    if isinstance(res, dict):
-        return res[name]
-    return getattr(res, name)
-
-
-def calibration_available() -> bool:
-    return hasattr(accountant, "calibrate") or _calibration_module() is not None
-
-
-def _calibration_module():
-    try:
-        from accountant import calibration  # noqa: PLC0415
-    except ImportError:
-        return None
-    return calibration
-
-
-def _calibrate_fn() -> Callable:
-    fn = getattr(accountant, "calibrate", None)
-    if fn is None:
-        mod = _calibration_module()
-        fn = getattr(mod, "calibrate", None) if mod else None
-    if fn is None:
-        raise CalibrationUnavailable("calibration is not available in this build of the accountant")
-    return fn
-
-
-class CalibrationUnavailable(RuntimeError):
-    """``accountant.calibrate`` is missing (the service answers 501)."""
-
-
 def calibrate_result(event: dict, solve_for: str, target_epsilon: float, delta: float,
                      orders: Sequence[float] | None = None, max_mass: float = math.inf,
                      progress: Callable[[float, float], None] | None = None) -> dict:
@@ -235,7 +203,6 @@ def calibrate_result(event: dict, solve_for: str, target_epsilon: float, delta: 
 
     ``progress(fraction, epsilon)`` is passed to :func:`accountant.calibrate` (called after each
     curve evaluation)."""
-    fn = _calibrate_fn()
     if solve_for in event:
         raise InvalidParameter(
             f"the event must leave out the field being solved for; remove {solve_for!r} from the event"
@@ -259,23 +226,23 @@ def calibrate_result(event: dict, solve_for: str, target_epsilon: float, delta: 
         )
 
     try:
-        res = fn(dict(event), solve_for, target_epsilon, delta, **kwargs)
+        res = accountant.calibrate(dict(event), solve_for, target_epsilon, delta, **kwargs)
     except accountant.InfeasibleTarget:
         if solve_for != "n":
             raise
         raise above_the_cap(accountant.event_from_dict({**event, "n": MAX_USERS}),
                             f"not even n = {MAX_USERS:.0e}") from None
-    ev = accountant.event_from_dict(_get(res, "event"))
+    ev = accountant.event_from_dict(res.event)
     if solve_for == "n" and ev.n > MAX_USERS:
         raise above_the_cap(ev, f"it would take n = {ev.n:.3g}")
     evd = ev.to_dict()
     out: dict[str, Any] = {
         "event": evd,
-        "epsilon": float(_get(res, "epsilon")),
+        "epsilon": float(res.epsilon),
         "delta": float(delta),
-        "order": float(_get(res, "order")),
+        "order": float(res.order),
         "solve_for": solve_for,
-        "value": evd.get(solve_for, _get(res, "value")),
+        "value": evd.get(solve_for, res.value),
         "target": {"epsilon": float(target_epsilon), "delta": float(delta)},
         "default_orders": orders is None,
     }
@@ -283,17 +250,9 @@ def calibrate_result(event: dict, solve_for: str, target_epsilon: float, delta: 
         out["direction"] = "largest"
     if orders is None:
         out["grid_version"] = accountant.DEFAULT_GRID_VERSION
-    for name in ("at_limit", "note", "evaluations"):
-        try:
-            v = _get(res, name)
-        except (KeyError, AttributeError):
-            continue
-        if name == "note":
-            out["notes"] = [str(v)] if v else []
-        elif name == "at_limit":
-            out["at_limit"] = bool(v)
-        else:
-            out["evaluations"] = int(v)
+    out["at_limit"] = bool(res.at_limit)
+    out["notes"] = [res.note] if res.note else []
+    out["evaluations"] = int(res.evaluations)
     if not (math.isfinite(out["epsilon"]) and math.isfinite(out["order"])):  # pragma: no cover
         raise InvalidParameter("calibration returned a non-finite guarantee")
     return out
@@ -316,6 +275,6 @@ class _Mech:
 
 
 __all__ = [
-    "AccountantError", "WorkLimitExceeded", "CalibrationUnavailable", "rdp_result", "epsilon_result",
-    "delta_result", "calibrate_result", "calibration_available", "check_work",
+    "AccountantError", "WorkLimitExceeded", "rdp_result", "epsilon_result",
+    "delta_result", "calibrate_result", "check_work",
 ]

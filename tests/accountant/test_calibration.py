@@ -15,6 +15,7 @@ curve cache cleared around the test); a few cases run with the real default.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import time
@@ -66,7 +67,8 @@ def check_answer(result, target: float, delta: float, orders=None):
     """The acceptance property of one answer."""
     assert result.solve_for in A.SOLVE_FOR
     assert result.event[result.solve_for] == result.value
-    assert result["event"] == result.event and result["epsilon"] == result.epsilon
+    as_dict = result.to_dict()
+    assert as_dict["event"] == result.event and as_dict["epsilon"] == result.epsilon
     recomputed = A.epsilon_guarantee([result.event], delta, orders)
     assert recomputed.epsilon == result.epsilon
     assert recomputed.order == result.order
@@ -346,12 +348,14 @@ def test_custom_orders_and_progress(thesis_default):
         check_answer(A.calibrate(ev, sf, 3.0, 1e-6, orders=orders), 3.0, 1e-6, orders)
 
 
-def test_result_access_styles(thesis_default):
+def test_result_is_a_plain_frozen_dataclass(thesis_default):
     r = A.calibrate({"mechanism": "shuffle", "epsilon0": 1.0, "count": 10}, "n", 1.5, 1e-6)
-    assert r["event"] is r.event and r["value"] == r.value == r.event["n"]
-    assert "order" in r and "nonsense" not in r and r.get("nonsense", 7) == 7
-    with pytest.raises(KeyError):
-        r["nonsense"]
+    assert dataclasses.is_dataclass(r) and r.value == r.event["n"]
+    assert r.to_dict()["value"] == r.value and r.to_dict()["order"] == r.order
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        r.value = 1
+    with pytest.raises(TypeError):
+        r["event"]  # attributes only: no dict emulation
     assert isinstance(r.event, dict) and r.event["mechanism"] == "shuffle"
 
 
@@ -449,7 +453,7 @@ def test_epsilon_over_rounds_input_and_output():
     curve = A.epsilon_over_rounds(ev, 1e-6, [1, 10, 100])
     assert curve.epsilon[0] == A.epsilon_guarantee([ev.with_count(1)], 1e-6).epsilon
     d = curve.to_dict()
-    assert d["counts"] == [1, 10, 100] and len(d["epsilon"]) == 3 and curve["delta"] == 1e-6
+    assert d["counts"] == [1, 10, 100] and len(d["epsilon"]) == 3 and curve.delta == d["delta"] == 1e-6
     for bad in ([], [0, 1], [1.5], [-3], [[1, 2]], ["a"], [10**13]):
         with pytest.raises(A.AccountantError):
             A.epsilon_over_rounds(ev, 1e-6, bad)

@@ -100,3 +100,15 @@ def test_gaussian_inner_event_has_a_finite_curve():
     eps, order = A.epsilon([ev], 1e-6)
     alone = A.epsilon([{"mechanism": "gaussian", "noise_multiplier": 2.0, "count": 1000}], 1e-6)[0]
     assert 0 < eps < alone and math.isfinite(order)
+
+
+@pytest.mark.parametrize("solve_for,target", [("count", 1.0), ("n", 1.0), ("k", 0.5)])
+def test_calibration_solves_the_outer_fields(solve_for, target):
+    full = nested(200_000, 500, [{"mechanism": "shuffle", "epsilon0": 1.0, "count": 3}], 400)
+    part = {k: v for k, v in full.items() if k != solve_for}
+    r = A.calibrate(part, solve_for, target, 1e-6)
+    assert r.epsilon <= target and A.epsilon([r.event], 1e-6)[0] == pytest.approx(r.epsilon, rel=1e-12)
+    if not r.at_limit:  # one step further misses the target
+        step = {"count": 1, "n": -1, "k": 1}[solve_for]
+        assert A.epsilon([{**r.event, solve_for: r.event[solve_for] + step}], 1e-6)[0] > target
+    assert A.event_from_dict(r.event).inner[0].n == r.event["k"]

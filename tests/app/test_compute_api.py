@@ -231,16 +231,6 @@ def test_cache_key_is_the_canonical_request(client):
     assert a == b and a != c
 
 
-def test_calibrate_unavailable_is_501(client, monkeypatch):
-    def missing():
-        raise compute.CalibrationUnavailable("calibration is not available in this build of the accountant")
-
-    monkeypatch.setattr(compute, "_calibrate_fn", missing)
-    r = client.post("/v1/calibrate", json={"solve_for": "count", "target": {"epsilon": 2, "delta": 1e-6},
-                                           "event": {"mechanism": "gaussian", "noise_multiplier": 3.0 + 1e-9}})
-    assert r.status_code == 501 and "not available" in r.json()["detail"]
-
-
 def test_unknown_path_and_method_are_json(client):
     assert client.get("/v1/nope").json()["detail"] == "Not Found"
     r = client.get("/v1/rdp")
