@@ -34,16 +34,23 @@ class ExactPair(Protocol):
 
 
 class Discrete:
-    """A ``ShuffledPair`` (exact finite laws) as an ``ExactPair``."""
+    """Independent finite releases (``ShuffledPair`` factors, e.g. one per shuffler of an unsampled
+    round, or one sampled round) as one ``ExactPair``: Rényi divergences add over the factors, the
+    hockey-stick divergence is that of the product law (over ``rounds`` copies of all factors)."""
 
-    def __init__(self, pair: X.ShuffledPair):
-        self.pair = pair
+    def __init__(self, *factors: X.ShuffledPair):
+        self.factors = list(factors)
 
     def renyi(self, orders, reverse: bool) -> np.ndarray:
-        return X.renyi(self.pair, orders, reverse)
+        return sum(X.renyi(f, orders, reverse) for f in self.factors)
 
     def hockey_stick(self, epsilon: float, reverse: bool, rounds: int) -> float:
-        return X.hockey_stick(self.pair, epsilon, reverse, rounds)
+        if len(self.factors) == 1:
+            return X.hockey_stick(self.factors[0], epsilon, reverse, rounds)
+        return X.hockey_stick_product(self.factors * rounds, epsilon, reverse)
+
+    def size(self, rounds: int) -> int:
+        return X.product_size(self.factors * rounds)
 
 
 def violations(events: Sequence[dict], exact: ExactPair, rounds: int = 1, deltas=DELTAS,

@@ -63,7 +63,21 @@ def test_binary_rr_shuffle_against_mpmath(n, eps0):
 
 
 def test_n1_is_randomized_response_closed_form():
-    """One user: the shuffled output is the RR bit, whose RDP is ĉ_ε (bounds.md §1)."""
+    """One user: the shuffled output is the RR bit, whose RDP is ĉ_ε (bounds.md §1), and whose
+    hockey-stick divergence is (e^{ε0} − e^ε)/(e^{ε0} + 1) — also at large ε0 and orders (log space)."""
+    for eps in (17.0, 40.0):
+        pair = X.shuffled([X.rr_message(1 / (1 + math.exp(eps)))], 1)
+        for e in (eps - 1e-3, eps / 2, 0.0):
+            with mp.workdps(50):
+                ref = (mp.e ** mp.mpf(eps) - mp.e ** mp.mpf(e)) / (mp.e ** mp.mpf(eps) + 1)
+            for rev in (False, True):
+                assert rel_close(X.hockey_stick(pair, e, rev), ref, 1e-12), (eps, e, rev)
+        for a in (2.0, 999.36, 5000.0):
+            with mp.workdps(50):
+                E, am = mp.mpf(eps), mp.mpf(a)
+                ref = mp.log((mp.e ** (am * E) + mp.e ** ((1 - am) * E)) / (mp.e**E + 1)) / (am - 1)
+            assert rel_close(X.renyi(pair, [a])[0], ref, 1e-12)
+            assert rel_close(X.renyi(pair, [a], reverse=True)[0], ref, 1e-12)
     for eps in (0.05, 1.0, 4.0):
         pair = X.shuffled([X.rr_message(1 / (1 + math.exp(eps)))], 1)
         for a in range(2, 17):
@@ -256,6 +270,23 @@ def test_composed_hockey_stick_against_product_laws(rounds):
                 assert abs(h - hm) <= 1e-10 * hm + 1e-15, (e, rev, h, hm)
         for a in (2.0, 7.0):
             assert rel_close(rounds * X.renyi(pair, [a])[0], X.renyi_mp(P, Q, a), 1e-10)
+
+
+def test_heterogeneous_product_hockey_stick_against_product_laws():
+    """Independent factors of different laws (the shufflers of an unsampled multi-message round)."""
+    f1 = C.binary_vector(2.0, 3, 2).pair(2)
+    f2 = C.kary_rr(1.0, 3, 2).pair(3)
+    f3 = X.shuffled([X.rr_message(0.2)], 4, 2)
+    with mp.workdps(30):
+        P, Q = {(): mp.mpf(1)}, {(): mp.mpf(1)}
+        for f in (f1, f2, f3):
+            p, q = f.p, f.q
+            P = {key + (i,): v * mp.mpf(float(p[i])) for key, v in P.items() for i in range(p.size)}
+            Q = {key + (i,): v * mp.mpf(float(q[i])) for key, v in Q.items() for i in range(q.size)}
+        for e in (0.0, 0.2, 1.5):
+            for rev, (A, B) in ((False, (P, Q)), (True, (Q, P))):
+                h, hm = X.hockey_stick_product([f1, f2, f3], e, rev), float(X.hockey_stick_mp(A, B, e))
+                assert abs(h - hm) <= 1e-10 * hm + 1e-15, (e, rev, h, hm)
 
 
 @pytest.mark.parametrize("mu", [0.05, 0.7, 3.0])

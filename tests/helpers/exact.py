@@ -51,6 +51,7 @@ from dataclasses import dataclass
 
 import mpmath as mp
 import numpy as np
+from scipy.special import logsumexp
 from scipy.stats import binom
 
 MAX_SUPPORT = 3_000_000
@@ -86,9 +87,9 @@ class MessagePair:
         object.__setattr__(self, "user_prime", up)
 
     def merged(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(π, μ/π − 1, μ'/π − 1) over the classes of cells with equal ratio pairs (see module doc)."""
-        r = (self.user - self.others) / self.others
-        rp = (self.user_prime - self.others) / self.others
+        """(π, μ/π, μ'/π) over the classes of cells with equal ratio pairs (see module doc)."""
+        r = self.user / self.others
+        rp = self.user_prime / self.others
         keys = np.stack([r, rp], axis=1)
         uniq, inv = np.unique(keys, axis=0, return_inverse=True)
         pi = np.zeros(len(uniq))
@@ -128,14 +129,20 @@ def compositions(N: int, C: int) -> np.ndarray:
 
 
 def multinomial_pmf(H: np.ndarray, pi: np.ndarray) -> np.ndarray:
-    """Mult(N, π)(h) for each row h of H, as a product of conditional binomials (each to a few ulp)."""
+    """Mult(N, π)(h) for each row h of H, as a product of conditional binomials Bin(left, π_i/rest),
+    each evaluated on the side whose probability is ≤ 1/2 (the other side's probability
+    rest_after/rest is formed from sums, never as 1 − p), so every factor is accurate to a few ulp."""
     H = np.asarray(H, dtype=np.int64)
-    N = H.sum(axis=1)
+    pi = np.asarray(pi, dtype=float)
     out = np.ones(H.shape[0])
-    left = N.copy()
+    left = H.sum(axis=1)
     for i in range(H.shape[1] - 1):
         rest = math.fsum(pi[i:])
-        out *= binom.pmf(H[:, i], left, min(1.0, pi[i] / rest))
+        after = math.fsum(pi[i + 1:])
+        if pi[i] <= after:
+            out *= binom.pmf(H[:, i], left, pi[i] / rest)
+        else:
+            out *= binom.pmf(left - H[:, i], left, after / rest)
         left = left - H[:, i]
     return out
 
@@ -147,12 +154,22 @@ def multinomial_pmf(H: np.ndarray, pi: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class ShuffledPair:
-    """P = P_{D'} = w·a and Q = P_D = w·b over a common finite support; diff = a − b."""
+    """P = P_{D'} = w·a and Q = P_D = w·b over a common finite support, with a = e^{la}, b = e^{lb}
+    and diff = a − b each computed without cancellation (logs for ratios far from 1, differences
+    for ratios near 1)."""
 
     w: np.ndarray
-    a: np.ndarray
-    b: np.ndarray
+    la: np.ndarray
+    lb: np.ndarray
     diff: np.ndarray
+
+    @property
+    def a(self) -> np.ndarray:
+        return np.exp(self.la)
+
+    @property
+    def b(self) -> np.ndarray:
+        return np.exp(self.lb)
 
     @property
     def p(self) -> np.ndarray:
@@ -162,12 +179,24 @@ class ShuffledPair:
     def q(self) -> np.ndarray:
         return self.w * self.b
 
+    def ratio_minus_one(self) -> np.ndarray:
+        """P/Q − 1 = a/b − 1."""
+        near = np.abs(self.la - self.lb) < 0.5
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(near, self.diff / self.b, np.expm1(self.la - self.lb))
+
+    def log_ratio(self) -> np.ndarray:
+        """log P/Q."""
+        near = np.abs(self.la - self.lb) < 0.5
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(near, np.log1p(self.diff / self.b), self.la - self.lb)
+
     def swapped(self) -> ShuffledPair:
-        return ShuffledPair(self.w, self.b, self.a, -self.diff)
+        return ShuffledPair(self.w, self.lb, self.la, -self.diff)
 
     @staticmethod
     def concat(parts: Sequence[ShuffledPair]) -> ShuffledPair:
-        return ShuffledPair(*(np.concatenate([getattr(p, f) for p in parts]) for f in ("w", "a", "b", "diff")))
+        return ShuffledPair(*(np.concatenate([getattr(p, f) for p in parts]) for f in ("w", "la", "lb", "diff")))
 
     def __len__(self) -> int:
         return self.w.size
@@ -180,17 +209,47 @@ class ShuffledPair:
         if np.any(p[~keep] > 0):
             raise ValueError("P is not absolutely continuous w.r.t. Q")
         p, q = p[keep], q[keep]
-        return ShuffledPair(w=q, a=p / q, b=np.ones_like(q), diff=(p - q) / q)
+        with np.errstate(divide="ignore"):
+            return ShuffledPair(w=q, la=np.log(p / q), lb=np.zeros_like(q), diff=(p - q) / q)
+
+    @staticmethod
+    def mixture(w: np.ndarray, la: np.ndarray, lb: np.ndarray, gamma: float) -> ShuffledPair:
+        """Densities (1 − γ) + γ·e^{la} and (1 − γ) + γ·e^{lb} relative to w (γ = 1: e^{la}, e^{lb})."""
+        diff = gamma * (np.expm1(la) - np.expm1(lb))
+        if gamma < 1.0:
+            l0, lg = math.log1p(-gamma), math.log(gamma)
+            la, lb = np.logaddexp(l0, lg + la), np.logaddexp(l0, lg + lb)
+        return ShuffledPair(w=w, la=la, lb=lb, diff=diff)
+
+
+def _log_ratio(H: np.ndarray, rho: np.ndarray) -> np.ndarray:
+    """log R(h), R(h) = Σ_c (h_c/N) ρ_c (formula (1)): log1p of Σ (h_c/N)(ρ_c − 1) near R = 1,
+    the log of the positive sum elsewhere — both to a few ulp."""
+    N = H[0].sum()
+    R = H @ rho / N
+    ex = H @ (rho - 1.0) / N
+    with np.errstate(divide="ignore"):
+        return np.where(np.abs(ex) < 0.5, np.log1p(ex), np.log(R))
 
 
 def _slot_arrays(msg: MessagePair, N: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(base weights, log1p(R − 1) under D, log1p(R' − 1) under D') over the class histograms."""
+    """(base weights, log R under D, log R' under D') over the class histograms of N users."""
     pi, r, rp = msg.merged()
     H = compositions(N, pi.size)
-    w = multinomial_pmf(H, pi)
-    ex = H @ r / N   # R − 1 = Σ_c (h_c/N)(μ(c)/π(c) − 1), no cancellation against 1
-    exp_ = H @ rp / N
-    return w, np.log1p(ex), np.log1p(exp_)
+    return multinomial_pmf(H, pi), _log_ratio(H, r), _log_ratio(H, rp)
+
+
+def _joint(slots, w=None, lb=None, la=None):
+    w = np.ones(1) if w is None else w
+    lb = np.zeros(1) if lb is None else lb
+    la = np.zeros(1) if la is None else la
+    for ws, lbs, las in slots:
+        if w.size * ws.size > MAX_SUPPORT:
+            raise ValueError(f"{w.size * ws.size} joint histograms: too many for exact enumeration")
+        w = np.outer(w, ws).ravel()
+        lb = (lb[:, None] + lbs[None, :]).ravel()
+        la = (la[:, None] + las[None, :]).ravel()
+    return w, lb, la
 
 
 def shuffled(messages: Sequence[MessagePair], n: int, k: int | None = None) -> ShuffledPair:
@@ -201,18 +260,8 @@ def shuffled(messages: Sequence[MessagePair], n: int, k: int | None = None) -> S
         if not 1 <= k <= n:
             raise ValueError("need 1 <= k <= n")
         N, gamma = k, k / n
-    w = np.ones(1)
-    lb = np.zeros(1)
-    la = np.zeros(1)
-    for msg in messages:
-        ws, lbs, las = _slot_arrays(msg, N)
-        if w.size * ws.size > MAX_SUPPORT:
-            raise ValueError(f"{w.size * ws.size} joint histograms: too many for exact enumeration")
-        w = np.outer(w, ws).ravel()
-        lb = (lb[:, None] + lbs[None, :]).ravel()
-        la = (la[:, None] + las[None, :]).ravel()
-    ea, eb = np.expm1(la), np.expm1(lb)
-    return ShuffledPair(w=w, a=1.0 + gamma * ea, b=1.0 + gamma * eb, diff=gamma * (ea - eb))
+    w, lb, la = _joint(_slot_arrays(m, N) for m in messages)
+    return ShuffledPair.mixture(w, la, lb, gamma)
 
 
 def two_stage(stage1: MessagePair, stage2: Callable[[np.ndarray], Sequence[MessagePair]], n: int,
@@ -224,18 +273,13 @@ def two_stage(stage1: MessagePair, stage2: Callable[[np.ndarray], Sequence[Messa
     pi = stage1.others
     H1 = compositions(N, pi.size)
     w1 = multinomial_pmf(H1, pi)
-    l1b = np.log1p(H1 @ ((stage1.user - pi) / pi) / N)
-    l1a = np.log1p(H1 @ ((stage1.user_prime - pi) / pi) / N)
+    l1b = _log_ratio(H1, stage1.user / pi)
+    l1a = _log_ratio(H1, stage1.user_prime / pi)
     parts = []
     for i, h1 in enumerate(H1):
-        w, lb, la = np.array([w1[i]]), np.array([l1b[i]]), np.array([l1a[i]])
-        for msg in stage2(h1):
-            ws, lbs, las = _slot_arrays(msg, N)
-            w = np.outer(w, ws).ravel()
-            lb = (lb[:, None] + lbs[None, :]).ravel()
-            la = (la[:, None] + las[None, :]).ravel()
-        ea, eb = np.expm1(la), np.expm1(lb)
-        parts.append(ShuffledPair(w=w, a=1.0 + gamma * ea, b=1.0 + gamma * eb, diff=gamma * (ea - eb)))
+        w, lb, la = _joint((_slot_arrays(m, N) for m in stage2(h1)),
+                           np.array([w1[i]]), np.array([l1b[i]]), np.array([l1a[i]]))
+        parts.append(ShuffledPair.mixture(w, la, lb, gamma))
     return ShuffledPair.concat(parts)
 
 
@@ -270,46 +314,69 @@ def phi(alpha: float, t: np.ndarray) -> np.ndarray:
 
 
 def renyi(pair: ShuffledPair, orders, reverse: bool = False) -> np.ndarray:
-    """D_α(P_{D'} ‖ P_D) at each order (reverse: D_α(P_D ‖ P_{D'}))."""
+    """D_α(P_{D'} ‖ P_D) at each order (reverse: D_α(P_D ‖ P_{D'})). φ-form; where (P/Q)^α would
+    overflow, the plain log Σ Q·(P/Q)^α in log space (no cancellation can matter there)."""
     pr = pair.swapped() if reverse else pair
-    q = pr.w * pr.b
-    t = pr.diff / pr.b
+    keep = pr.w > 0
+    w, lq = pr.w[keep], np.log(pr.w[keep]) + pr.lb[keep]
+    q = w * np.exp(pr.lb[keep])
+    t = pr.ratio_minus_one()[keep]
+    lr = pr.log_ratio()[keep]
     out = []
     for a in np.atleast_1d(np.asarray(orders, dtype=float)):
-        s = math.fsum(q * phi(a, t))
-        out.append(math.log1p(s) / (a - 1.0))
+        if np.max(a * lr) > 300.0:
+            out.append(float(logsumexp(lq + a * lr)) / (a - 1.0))
+        else:
+            out.append(math.log1p(math.fsum(q * phi(a, t))) / (a - 1.0))
     return np.array(out)
 
 
 def _loss_dist(pair: ShuffledPair) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     keep = pair.w > 0
-    w, a, b, diff = pair.w[keep], pair.a[keep], pair.b[keep], pair.diff[keep]
-    return w * a, w * b, np.log1p(diff / b)
+    return pair.p[keep], pair.q[keep], pair.log_ratio()[keep]
 
 
 def hockey_stick(pair: ShuffledPair, epsilon: float, reverse: bool = False, rounds: int = 1) -> float:
-    """E_Q[(P/Q − e^ε)_+] of the ``rounds``-fold products, P = P_{D'}, Q = P_D (reverse: swapped)."""
+    """E_Q[(P/Q − e^ε)_+] of the ``rounds``-fold products, P = P_{D'}, Q = P_D (reverse: swapped).
+    One round: Σ_{log P/Q > ε} P·(1 − e^{ε − log P/Q}), every term to a few ulp."""
     pr = pair.swapped() if reverse else pair
     if rounds == 1:
-        return math.fsum(np.maximum(pr.w * (pr.diff - math.expm1(epsilon) * pr.b), 0.0))
-    p, q, loss = _loss_dist(pr)
-    # all combinations of the first rounds − 1 rounds
-    P, Q, Lsum = p, q, loss
-    for _ in range(rounds - 2):
-        if P.size * p.size > MAX_SUPPORT:
-            raise ValueError("too many combinations for an exact composed hockey-stick divergence")
+        lr = pr.log_ratio()
+        pos = lr > epsilon
+        return math.fsum(pr.p[pos] * -np.expm1(epsilon - lr[pos]))
+    return hockey_stick_product([pair] * rounds, epsilon, reverse)
+
+
+def hockey_stick_product(pairs: Sequence[ShuffledPair], epsilon: float, reverse: bool = False) -> float:
+    """E_Q[(P/Q − e^ε)_+] for P = ⊗ P_i, Q = ⊗ Q_i (independent releases; reverse: every factor swapped).
+
+    All combinations of every factor but the largest are listed (privacy losses add); for the
+    largest, sorted by loss, the cells with P·p_j > e^ε Q·q_j are {j : L_j > ε − L} and their
+    contribution is P·Σp_j − e^ε Q·Σq_j (suffix sums)."""
+    dists = [_loss_dist(p.swapped() if reverse else p) for p in pairs]
+    last = int(np.argmax([d[0].size for d in dists]))
+    rest = [d for i, d in enumerate(dists) if i != last]
+    if math.prod(d[0].size for d in rest) > MAX_SUPPORT:
+        raise ValueError("too many combinations for an exact composed hockey-stick divergence")
+    P, Q, Lsum = np.ones(1), np.ones(1), np.zeros(1)
+    for p, q, loss in rest:
         P = np.outer(P, p).ravel()
         Q = np.outer(Q, q).ravel()
         Lsum = (Lsum[:, None] + loss[None, :]).ravel()
-    # last round: sort by loss, suffix sums over {j : L_j > ε − Lsum}
+    p, q, loss = dists[last]
     order = np.argsort(-loss, kind="stable")
-    ls, ps, qs = loss[order], p[order], q[order]
-    cp = np.concatenate([[0.0], np.cumsum(ps)])
-    cq = np.concatenate([[0.0], np.cumsum(qs)])
-    # count of j with L_j > ε − Lsum, with ls descending
-    cnt = np.searchsorted(-ls, -(epsilon - Lsum), side="left")
+    ls = loss[order]
+    cp = np.concatenate([[0.0], np.cumsum(p[order])])
+    cq = np.concatenate([[0.0], np.cumsum(q[order])])
+    cnt = np.searchsorted(-ls, -(epsilon - Lsum), side="left")  # #{j : L_j > ε − Lsum}
     terms = P * cp[cnt] - math.exp(epsilon) * Q * cq[cnt]
     return math.fsum(np.maximum(terms, 0.0))
+
+
+def product_size(pairs: Sequence[ShuffledPair]) -> int:
+    """How many combinations ``hockey_stick_product`` lists for these factors."""
+    sizes = sorted(len(p) for p in pairs)
+    return math.prod(sizes[:-1]) if sizes else 1
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -448,5 +515,5 @@ def binomial_pair_mp(n: int, eps0, dps: int = 40) -> tuple[dict, dict]:
 
 __all__ = [
     "Gaussian", "Laplace", "laplace_renyi_quad", "MessagePair", "ShuffledPair", "binomial_pair_mp", "brute_force_views", "compositions", "hockey_stick",
-    "hockey_stick_mp", "multinomial_pmf", "phi", "renyi", "renyi_mp", "rr_message", "shuffled", "two_stage",
+    "hockey_stick_mp", "hockey_stick_product", "product_size", "multinomial_pmf", "phi", "renyi", "renyi_mp", "rr_message", "shuffled", "two_stage",
 ]
