@@ -48,7 +48,7 @@ def kary(eps: float, k: int, others: int) -> X.MessagePair:
 @st.composite
 def shuffle_setting(draw, max_n=3000):
     rounds = draw(st.integers(1, 3))
-    n = draw(st.integers(1, max_n if rounds < 3 else 1500))
+    n = draw(st.integers(1, max_n if rounds < 3 else 300))
     return n, draw(eps0s), rounds
 
 

@@ -26,8 +26,10 @@ times Π_ℓ (1)_ℓ, so
 
     P_D(view) = base(view) · [(1 − γ) + γ · Π_ℓ R_ℓ(h_ℓ)],   R_ℓ from (1) with u's law under D,
 
-and likewise for D'. Without sampling γ = 1, N = n. ``ShuffledPair`` stores base weights w and the
-two densities a = P_{D'}/w, b = P_D/w together with a − b computed without cancellation.
+and likewise for D'. Without sampling γ = 1, N = n. ``ShuffledPair`` stores base weights w, the
+logs of the two densities a = P_{D'}/w, b = P_D/w (log R from the positive sum, or log1p of the
+excess near 1; the mixture by logaddexp) and a − b, so that neither tiny ratios nor ratios near 1
+lose precision (checked against mpmath in tests/audit/test_exact_helper.py).
 
 Divergences, in the φ-form that keeps tiny values accurate: with t = P/Q − 1 (E_Q[t] = 0),
 
@@ -309,7 +311,8 @@ def phi(alpha: float, t: np.ndarray) -> np.ndarray:
         raise RuntimeError("φ series did not converge")
     out[small] = acc
     tl = t[~small]
-    out[~small] = np.expm1(alpha * np.log1p(tl)) - alpha * tl
+    with np.errstate(divide="ignore"):  # t = −1 (P = 0): (1 + t)^α = 0
+        out[~small] = np.expm1(alpha * np.log1p(tl)) - alpha * tl
     return out
 
 
