@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
@@ -38,7 +38,6 @@ class Case:
     cells: Callable[[object], np.ndarray]  # reports of a batch → (batch, L) message cells
     note: str = ""
     stage2: Callable | None = None  # adaptive second stage (user_mean without interval)
-    extra: dict = field(default_factory=dict)
 
     def pair(self, n: int, k: int | None = None) -> ShuffledPair:
         if self.stage2 is not None:
@@ -239,7 +238,10 @@ def user_mean_two_rounds(epsilon0: float, m: int, B: float, tau: float) -> Case:
         return [MessagePair(others=_slot_law([po[i]], 1, p), user_prime=_slot_law([pu[i]], 1, p))
                 for i, p in enumerate(flips)]
 
-    return Case(mech, [stage1], np.array([-B]), np.array([B]), lambda rep: None,
+    def no_cells(rep):  # both rounds' laws are checked against the sampler through user_range and linf
+        raise NotImplementedError
+
+    return Case(mech, [stage1], np.array([-B]), np.array([B]), no_cells,
                 "two rounds (adaptive), mean −B → +B", stage2=stage2)
 
 
