@@ -234,7 +234,7 @@ def test_central_mechanisms_are_sound(neighbouring, knob, clip, d, rounds):
 SHARED_SAMPLE_CASES = [
     ("binary_vector eps0=6 d=4 s=4 n=1000 k=2", lambda: C.binary_vector(6.0, 4, 4), 1000, 2, 1),
     ("binary_vector eps0=6 d=3 s=3 n=2000 k=5", lambda: C.binary_vector(6.0, 3, 3), 2000, 5, 1),
-    ("binary_vector eps0=3 d=4 s=2 n=300 k=3 T=3", lambda: C.binary_vector(3.0, 4, 2), 300, 3, 3),
+    ("binary_vector eps0=5 d=4 s=2 n=300 k=2 T=3", lambda: C.binary_vector(5.0, 4, 2), 300, 2, 3),
     ("linf eps0=4 d=1 m=2 n=100 k=1", lambda: C.linf(4.0, 1, 2, 1), 100, 1, 1),
     ("linf eps0=2 d=2 m=1 s=2 n=50 k=2 T=2", lambda: C.linf(2.0, 2, 1, 2), 50, 2, 2),
     ("linf eps0=6 d=3 m=3 n=3000 k=4", lambda: C.linf(6.0, 3, 3, 1), 3000, 4, 1),
