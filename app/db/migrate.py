@@ -62,7 +62,7 @@ def upgrade_to_head(database_url: str) -> str:
     with _upgrade_lock:
         command.upgrade(alembic_config(url), "head")
     from app.db.session import get_database
-    from app.ledger.service import ensure_grid
+    from app.ledger.grid import ensure_grid
 
     get_database(url).run_write(ensure_grid)
     return head_revision()

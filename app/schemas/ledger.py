@@ -1,11 +1,21 @@
-"""Pydantic models of the ledger endpoints (api.md "Budget ledger", ledger.md)."""
+"""Pydantic models of the ledger endpoints (api.md "Budget ledger", ledger.md).
+
+Request models validate what comes in; view models shape what goes out, each built from the
+typed records of :mod:`app.ledger.records` by its ``of`` constructor (times as ISO 8601 strings,
+curve values +∞ as ``null``).
+"""
 
 from __future__ import annotations
 
+import math
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
+import numpy as np
 from pydantic import BaseModel, Field, model_validator
 
+from app.ledger import curves as cv
+from app.ledger import records as rec
 from app.schemas.events import Event, Int, Num, StrictModel
 
 #: ids are 1–256 characters without control characters (NUL cannot be stored by PostgreSQL)
@@ -29,9 +39,22 @@ class BudgetIn(StrictModel):
     delta: Num = Field(gt=0, lt=1, description="δ_B")
 
 
+def iso(ts: datetime | None) -> str | None:
+    return ts.isoformat() if ts is not None else None
+
+
+def finite_list(a: np.ndarray) -> list[float | None]:
+    """A curve as JSON numbers, +∞ as ``null``."""
+    return [float(x) if math.isfinite(x) else None for x in a]
+
+
 class Budget(BaseModel):
     epsilon: float
     delta: float
+
+    @classmethod
+    def of(cls, b: cv.Budget) -> Budget:
+        return cls(epsilon=b.epsilon, delta=b.delta)
 
 
 class UserPut(StrictModel):
@@ -64,6 +87,10 @@ class Spent(BaseModel):
     epsilon: float = Field(description="ε at the budget's δ of everything charged so far (filter: at α_f)")
     order: float | None = Field(description="the order achieving it (null while nothing is spent)")
 
+    @classmethod
+    def of(cls, s: rec.Spent) -> Spent:
+        return cls(epsilon=s.epsilon, order=s.order)
+
 
 class FilterInfo(BaseModel):
     order: float = Field(description="α_f")
@@ -85,6 +112,19 @@ class UserView(BaseModel):
     grid_version: int
     created_at: str | None = None
     updated_at: str | None = None
+
+    @classmethod
+    def fields_of(cls, u: rec.UserStatus) -> dict[str, Any]:
+        b = u.budget
+        return dict(user_id=u.user_id, budget=Budget.of(b), policy=b.policy, spent=Spent.of(u.spent),
+                    remaining_epsilon=u.remaining_epsilon, charges=u.charges,
+                    filter=FilterInfo(order=b.filter_order, order_budget=b.filter_budget) if b.policy == "filter"
+                    else None, grid_version=u.grid_version, created_at=iso(u.created_at),
+                    updated_at=iso(u.updated_at))
+
+    @classmethod
+    def of(cls, u: rec.UserStatus) -> UserView:
+        return cls(**cls.fields_of(u))
 
 
 class IdRange(StrictModel):
@@ -132,6 +172,10 @@ class BulkUsersResult(BaseModel):
     skipped: int
     requested: int
 
+    @classmethod
+    def of(cls, r: rec.BulkResult) -> BulkUsersResult:
+        return cls(created=r.created, skipped=r.skipped, requested=r.requested)
+
 
 class ChargeRequest(StrictModel):
     """Charge one event to a set of users (``users``) or to every current member of a cohort
@@ -162,6 +206,10 @@ class Actor(BaseModel):
     name: str = Field(description="the API key's name (role-position in ACCOUNTANT_API_KEYS), never the key")
     role: str
 
+    @classmethod
+    def of(cls, a: rec.Actor) -> Actor:
+        return cls(name=a.name, role=a.role)
+
 
 class ChargeAdmitted(BaseModel):
     model_config = {"json_schema_extra": {"examples": [{
@@ -180,6 +228,13 @@ class ChargeAdmitted(BaseModel):
     charged_by: Actor
     created_at: str
     replayed: bool = Field(description="true when this is the stored result of an earlier request with the same key")
+
+    @classmethod
+    def of(cls, r: rec.ChargeResult) -> ChargeAdmitted:
+        return cls(charge_id=r.charge_id, status="admitted", users=r.users, cohort=r.cohort,
+                   cohort_round=r.cohort_round, idempotency_key=r.idempotency_key, event=r.event,
+                   grid_version=r.grid_version, charged_by=Actor.of(r.charged_by), created_at=iso(r.created_at),
+                   replayed=r.replayed)
 
 
 class ChargeRefused(BaseModel):
@@ -213,6 +268,12 @@ class ChargeRecord(BaseModel):
     charged_by: Actor
     created_at: str | None
 
+    @classmethod
+    def of(cls, c: rec.ChargeEntry) -> ChargeRecord:
+        return cls(charge_id=c.charge_id, event=c.event, idempotency_key=c.idempotency_key, cohort=c.cohort,
+                   cohort_round=c.cohort_round, users=c.users, grid_version=c.grid_version,
+                   charged_by=Actor.of(c.charged_by), created_at=iso(c.created_at))
+
 
 class ChargeList(BaseModel):
     user_id: str
@@ -220,6 +281,11 @@ class ChargeList(BaseModel):
     limit: int
     offset: int
     charges: list[ChargeRecord]
+
+    @classmethod
+    def of(cls, user_id: str, page: rec.Page[rec.ChargeEntry]) -> ChargeList:
+        return cls(user_id=user_id, total=page.total, limit=page.limit, offset=page.offset,
+                   charges=[ChargeRecord.of(c) for c in page.items])
 
 
 class CohortCreate(StrictModel):
@@ -237,6 +303,15 @@ class CohortView(BaseModel):
     grid_version: int
     created_at: str | None
 
+    @classmethod
+    def fields_of(cls, c: rec.CohortInfo) -> dict[str, Any]:
+        return dict(cohort_id=c.cohort_id, description=c.description, members=c.members, rounds=c.rounds,
+                    grid_version=c.grid_version, created_at=iso(c.created_at))
+
+    @classmethod
+    def of(cls, c: rec.CohortInfo) -> CohortView:
+        return cls(**cls.fields_of(c))
+
 
 class MembersRequest(_UserSet):
     model_config = StrictModel.model_config | {"json_schema_extra": {"examples": [
@@ -250,6 +325,12 @@ class MembersChanged(BaseModel):
     removed: int | None = None
     not_members: int | None = None
 
+    @classmethod
+    def of(cls, m: rec.MembersChange) -> MembersChanged:
+        counts = ({"added": m.changed, "already_members": m.unchanged} if m.joined
+                  else {"removed": m.changed, "not_members": m.unchanged})
+        return cls(cohort=CohortView.of(m.cohort), **counts)
+
 
 class Member(BaseModel):
     user_id: str
@@ -258,6 +339,11 @@ class Member(BaseModel):
     joined_at: str | None
     left_at: str | None
 
+    @classmethod
+    def of(cls, m: rec.Membership) -> Member:
+        return cls(user_id=m.user_id, joined_after_round=m.joined_after_round, left_after_round=m.left_after_round,
+                   joined_at=iso(m.joined_at), left_at=iso(m.left_at))
+
 
 class MemberList(BaseModel):
     cohort_id: str
@@ -265,10 +351,33 @@ class MemberList(BaseModel):
     offset: int
     members: list[Member]
 
+    @classmethod
+    def of(cls, p: rec.MemberPage) -> MemberList:
+        return cls(cohort_id=p.cohort_id, limit=p.limit, offset=p.offset, members=[Member.of(m) for m in p.members])
+
+
+class MembershipView(BaseModel):
+    cohort_id: str
+    joined_after_round: int = Field(description="the member is charged for the rounds after this one …")
+    left_after_round: int | None = Field(description="… up to and including this one (null: still a member)")
+    joined_at: str | None
+    left_at: str | None
+    active: bool
+
+    @classmethod
+    def of(cls, m: rec.Membership) -> MembershipView:
+        return cls(cohort_id=m.cohort_id, joined_after_round=m.joined_after_round,
+                   left_after_round=m.left_after_round, joined_at=iso(m.joined_at), left_at=iso(m.left_at),
+                   active=m.active)
+
 
 class UserCohorts(BaseModel):
     user_id: str
-    memberships: list[dict[str, Any]]
+    memberships: list[MembershipView]
+
+    @classmethod
+    def of(cls, user_id: str, ms: list[rec.Membership]) -> UserCohorts:
+        return cls(user_id=user_id, memberships=[MembershipView.of(m) for m in ms])
 
 
 class HistoryPoint(BaseModel):
@@ -280,6 +389,11 @@ class HistoryPoint(BaseModel):
     round: int | None = None
     remaining_epsilon: float | None = None
 
+    @classmethod
+    def of(cls, p: rec.HistoryPoint) -> HistoryPoint:
+        return cls(charge_id=p.charge_id, at=iso(p.at), spent_epsilon=p.spent.epsilon, order=p.spent.order,
+                   charges=p.charges, round=p.round, remaining_epsilon=p.remaining_epsilon)
+
 
 class UserHistory(BaseModel):
     user_id: str
@@ -288,12 +402,21 @@ class UserHistory(BaseModel):
     charges: int
     points: list[HistoryPoint]
 
+    @classmethod
+    def of(cls, h: rec.UserHistory) -> UserHistory:
+        return cls(user_id=h.user_id, budget=Budget.of(h.budget), policy=h.budget.policy, charges=h.charges,
+                   points=[HistoryPoint.of(p) for p in h.points])
+
 
 class CohortHistory(BaseModel):
     cohort_id: str
     delta: float
     rounds: int
     points: list[HistoryPoint]
+
+    @classmethod
+    def of(cls, h: rec.CohortHistory) -> CohortHistory:
+        return cls(cohort_id=h.cohort_id, delta=h.delta, rounds=h.rounds, points=[HistoryPoint.of(p) for p in h.points])
 
 
 class ExhaustionEntry(BaseModel):
@@ -305,9 +428,18 @@ class ExhaustionEntry(BaseModel):
     remaining_fraction: float
     charges: int
 
+    @classmethod
+    def of(cls, e: rec.ExhaustionEntry) -> ExhaustionEntry:
+        return cls(user_id=e.user_id, budget=Budget.of(e.budget), policy=e.budget.policy, spent=Spent.of(e.spent),
+                   remaining_epsilon=e.remaining_epsilon, remaining_fraction=e.remaining_fraction, charges=e.charges)
+
 
 class ExhaustionList(BaseModel):
     users: list[ExhaustionEntry]
+
+    @classmethod
+    def of(cls, es: list[rec.ExhaustionEntry]) -> ExhaustionList:
+        return cls(users=[ExhaustionEntry.of(e) for e in es])
 
 
 class Audit(BaseModel):
@@ -322,3 +454,11 @@ class Audit(BaseModel):
     recomputed_spent: Spent
     budget: Budget
     policy: str
+
+    @classmethod
+    def of(cls, a: rec.Audit) -> Audit:
+        return cls(user_id=a.user_id, orders=a.orders.tolist(), running=finite_list(a.running),
+                   recomputed=finite_list(a.recomputed), running_not_below_recomputed=a.running_not_below_recomputed,
+                   max_relative_excess=a.max_relative_excess, charges_in_log=a.charges_in_log,
+                   charges_counted=a.charges_counted, recomputed_spent=Spent.of(a.recomputed_spent),
+                   budget=Budget.of(a.budget), policy=a.budget.policy)

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query, Response
-from fastapi.responses import JSONResponse
 
 from app.api.deps import get_db, require_admin, require_charger, require_reader
 from app.db.session import Database
@@ -38,7 +37,7 @@ REFUSAL_DOC = (
 router = APIRouter(prefix="/v1", tags=["ledger"])
 
 
-def _budget(req) -> svc.Budget:
+def _budget(req: sch.UserPut | sch.BulkUsersRequest) -> svc.Budget:
     planned = req.planned_event.to_accountant() if req.planned_event is not None else None
     return svc.make_budget(req.budget.epsilon, req.budget.delta, req.policy, req.filter_order, planned)
 
@@ -55,9 +54,9 @@ def _budget(req) -> svc.Budget:
 )
 def put_user(user_id: UserPath, body: sch.UserPut, response: Response, db: Database = Depends(get_db),
              _actor=Depends(require_admin)):
-    created, view = svc.put_user(db, user_id, _budget(body))
+    created, status = svc.put_user(db, user_id, _budget(body))
     response.status_code = 201 if created else 200
-    return view
+    return sch.UserView.of(status)
 
 
 @router.post(
@@ -68,7 +67,7 @@ def put_user(user_id: UserPath, body: sch.UserPut, response: Response, db: Datab
     responses={409: {"model": sch.ErrorBody, "description": "some ids exist (on_conflict='error')"}, **AUTH_ERRORS},
 )
 def bulk_users(body: sch.BulkUsersRequest, db: Database = Depends(get_db), _actor=Depends(require_admin)):
-    return svc.bulk_create_users(db, body.all_ids(), _budget(body), body.on_conflict)
+    return sch.BulkUsersResult.of(svc.bulk_create_users(db, body.all_ids(), _budget(body), body.on_conflict))
 
 
 @router.get(
@@ -78,7 +77,7 @@ def bulk_users(body: sch.BulkUsersRequest, db: Database = Depends(get_db), _acto
     responses={404: {"model": sch.ErrorBody, "description": "unknown user"}, **AUTH_ERRORS},
 )
 def get_user(user_id: UserPath, db: Database = Depends(get_db), _actor=Depends(require_reader)):
-    return svc.get_user(db, user_id)
+    return sch.UserView.of(svc.get_user(db, user_id))
 
 
 @router.get(
@@ -89,7 +88,7 @@ def get_user(user_id: UserPath, db: Database = Depends(get_db), _actor=Depends(r
 )
 def user_charges(user_id: UserPath, limit: int = Query(100, ge=1, le=10_000), offset: int = Query(0, ge=0, le=10**12),
                  db: Database = Depends(get_db), _actor=Depends(require_reader)):
-    return svc.list_user_charges(db, user_id, limit, offset)
+    return sch.ChargeList.of(user_id, svc.list_user_charges(db, user_id, limit, offset))
 
 
 @router.get(
@@ -98,7 +97,7 @@ def user_charges(user_id: UserPath, limit: int = Query(100, ge=1, le=10_000), of
     responses={404: {"model": sch.ErrorBody, "description": "unknown user"}, **AUTH_ERRORS},
 )
 def user_cohorts(user_id: UserPath, db: Database = Depends(get_db), _actor=Depends(require_reader)):
-    return svc.user_cohorts(db, user_id)
+    return sch.UserCohorts.of(user_id, svc.user_cohorts(db, user_id))
 
 
 @router.get(
@@ -109,7 +108,7 @@ def user_cohorts(user_id: UserPath, db: Database = Depends(get_db), _actor=Depen
 )
 def user_history(user_id: UserPath, limit: int = Query(500, ge=2, le=10_000), db: Database = Depends(get_db),
                  _actor=Depends(require_reader)):
-    return svc.user_history(db, user_id, limit)
+    return sch.UserHistory.of(svc.user_history(db, user_id, limit))
 
 
 @router.get(
@@ -120,7 +119,7 @@ def user_history(user_id: UserPath, limit: int = Query(500, ge=2, le=10_000), db
     responses={404: {"model": sch.ErrorBody, "description": "unknown user"}, **AUTH_ERRORS},
 )
 def user_audit(user_id: UserPath, db: Database = Depends(get_db), _actor=Depends(require_reader)):
-    return svc.recompute_user(db, user_id)
+    return sch.Audit.of(svc.recompute_user(db, user_id))
 
 
 @router.get(
@@ -130,7 +129,7 @@ def user_audit(user_id: UserPath, db: Database = Depends(get_db), _actor=Depends
 )
 def nearest_exhaustion(limit: int = Query(20, ge=1, le=1000), db: Database = Depends(get_db),
                        _actor=Depends(require_reader)):
-    return svc.nearest_exhaustion(db, limit)
+    return sch.ExhaustionList.of(svc.nearest_exhaustion(db, limit))
 
 
 # ---------------------------------------------------------------------------------------------- charges
@@ -160,9 +159,9 @@ def nearest_exhaustion(limit: int = Query(20, ge=1, le=1000), db: Database = Dep
 def post_charge(body: sch.ChargeRequest, db: Database = Depends(get_db), actor=Depends(require_charger)):
     event = body.event.model_dump(mode="json", exclude_unset=True)
     event["mechanism"] = body.event.mechanism
-    result = svc.charge(db, event=event, cost_event=body.event.to_accountant(), actor=svc.Actor(actor.name, actor.role),
-                        users=body.users, cohort=body.cohort, idempotency_key=body.idempotency_key)
-    return JSONResponse(status_code=201, content=result)
+    result = svc.charge(db, event=event, cost_event=body.event.to_accountant(), actor=actor, users=body.users,
+                        cohort=body.cohort, idempotency_key=body.idempotency_key)
+    return sch.ChargeAdmitted.of(result)
 
 
 # ---------------------------------------------------------------------------------------------- cohorts
@@ -175,7 +174,7 @@ def post_charge(body: sch.ChargeRequest, db: Database = Depends(get_db), actor=D
     responses={409: {"model": sch.ErrorBody, "description": "the cohort exists"}, **AUTH_ERRORS},
 )
 def create_cohort(body: sch.CohortCreate, db: Database = Depends(get_db), _actor=Depends(require_admin)):
-    return svc.create_cohort(db, body.cohort_id, body.description)
+    return sch.CohortView.of(svc.create_cohort(db, body.cohort_id, body.description))
 
 
 @router.get(
@@ -183,7 +182,7 @@ def create_cohort(body: sch.CohortCreate, db: Database = Depends(get_db), _actor
     responses={404: {"model": sch.ErrorBody, "description": "unknown cohort"}, **AUTH_ERRORS},
 )
 def get_cohort(cohort_id: CohortPath, db: Database = Depends(get_db), _actor=Depends(require_reader)):
-    return svc.get_cohort(db, cohort_id)
+    return sch.CohortView.of(svc.get_cohort(db, cohort_id))
 
 
 @router.post(
@@ -193,7 +192,7 @@ def get_cohort(cohort_id: CohortPath, db: Database = Depends(get_db), _actor=Dep
 )
 def add_members(cohort_id: CohortPath, body: sch.MembersRequest, db: Database = Depends(get_db),
                 _actor=Depends(require_admin)):
-    return svc.change_members(db, cohort_id, body.all_ids(), join=True)
+    return sch.MembersChanged.of(svc.change_members(db, cohort_id, body.all_ids(), join=True))
 
 
 @router.post(
@@ -204,7 +203,7 @@ def add_members(cohort_id: CohortPath, body: sch.MembersRequest, db: Database = 
 )
 def remove_members(cohort_id: CohortPath, body: sch.MembersRequest, db: Database = Depends(get_db),
                    _actor=Depends(require_admin)):
-    return svc.change_members(db, cohort_id, body.all_ids(), join=False)
+    return sch.MembersChanged.of(svc.change_members(db, cohort_id, body.all_ids(), join=False))
 
 
 @router.delete(
@@ -214,7 +213,7 @@ def remove_members(cohort_id: CohortPath, body: sch.MembersRequest, db: Database
 )
 def remove_member(cohort_id: CohortPath, user_id: UserPath, db: Database = Depends(get_db),
                   _actor=Depends(require_admin)):
-    return svc.change_members(db, cohort_id, [user_id], join=False)
+    return sch.MembersChanged.of(svc.change_members(db, cohort_id, [user_id], join=False))
 
 
 @router.get(
@@ -225,7 +224,7 @@ def remove_member(cohort_id: CohortPath, user_id: UserPath, db: Database = Depen
 def list_members(cohort_id: CohortPath, limit: int = Query(100, ge=1, le=10_000),
                  offset: int = Query(0, ge=0, le=10**12), history: bool = False,
                  db: Database = Depends(get_db), _actor=Depends(require_reader)):
-    return svc.list_members(db, cohort_id, limit, offset, history)
+    return sch.MemberList.of(svc.list_members(db, cohort_id, limit, offset, history))
 
 
 @router.get(
@@ -238,4 +237,4 @@ def list_members(cohort_id: CohortPath, limit: int = Query(100, ge=1, le=10_000)
 def cohort_history(cohort_id: CohortPath, delta: float = Query(1e-6, gt=0, lt=1),
                    limit: int = Query(500, ge=2, le=10_000), db: Database = Depends(get_db),
                    _actor=Depends(require_reader)):
-    return svc.cohort_history(db, cohort_id, delta, limit)
+    return sch.CohortHistory.of(svc.cohort_history(db, cohort_id, delta, limit))
