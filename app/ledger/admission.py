@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+from collections.abc import Iterable
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -30,11 +32,12 @@ from app.ledger.budgets import event_cost
 from app.ledger.errors import MAX_LISTED, IdempotencyConflict, Invalid, NotFound, Refused, UnknownUsers
 from app.ledger.locking import lock_cohort, lock_cohort_classes, lock_users_classes
 from app.ledger.records import Actor, ChargeResult, ClassRow, CohortRow, utc
+from app.ledger.refusals import record_refusal
 from app.ledger.transitions import transition
 
 #: columns a charge changes on a class
 CHARGED = ("spent", "n_charges", "spent_epsilon", "spent_order", "remaining_epsilon", "remaining_fraction",
-           "updated_at")
+           "last_charge_at", "updated_at")
 
 
 def request_hash(users: list[str] | None, cohort: str | None, event: dict) -> str:
@@ -119,7 +122,12 @@ def charge(db: Database, *, event: dict, actor: Actor, users: list[str] | None =
         with db.read() as s:
             return req.prior(s)
 
-    return db.run_write(unit, on_integrity_error=lost_key_race)
+    try:
+        return db.run_write(unit, on_integrity_error=lost_key_race)
+    except Refused as refusal:
+        record_refusal(db, actor, cohort, len(req.users) if req.users is not None else None,
+                       refusal.extra["refused_count"])
+        raise
 
 
 def _evaluate(classes: list[ClassRow], cost: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[cv.Status]]:
@@ -143,9 +151,10 @@ def _charge_users(s: Session, db: Database, req: _Request) -> ChargeResult:
     cids = list(locked.classes)
     ok, after, statuses = _evaluate([locked.classes[cid] for cid in cids], req.cost)
     if not np.all(ok):
-        refused_pks = {pk for k, cid in enumerate(cids) if not ok[k] for pk in groups[cid]}
-        names = [u for u in req.users if users[u][0] in refused_pks]
-        raise _refusal(names, len(names))
+        refused = {cid: locked.classes[cid] for k, cid in enumerate(cids) if not ok[k]}
+        named = [(u, refused[locked.class_of[users[u][0]]]) for u in req.users
+                 if locked.class_of[users[u][0]] in refused]
+        raise _refusal(named, len(named), refused.values(), req.cost)
     ts = repo.now()
     result = req.result(0, len(req.users), ts)
     charge_id = req.record(s, result, len(req.users), ts)
@@ -154,7 +163,7 @@ def _charge_users(s: Session, db: Database, req: _Request) -> ChargeResult:
 
     def charged(c: ClassRow) -> ClassRow:
         spent, st = new_state[c.id]
-        return c.with_spent(spent, st, n_charges=c.n_charges + 1)
+        return c.with_spent(spent, st, n_charges=c.n_charges + 1, last_charge_at=ts)
 
     transition(s, db, locked.classes, groups, f"charge|{charge_id}", charged, locked.cohorts)
     return _with_id(result, charge_id)
@@ -174,7 +183,7 @@ def _charge_cohort(s: Session, db: Database, req: _Request) -> ChargeResult:
         ok, after, statuses = _evaluate(classes, req.cost)
         refused = [c for c, good in zip(classes, ok) if not good]
         if refused:
-            raise _cohort_refusal(s, refused)
+            raise _cohort_refusal(s, refused, req.cost)
         updated = [c.with_spent(a, st, n_charges=c.n_charges + 1) for c, a, st in zip(classes, after, statuses)]
     return _record_round(s, db, req, co, updated)
 
@@ -191,7 +200,7 @@ def _record_round(s: Session, db: Database, req: _Request, co: CohortRow, update
 
 
 def _stamped(c: ClassRow, ts: datetime) -> ClassRow:
-    return replace(c, updated_at=ts)
+    return replace(c, last_charge_at=ts, updated_at=ts)
 
 
 def _with_id(r: ChargeResult, charge_id: int) -> ChargeResult:
@@ -201,13 +210,24 @@ def _with_id(r: ChargeResult, charge_id: int) -> ChargeResult:
 # ---------------------------------------------------------------------------------------------- refusals
 
 
-def _refusal(names: list[str], n: int) -> Refused:
-    return Refused(names, n)
+def _refusal(named: list[tuple[str, ClassRow]], n: int, classes: Iterable[ClassRow], cost: np.ndarray) -> Refused:
+    """The refusal of ``n`` users, ``named`` (user, class) being the first of them: what the event
+    alone costs each listed user (ε at their budget's δ under their policy, ``null`` if unbounded),
+    the largest such cost over every refused user, and what each listed user has left."""
+    eps = {c.id: cv.epsilon_at(c.budget, cost)[0] for c in classes}
+    listed = named[:MAX_LISTED]
+    worst = max(eps.values(), default=0.0)
+    return Refused([u for u, _ in listed], n,
+                   cost={"epsilon": _json(worst), "by_user": {u: _json(eps[c.id]) for u, c in listed}},
+                   remaining={u: c.remaining_epsilon for u, c in listed})
 
 
-def _cohort_refusal(s: Session, refused: list[ClassRow]) -> Refused:
+def _json(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+def _cohort_refusal(s: Session, refused: list[ClassRow], cost: np.ndarray) -> Refused:
     n = sum(c.n_users for c in refused)
-    names = [u for u, _cid in repo.user_names_in_classes(s, [c.id for c in refused], MAX_LISTED)]
-    return _refusal(names, n)
-
-
+    by_id = {c.id: c for c in refused}
+    named = [(u, by_id[cid]) for u, cid in repo.user_names_in_classes(s, list(by_id), MAX_LISTED)]
+    return _refusal(named, n, refused, cost)

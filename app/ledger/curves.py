@@ -85,36 +85,30 @@ class Status:
     remaining_fraction: float
 
 
-def status(budget: Budget, spent: np.ndarray) -> Status:
-    """Spent ε at the budget's δ (declared: minimised over the grid; filter: at α_f)."""
+def epsilon_at(budget: Budget, curve: np.ndarray) -> tuple[float, float | None]:
+    """(ε, order): ε at the budget's δ of an RDP curve on the grid, as the budget's policy reports
+    it — declared: max(0, min over the grid of the conversion of bounds.md §4); filter: the same
+    conversion at α_f only. ε is +∞ when the curve is unbounded there; 0 for a zero curve."""
     if budget.policy == "filter":
         i = grid_index(budget.filter_order)
-        eps = float(epsilon_vector(ORDERS[i:i + 1], spent[i:i + 1], budget.delta)[0]) if spent[i] else 0.0
-        eps = max(0.0, eps) if math.isfinite(eps) else math.inf
-        order = float(budget.filter_order)
-    else:
-        if not np.any(spent):
-            eps, order = 0.0, None
-        else:
-            vec = epsilon_vector(ORDERS, spent, budget.delta)
-            i = int(np.argmin(vec))
-            eps = max(0.0, float(vec[i])) if math.isfinite(vec[i]) else math.inf
-            order = float(ORDERS[i]) if math.isfinite(vec[i]) else None
+        eps = float(epsilon_vector(ORDERS[i:i + 1], curve[i:i + 1], budget.delta)[0]) if curve[i] else 0.0
+        return (max(0.0, eps) if math.isfinite(eps) else math.inf), float(budget.filter_order)
+    if not np.any(curve):
+        return 0.0, None
+    vec = epsilon_vector(ORDERS, curve, budget.delta)
+    i = int(np.argmin(vec))
+    if not math.isfinite(vec[i]):
+        return math.inf, None
+    return max(0.0, float(vec[i])), float(ORDERS[i])
+
+
+def status(budget: Budget, spent: np.ndarray) -> Status:
+    """Spent ε at the budget's δ (declared: minimised over the grid; filter: at α_f)."""
+    eps, order = epsilon_at(budget, spent)
     remaining = max(0.0, budget.epsilon - eps) if math.isfinite(eps) else 0.0
     if not math.isfinite(eps):
         eps = 1e308  # never stored as inf; only reachable if an unbounded curve was admitted (it is not)
     return Status(eps, order, remaining, remaining / budget.epsilon)
-
-
-def admits(budget: Budget, after: np.ndarray) -> bool:
-    """Whether a class whose spent curve would become ``after`` may be charged."""
-    if budget.policy == "filter":
-        i = grid_index(budget.filter_order)
-        v = float(after[i])
-        return math.isfinite(v) and v <= budget.filter_budget
-    vec = epsilon_vector(ORDERS, after, budget.delta)
-    best = float(np.min(vec))
-    return math.isfinite(best) and max(0.0, best) <= budget.epsilon
 
 
 def pick_filter_order(cost: np.ndarray, delta: float) -> float:
@@ -144,7 +138,10 @@ def exact_sum(curves: list[np.ndarray]) -> np.ndarray:
 
 
 def evaluate(budgets: list[Budget], after: np.ndarray) -> tuple[np.ndarray, list[Status]]:
-    """Vectorised :func:`admits` and :func:`status` for many classes at once.
+    """Admission and :func:`status` for many classes at once (vectorised).
+
+    A class may be charged iff its spent curve would become ``after`` with — declared:
+    ``max(0, min_α ε_δ(α; after)) ≤ ε_B`` (finite); filter: ``after(α_f) ≤ B(α_f)`` (finite).
 
     ``after`` is a (G × orders) matrix of would-be spent curves, one row per budget."""
     g = len(budgets)

@@ -35,7 +35,7 @@ from app.ledger.records import (
 
 USER_STATUS_COLS = (T_USERS.c.user_id, T_USERS.c.created_at, T_USERS.c.updated_at, C.c.epsilon, C.c.delta,
                     C.c.policy, C.c.filter_order, C.c.filter_budget, C.c.spent_epsilon, C.c.spent_order,
-                    C.c.remaining_epsilon, C.c.n_charges, C.c.grid_version)
+                    C.c.remaining_epsilon, C.c.n_charges, C.c.grid_version, C.c.last_charge_at)
 
 
 def budget_of(r: RowMapping | Any) -> Budget:
@@ -47,7 +47,7 @@ def user_status_of(r: RowMapping) -> UserStatus:
     return UserStatus(user_id=r["user_id"], budget=budget_of(r), spent=Spent(r["spent_epsilon"], r["spent_order"]),
                       remaining_epsilon=r["remaining_epsilon"], charges=int(r["n_charges"]),
                       grid_version=r["grid_version"], created_at=utc(r["created_at"]),
-                      updated_at=utc(r["updated_at"]))
+                      updated_at=utc(r["updated_at"]), last_charge_at=utc(r["last_charge_at"]))
 
 
 def user_status(s: Session, user_id: str) -> UserStatus | None:

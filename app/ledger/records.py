@@ -2,7 +2,7 @@
 
 Rows (:class:`ClassRow`, :class:`CohortRow`) are what the repository reads and writes; results
 are what the operations of :mod:`app.ledger.service` return. None of them knows a transport:
-the JSON shapes live in :mod:`app.schemas.ledger`. Times are timezone-aware UTC datetimes.
+the JSON shapes live in :mod:`app.schemas.ledger_views`. Times are timezone-aware UTC datetimes.
 """
 
 from __future__ import annotations
@@ -51,7 +51,9 @@ class Spent:
 class ClassRow:
     """A budget class: users with identical budget, policy and history share its spent curve.
 
-    ``spent_epsilon`` … ``remaining_fraction`` cache :func:`app.ledger.curves.status` of ``spent``."""
+    ``spent_epsilon`` … ``remaining_fraction`` cache :func:`app.ledger.curves.status` of ``spent``;
+    ``last_charge_at`` is the time of the last charge that reached its users (the same for all of
+    them: they share their whole history)."""
 
     id: int
     signature: str
@@ -68,6 +70,7 @@ class ClassRow:
     spent_order: float | None
     remaining_epsilon: float
     remaining_fraction: float
+    last_charge_at: datetime | None
     updated_at: datetime
 
     @classmethod
@@ -75,6 +78,7 @@ class ClassRow:
         vals = {f.name: m[f.name] for f in dataclasses.fields(cls)}
         vals["spent"] = cv.from_bytes(m["spent"])
         vals["n_charges"], vals["n_users"] = int(m["n_charges"]), int(m["n_users"])
+        vals["last_charge_at"], vals["updated_at"] = utc(m["last_charge_at"]), utc(m["updated_at"])
         return cls(**vals)
 
     def columns(self) -> dict[str, Any]:
@@ -141,6 +145,7 @@ class UserStatus:
     grid_version: int
     created_at: datetime | None
     updated_at: datetime | None
+    last_charge_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -278,3 +283,24 @@ class MemberPage:
     limit: int
     offset: int
     members: list[Membership] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class TimelineBucket:
+    """Admitted charges and refused charge requests in [start, start + one bucket)."""
+
+    start: datetime
+    admitted: int
+    refused: int
+
+
+@dataclass(frozen=True)
+class Summary:
+    users: int
+    cohorts: int
+    charges: int
+    near_exhaustion: int
+    near_exhaustion_fraction: float
+    refusals: int
+    bucket: str
+    timeline: list[TimelineBucket]

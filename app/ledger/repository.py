@@ -163,7 +163,8 @@ def insert_classes(s: Session, rows: Sequence[ClassRow]) -> list[int]:
 
 #: what a transition or a charge may change on a class
 MUTABLE = ("signature", "epsilon", "delta", "policy", "filter_order", "filter_budget", "grid_version", "spent",
-           "n_charges", "spent_epsilon", "spent_order", "remaining_epsilon", "remaining_fraction", "updated_at")
+           "n_charges", "spent_epsilon", "spent_order", "remaining_epsilon", "remaining_fraction", "last_charge_at",
+           "updated_at")
 
 
 def update_classes(s: Session, db: Database, rows: Sequence[ClassRow], columns: Sequence[str] = MUTABLE) -> None:

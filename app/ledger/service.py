@@ -9,6 +9,8 @@ part lives:
 * :mod:`app.ledger.admission` — charges (explicit and cohort rounds), idempotency;
 * :mod:`app.ledger.cohorts` — cohorts and memberships;
 * :mod:`app.ledger.reads` — user status, charge log, audit, history;
+* :mod:`app.ledger.listing`, :mod:`app.ledger.summary` — listings and the overview of dashboards;
+* :mod:`app.ledger.refusals` — refused requests recorded for the overview (never charges);
 * :mod:`app.ledger.locking`, :mod:`app.ledger.transitions` — the lock protocol and budget classes;
 * :mod:`app.ledger.repository`, :mod:`app.ledger.queries`, :mod:`app.ledger.sql` — the SQL;
 * :mod:`app.ledger.grid` — versioned order grids.
@@ -29,12 +31,14 @@ from app.ledger.cohorts import (
 from app.ledger.curves import Budget
 from app.ledger.errors import Conflict, IdempotencyConflict, Invalid, LedgerError, NotFound, Refused
 from app.ledger.grid import ensure_grid
+from app.ledger.listing import SORTS, UserFilter, list_cohorts, list_users
 from app.ledger.reads import get_user, list_user_charges, nearest_exhaustion, recompute_user, user_history
 from app.ledger.records import Actor
+from app.ledger.summary import summary
 
 __all__ = [
     "Actor", "Budget", "Conflict", "IdempotencyConflict", "Invalid", "LedgerError", "NotFound", "Refused",
     "bulk_create_users", "change_members", "charge", "cohort_history", "create_cohort", "ensure_grid", "event_cost",
     "get_cohort", "get_user", "list_members", "list_user_charges", "make_budget", "nearest_exhaustion", "put_user",
-    "recompute_user", "user_cohorts", "user_history",
+    "recompute_user", "user_cohorts", "user_history", "SORTS", "UserFilter", "list_cohorts", "list_users", "summary",
 ]

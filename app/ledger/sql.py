@@ -6,14 +6,20 @@
 * Bulk writes: executemany on SQLite; on PostgreSQL one ``INSERT … SELECT * FROM unnest(…)`` or
   ``UPDATE … FROM unnest(…)`` statement per chunk (a single round trip).
 * Long id lists are bound as expanding ``IN`` parameters in chunks (SQLite's variable limit).
+* Snapshots for multi-statement reads (a listing's page and its total): PostgreSQL reads run
+  ``REPEATABLE READ`` (:func:`snapshot`); a SQLite read transaction already reads one snapshot.
+* Time buckets (:func:`time_bucket`): ``date_trunc`` on PostgreSQL, ``strftime`` on SQLite.
+* External ids compare by code point on both (the column collation, :mod:`app.db.models`), so
+  an id prefix is the index range of :func:`prefix_range` on both.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any, TypeVar
+from datetime import datetime, timezone
+from typing import Any, Literal, TypeVar
 
-from sqlalchemy import Select, Table, bindparam, insert, text, update
+from sqlalchemy import ColumnElement, Select, Table, and_, bindparam, func, insert, text, true, update
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import BindParameter
 
@@ -43,11 +49,12 @@ def locked(q: Select, db: Database, *, shared: bool = False, of: Any = None) -> 
 
 def _array_type(table: Table, col: str, s: Session) -> str:
     """The PostgreSQL array element type of ``col`` (a column collation does not go in a cast)."""
-    typ = table.c[col].type
+    dialect = s.get_bind().dialect
+    typ = table.c[col].type.dialect_impl(dialect)  # the type this dialect uses (variants: app.db.models)
     if getattr(typ, "collation", None):
         typ = typ.copy()
         typ.collation = None
-    return typ.compile(dialect=s.get_bind().dialect)
+    return typ.compile(dialect=dialect)
 
 
 def insert_rows(s: Session, db: Database, table: Table, rows: list[dict], chunk: int = 5000) -> None:
@@ -82,3 +89,57 @@ def update_rows(s: Session, db: Database, table: Table, rows: list[dict]) -> Non
                 f"WHERE {table.name}.id = v._id")
     for ch in chunks(rows, 5000):
         s.execute(stmt, {c: [r[c] for r in ch] for c in ["_id", *cols]})
+
+
+def snapshot(s: Session, db: Database) -> None:
+    """Make the statements of this (fresh) read session see one snapshot of the database."""
+    if not db.is_sqlite:
+        s.connection(execution_options={"isolation_level": "REPEATABLE READ"})
+
+
+def prefix_successor(prefix: str) -> str | None:
+    """The smallest string greater than every string that starts with ``prefix`` (code-point
+    order), or None when there is none (a prefix of only U+10FFFF)."""
+    chars = list(prefix)
+    while chars:
+        c = ord(chars[-1]) + 1
+        if c <= 0x10FFFF:
+            chars[-1] = chr(0xE000 if 0xD800 <= c <= 0xDFFF else c)  # no surrogates in stored text
+            return "".join(chars)
+        chars.pop()
+    return None
+
+
+def prefix_range(col: Any, prefix: str) -> ColumnElement[bool]:
+    """``col`` starts with ``prefix``, as an index range: prefix ≤ col < prefix_successor(prefix).
+
+    Exact under code-point order: s starts with p iff p ≤ s and s < p with its last character
+    incremented (the first position where s and p differ decides both comparisons)."""
+    if not prefix:
+        return true()
+    hi = prefix_successor(prefix)
+    return and_(col >= prefix, col < hi) if hi is not None else col >= prefix
+
+
+def unindexed(col: Any) -> Any:
+    """An ordering by ``col`` that no index provides (``col || ''``, the same order on both
+    databases): the planner then applies the other conditions through their indexes first and
+    sorts what they keep, instead of walking the index of ``col`` past every row they reject."""
+    return col.op("||")("")
+
+
+Unit = Literal["hour", "day"]
+
+
+def time_bucket(col: Any, unit: Unit, db: Database) -> Any:
+    """The start of the UTC hour or day of a timestamp column (a string on SQLite; read it with
+    :func:`bucket_start`)."""
+    if db.is_sqlite:
+        return func.strftime("%Y-%m-%d %H:00:00" if unit == "hour" else "%Y-%m-%d 00:00:00", col)
+    return func.date_trunc(unit, func.timezone("UTC", col))
+
+
+def bucket_start(value: Any) -> datetime:
+    """A :func:`time_bucket` value as an aware UTC datetime."""
+    ts = datetime.fromisoformat(value) if isinstance(value, str) else value
+    return ts.replace(tzinfo=timezone.utc) if ts.tzinfo is None else ts.astimezone(timezone.utc)

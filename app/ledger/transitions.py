@@ -152,4 +152,4 @@ def fresh_class(s: Session, db: Database, b: Budget, n: int) -> int:
         id=0, signature=sig, epsilon=b.epsilon, delta=b.delta, policy=b.policy, filter_order=b.filter_order,
         filter_budget=b.filter_budget, grid_version=cv.GRID_VERSION, spent=spent, n_charges=0, n_users=n,
         spent_epsilon=st.spent_epsilon, spent_order=st.spent_order, remaining_epsilon=st.remaining_epsilon,
-        remaining_fraction=st.remaining_fraction, updated_at=repo.now()))
+        remaining_fraction=st.remaining_fraction, last_charge_at=None, updated_at=repo.now()))

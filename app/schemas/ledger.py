@@ -1,21 +1,15 @@
-"""Pydantic models of the ledger endpoints (api.md "Budget ledger", ledger.md).
-
-Request models validate what comes in; view models shape what goes out, each built from the
-typed records of :mod:`app.ledger.records` by its ``of`` constructor (times as ISO 8601 strings,
-curve values +∞ as ``null``).
+"""Pydantic request models of the ledger endpoints (api.md "Budget ledger", ledger.md): bodies and
+query parameters. Unknown fields and unknown query parameters are refused. The response models
+are in :mod:`app.schemas.ledger_views`.
 """
 
 from __future__ import annotations
 
-import math
-from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-import numpy as np
 from pydantic import BaseModel, Field, model_validator
 
-from app.ledger import curves as cv
-from app.ledger import records as rec
+from app.ledger.listing import Sort
 from app.schemas.events import Event, Int, Num, StrictModel
 
 #: ids are 1–256 characters without control characters (NUL cannot be stored by PostgreSQL)
@@ -30,6 +24,8 @@ NewUserId = Annotated[str, Field(min_length=1, max_length=256, pattern=NEW_ID_PA
                                  description="a new user id: 1–256 characters, no control characters, no '/'")]
 NewCohortId = Annotated[str, Field(min_length=1, max_length=256, pattern=NEW_ID_PATTERN,
                                    description="a new cohort id: 1–256 characters, no control characters, no '/'")]
+#: an id prefix in a query: any characters ids may contain (it may be empty)
+PREFIX_PATTERN = r"^[^\x00-\x1f\x7f]*$"
 MAX_LIST = 100_000
 MAX_RANGE = 2_000_000
 
@@ -37,24 +33,6 @@ MAX_RANGE = 2_000_000
 class BudgetIn(StrictModel):
     epsilon: Num = Field(gt=0, le=1e6, description="ε_B: the user's total ε at δ_B")
     delta: Num = Field(gt=0, lt=1, description="δ_B")
-
-
-def iso(ts: datetime | None) -> str | None:
-    return ts.isoformat() if ts is not None else None
-
-
-def finite_list(a: np.ndarray) -> list[float | None]:
-    """A curve as JSON numbers, +∞ as ``null``."""
-    return [float(x) if math.isfinite(x) else None for x in a]
-
-
-class Budget(BaseModel):
-    epsilon: float
-    delta: float
-
-    @classmethod
-    def of(cls, b: cv.Budget) -> Budget:
-        return cls(epsilon=b.epsilon, delta=b.delta)
 
 
 class UserPut(StrictModel):
@@ -81,50 +59,6 @@ class UserPut(StrictModel):
     filter_order: Num | None = Field(None, gt=1, description="filter policy: the designated order α_f (a grid order)")
     planned_event: Event | None = Field(
         None, description="filter policy: pick α_f as the order minimising ε at δ_B for this event")
-
-
-class Spent(BaseModel):
-    epsilon: float = Field(description="ε at the budget's δ of everything charged so far (filter: at α_f)")
-    order: float | None = Field(description="the order achieving it (null while nothing is spent)")
-
-    @classmethod
-    def of(cls, s: rec.Spent) -> Spent:
-        return cls(epsilon=s.epsilon, order=s.order)
-
-
-class FilterInfo(BaseModel):
-    order: float = Field(description="α_f")
-    order_budget: float = Field(description="B(α_f)")
-
-
-class UserView(BaseModel):
-    model_config = {"json_schema_extra": {"examples": [{
-        "user_id": "u1", "budget": {"epsilon": 8.0, "delta": 1e-6}, "policy": "declared",
-        "spent": {"epsilon": 1.2, "order": 14.0}, "remaining_epsilon": 6.8, "charges": 3, "grid_version": 1,
-        "created_at": "2025-01-01T00:00:00+00:00", "updated_at": "2025-01-01T00:00:00+00:00"}]}}
-    user_id: str
-    budget: Budget
-    policy: Literal["declared", "filter"]
-    spent: Spent
-    remaining_epsilon: float
-    charges: int = Field(description="number of charges that reached this user")
-    filter: FilterInfo | None = None
-    grid_version: int
-    created_at: str | None = None
-    updated_at: str | None = None
-
-    @classmethod
-    def fields_of(cls, u: rec.UserStatus) -> dict[str, Any]:
-        b = u.budget
-        return dict(user_id=u.user_id, budget=Budget.of(b), policy=b.policy, spent=Spent.of(u.spent),
-                    remaining_epsilon=u.remaining_epsilon, charges=u.charges,
-                    filter=FilterInfo(order=b.filter_order, order_budget=b.filter_budget) if b.policy == "filter"
-                    else None, grid_version=u.grid_version, created_at=iso(u.created_at),
-                    updated_at=iso(u.updated_at))
-
-    @classmethod
-    def of(cls, u: rec.UserStatus) -> UserView:
-        return cls(**cls.fields_of(u))
 
 
 class IdRange(StrictModel):
@@ -167,16 +101,6 @@ class BulkUsersRequest(_UserSet):
         "error", description="'error': 409 if any id exists (nothing created); 'skip': create only new ids")
 
 
-class BulkUsersResult(BaseModel):
-    created: int
-    skipped: int
-    requested: int
-
-    @classmethod
-    def of(cls, r: rec.BulkResult) -> BulkUsersResult:
-        return cls(created=r.created, skipped=r.skipped, requested=r.requested)
-
-
 class ChargeRequest(StrictModel):
     """Charge one event to a set of users (``users``) or to every current member of a cohort
     (``cohort``), all or nothing."""
@@ -202,92 +126,6 @@ class ChargeRequest(StrictModel):
         return self
 
 
-class Actor(BaseModel):
-    name: str = Field(description="the API key's name (role-position in ACCOUNTANT_API_KEYS), never the key")
-    role: str
-
-    @classmethod
-    def of(cls, a: rec.Actor) -> Actor:
-        return cls(name=a.name, role=a.role)
-
-
-class ChargeAdmitted(BaseModel):
-    model_config = {"json_schema_extra": {"examples": [{
-        "charge_id": "17", "status": "admitted", "users": 2, "cohort": None, "idempotency_key": "job-17-round-3",
-        "event": {"mechanism": "shuffle", "n": 10000, "epsilon0": 1.0, "count": 1}, "grid_version": 1,
-        "charged_by": {"name": "pipeline-2", "role": "pipeline"}, "created_at": "2025-01-01T00:00:00+00:00",
-        "replayed": False}]}}
-    charge_id: str
-    status: Literal["admitted"]
-    users: int = Field(description="number of users charged")
-    cohort: str | None = None
-    cohort_round: int | None = Field(None, description="cohort charges: the cohort's round number")
-    idempotency_key: str | None = None
-    event: dict[str, Any] = Field(description="the event as received")
-    grid_version: int
-    charged_by: Actor
-    created_at: str
-    replayed: bool = Field(description="true when this is the stored result of an earlier request with the same key")
-
-    @classmethod
-    def of(cls, r: rec.ChargeResult) -> ChargeAdmitted:
-        return cls(charge_id=r.charge_id, status="admitted", users=r.users, cohort=r.cohort,
-                   cohort_round=r.cohort_round, idempotency_key=r.idempotency_key, event=r.event,
-                   grid_version=r.grid_version, charged_by=Actor.of(r.charged_by), created_at=iso(r.created_at),
-                   replayed=r.replayed)
-
-
-class ChargeRefused(BaseModel):
-    model_config = {"json_schema_extra": {"examples": [{
-        "status": "refused", "refused_users": ["u2"], "refused_count": 1,
-        "detail": "charge refused: 1 user(s) cannot afford this event within their budget; nothing was recorded."}]}}
-    status: Literal["refused"]
-    refused_users: list[str] = Field(description="refused users (at most 1000 listed)")
-    refused_count: int
-    detail: str
-
-
-class ErrorBody(BaseModel):
-    detail: Any
-
-
-class UnknownUsers(BaseModel):
-    detail: str
-    unknown_users: list[str] | None = None
-    unknown_count: int | None = None
-
-
-class ChargeRecord(BaseModel):
-    charge_id: str
-    event: dict[str, Any]
-    idempotency_key: str | None
-    cohort: str | None
-    cohort_round: int | None
-    users: int
-    grid_version: int
-    charged_by: Actor
-    created_at: str | None
-
-    @classmethod
-    def of(cls, c: rec.ChargeEntry) -> ChargeRecord:
-        return cls(charge_id=c.charge_id, event=c.event, idempotency_key=c.idempotency_key, cohort=c.cohort,
-                   cohort_round=c.cohort_round, users=c.users, grid_version=c.grid_version,
-                   charged_by=Actor.of(c.charged_by), created_at=iso(c.created_at))
-
-
-class ChargeList(BaseModel):
-    user_id: str
-    total: int
-    limit: int
-    offset: int
-    charges: list[ChargeRecord]
-
-    @classmethod
-    def of(cls, user_id: str, page: rec.Page[rec.ChargeEntry]) -> ChargeList:
-        return cls(user_id=user_id, total=page.total, limit=page.limit, offset=page.offset,
-                   charges=[ChargeRecord.of(c) for c in page.items])
-
-
 class CohortCreate(StrictModel):
     model_config = StrictModel.model_config | {"json_schema_extra": {"examples": [
         {"cohort_id": "population-eu", "description": "EU devices of the keyboard model"}]}}
@@ -295,170 +133,37 @@ class CohortCreate(StrictModel):
     description: str | None = Field(None, max_length=2000, pattern=r"^[^\x00]*$")
 
 
-class CohortView(BaseModel):
-    cohort_id: str
-    description: str | None
-    members: int
-    rounds: int = Field(description="cohort charges so far")
-    grid_version: int
-    created_at: str | None
-
-    @classmethod
-    def fields_of(cls, c: rec.CohortInfo) -> dict[str, Any]:
-        return dict(cohort_id=c.cohort_id, description=c.description, members=c.members, rounds=c.rounds,
-                    grid_version=c.grid_version, created_at=iso(c.created_at))
-
-    @classmethod
-    def of(cls, c: rec.CohortInfo) -> CohortView:
-        return cls(**cls.fields_of(c))
-
-
 class MembersRequest(_UserSet):
     model_config = StrictModel.model_config | {"json_schema_extra": {"examples": [
         {"users": ["u1", "u2"]}, {"id_range": {"prefix": "device-", "start": 0, "count": 100000}}]}}
 
 
-class MembersChanged(BaseModel):
-    cohort: CohortView
-    added: int | None = None
-    already_members: int | None = None
-    removed: int | None = None
-    not_members: int | None = None
+class _StrictQuery(BaseModel):
+    """Query parameters; unknown ones are refused (a misspelt filter must not silently list everything)."""
 
-    @classmethod
-    def of(cls, m: rec.MembersChange) -> MembersChanged:
-        counts = ({"added": m.changed, "already_members": m.unchanged} if m.joined
-                  else {"removed": m.changed, "not_members": m.unchanged})
-        return cls(cohort=CohortView.of(m.cohort), **counts)
+    model_config = {"extra": "forbid"}
 
 
-class Member(BaseModel):
-    user_id: str
-    joined_after_round: int
-    left_after_round: int | None
-    joined_at: str | None
-    left_at: str | None
-
-    @classmethod
-    def of(cls, m: rec.Membership) -> Member:
-        return cls(user_id=m.user_id, joined_after_round=m.joined_after_round, left_after_round=m.left_after_round,
-                   joined_at=iso(m.joined_at), left_at=iso(m.left_at))
-
-
-class MemberList(BaseModel):
-    cohort_id: str
-    limit: int
-    offset: int
-    members: list[Member]
-
-    @classmethod
-    def of(cls, p: rec.MemberPage) -> MemberList:
-        return cls(cohort_id=p.cohort_id, limit=p.limit, offset=p.offset, members=[Member.of(m) for m in p.members])
+class UserListQuery(_StrictQuery):
+    limit: int = Field(50, ge=1, le=500, description="page size")
+    offset: int = Field(0, ge=0, le=10**12, description="users to skip")
+    prefix: str = Field("", max_length=256, pattern=PREFIX_PATTERN, description="user id prefix (empty: all)",
+                        examples=["device-"])
+    policy: Literal["declared", "filter"] | None = Field(None, description="only users with this policy")
+    remaining_below: float | None = Field(None, allow_inf_nan=False, examples=[0.5],
+                                          description="only users whose remaining ε is below this")
+    sort: Sort = Field(
+        "user_id", examples=["-last_charge", "remaining"],
+        description="`user_id` (code-point order), remaining or spent ε, or last charge; `-` descending")
 
 
-class MembershipView(BaseModel):
-    cohort_id: str
-    joined_after_round: int = Field(description="the member is charged for the rounds after this one …")
-    left_after_round: int | None = Field(description="… up to and including this one (null: still a member)")
-    joined_at: str | None
-    left_at: str | None
-    active: bool
-
-    @classmethod
-    def of(cls, m: rec.Membership) -> MembershipView:
-        return cls(cohort_id=m.cohort_id, joined_after_round=m.joined_after_round,
-                   left_after_round=m.left_after_round, joined_at=iso(m.joined_at), left_at=iso(m.left_at),
-                   active=m.active)
+class CohortListQuery(_StrictQuery):
+    limit: int = Field(50, ge=1, le=500, description="page size")
+    offset: int = Field(0, ge=0, le=10**12, description="cohorts to skip")
+    prefix: str = Field("", max_length=256, pattern=PREFIX_PATTERN, description="cohort id prefix (empty: all)",
+                        examples=["population-"])
 
 
-class UserCohorts(BaseModel):
-    user_id: str
-    memberships: list[MembershipView]
-
-    @classmethod
-    def of(cls, user_id: str, ms: list[rec.Membership]) -> UserCohorts:
-        return cls(user_id=user_id, memberships=[MembershipView.of(m) for m in ms])
-
-
-class HistoryPoint(BaseModel):
-    charge_id: str
-    at: str | None
-    spent_epsilon: float
-    order: float | None
-    charges: int | None = None
-    round: int | None = None
-    remaining_epsilon: float | None = None
-
-    @classmethod
-    def of(cls, p: rec.HistoryPoint) -> HistoryPoint:
-        return cls(charge_id=p.charge_id, at=iso(p.at), spent_epsilon=p.spent.epsilon, order=p.spent.order,
-                   charges=p.charges, round=p.round, remaining_epsilon=p.remaining_epsilon)
-
-
-class UserHistory(BaseModel):
-    user_id: str
-    budget: Budget
-    policy: str
-    charges: int
-    points: list[HistoryPoint]
-
-    @classmethod
-    def of(cls, h: rec.UserHistory) -> UserHistory:
-        return cls(user_id=h.user_id, budget=Budget.of(h.budget), policy=h.budget.policy, charges=h.charges,
-                   points=[HistoryPoint.of(p) for p in h.points])
-
-
-class CohortHistory(BaseModel):
-    cohort_id: str
-    delta: float
-    rounds: int
-    points: list[HistoryPoint]
-
-    @classmethod
-    def of(cls, h: rec.CohortHistory) -> CohortHistory:
-        return cls(cohort_id=h.cohort_id, delta=h.delta, rounds=h.rounds, points=[HistoryPoint.of(p) for p in h.points])
-
-
-class ExhaustionEntry(BaseModel):
-    user_id: str
-    budget: Budget
-    policy: str
-    spent: Spent
-    remaining_epsilon: float
-    remaining_fraction: float
-    charges: int
-
-    @classmethod
-    def of(cls, e: rec.ExhaustionEntry) -> ExhaustionEntry:
-        return cls(user_id=e.user_id, budget=Budget.of(e.budget), policy=e.budget.policy, spent=Spent.of(e.spent),
-                   remaining_epsilon=e.remaining_epsilon, remaining_fraction=e.remaining_fraction, charges=e.charges)
-
-
-class ExhaustionList(BaseModel):
-    users: list[ExhaustionEntry]
-
-    @classmethod
-    def of(cls, es: list[rec.ExhaustionEntry]) -> ExhaustionList:
-        return cls(users=[ExhaustionEntry.of(e) for e in es])
-
-
-class Audit(BaseModel):
-    user_id: str
-    orders: list[float]
-    running: list[float | None]
-    recomputed: list[float | None]
-    running_not_below_recomputed: bool
-    max_relative_excess: float
-    charges_in_log: int
-    charges_counted: int
-    recomputed_spent: Spent
-    budget: Budget
-    policy: str
-
-    @classmethod
-    def of(cls, a: rec.Audit) -> Audit:
-        return cls(user_id=a.user_id, orders=a.orders.tolist(), running=finite_list(a.running),
-                   recomputed=finite_list(a.recomputed), running_not_below_recomputed=a.running_not_below_recomputed,
-                   max_relative_excess=a.max_relative_excess, charges_in_log=a.charges_in_log,
-                   charges_counted=a.charges_counted, recomputed_spent=Spent.of(a.recomputed_spent),
-                   budget=Budget.of(a.budget), policy=a.budget.policy)
+class SummaryQuery(_StrictQuery):
+    bucket: Literal["hour", "day"] = Field("hour", description="timeline buckets: UTC hours or days")
+    buckets: int | None = Field(None, ge=1, le=1000, description="number of buckets (default: 48 hours / 30 days)")
