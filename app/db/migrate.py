@@ -42,7 +42,10 @@ def alembic_config(database_url: str) -> Config:
 
 
 def head_revision() -> str:
-    return ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
+    head = ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
+    if head is None:
+        raise RuntimeError("the ledger's Alembic migrations have no head revision")
+    return head
 
 
 def current_revision(database_url: str) -> str | None:

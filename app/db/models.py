@@ -32,6 +32,7 @@ Curves are stored as little-endian float64 bytes (exact, and +inf is representab
 from __future__ import annotations
 
 from datetime import datetime
+from typing import cast
 
 from sqlalchemy import (
     BigInteger,
@@ -42,6 +43,7 @@ from sqlalchemy import (
     Integer,
     LargeBinary,
     String,
+    Table,
     Text,
     UniqueConstraint,
 )
@@ -207,12 +209,13 @@ class CurveCacheEntry(Base):
     created_at: Mapped[datetime] = mapped_column(TZ, nullable=False)
 
 
-T_GRIDS = OrderGrid.__table__
-T_CLASSES = BudgetClass.__table__
-T_USERS = User.__table__
-T_COHORTS = Cohort.__table__
-T_CLASS_COHORTS = ClassCohort.__table__
-T_MEMBERSHIPS = Membership.__table__
-T_CHARGES = Charge.__table__
-T_CHARGE_USERS = ChargeUser.__table__
-T_REFUSALS = Refusal.__table__
+# the Core tables (the ledger reads and writes through SQLAlchemy Core, app.ledger.repository)
+T_GRIDS = cast(Table, OrderGrid.__table__)
+T_CLASSES = cast(Table, BudgetClass.__table__)
+T_USERS = cast(Table, User.__table__)
+T_COHORTS = cast(Table, Cohort.__table__)
+T_CLASS_COHORTS = cast(Table, ClassCohort.__table__)
+T_MEMBERSHIPS = cast(Table, Membership.__table__)
+T_CHARGES = cast(Table, Charge.__table__)
+T_CHARGE_USERS = cast(Table, ChargeUser.__table__)
+T_REFUSALS = cast(Table, Refusal.__table__)

@@ -53,6 +53,8 @@ def _filter_order(filter_order: float | None, planned_event: dict | None, delta:
             raise Invalid(f"filter_order {filter_order!r} is not an order of the ledger's grid (version "
                           f"{cv.GRID_VERSION}); choose one of {cv.ORDERS.tolist()}")
         return float(cv.ORDERS[i])
+    if planned_event is None:
+        raise Invalid("policy 'filter' needs filter_order or planned_event")
     try:
         return cv.pick_filter_order(event_cost(planned_event), delta)
     except ValueError as exc:

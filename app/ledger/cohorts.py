@@ -75,7 +75,10 @@ def change_members(db: Database, cohort_id: str, user_ids: Sequence[str], join: 
         if missing:
             raise UnknownUsers(missing, "no membership was changed")
         locked = lock_users_classes(s, db, users, exclusive_cohort=pk)
-        seq = lock_cohort(s, db, cohort_id).seq
+        cohort = lock_cohort(s, db, cohort_id)
+        if cohort is None:  # cohorts are never deleted; the row was read above
+            raise _unknown(cohort_id)
+        seq = cohort.seq
         groups: dict[int, list[int]] = {}
         for upk, cid in locked.class_of.items():
             if (pk in locked.cohorts.get(cid, set())) != join:

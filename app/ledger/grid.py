@@ -35,7 +35,7 @@ def ensure_grid(s: Session) -> None:
     moved = []
     for c in repo.classes_not_on_grid(s, cv.GRID_VERSION):
         b = c.budget
-        if b.policy == "filter" and cv.grid_index(b.filter_order) is None:
+        if b.policy == "filter" and cv.grid_index(b.alpha_f) is None:
             raise RuntimeError(f"filter order {b.filter_order} of a budget class is not on the new grid "
                                f"(version {cv.GRID_VERSION}); keep it in the new grid")
         spent = project_curve(grids[c.grid_version], c.spent)

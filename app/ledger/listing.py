@@ -15,7 +15,7 @@ every matching user: Σ users over the matching classes, or a count of the prefi
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable
 from contextlib import closing
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
@@ -114,7 +114,7 @@ def _by_user_id(s: Session, f: UserFilter, total: int, limit: int, offset: int) 
     return _statuses(s, stmt.where(*f.on_classes()).order_by(U.c.user_id))
 
 
-def _classes_in_order(s: Session, f: UserFilter, key: Any, desc: bool) -> Iterator[tuple[int, int]]:
+def _classes_in_order(s: Session, f: UserFilter, key: Any, desc: bool) -> Generator[tuple[int, int], None, None]:
     """(class id, matching users) of the matching classes in listing order, streamed."""
     if f.prefix:
         counts = (select(U.c.class_id, func.count().label("n")).where(f.on_users()).group_by(U.c.class_id)

@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar, overload
 
 import numpy as np
 
@@ -19,6 +19,18 @@ from app.ledger import curves as cv
 from app.ledger.curves import Budget, Status
 
 T = TypeVar("T")
+
+
+#: the timeline buckets of the summary
+Bucket = Literal["hour", "day"]
+
+
+@overload
+def utc(ts: datetime) -> datetime: ...
+@overload
+def utc(ts: None) -> None: ...
+@overload
+def utc(ts: datetime | None) -> datetime | None: ...
 
 
 def utc(ts: datetime | None) -> datetime | None:
@@ -74,7 +86,7 @@ class ClassRow:
     updated_at: datetime
 
     @classmethod
-    def from_row(cls, m: Mapping[str, Any]) -> ClassRow:
+    def from_row(cls, m: Mapping[Any, Any]) -> ClassRow:
         vals = {f.name: m[f.name] for f in dataclasses.fields(cls)}
         vals["spent"] = cv.from_bytes(m["spent"])
         vals["n_charges"], vals["n_users"] = int(m["n_charges"]), int(m["n_users"])
@@ -116,7 +128,7 @@ class CohortRow:
     created_at: datetime
 
     @classmethod
-    def from_row(cls, m: Mapping[str, Any]) -> CohortRow:
+    def from_row(cls, m: Mapping[Any, Any]) -> CohortRow:
         return cls(id=m["id"], cohort_id=m["cohort_id"], description=m["description"], seq=int(m["seq"]),
                    grid_version=m["grid_version"], cumulative=cv.from_bytes(m["cumulative"]),
                    n_members=int(m["n_members"]), created_at=utc(m["created_at"]))
@@ -302,5 +314,5 @@ class Summary:
     near_exhaustion: int
     near_exhaustion_fraction: float
     refusals: int
-    bucket: str
+    bucket: Bucket
     timeline: list[TimelineBucket]

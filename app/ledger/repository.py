@@ -81,7 +81,7 @@ def touch_user(s: Session, pk: int) -> None:
 
 def move_users(s: Session, moves: dict[int, list[int]]) -> None:
     """Point the users ``moves[class_id]`` at ``class_id``."""
-    singles = []
+    singles: list[dict[str, int]] = []
     q = update(T_USERS).where(T_USERS.c.id.in_(ids("ids")))
     for tid, pks in moves.items():
         if len(pks) <= 8:

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
-from sqlalchemy import ColumnElement, Select, Table, and_, bindparam, func, insert, text, true, update
+from sqlalchemy import ColumnElement, Select, String, Table, and_, bindparam, func, insert, text, true, update
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import BindParameter
 
 from app.db.session import Database
+from app.ledger.records import Bucket
 
 CHUNK = 2000
 T = TypeVar("T")
@@ -51,9 +52,8 @@ def _array_type(table: Table, col: str, s: Session) -> str:
     """The PostgreSQL array element type of ``col`` (a column collation does not go in a cast)."""
     dialect = s.get_bind().dialect
     typ = table.c[col].type.dialect_impl(dialect)  # the type this dialect uses (variants: app.db.models)
-    if getattr(typ, "collation", None):
-        typ = typ.copy()
-        typ.collation = None
+    if isinstance(typ, String) and typ.collation:
+        typ = String(typ.length)
     return typ.compile(dialect=dialect)
 
 
@@ -128,10 +128,7 @@ def unindexed(col: Any) -> Any:
     return col.op("||")("")
 
 
-Unit = Literal["hour", "day"]
-
-
-def time_bucket(col: Any, unit: Unit, db: Database) -> Any:
+def time_bucket(col: Any, unit: Bucket, db: Database) -> Any:
     """The start of the UTC hour or day of a timestamp column (a string on SQLite; read it with
     :func:`bucket_start`)."""
     if db.is_sqlite:

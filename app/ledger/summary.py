@@ -10,27 +10,27 @@ from sqlalchemy.orm import Session
 from app.db.models import T_CHARGES, T_CLASSES, T_COHORTS, T_REFUSALS
 from app.db.session import Database
 from app.ledger import repository as repo
-from app.ledger.records import Summary, TimelineBucket
-from app.ledger.sql import Unit, bucket_start, snapshot, time_bucket
+from app.ledger.records import Bucket, Summary, TimelineBucket
+from app.ledger.sql import bucket_start, snapshot, time_bucket
 
 #: a user is near exhaustion when its remaining ε is below this fraction of its budget ε
 NEAR_EXHAUSTION = 0.1
-DEFAULT_BUCKETS: dict[Unit, int] = {"hour": 48, "day": 30}
-_STEP: dict[Unit, timedelta] = {"hour": timedelta(hours=1), "day": timedelta(days=1)}
+DEFAULT_BUCKETS: dict[Bucket, int] = {"hour": 48, "day": 30}
+_STEP: dict[Bucket, timedelta] = {"hour": timedelta(hours=1), "day": timedelta(days=1)}
 
 
-def _floor(ts: datetime, unit: Unit) -> datetime:
+def _floor(ts: datetime, unit: Bucket) -> datetime:
     ts = ts.replace(minute=0, second=0, microsecond=0)
     return ts.replace(hour=0) if unit == "day" else ts
 
 
-def _per_bucket(s: Session, db: Database, table: Table, unit: Unit, start: datetime) -> dict[datetime, int]:
+def _per_bucket(s: Session, db: Database, table: Table, unit: Bucket, start: datetime) -> dict[datetime, int]:
     b = time_bucket(table.c.created_at, unit, db)
     rows = s.execute(select(b, func.count()).where(table.c.created_at >= start).group_by(b))
     return {bucket_start(k): int(n) for k, n in rows}
 
 
-def summary(db: Database, bucket: Unit = "hour", buckets: int | None = None, now: datetime | None = None) -> Summary:
+def summary(db: Database, bucket: Bucket = "hour", buckets: int | None = None, now: datetime | None = None) -> Summary:
     """Counts over the whole ledger and the timeline of the last ``buckets`` hours or days (UTC,
     the current, partial one last)."""
     n = buckets if buckets is not None else DEFAULT_BUCKETS[bucket]

@@ -83,7 +83,10 @@ class _UserSet(StrictModel):
         return self
 
     def all_ids(self) -> list[str]:
-        return list(self.users) if self.users is not None else self.id_range.ids()
+        if self.users is not None:
+            return list(self.users)
+        assert self.id_range is not None  # _one: exactly one of the two
+        return self.id_range.ids()
 
 
 class BulkUsersRequest(_UserSet):

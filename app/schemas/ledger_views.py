@@ -47,6 +47,12 @@ class FilterInfo(BaseModel):
     order: float = Field(description="α_f")
     order_budget: float = Field(description="B(α_f)")
 
+    @classmethod
+    def of(cls, b: cv.Budget) -> FilterInfo:
+        if b.filter_budget is None:
+            raise ValueError("a declared budget has no filter")
+        return cls(order=b.alpha_f, order_budget=b.filter_budget)
+
 
 class UserView(BaseModel):
     model_config = {"json_schema_extra": {"examples": [{
@@ -69,8 +75,7 @@ class UserView(BaseModel):
         b = u.budget
         return dict(user_id=u.user_id, budget=Budget.of(b), policy=b.policy, spent=Spent.of(u.spent),
                     remaining_epsilon=u.remaining_epsilon, charges=u.charges,
-                    filter=FilterInfo(order=b.filter_order, order_budget=b.filter_budget) if b.policy == "filter"
-                    else None, grid_version=u.grid_version, created_at=iso(u.created_at),
+                    filter=FilterInfo.of(b) if b.policy == "filter" else None, grid_version=u.grid_version, created_at=iso(u.created_at),
                     updated_at=iso(u.updated_at))
 
     @classmethod
@@ -119,8 +124,8 @@ class ChargeAdmitted(BaseModel):
     def of(cls, r: rec.ChargeResult) -> ChargeAdmitted:
         return cls(charge_id=r.charge_id, status="admitted", users=r.users, cohort=r.cohort,
                    cohort_round=r.cohort_round, idempotency_key=r.idempotency_key, event=r.event,
-                   grid_version=r.grid_version, charged_by=Actor.of(r.charged_by), created_at=iso(r.created_at),
-                   replayed=r.replayed)
+                   grid_version=r.grid_version, charged_by=Actor.of(r.charged_by),
+                   created_at=r.created_at.isoformat(), replayed=r.replayed)
 
 
 class RefusalCost(BaseModel):

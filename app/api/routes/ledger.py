@@ -7,7 +7,7 @@ pool): the database work never blocks the event loop.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query, Response
 
@@ -21,7 +21,7 @@ UserPath = Annotated[str, Path(min_length=1, max_length=256, pattern=sch.ID_PATT
                                description="user (data subject) id")]
 CohortPath = Annotated[str, Path(min_length=1, max_length=256, pattern=sch.ID_PATTERN, description="cohort id")]
 
-AUTH_ERRORS = {
+AUTH_ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"model": views.ErrorBody, "description": "missing or invalid API key"},
     403: {"model": views.ErrorBody, "description": "the key's role may not do this"},
     422: {"description": "malformed request (FastAPI validation shape) or an invalid budget/event "
