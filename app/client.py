@@ -10,7 +10,7 @@ Every 4xx/5xx answer raises a typed :class:`AccountantHTTPError` subclass carryi
 (the server's sentence, or FastAPI's list of validation errors), ``status_code``, ``body`` and
 ``request_id``: :class:`BadRequest` (400), :class:`Unauthorized` (401), :class:`Forbidden` (403),
 :class:`NotFound` (404), :class:`Conflict` (409; :class:`BudgetExceeded` when a charge is refused,
-with ``refused_users``), :class:`PayloadTooLarge` (413), :class:`ValidationFailed` (422;
+with ``refused_users``, ``cost`` and ``remaining``), :class:`PayloadTooLarge` (413), :class:`ValidationFailed` (422;
 :class:`InfeasibleTarget` with ``best_epsilon`` when a calibration target cannot be met),
 :class:`ServerError` (5xx). Network failures raise :class:`TransportError`.
 
@@ -100,12 +100,30 @@ class Conflict(AccountantHTTPError):
 
 
 class BudgetExceeded(Conflict):
-    """409 refusal of a charge: nothing was recorded; ``refused_users`` could not afford it."""
+    """409 refusal of a charge: nothing was recorded; ``refused_users`` could not afford it
+    (at most 1000 listed, ``refused_count`` of them in all). ``cost``: what the event alone would
+    have cost them — ``{"epsilon": largest ε at a refused user's δ, "by_user": {user: ε}}`` (``None``
+    = unbounded); ``remaining``: ``{user: remaining ε}`` of each listed refused user."""
+
+    @property
+    def _fields(self) -> dict:
+        return self.body if isinstance(self.body, dict) else {}
 
     @property
     def refused_users(self) -> list[str]:
-        body = self.body if isinstance(self.body, dict) else {}
-        return list(body.get("refused_users") or [])
+        return list(self._fields.get("refused_users") or [])
+
+    @property
+    def refused_count(self) -> int:
+        return int(self._fields.get("refused_count") or len(self.refused_users))
+
+    @property
+    def cost(self) -> dict:
+        return dict(self._fields.get("cost") or {})
+
+    @property
+    def remaining(self) -> dict[str, float]:
+        return dict(self._fields.get("remaining") or {})
 
 
 class PayloadTooLarge(AccountantHTTPError):
@@ -284,6 +302,22 @@ class AccountantClient:
         body: dict[str, Any] = {"budget": {"epsilon": epsilon, "delta": delta}, "policy": policy,
                                 "on_conflict": on_conflict, **extra, **_user_set(users, id_prefix, start, count)}
         return self.request("POST", "/v1/users/bulk", json=body, retry=on_conflict == "skip")
+
+    def list_users(self, limit: int | None = None, offset: int | None = None, *, prefix: str | None = None,
+                   policy: str | None = None, remaining_below: float | None = None, sort: str | None = None) -> dict:
+        """One page of users (``{"items", "total", "limit", "offset"}``): ``prefix`` of the id,
+        ``policy``, remaining ε below ``remaining_below``; ``sort`` one of ``user_id``, ``remaining``,
+        ``spent``, ``last_charge`` (``-`` for descending)."""
+        return self.request("GET", "/v1/users", params=_params(limit=limit, offset=offset, prefix=prefix, policy=policy,
+                                                               remaining_below=remaining_below, sort=sort))
+
+    def list_cohorts(self, limit: int | None = None, offset: int | None = None, *, prefix: str | None = None) -> dict:
+        """One page of cohorts by id (``{"items", "total", "limit", "offset"}``)."""
+        return self.request("GET", "/v1/cohorts", params=_params(limit=limit, offset=offset, prefix=prefix))
+
+    def summary(self, bucket: str | None = None, buckets: int | None = None) -> dict:
+        """Dashboard overview: counts, users near exhaustion, admitted and refused charges per hour (or day)."""
+        return self.request("GET", "/v1/summary", params=_params(bucket=bucket, buckets=buckets))
 
     def get_user(self, user_id: str) -> dict:
         """Budget, spent ε (at the budget's δ) and remaining ε of a user."""

@@ -18,7 +18,7 @@ from app.core.config import get_settings
 from app.core.logging import request_id_var
 from app.core.metrics import DOMAIN_ERRORS
 from app.core.middleware import ServiceMiddleware
-from app.ledger.service import LedgerError
+from app.ledger import errors as ledger_errors
 
 log = logging.getLogger("app")
 
@@ -66,6 +66,16 @@ def _sanitize(obj, depth: int = 0):
     if isinstance(obj, BaseException):
         return str(obj)
     return str(obj)[:200]
+
+
+#: the HTTP status of each ledger error (the most specific class listed wins)
+LEDGER_STATUS: dict[type[ledger_errors.LedgerError], int] = {
+    ledger_errors.NotFound: 404, ledger_errors.Conflict: 409, ledger_errors.Refused: 409, ledger_errors.Invalid: 422,
+}
+
+
+def _ledger_status(exc: ledger_errors.LedgerError) -> int:
+    return next((LEDGER_STATUS[c] for c in type(exc).__mro__ if c in LEDGER_STATUS), 400)
 
 
 def _error(status: int, detail, request: Request | None = None, **extra) -> JSONResponse:
@@ -124,14 +134,14 @@ def create_app() -> FastAPI:
             return _error(422, str(exc), request, error=name, best_epsilon=best)
         return _error(400, str(exc), request, error=name)
 
-    @app.exception_handler(LedgerError)
-    async def ledger_error(request: Request, exc: LedgerError):
-        """Every ledger refusal or lookup failure (404 unknown, 409 refused/conflict, 422 …) as JSON."""
-        body = exc.body()
+    @app.exception_handler(ledger_errors.LedgerError)
+    async def ledger_error(request: Request, exc: ledger_errors.LedgerError):
+        """Every ledger refusal or lookup failure as JSON: ``detail`` and the error's structured details."""
+        body = {"detail": exc.detail, **exc.extra}
         rid = request_id_var.get()
         if rid:
             body["request_id"] = rid
-        return JSONResponse(status_code=exc.status_code, content=body)
+        return JSONResponse(status_code=_ledger_status(exc), content=body)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError):

@@ -269,7 +269,7 @@ def run_backend(name: str, url: str, members: int, rounds: int, log) -> dict:
         over = 0
         for u in hot:
             a = svc.recompute_user(db, u)
-            if a["recomputed_spent"]["epsilon"] > budgets[u] + 1e-12 or not a["running_not_below_recomputed"]:
+            if a.recomputed_spent.epsilon > budgets[u] + 1e-12 or not a.running_not_below_recomputed:
                 over += 1
         with db.read() as s:
             n_admitted = s.execute(text("SELECT count(*) FROM ledger_charges WHERE idempotency_key LIKE 'p%'")

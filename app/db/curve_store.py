@@ -8,9 +8,10 @@ compute the same curve at once store it once (the values are identical by constr
 from __future__ import annotations
 
 import datetime as dt
+from typing import cast
 
 import numpy as np
-from sqlalchemy import select
+from sqlalchemy import Table, select
 from sqlalchemy.exc import IntegrityError
 
 from app.db.models import CurveCacheEntry
@@ -23,7 +24,7 @@ class DatabaseCurveStore:
 
     def __init__(self, database_url: str):
         self.database_url = database_url
-        self._table = CurveCacheEntry.__table__
+        self._table = cast(Table, CurveCacheEntry.__table__)
 
     def get(self, key: str) -> np.ndarray | None:
         db = get_database(self.database_url)

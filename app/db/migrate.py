@@ -42,7 +42,10 @@ def alembic_config(database_url: str) -> Config:
 
 
 def head_revision() -> str:
-    return ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
+    head = ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
+    if head is None:
+        raise RuntimeError("the ledger's Alembic migrations have no head revision")
+    return head
 
 
 def current_revision(database_url: str) -> str | None:
@@ -62,7 +65,7 @@ def upgrade_to_head(database_url: str) -> str:
     with _upgrade_lock:
         command.upgrade(alembic_config(url), "head")
     from app.db.session import get_database
-    from app.ledger.service import ensure_grid
+    from app.ledger.grid import ensure_grid
 
     get_database(url).run_write(ensure_grid)
     return head_revision()

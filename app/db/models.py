@@ -20,6 +20,8 @@ Tables (every name prefixed ``ledger_``):
                     cumulative curve after it (so a member's share is a difference of two stored
                     curves). Database triggers refuse UPDATE and DELETE.
 ``charge_users``    the users named by an explicit charge (one row per listed user).
+``refusals``        refused charge requests (when, who, the cohort or number of users asked for,
+                    how many were refused) for the dashboard; never a charge.
 
 Storage is O(rounds + users + memberships + users named in explicit charges): a cohort round
 writes one charge row and one row per *class* in the cohort, never one per member.
@@ -30,6 +32,7 @@ Curves are stored as little-endian float64 bytes (exact, and +inf is representab
 from __future__ import annotations
 
 from datetime import datetime
+from typing import cast
 
 from sqlalchemy import (
     BigInteger,
@@ -40,6 +43,7 @@ from sqlalchemy import (
     Integer,
     LargeBinary,
     String,
+    Table,
     Text,
     UniqueConstraint,
 )
@@ -48,6 +52,9 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 # SQLite only auto-increments an INTEGER PRIMARY KEY; PostgreSQL gets a BIGINT identity.
 BigId = BigInteger().with_variant(Integer(), "sqlite")
 TZ = DateTime(timezone=True)
+# External ids compare and sort by code point on both databases (SQLite's BINARY collation of
+# UTF-8; PostgreSQL's "C"), so an id prefix is an index range and listings page identically.
+ExtId = String(256).with_variant(String(256, collation="C"), "postgresql")
 
 
 class Base(DeclarativeBase):
@@ -81,24 +88,34 @@ class BudgetClass(Base):
     spent_order: Mapped[float | None] = mapped_column(Float, nullable=True)
     remaining_epsilon: Mapped[float] = mapped_column(Float, nullable=False)
     remaining_fraction: Mapped[float] = mapped_column(Float, nullable=False, index=True)
+    last_charge_at: Mapped[datetime | None] = mapped_column(TZ, nullable=True)
     updated_at: Mapped[datetime] = mapped_column(TZ, nullable=False)
+
+    # listings sorted by a class column walk the classes in this order (app.ledger.listing)
+    __table_args__ = (
+        Index("ix_ledger_classes_remaining", "remaining_epsilon", "id"),
+        Index("ix_ledger_classes_spent", "spent_epsilon", "id"),
+        Index("ix_ledger_classes_last_charge", "last_charge_at", "id"),
+    )
 
 
 class User(Base):
     __tablename__ = "ledger_users"
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
-    user_id: Mapped[str] = mapped_column(String(256), nullable=False, unique=True)
-    class_id: Mapped[int] = mapped_column(BigInteger, ForeignKey("ledger_classes.id"), nullable=False, index=True)
+    user_id: Mapped[str] = mapped_column(ExtId, nullable=False, unique=True)
+    class_id: Mapped[int] = mapped_column(BigInteger, ForeignKey("ledger_classes.id"), nullable=False)
     created_at: Mapped[datetime] = mapped_column(TZ, nullable=False)
     updated_at: Mapped[datetime] = mapped_column(TZ, nullable=False)
+
+    __table_args__ = (Index("ix_ledger_users_class_user", "class_id", "user_id"),)
 
 
 class Cohort(Base):
     __tablename__ = "ledger_cohorts"
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
-    cohort_id: Mapped[str] = mapped_column(String(256), nullable=False, unique=True)
+    cohort_id: Mapped[str] = mapped_column(ExtId, nullable=False, unique=True)
     description: Mapped[str | None] = mapped_column(Text, nullable=True)
     seq: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)
     grid_version: Mapped[int] = mapped_column(ForeignKey("ledger_order_grids.version"), nullable=False)
@@ -152,7 +169,8 @@ class Charge(Base):
     created_at: Mapped[datetime] = mapped_column(TZ, nullable=False)
     response: Mapped[str] = mapped_column(Text, nullable=False)
 
-    __table_args__ = (UniqueConstraint("cohort_id", "cohort_seq", name="uq_ledger_charges_cohort_round"),)
+    __table_args__ = (UniqueConstraint("cohort_id", "cohort_seq", name="uq_ledger_charges_cohort_round"),
+                      Index("ix_ledger_charges_created_at", "created_at"))
 
 
 class ChargeUser(Base):
@@ -162,6 +180,20 @@ class ChargeUser(Base):
     user_pk: Mapped[int] = mapped_column(BigInteger, ForeignKey("ledger_users.id"), primary_key=True)
 
     __table_args__ = (Index("ix_ledger_charge_users_user", "user_pk", "charge_id"),)
+
+
+class Refusal(Base):
+    """A refused charge request (nothing was charged): for counts and the timeline of the dashboard."""
+
+    __tablename__ = "ledger_refusals"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    created_at: Mapped[datetime] = mapped_column(TZ, nullable=False, index=True)
+    actor_name: Mapped[str] = mapped_column(String(128), nullable=False)
+    actor_role: Mapped[str] = mapped_column(String(16), nullable=False)
+    cohort_id: Mapped[int | None] = mapped_column(BigInteger, ForeignKey("ledger_cohorts.id"), nullable=True)
+    users_requested: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    refused_count: Mapped[int] = mapped_column(BigInteger, nullable=False)
 
 
 class CurveCacheEntry(Base):
@@ -177,11 +209,13 @@ class CurveCacheEntry(Base):
     created_at: Mapped[datetime] = mapped_column(TZ, nullable=False)
 
 
-T_GRIDS = OrderGrid.__table__
-T_CLASSES = BudgetClass.__table__
-T_USERS = User.__table__
-T_COHORTS = Cohort.__table__
-T_CLASS_COHORTS = ClassCohort.__table__
-T_MEMBERSHIPS = Membership.__table__
-T_CHARGES = Charge.__table__
-T_CHARGE_USERS = ChargeUser.__table__
+# the Core tables (the ledger reads and writes through SQLAlchemy Core, app.ledger.repository)
+T_GRIDS = cast(Table, OrderGrid.__table__)
+T_CLASSES = cast(Table, BudgetClass.__table__)
+T_USERS = cast(Table, User.__table__)
+T_COHORTS = cast(Table, Cohort.__table__)
+T_CLASS_COHORTS = cast(Table, ClassCohort.__table__)
+T_MEMBERSHIPS = cast(Table, Membership.__table__)
+T_CHARGES = cast(Table, Charge.__table__)
+T_CHARGE_USERS = cast(Table, ChargeUser.__table__)
+T_REFUSALS = cast(Table, Refusal.__table__)

@@ -9,7 +9,7 @@ SQLite (default, ``sqlite:///./accountant.db``):
     for read units.
 
 PostgreSQL (``postgresql+psycopg://...``): READ COMMITTED; write units take row locks with
-``SELECT … FOR UPDATE`` / ``FOR SHARE`` in a fixed order (see :mod:`app.ledger.service`), and a
+``SELECT … FOR UPDATE`` / ``FOR SHARE`` in a fixed order (see :mod:`app.ledger.locking`), and a
 unit that hits a deadlock, a serialization failure or a lost optimistic check is retried whole.
 
 Use :meth:`Database.write` / :meth:`Database.read` (context managers yielding a Session that
@@ -126,19 +126,40 @@ class Database:
                 s.rollback()
                 raise
 
-    def run_write(self, fn: Callable[[Session], T], attempts: int = 50) -> T:
-        """Run ``fn(session)`` in a write unit; retry the whole unit on a retryable failure."""
-        delay = 0.002
-        for attempt in range(attempts):
+    def run_write(self, fn: Callable[[Session], T], attempts: int = 50, *,
+                  on_integrity_error: Callable[[IntegrityError], T | None] | None = None,
+                  integrity_attempts: int = 8) -> T:
+        """Run ``fn(session)`` in a write unit (one transaction), running the whole unit again when
+        it failed for a reason that a rerun can fix:
+
+        * a transient failure (deadlock, serialization failure, lock not available, SQLite busy, a
+          failed optimistic check raising :class:`RetryTransaction`): jittered exponential backoff,
+          at most ``attempts`` runs;
+        * a unique-constraint violation (a racing writer inserted the same key first), only when
+          ``on_integrity_error`` is given: it is called with the error after the rollback and
+          returns the answer (e.g. what the racing writer committed), raises, or returns ``None``
+          to run the unit again (at most ``integrity_attempts`` times).
+        """
+        delay, transient, races = 0.002, 0, 0
+        while True:
             try:
                 with self.write() as s:
                     return fn(s)
+            except IntegrityError as exc:
+                if on_integrity_error is None:
+                    raise
+                answer = on_integrity_error(exc)
+                if answer is not None:
+                    return answer
+                races += 1
+                if races >= integrity_attempts:
+                    raise
             except Exception as exc:
-                if not is_retryable(exc) or attempt == attempts - 1:
+                transient += 1
+                if not is_retryable(exc) or transient >= attempts:
                     raise
                 time.sleep(delay * (0.5 + random.random()))
                 delay = min(delay * 2, 0.25)
-        raise AssertionError("unreachable")  # pragma: no cover
 
     def dispose(self) -> None:
         self.engine.dispose()

@@ -76,6 +76,20 @@ class Budget:
     filter_order: float | None = None
     filter_budget: float | None = None
 
+    @property
+    def alpha_f(self) -> float:
+        """The filter's designated order α_f."""
+        if self.filter_order is None:
+            raise ValueError("a declared budget has no filter order")
+        return self.filter_order
+
+    def filter_index(self) -> int:
+        """Index of α_f on the grid."""
+        i = grid_index(self.alpha_f)
+        if i is None:
+            raise ValueError(f"filter order {self.alpha_f} is not on the grid (version {GRID_VERSION})")
+        return i
+
 
 @dataclass(frozen=True)
 class Status:
@@ -85,36 +99,30 @@ class Status:
     remaining_fraction: float
 
 
+def epsilon_at(budget: Budget, curve: np.ndarray) -> tuple[float, float | None]:
+    """(ε, order): ε at the budget's δ of an RDP curve on the grid, as the budget's policy reports
+    it — declared: max(0, min over the grid of the conversion of bounds.md §4); filter: the same
+    conversion at α_f only. ε is +∞ when the curve is unbounded there; 0 for a zero curve."""
+    if budget.policy == "filter":
+        i = budget.filter_index()
+        eps = float(epsilon_vector(ORDERS[i:i + 1], curve[i:i + 1], budget.delta)[0]) if curve[i] else 0.0
+        return (max(0.0, eps) if math.isfinite(eps) else math.inf), budget.alpha_f
+    if not np.any(curve):
+        return 0.0, None
+    vec = epsilon_vector(ORDERS, curve, budget.delta)
+    i = int(np.argmin(vec))
+    if not math.isfinite(vec[i]):
+        return math.inf, None
+    return max(0.0, float(vec[i])), float(ORDERS[i])
+
+
 def status(budget: Budget, spent: np.ndarray) -> Status:
     """Spent ε at the budget's δ (declared: minimised over the grid; filter: at α_f)."""
-    if budget.policy == "filter":
-        i = grid_index(budget.filter_order)
-        eps = float(epsilon_vector(ORDERS[i:i + 1], spent[i:i + 1], budget.delta)[0]) if spent[i] else 0.0
-        eps = max(0.0, eps) if math.isfinite(eps) else math.inf
-        order = float(budget.filter_order)
-    else:
-        if not np.any(spent):
-            eps, order = 0.0, None
-        else:
-            vec = epsilon_vector(ORDERS, spent, budget.delta)
-            i = int(np.argmin(vec))
-            eps = max(0.0, float(vec[i])) if math.isfinite(vec[i]) else math.inf
-            order = float(ORDERS[i]) if math.isfinite(vec[i]) else None
+    eps, order = epsilon_at(budget, spent)
     remaining = max(0.0, budget.epsilon - eps) if math.isfinite(eps) else 0.0
     if not math.isfinite(eps):
         eps = 1e308  # never stored as inf; only reachable if an unbounded curve was admitted (it is not)
     return Status(eps, order, remaining, remaining / budget.epsilon)
-
-
-def admits(budget: Budget, after: np.ndarray) -> bool:
-    """Whether a class whose spent curve would become ``after`` may be charged."""
-    if budget.policy == "filter":
-        i = grid_index(budget.filter_order)
-        v = float(after[i])
-        return math.isfinite(v) and v <= budget.filter_budget
-    vec = epsilon_vector(ORDERS, after, budget.delta)
-    best = float(np.min(vec))
-    return math.isfinite(best) and max(0.0, best) <= budget.epsilon
 
 
 def pick_filter_order(cost: np.ndarray, delta: float) -> float:
@@ -144,7 +152,10 @@ def exact_sum(curves: list[np.ndarray]) -> np.ndarray:
 
 
 def evaluate(budgets: list[Budget], after: np.ndarray) -> tuple[np.ndarray, list[Status]]:
-    """Vectorised :func:`admits` and :func:`status` for many classes at once.
+    """Admission and :func:`status` for many classes at once (vectorised).
+
+    A class may be charged iff its spent curve would become ``after`` with — declared:
+    ``max(0, min_α ε_δ(α; after)) ≤ ε_B`` (finite); filter: ``after(α_f) ≤ B(α_f)`` (finite).
 
     ``after`` is a (G × orders) matrix of would-be spent curves, one row per budget."""
     g = len(budgets)
@@ -154,11 +165,11 @@ def evaluate(budgets: list[Budget], after: np.ndarray) -> tuple[np.ndarray, list
     delta = np.array([b.delta for b in budgets])[:, None]
     is_filter = np.array([b.policy == "filter" for b in budgets])
     with np.errstate(invalid="ignore"):
-        vec = epsilon_vector(ORDERS, after, delta)
+        vec = epsilon_vector(ORDERS, after, delta)  # type: ignore[arg-type]  # δ broadcasts, one per row
     best_i = np.argmin(vec, axis=1)
     rows = np.arange(g)
     best = vec[rows, best_i]
-    fidx = np.array([grid_index(b.filter_order) if b.policy == "filter" else 0 for b in budgets])
+    fidx = np.array([b.filter_index() if b.policy == "filter" else 0 for b in budgets])
     fbud = np.array([b.filter_budget if b.policy == "filter" else 0.0 for b in budgets])
     f_val = after[rows, fidx]
     f_eps = vec[rows, fidx]
@@ -170,7 +181,7 @@ def evaluate(budgets: list[Budget], after: np.ndarray) -> tuple[np.ndarray, list
     for k in range(g):
         if is_filter[k]:
             e = float(f_eps[k]) if f_val[k] else 0.0  # as status(): nothing spent at α_f is ε = 0
-            order = float(budgets[k].filter_order)
+            order = budgets[k].alpha_f
         elif not nonzero[k]:
             e, order = 0.0, None
         else:

@@ -1,11 +1,15 @@
-"""Pydantic models of the ledger endpoints (api.md "Budget ledger", ledger.md)."""
+"""Pydantic request models of the ledger endpoints (api.md "Budget ledger", ledger.md): bodies and
+query parameters. Unknown fields and unknown query parameters are refused. The response models
+are in :mod:`app.schemas.ledger_views`.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
+from app.ledger.listing import Sort
 from app.schemas.events import Event, Int, Num, StrictModel
 
 #: ids are 1–256 characters without control characters (NUL cannot be stored by PostgreSQL)
@@ -20,6 +24,8 @@ NewUserId = Annotated[str, Field(min_length=1, max_length=256, pattern=NEW_ID_PA
                                  description="a new user id: 1–256 characters, no control characters, no '/'")]
 NewCohortId = Annotated[str, Field(min_length=1, max_length=256, pattern=NEW_ID_PATTERN,
                                    description="a new cohort id: 1–256 characters, no control characters, no '/'")]
+#: an id prefix in a query: any characters ids may contain (it may be empty)
+PREFIX_PATTERN = r"^[^\x00-\x1f\x7f]*$"
 MAX_LIST = 100_000
 MAX_RANGE = 2_000_000
 
@@ -27,11 +33,6 @@ MAX_RANGE = 2_000_000
 class BudgetIn(StrictModel):
     epsilon: Num = Field(gt=0, le=1e6, description="ε_B: the user's total ε at δ_B")
     delta: Num = Field(gt=0, lt=1, description="δ_B")
-
-
-class Budget(BaseModel):
-    epsilon: float
-    delta: float
 
 
 class UserPut(StrictModel):
@@ -60,33 +61,6 @@ class UserPut(StrictModel):
         None, description="filter policy: pick α_f as the order minimising ε at δ_B for this event")
 
 
-class Spent(BaseModel):
-    epsilon: float = Field(description="ε at the budget's δ of everything charged so far (filter: at α_f)")
-    order: float | None = Field(description="the order achieving it (null while nothing is spent)")
-
-
-class FilterInfo(BaseModel):
-    order: float = Field(description="α_f")
-    order_budget: float = Field(description="B(α_f)")
-
-
-class UserView(BaseModel):
-    model_config = {"json_schema_extra": {"examples": [{
-        "user_id": "u1", "budget": {"epsilon": 8.0, "delta": 1e-6}, "policy": "declared",
-        "spent": {"epsilon": 1.2, "order": 14.0}, "remaining_epsilon": 6.8, "charges": 3, "grid_version": 1,
-        "created_at": "2025-01-01T00:00:00+00:00", "updated_at": "2025-01-01T00:00:00+00:00"}]}}
-    user_id: str
-    budget: Budget
-    policy: Literal["declared", "filter"]
-    spent: Spent
-    remaining_epsilon: float
-    charges: int = Field(description="number of charges that reached this user")
-    filter: FilterInfo | None = None
-    grid_version: int
-    created_at: str | None = None
-    updated_at: str | None = None
-
-
 class IdRange(StrictModel):
     """Ids ``f"{prefix}{i}"`` for i in [start, start + count) — large populations without a huge body."""
 
@@ -109,7 +83,10 @@ class _UserSet(StrictModel):
         return self
 
     def all_ids(self) -> list[str]:
-        return list(self.users) if self.users is not None else self.id_range.ids()
+        if self.users is not None:
+            return list(self.users)
+        assert self.id_range is not None  # _one: exactly one of the two
+        return self.id_range.ids()
 
 
 class BulkUsersRequest(_UserSet):
@@ -125,12 +102,6 @@ class BulkUsersRequest(_UserSet):
     planned_event: Event | None = None
     on_conflict: Literal["error", "skip"] = Field(
         "error", description="'error': 409 if any id exists (nothing created); 'skip': create only new ids")
-
-
-class BulkUsersResult(BaseModel):
-    created: int
-    skipped: int
-    requested: int
 
 
 class ChargeRequest(StrictModel):
@@ -158,70 +129,6 @@ class ChargeRequest(StrictModel):
         return self
 
 
-class Actor(BaseModel):
-    name: str = Field(description="the API key's name (role-position in ACCOUNTANT_API_KEYS), never the key")
-    role: str
-
-
-class ChargeAdmitted(BaseModel):
-    model_config = {"json_schema_extra": {"examples": [{
-        "charge_id": "17", "status": "admitted", "users": 2, "cohort": None, "idempotency_key": "job-17-round-3",
-        "event": {"mechanism": "shuffle", "n": 10000, "epsilon0": 1.0, "count": 1}, "grid_version": 1,
-        "charged_by": {"name": "pipeline-2", "role": "pipeline"}, "created_at": "2025-01-01T00:00:00+00:00",
-        "replayed": False}]}}
-    charge_id: str
-    status: Literal["admitted"]
-    users: int = Field(description="number of users charged")
-    cohort: str | None = None
-    cohort_round: int | None = Field(None, description="cohort charges: the cohort's round number")
-    idempotency_key: str | None = None
-    event: dict[str, Any] = Field(description="the event as received")
-    grid_version: int
-    charged_by: Actor
-    created_at: str
-    replayed: bool = Field(description="true when this is the stored result of an earlier request with the same key")
-
-
-class ChargeRefused(BaseModel):
-    model_config = {"json_schema_extra": {"examples": [{
-        "status": "refused", "refused_users": ["u2"], "refused_count": 1,
-        "detail": "charge refused: 1 user(s) cannot afford this event within their budget; nothing was recorded."}]}}
-    status: Literal["refused"]
-    refused_users: list[str] = Field(description="refused users (at most 1000 listed)")
-    refused_count: int
-    detail: str
-
-
-class ErrorBody(BaseModel):
-    detail: Any
-
-
-class UnknownUsers(BaseModel):
-    detail: str
-    unknown_users: list[str] | None = None
-    unknown_count: int | None = None
-
-
-class ChargeRecord(BaseModel):
-    charge_id: str
-    event: dict[str, Any]
-    idempotency_key: str | None
-    cohort: str | None
-    cohort_round: int | None
-    users: int
-    grid_version: int
-    charged_by: Actor
-    created_at: str | None
-
-
-class ChargeList(BaseModel):
-    user_id: str
-    total: int
-    limit: int
-    offset: int
-    charges: list[ChargeRecord]
-
-
 class CohortCreate(StrictModel):
     model_config = StrictModel.model_config | {"json_schema_extra": {"examples": [
         {"cohort_id": "population-eu", "description": "EU devices of the keyboard model"}]}}
@@ -229,96 +136,37 @@ class CohortCreate(StrictModel):
     description: str | None = Field(None, max_length=2000, pattern=r"^[^\x00]*$")
 
 
-class CohortView(BaseModel):
-    cohort_id: str
-    description: str | None
-    members: int
-    rounds: int = Field(description="cohort charges so far")
-    grid_version: int
-    created_at: str | None
-
-
 class MembersRequest(_UserSet):
     model_config = StrictModel.model_config | {"json_schema_extra": {"examples": [
         {"users": ["u1", "u2"]}, {"id_range": {"prefix": "device-", "start": 0, "count": 100000}}]}}
 
 
-class MembersChanged(BaseModel):
-    cohort: CohortView
-    added: int | None = None
-    already_members: int | None = None
-    removed: int | None = None
-    not_members: int | None = None
+class _StrictQuery(BaseModel):
+    """Query parameters; unknown ones are refused (a misspelt filter must not silently list everything)."""
+
+    model_config = {"extra": "forbid"}
 
 
-class Member(BaseModel):
-    user_id: str
-    joined_after_round: int
-    left_after_round: int | None
-    joined_at: str | None
-    left_at: str | None
+class UserListQuery(_StrictQuery):
+    limit: int = Field(50, ge=1, le=500, description="page size")
+    offset: int = Field(0, ge=0, le=10**12, description="users to skip")
+    prefix: str = Field("", max_length=256, pattern=PREFIX_PATTERN, description="user id prefix (empty: all)",
+                        examples=["device-"])
+    policy: Literal["declared", "filter"] | None = Field(None, description="only users with this policy")
+    remaining_below: float | None = Field(None, allow_inf_nan=False, examples=[0.5],
+                                          description="only users whose remaining ε is below this")
+    sort: Sort = Field(
+        "user_id", examples=["-last_charge", "remaining"],
+        description="`user_id` (code-point order), remaining or spent ε, or last charge; `-` descending")
 
 
-class MemberList(BaseModel):
-    cohort_id: str
-    limit: int
-    offset: int
-    members: list[Member]
+class CohortListQuery(_StrictQuery):
+    limit: int = Field(50, ge=1, le=500, description="page size")
+    offset: int = Field(0, ge=0, le=10**12, description="cohorts to skip")
+    prefix: str = Field("", max_length=256, pattern=PREFIX_PATTERN, description="cohort id prefix (empty: all)",
+                        examples=["population-"])
 
 
-class UserCohorts(BaseModel):
-    user_id: str
-    memberships: list[dict[str, Any]]
-
-
-class HistoryPoint(BaseModel):
-    charge_id: str
-    at: str | None
-    spent_epsilon: float
-    order: float | None
-    charges: int | None = None
-    round: int | None = None
-    remaining_epsilon: float | None = None
-
-
-class UserHistory(BaseModel):
-    user_id: str
-    budget: Budget
-    policy: str
-    charges: int
-    points: list[HistoryPoint]
-
-
-class CohortHistory(BaseModel):
-    cohort_id: str
-    delta: float
-    rounds: int
-    points: list[HistoryPoint]
-
-
-class ExhaustionEntry(BaseModel):
-    user_id: str
-    budget: Budget
-    policy: str
-    spent: Spent
-    remaining_epsilon: float
-    remaining_fraction: float
-    charges: int
-
-
-class ExhaustionList(BaseModel):
-    users: list[ExhaustionEntry]
-
-
-class Audit(BaseModel):
-    user_id: str
-    orders: list[float]
-    running: list[float | None]
-    recomputed: list[float | None]
-    running_not_below_recomputed: bool
-    max_relative_excess: float
-    charges_in_log: int
-    charges_counted: int
-    recomputed_spent: Spent
-    budget: Budget
-    policy: str
+class SummaryQuery(_StrictQuery):
+    bucket: Literal["hour", "day"] = Field("hour", description="timeline buckets: UTC hours or days")
+    buckets: int | None = Field(None, ge=1, le=1000, description="number of buckets (default: 48 hours / 30 days)")

@@ -30,7 +30,7 @@ KEYS_ENV = ",".join(f"{k}:{r}" for k, r in KEYS.items())
 ADMIN = {"Authorization": "Bearer admin-key-0123456789"}
 PIPE = {"Authorization": "Bearer pipeline-key-0123456789"}
 VIEW = {"Authorization": "Bearer viewer-key-0123456789"}
-LEDGER_TABLES = ("ledger_charge_users", "ledger_charges", "ledger_memberships", "ledger_class_cohorts",
+LEDGER_TABLES = ("ledger_refusals", "ledger_charge_users", "ledger_charges", "ledger_memberships", "ledger_class_cohorts",
                  "ledger_cohorts", "ledger_users", "ledger_classes")
 
 ORDERS = np.asarray(DEFAULT_ORDERS, dtype=float)

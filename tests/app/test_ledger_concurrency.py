@@ -90,10 +90,10 @@ def _check_ledger(url: str, budgets: dict[str, float]) -> None:
     try:
         for u, eps_b in budgets.items():
             audit = svc.recompute_user(db, u)
-            assert audit["recomputed_spent"]["epsilon"] <= eps_b + 1e-12, (u, audit["recomputed_spent"], eps_b)
-            assert audit["running_not_below_recomputed"], u
-            assert audit["max_relative_excess"] < 1e-12, u
-            assert audit["charges_in_log"] == audit["charges_counted"], u
+            assert audit.recomputed_spent.epsilon <= eps_b + 1e-12, (u, audit.recomputed_spent, eps_b)
+            assert audit.running_not_below_recomputed, u
+            assert audit.max_relative_excess < 1e-12, u
+            assert audit.charges_in_log == audit.charges_counted, u
         with db.read() as s:
             # explicit charges: one charge_users row per user counted; cohort charges: none
             bad = s.execute(text(

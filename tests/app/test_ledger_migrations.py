@@ -50,3 +50,40 @@ def test_concurrent_migrations_on_a_new_sqlite_file(tmp_path):
     outs = [p.communicate(timeout=120)[0].decode(errors="replace") for p in procs]
     assert [p.returncode for p in procs] == [0] * 4, outs
     assert current_revision(url) == head_revision()
+
+
+def test_upgrade_fills_each_users_last_charge_from_the_charge_log(db_url):
+    """Migration 0003 adds ``last_charge_at`` to budget classes and fills it from the charge log: after
+    a downgrade and upgrade every user's last charge is what the log says (explicit charges, cohort
+    rounds after a late join, none after leaving, never charged)."""
+    from app.ledger import service as svc
+
+    db = Database(db_url)
+    try:
+        actor = svc.Actor("t", "pipeline")
+        ev = {"mechanism": "gaussian", "noise_multiplier": 10.0}
+        svc.bulk_create_users(db, [f"m{i}" for i in range(6)], svc.make_budget(8.0, 1e-6, "declared", None, None))
+        svc.create_cohort(db, "c", None)
+        svc.change_members(db, "c", ["m0", "m1", "m2"], join=True)
+        svc.charge(db, event=ev, actor=actor, cohort="c")
+        svc.charge(db, event=ev, actor=actor, users=["m2", "m3"])
+        svc.change_members(db, "c", ["m4"], join=True)
+        svc.charge(db, event=ev, actor=actor, cohort="c")
+        svc.change_members(db, "c", ["m0"], join=False)
+        svc.charge(db, event=ev, actor=actor, users=["m1"])
+        svc.charge(db, event=ev, actor=actor, cohort="c")
+
+        def listed() -> dict:
+            page = svc.list_users(db, svc.UserFilter(), "user_id", 500, 0)
+            return {u.user_id: u.last_charge_at for u in page.items}
+
+        before = listed()
+        from_log = {u: max((c.created_at for c in svc.list_user_charges(db, u, 1000).items), default=None)
+                    for u in before}
+        assert before == from_log and from_log["m5"] is None and from_log["m0"] < from_log["m1"]
+        command.downgrade(alembic_config(db_url), "0002_curve_cache")
+        db.dispose()
+        upgrade_to_head(db_url)
+        assert listed() == from_log
+    finally:
+        db.dispose()

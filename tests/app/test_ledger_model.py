@@ -116,7 +116,7 @@ def test_random_operations_agree_with_reference(db, seed):
             try:
                 res = svc.charge(db, event=ev, actor=ACTOR, **kwargs)
                 outcome = []
-                assert res["users"] == len(targets)
+                assert res.users == len(targets)
             except svc.Refused as e:
                 outcome = sorted(e.extra["refused_users"])
             if expected is not None:
@@ -130,7 +130,7 @@ def test_random_operations_agree_with_reference(db, seed):
     # final state: every user's spent ε and charge count match the reference
     for u, d in ref.users.items():
         view = svc.get_user(db, u)
-        assert view["charges"] == len(d["curves"]), u
+        assert view.charges == len(d["curves"]), u
         total = ref.spent(u)
         if d["policy"] == "filter":
             i = int(np.where(ORDERS == d["order"])[0][0])
@@ -139,10 +139,10 @@ def test_random_operations_agree_with_reference(db, seed):
             exp = max(0.0, float(epsilon_vector(ORDERS[i:i + 1], total[i:i + 1], d["delta"])[0]))
         else:
             exp = eps_declared(total, d["delta"])
-        assert view["spent"]["epsilon"] == pytest.approx(exp, rel=1e-9, abs=1e-12), u
+        assert view.spent.epsilon == pytest.approx(exp, rel=1e-9, abs=1e-12), u
         audit = svc.recompute_user(db, u)
-        assert audit["running_not_below_recomputed"] and audit["charges_in_log"] == len(d["curves"])
-        assert audit["max_relative_excess"] < 1e-12
+        assert audit.running_not_below_recomputed and audit.charges_in_log == len(d["curves"])
+        assert audit.max_relative_excess < 1e-12
     # class bookkeeping: n_users matches, no empty classes, class cohorts == members' cohorts
     with db.read() as s:
         rows = s.execute(text("SELECT c.id, c.n_users, (SELECT count(*) FROM ledger_users u WHERE u.class_id = c.id) "

@@ -79,10 +79,10 @@ def test_all_writes_racing_keep_the_ledger_consistent(db):
 
     for u in users:
         audit = svc.recompute_user(db, u)
-        assert audit["running_not_below_recomputed"], u
-        assert audit["max_relative_excess"] < 1e-12, u
-        assert audit["charges_in_log"] == audit["charges_counted"], u
-        assert audit["recomputed_spent"]["epsilon"] <= budgets[u] + 1e-12, u
+        assert audit.running_not_below_recomputed, u
+        assert audit.max_relative_excess < 1e-12, u
+        assert audit.charges_in_log == audit.charges_counted, u
+        assert audit.recomputed_spent.epsilon <= budgets[u] + 1e-12, u
     with db.read() as s:
         classes = s.execute(text("SELECT c.n_users, (SELECT count(*) FROM ledger_users u WHERE u.class_id = c.id) "
                                  "FROM ledger_classes c")).all()

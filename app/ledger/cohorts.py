@@ -1,0 +1,127 @@
+"""Cohorts: named populations charged as one. A member's share of a cohort is the rounds in
+(join round, leave round]; joining and leaving are class transitions (:mod:`app.ledger.transitions`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from app.db.session import Database
+from app.ledger import curves as cv
+from app.ledger import queries as q
+from app.ledger import repository as repo
+from app.ledger.curves import Budget
+from app.ledger.errors import Conflict, NotFound, UnknownUsers
+from app.ledger.locking import lock_cohort, lock_users_classes
+from app.ledger.reads import subsample
+from app.ledger.records import (
+    CohortHistory,
+    CohortInfo,
+    HistoryPoint,
+    MemberPage,
+    MembersChange,
+    Membership,
+    Spent,
+    utc,
+)
+from app.ledger.transitions import CohortChange, transition, unchanged
+
+
+def _unknown(cohort_id: str) -> NotFound:
+    return NotFound(f"unknown cohort {cohort_id!r}")
+
+
+def _pk(s: Session, cohort_id: str) -> int:
+    pk = repo.cohort_pk(s, cohort_id)
+    if pk is None:
+        raise _unknown(cohort_id)
+    return pk
+
+
+def get_cohort(db: Database, cohort_id: str) -> CohortInfo:
+    with db.read() as s:
+        co = repo.cohort_by_name(s, db, cohort_id)
+    if co is None:
+        raise _unknown(cohort_id)
+    return q.cohort_info(co)
+
+
+def create_cohort(db: Database, cohort_id: str, description: str | None) -> CohortInfo:
+    def exists() -> Conflict:
+        return Conflict(f"cohort {cohort_id!r} already exists")
+
+    def unit(s: Session) -> None:
+        if repo.cohort_pk(s, cohort_id) is not None:
+            raise exists()
+        repo.insert_cohort(s, cohort_id, description)
+
+    def created_meanwhile(_exc: IntegrityError) -> None:
+        raise exists()
+
+    db.run_write(unit, on_integrity_error=created_meanwhile)
+    return get_cohort(db, cohort_id)
+
+
+def change_members(db: Database, cohort_id: str, user_ids: Sequence[str], join: bool) -> MembersChange:
+    """Add (``join``) or remove members, all or nothing; already-members / non-members are skipped."""
+    names = list(dict.fromkeys(user_ids))
+
+    def unit(s: Session) -> int:
+        pk = _pk(s, cohort_id)
+        users = repo.users_by_name(s, names)
+        missing = [u for u in names if u not in users]
+        if missing:
+            raise UnknownUsers(missing, "no membership was changed")
+        locked = lock_users_classes(s, db, users, exclusive_cohort=pk)
+        cohort = lock_cohort(s, db, cohort_id)
+        if cohort is None:  # cohorts are never deleted; the row was read above
+            raise _unknown(cohort_id)
+        seq = cohort.seq
+        groups: dict[int, list[int]] = {}
+        for upk, cid in locked.class_of.items():
+            if (pk in locked.cohorts.get(cid, set())) != join:
+                groups.setdefault(cid, []).append(upk)
+        affected = sorted(upk for g in groups.values() for upk in g)
+        kind, change = ("join", CohortChange(add=pk)) if join else ("leave", CohortChange(remove=pk))
+        transition(s, db, locked.classes, groups, f"{kind}|{pk}|{seq}", unchanged, locked.cohorts, change)
+        if join:
+            repo.open_memberships(s, db, pk, affected, seq)
+        else:
+            repo.close_memberships(s, pk, affected, seq)
+        repo.add_cohort_members_count(s, pk, len(affected) if join else -len(affected))
+        return len(affected)
+
+    changed = db.run_write(unit)
+    return MembersChange(cohort=get_cohort(db, cohort_id), joined=join, changed=changed,
+                         unchanged=len(names) - changed)
+
+
+def list_members(db: Database, cohort_id: str, limit: int = 100, offset: int = 0, history: bool = False) -> MemberPage:
+    with db.read() as s:
+        members = q.members(s, _pk(s, cohort_id), cohort_id, limit, offset, history)
+    return MemberPage(cohort_id=cohort_id, limit=limit, offset=offset, members=members)
+
+
+def user_cohorts(db: Database, user_id: str) -> list[Membership]:
+    with db.read() as s:
+        r = repo.user_row(s, user_id)
+        if r is None:
+            raise NotFound(f"unknown user {user_id!r}")
+        return q.memberships_of(s, r.id, user_id)
+
+
+def cohort_history(db: Database, cohort_id: str, delta: float, limit: int = 500) -> CohortHistory:
+    """ε at ``delta`` of the cohort's cumulative curve after each round (for a member present from
+    the start; later joiners have spent the difference of two points)."""
+    with db.read() as s:
+        rows = q.cohort_rounds(s, _pk(s, cohort_id))
+    b = Budget(1.0, delta)
+    points = []
+    for i in subsample(len(rows), limit):
+        r = rows[i]
+        st = cv.status(b, cv.from_bytes(r.cohort_cumulative))
+        points.append(HistoryPoint(charge_id=str(r.id), round=r.cohort_seq, at=utc(r.created_at),
+                                   spent=Spent(st.spent_epsilon, st.spent_order)))
+    return CohortHistory(cohort_id=cohort_id, delta=delta, rounds=len(rows), points=points)

@@ -1,0 +1,103 @@
+"""Read operations on users: status, charge log, audit against the log, spent-over-time history."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from app.db.session import Database
+from app.ledger import curves as cv
+from app.ledger import queries as q
+from app.ledger import repository as repo
+from app.ledger.errors import NotFound
+from app.ledger.records import (
+    Audit,
+    ChargeEntry,
+    ExhaustionEntry,
+    HistoryPoint,
+    Page,
+    Spent,
+    UserHistory,
+    UserStatus,
+)
+
+
+def _unknown_user(user_id: str) -> NotFound:
+    return NotFound(f"unknown user {user_id!r}; create it with PUT /v1/users/{{user_id}}")
+
+
+def get_user(db: Database, user_id: str) -> UserStatus:
+    with db.read() as s:
+        st = q.user_status(s, user_id)
+    if st is None:
+        raise _unknown_user(user_id)
+    return st
+
+
+def _user_pk_class(s, user_id: str) -> tuple[int, int]:
+    r = repo.user_row(s, user_id)
+    if r is None:
+        raise NotFound(f"unknown user {user_id!r}")
+    return r.id, r.class_id
+
+
+def list_user_charges(db: Database, user_id: str, limit: int = 100, offset: int = 0) -> Page[ChargeEntry]:
+    """The charges that reached a user, oldest first."""
+    with db.read() as s:
+        pk, _ = _user_pk_class(s, user_id)
+        total, items = q.user_charges(s, pk, limit, offset)
+    return Page(items=items, total=total, limit=limit, offset=offset)
+
+
+def recompute_user(db: Database, user_id: str) -> Audit:
+    """The running spent curve against the exactly rounded recomputation from the charge log.
+
+    The running curve must never be below the recomputation (it is summed with outward rounding,
+    :func:`app.ledger.curves.add_up`; the log is summed exactly, :func:`app.ledger.curves.exact_sum`)."""
+    with db.read() as s:
+        pk, cid = _user_pk_class(s, user_id)
+        c = repo.class_by_id(s, cid)
+        curves = q.user_curves(s, pk)
+    running = c.spent
+    recomputed = cv.exact_sum([x[2] for x in curves])
+    ok = bool(np.all((running >= recomputed) | (np.isinf(running) & np.isinf(recomputed))))
+    st = cv.status(c.budget, recomputed)
+    with np.errstate(invalid="ignore"):
+        rel = np.where(recomputed > 0, (running - recomputed) / np.where(recomputed > 0, recomputed, 1), 0.0)
+    excess = float(np.nanmax(np.where(np.isfinite(rel), rel, 0.0))) if rel.size else 0.0
+    return Audit(user_id=user_id, orders=cv.ORDERS.copy(), running=running, recomputed=recomputed,
+                 running_not_below_recomputed=ok, max_relative_excess=excess, charges_in_log=len(curves),
+                 charges_counted=c.n_charges, recomputed_spent=Spent(st.spent_epsilon, st.spent_order),
+                 budget=c.budget)
+
+
+def subsample(n: int, limit: int) -> list[int]:
+    """At most ``limit`` indices of ``range(n)``, evenly spread, first and last included."""
+    if n <= limit:
+        return list(range(n))
+    return np.unique(np.round(np.linspace(0, n - 1, limit)).astype(int)).tolist()
+
+
+def user_history(db: Database, user_id: str, limit: int = 500) -> UserHistory:
+    """Spent ε at the budget's δ after each charge (at most ``limit`` points)."""
+    with db.read() as s:
+        pk, cid = _user_pk_class(s, user_id)
+        b = repo.class_by_id(s, cid).budget
+        curves = q.user_curves(s, pk)
+    run = cv.zeros()
+    cum = []
+    for _, _, curve in curves:
+        run = cv.add_up(run, curve)
+        cum.append(run)
+    points = []
+    for i in subsample(len(curves), limit):
+        st = cv.status(b, cum[i])
+        points.append(HistoryPoint(charge_id=str(curves[i][0]), at=curves[i][1], charges=i + 1,
+                                   spent=Spent(st.spent_epsilon, st.spent_order),
+                                   remaining_epsilon=st.remaining_epsilon))
+    return UserHistory(user_id=user_id, budget=b, charges=len(curves), points=points)
+
+
+def nearest_exhaustion(db: Database, limit: int = 20) -> list[ExhaustionEntry]:
+    with db.read() as s:
+        return q.exhaustion(s, limit)
+

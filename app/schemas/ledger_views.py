@@ -1,0 +1,436 @@
+"""Pydantic response models of the ledger endpoints: each view is built from a typed record of
+:mod:`app.ledger.records` by its ``of`` constructor (times as ISO 8601 strings, curve values +∞
+as ``null``); error bodies of the ledger's domain errors.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from app.ledger import curves as cv
+from app.ledger import records as rec
+
+
+def iso(ts: datetime | None) -> str | None:
+    return ts.isoformat() if ts is not None else None
+
+
+def finite_list(a: np.ndarray) -> list[float | None]:
+    """A curve as JSON numbers, +∞ as ``null``."""
+    return [float(x) if math.isfinite(x) else None for x in a]
+
+
+class Budget(BaseModel):
+    epsilon: float
+    delta: float
+
+    @classmethod
+    def of(cls, b: cv.Budget) -> Budget:
+        return cls(epsilon=b.epsilon, delta=b.delta)
+
+
+class Spent(BaseModel):
+    epsilon: float = Field(description="ε at the budget's δ of everything charged so far (filter: at α_f)")
+    order: float | None = Field(description="the order achieving it (null while nothing is spent)")
+
+    @classmethod
+    def of(cls, s: rec.Spent) -> Spent:
+        return cls(epsilon=s.epsilon, order=s.order)
+
+
+class FilterInfo(BaseModel):
+    order: float = Field(description="α_f")
+    order_budget: float = Field(description="B(α_f)")
+
+    @classmethod
+    def of(cls, b: cv.Budget) -> FilterInfo:
+        if b.filter_budget is None:
+            raise ValueError("a declared budget has no filter")
+        return cls(order=b.alpha_f, order_budget=b.filter_budget)
+
+
+class UserView(BaseModel):
+    model_config = {"json_schema_extra": {"examples": [{
+        "user_id": "u1", "budget": {"epsilon": 8.0, "delta": 1e-6}, "policy": "declared",
+        "spent": {"epsilon": 1.2, "order": 14.0}, "remaining_epsilon": 6.8, "charges": 3, "grid_version": 1,
+        "created_at": "2025-01-01T00:00:00+00:00", "updated_at": "2025-01-01T00:00:00+00:00"}]}}
+    user_id: str
+    budget: Budget
+    policy: Literal["declared", "filter"]
+    spent: Spent
+    remaining_epsilon: float
+    charges: int = Field(description="number of charges that reached this user")
+    filter: FilterInfo | None = None
+    grid_version: int
+    created_at: str | None = None
+    updated_at: str | None = None
+
+    @classmethod
+    def fields_of(cls, u: rec.UserStatus) -> dict[str, Any]:
+        b = u.budget
+        return dict(user_id=u.user_id, budget=Budget.of(b), policy=b.policy, spent=Spent.of(u.spent),
+                    remaining_epsilon=u.remaining_epsilon, charges=u.charges,
+                    filter=FilterInfo.of(b) if b.policy == "filter" else None, grid_version=u.grid_version, created_at=iso(u.created_at),
+                    updated_at=iso(u.updated_at))
+
+    @classmethod
+    def of(cls, u: rec.UserStatus) -> UserView:
+        return cls(**cls.fields_of(u))
+
+
+class BulkUsersResult(BaseModel):
+    created: int
+    skipped: int
+    requested: int
+
+    @classmethod
+    def of(cls, r: rec.BulkResult) -> BulkUsersResult:
+        return cls(created=r.created, skipped=r.skipped, requested=r.requested)
+
+
+class Actor(BaseModel):
+    name: str = Field(description="the API key's name (role-position in ACCOUNTANT_API_KEYS), never the key")
+    role: str
+
+    @classmethod
+    def of(cls, a: rec.Actor) -> Actor:
+        return cls(name=a.name, role=a.role)
+
+
+class ChargeAdmitted(BaseModel):
+    model_config = {"json_schema_extra": {"examples": [{
+        "charge_id": "17", "status": "admitted", "users": 2, "cohort": None, "idempotency_key": "job-17-round-3",
+        "event": {"mechanism": "shuffle", "n": 10000, "epsilon0": 1.0, "count": 1}, "grid_version": 1,
+        "charged_by": {"name": "pipeline-2", "role": "pipeline"}, "created_at": "2025-01-01T00:00:00+00:00",
+        "replayed": False}]}}
+    charge_id: str
+    status: Literal["admitted"]
+    users: int = Field(description="number of users charged")
+    cohort: str | None = None
+    cohort_round: int | None = Field(None, description="cohort charges: the cohort's round number")
+    idempotency_key: str | None = None
+    event: dict[str, Any] = Field(description="the event as received")
+    grid_version: int
+    charged_by: Actor
+    created_at: str
+    replayed: bool = Field(description="true when this is the stored result of an earlier request with the same key")
+
+    @classmethod
+    def of(cls, r: rec.ChargeResult) -> ChargeAdmitted:
+        return cls(charge_id=r.charge_id, status="admitted", users=r.users, cohort=r.cohort,
+                   cohort_round=r.cohort_round, idempotency_key=r.idempotency_key, event=r.event,
+                   grid_version=r.grid_version, charged_by=Actor.of(r.charged_by),
+                   created_at=r.created_at.isoformat(), replayed=r.replayed)
+
+
+class RefusalCost(BaseModel):
+    epsilon: float | None = Field(description="the largest, over every refused user, ε of this event alone at the "
+                                              "user's budget δ (declared: minimised over the grid; filter: at "
+                                              "α_f); null if unbounded")
+    by_user: dict[str, float | None] = Field(description="the same for each listed refused user")
+
+
+class ChargeRefused(BaseModel):
+    """A refused charge: nothing was recorded. ``cost`` is what the event alone would have cost the
+    refused users and ``remaining`` what each listed refused user has left (ε at its budget's δ);
+    at most 1000 users are listed, ``refused_count`` is exact."""
+
+    model_config = {"json_schema_extra": {"examples": [{
+        "status": "refused", "refused_users": ["u2"], "refused_count": 1,
+        "detail": "charge refused: 1 user(s) cannot afford this event within their budget; nothing was recorded.",
+        "cost": {"epsilon": 0.42, "by_user": {"u2": 0.42}}, "remaining": {"u2": 0.13}}]}}
+    status: Literal["refused"]
+    refused_users: list[str] = Field(description="refused users (at most 1000 listed; explicit charges: in request "
+                                                 "order)")
+    refused_count: int
+    detail: str
+    cost: RefusalCost
+    remaining: dict[str, float] = Field(description="each listed refused user's remaining ε before this charge")
+
+
+class IdempotencyConflict(BaseModel):
+    model_config = {"json_schema_extra": {"examples": [{
+        "status": "conflict", "detail": "idempotency key 'job-17-round-3' was already used for a different request; "
+                                        "nothing was charged. Use a new key for a new charge"}]}}
+    status: Literal["conflict"]
+    detail: str
+
+
+class ErrorBody(BaseModel):
+    detail: Any
+
+
+class UnknownUsers(BaseModel):
+    detail: str
+    unknown_users: list[str] | None = None
+    unknown_count: int | None = None
+
+
+class ChargeRecord(BaseModel):
+    charge_id: str
+    event: dict[str, Any]
+    idempotency_key: str | None
+    cohort: str | None
+    cohort_round: int | None
+    users: int
+    grid_version: int
+    charged_by: Actor
+    created_at: str | None
+
+    @classmethod
+    def of(cls, c: rec.ChargeEntry) -> ChargeRecord:
+        return cls(charge_id=c.charge_id, event=c.event, idempotency_key=c.idempotency_key, cohort=c.cohort,
+                   cohort_round=c.cohort_round, users=c.users, grid_version=c.grid_version,
+                   charged_by=Actor.of(c.charged_by), created_at=iso(c.created_at))
+
+
+class ChargeList(BaseModel):
+    user_id: str
+    total: int
+    limit: int
+    offset: int
+    charges: list[ChargeRecord]
+
+    @classmethod
+    def of(cls, user_id: str, page: rec.Page[rec.ChargeEntry]) -> ChargeList:
+        return cls(user_id=user_id, total=page.total, limit=page.limit, offset=page.offset,
+                   charges=[ChargeRecord.of(c) for c in page.items])
+
+
+class CohortView(BaseModel):
+    cohort_id: str
+    description: str | None
+    members: int
+    rounds: int = Field(description="cohort charges so far")
+    grid_version: int
+    created_at: str | None
+
+    @classmethod
+    def fields_of(cls, c: rec.CohortInfo) -> dict[str, Any]:
+        return dict(cohort_id=c.cohort_id, description=c.description, members=c.members, rounds=c.rounds,
+                    grid_version=c.grid_version, created_at=iso(c.created_at))
+
+    @classmethod
+    def of(cls, c: rec.CohortInfo) -> CohortView:
+        return cls(**cls.fields_of(c))
+
+
+class MembersChanged(BaseModel):
+    cohort: CohortView
+    added: int | None = None
+    already_members: int | None = None
+    removed: int | None = None
+    not_members: int | None = None
+
+    @classmethod
+    def of(cls, m: rec.MembersChange) -> MembersChanged:
+        counts = ({"added": m.changed, "already_members": m.unchanged} if m.joined
+                  else {"removed": m.changed, "not_members": m.unchanged})
+        return cls(cohort=CohortView.of(m.cohort), **counts)
+
+
+class Member(BaseModel):
+    user_id: str
+    joined_after_round: int
+    left_after_round: int | None
+    joined_at: str | None
+    left_at: str | None
+
+    @classmethod
+    def of(cls, m: rec.Membership) -> Member:
+        return cls(user_id=m.user_id, joined_after_round=m.joined_after_round, left_after_round=m.left_after_round,
+                   joined_at=iso(m.joined_at), left_at=iso(m.left_at))
+
+
+class MemberList(BaseModel):
+    cohort_id: str
+    limit: int
+    offset: int
+    members: list[Member]
+
+    @classmethod
+    def of(cls, p: rec.MemberPage) -> MemberList:
+        return cls(cohort_id=p.cohort_id, limit=p.limit, offset=p.offset, members=[Member.of(m) for m in p.members])
+
+
+class MembershipView(BaseModel):
+    cohort_id: str
+    joined_after_round: int = Field(description="the member is charged for the rounds after this one …")
+    left_after_round: int | None = Field(description="… up to and including this one (null: still a member)")
+    joined_at: str | None
+    left_at: str | None
+    active: bool
+
+    @classmethod
+    def of(cls, m: rec.Membership) -> MembershipView:
+        return cls(cohort_id=m.cohort_id, joined_after_round=m.joined_after_round,
+                   left_after_round=m.left_after_round, joined_at=iso(m.joined_at), left_at=iso(m.left_at),
+                   active=m.active)
+
+
+class UserCohorts(BaseModel):
+    user_id: str
+    memberships: list[MembershipView]
+
+    @classmethod
+    def of(cls, user_id: str, ms: list[rec.Membership]) -> UserCohorts:
+        return cls(user_id=user_id, memberships=[MembershipView.of(m) for m in ms])
+
+
+class HistoryPoint(BaseModel):
+    charge_id: str
+    at: str | None
+    spent_epsilon: float
+    order: float | None
+    charges: int | None = None
+    round: int | None = None
+    remaining_epsilon: float | None = None
+
+    @classmethod
+    def of(cls, p: rec.HistoryPoint) -> HistoryPoint:
+        return cls(charge_id=p.charge_id, at=iso(p.at), spent_epsilon=p.spent.epsilon, order=p.spent.order,
+                   charges=p.charges, round=p.round, remaining_epsilon=p.remaining_epsilon)
+
+
+class UserHistory(BaseModel):
+    user_id: str
+    budget: Budget
+    policy: str
+    charges: int
+    points: list[HistoryPoint]
+
+    @classmethod
+    def of(cls, h: rec.UserHistory) -> UserHistory:
+        return cls(user_id=h.user_id, budget=Budget.of(h.budget), policy=h.budget.policy, charges=h.charges,
+                   points=[HistoryPoint.of(p) for p in h.points])
+
+
+class CohortHistory(BaseModel):
+    cohort_id: str
+    delta: float
+    rounds: int
+    points: list[HistoryPoint]
+
+    @classmethod
+    def of(cls, h: rec.CohortHistory) -> CohortHistory:
+        return cls(cohort_id=h.cohort_id, delta=h.delta, rounds=h.rounds, points=[HistoryPoint.of(p) for p in h.points])
+
+
+class UserListItem(UserView):
+    last_charge_at: str | None = Field(description="when the last charge that reached the user was admitted "
+                                                   "(null: never charged)")
+
+    @classmethod
+    def of(cls, u: rec.UserStatus) -> UserListItem:
+        return cls(**UserView.fields_of(u), last_charge_at=iso(u.last_charge_at))
+
+
+class UserPage(BaseModel):
+    model_config = {"json_schema_extra": {"examples": [{
+        "items": [{"user_id": "u1", "budget": {"epsilon": 8.0, "delta": 1e-6}, "policy": "declared",
+                   "spent": {"epsilon": 1.2, "order": 14.0}, "remaining_epsilon": 6.8, "charges": 3, "filter": None,
+                   "grid_version": 1, "created_at": "2025-01-01T00:00:00+00:00",
+                   "updated_at": "2025-01-02T00:00:00+00:00", "last_charge_at": "2025-01-02T00:00:00+00:00"}],
+        "total": 1, "limit": 50, "offset": 0}]}}
+    items: list[UserListItem]
+    total: int = Field(description="users matching the filters (all pages)")
+    limit: int
+    offset: int
+
+    @classmethod
+    def of(cls, p: rec.Page[rec.UserStatus]) -> UserPage:
+        return cls(items=[UserListItem.of(u) for u in p.items], total=p.total, limit=p.limit, offset=p.offset)
+
+
+class CohortPage(BaseModel):
+    model_config = {"json_schema_extra": {"examples": [{
+        "items": [{"cohort_id": "population-eu", "description": "EU devices", "members": 1000000, "rounds": 412,
+                   "grid_version": 1, "created_at": "2025-01-01T00:00:00+00:00"}],
+        "total": 1, "limit": 50, "offset": 0}]}}
+    items: list[CohortView]
+    total: int = Field(description="cohorts matching the prefix (all pages)")
+    limit: int
+    offset: int
+
+    @classmethod
+    def of(cls, p: rec.Page[rec.CohortInfo]) -> CohortPage:
+        return cls(items=[CohortView.of(c) for c in p.items], total=p.total, limit=p.limit, offset=p.offset)
+
+
+class TimelineBucket(BaseModel):
+    start: str = Field(description="start of the UTC hour or day (ISO 8601)")
+    admitted: int = Field(description="charges admitted in the bucket")
+    refused: int = Field(description="charge requests refused in the bucket")
+
+
+class LedgerSummary(BaseModel):
+    model_config = {"json_schema_extra": {"examples": [{
+        "users": 1000002, "cohorts": 3, "charges": 4120, "near_exhaustion": 17, "near_exhaustion_fraction": 0.1,
+        "refusals": 9, "bucket": "hour",
+        "timeline": [{"start": "2025-01-02T10:00:00+00:00", "admitted": 12, "refused": 1},
+                     {"start": "2025-01-02T11:00:00+00:00", "admitted": 9, "refused": 0}]}]}}
+    users: int
+    cohorts: int
+    charges: int = Field(description="admitted charges (explicit charges and cohort rounds)")
+    near_exhaustion: int = Field(description="users whose remaining ε is below near_exhaustion_fraction × budget ε")
+    near_exhaustion_fraction: float
+    refusals: int = Field(description="refused charge requests")
+    bucket: Literal["hour", "day"]
+    timeline: list[TimelineBucket] = Field(description="oldest first; the last bucket is the current, partial one")
+
+    @classmethod
+    def of(cls, m: rec.Summary) -> LedgerSummary:
+        return cls(users=m.users, cohorts=m.cohorts, charges=m.charges, near_exhaustion=m.near_exhaustion,
+                   near_exhaustion_fraction=m.near_exhaustion_fraction, refusals=m.refusals, bucket=m.bucket,
+                   timeline=[TimelineBucket(start=t.start.isoformat(), admitted=t.admitted, refused=t.refused)
+                             for t in m.timeline])
+
+
+class ExhaustionEntry(BaseModel):
+    user_id: str
+    budget: Budget
+    policy: str
+    spent: Spent
+    remaining_epsilon: float
+    remaining_fraction: float
+    charges: int
+
+    @classmethod
+    def of(cls, e: rec.ExhaustionEntry) -> ExhaustionEntry:
+        return cls(user_id=e.user_id, budget=Budget.of(e.budget), policy=e.budget.policy, spent=Spent.of(e.spent),
+                   remaining_epsilon=e.remaining_epsilon, remaining_fraction=e.remaining_fraction, charges=e.charges)
+
+
+class ExhaustionList(BaseModel):
+    users: list[ExhaustionEntry]
+
+    @classmethod
+    def of(cls, es: list[rec.ExhaustionEntry]) -> ExhaustionList:
+        return cls(users=[ExhaustionEntry.of(e) for e in es])
+
+
+class Audit(BaseModel):
+    user_id: str
+    orders: list[float]
+    running: list[float | None]
+    recomputed: list[float | None]
+    running_not_below_recomputed: bool
+    max_relative_excess: float
+    charges_in_log: int
+    charges_counted: int
+    recomputed_spent: Spent
+    budget: Budget
+    policy: str
+
+    @classmethod
+    def of(cls, a: rec.Audit) -> Audit:
+        return cls(user_id=a.user_id, orders=a.orders.tolist(), running=finite_list(a.running),
+                   recomputed=finite_list(a.recomputed), running_not_below_recomputed=a.running_not_below_recomputed,
+                   max_relative_excess=a.max_relative_excess, charges_in_log=a.charges_in_log,
+                   charges_counted=a.charges_counted, recomputed_spent=Spent.of(a.recomputed_spent),
+                   budget=Budget.of(a.budget), policy=a.budget.policy)
