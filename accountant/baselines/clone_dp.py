@@ -1,0 +1,274 @@
+"""The clone pair's exact (ε, δ) for one shuffle, certified in the pessimistic direction.
+
+Source
+------
+Feldman, McMillan, Talwar, "Hiding Among the Clones: A Simple and Nearly Optimal Analysis of
+Privacy Amplification by Shuffling", FOCS 2021 (arXiv:2012.12803), section 3 (the reduction for a
+general ε0-LDP randomizer; the thesis cites it as [FMT22]). For any ε0-LDP local randomizers —
+discrete or continuous outputs, adaptively chosen — the shuffled outputs on two replace-one
+neighbouring datasets are one post-processing of
+
+    C ~ Bin(n−1, e^{−ε0}),  A | C ~ Bin(C, 1/2),  Δ ~ Bern(α),  α = E/(E+1),  E = e^{ε0},
+    P = (A + Δ, C − A + 1 − Δ),     Q = (A + 1 − Δ, C − A + Δ),
+
+so the shuffle is (ε, δ(ε))-DP with δ(ε) = E_Q[(P/Q − e^ε)_+] = Σ_o (P(o) − e^ε Q(o))_+, the
+hockey-stick divergence of the pair. Q is P with its two coordinates swapped (A ↦ C − A), so the
+divergence is the same in both directions and one direction covers both neighbour orders. This
+module evaluates that divergence (the quantity the authors' public code approximates by a binary
+search over a coarse grid of C); the closed form below is derived here and checked against a
+brute-force 40-digit sum in the tests.
+
+Closed form given C = c
+-----------------------
+The coordinates sum to c + 1, so c is observed and δ(ε) = Σ_c P(C=c)·δ_c(ε). With x the first
+coordinate, b the Bin(c, ½) pmf and ρ = b(x−1)/b(x) = x/(c+1−x) (increasing in x):
+
+    P_c(x) = α·b(x−1) + (1−α)·b(x),   Q_c(x) = (1−α)·b(x−1) + α·b(x),
+    P_c/Q_c = (αρ + 1−α)/((1−α)ρ + α)   (increasing in ρ, from e^{−ε0} at x = 0 to e^{ε0} at c+1).
+
+So {P_c/Q_c ≥ e^ε} = {x ≥ m}, m = ⌈β(c+1)⌉, β = (e^ε E − 1)/((E−1)(e^ε + 1)), and with
+S(j) = Pr[Bin(c, ½) ≥ j] (S(j) = 1 for j ≤ 0, 0 for j > c):
+
+    δ_c(ε) = a1·S(m−1) − a2·S(m),   a1 = (E − e^ε)/(E+1),  a2 = (e^ε E − 1)/(E+1),
+
+valid for −ε0 < ε < ε0; δ(ε) = 1 − e^ε for ε ≤ −ε0 and 0 for ε ≥ ε0. (At c = 0 this is the
+hockey-stick of ε0-randomized response, (E − e^ε)/(E + 1).)
+
+Certification (the reported δ is never below the exact value)
+--------------------------------------------------------------
+* *Threshold.* Any set gives Σ_{x∈set} (P − e^ε Q) ≤ δ_c, with equality at the optimal set; m is
+  computed in floating point, so wherever β(c+1) lies within 1e-12·(|β(c+1)| + 1) of an integer
+  (beyond its float error) the maximum over the thresholds m−1, m, m+1 is taken.
+* *Monotone in c.* δ_c(ε) is non-increasing in c: (P_{c+1}, Q_{c+1}) is (P_c, Q_c) with an
+  independent fair coin added to the first coordinate (the same Markov kernel for P and Q), and
+  the hockey-stick divergence cannot grow under post-processing. So C is grouped in bins
+  [e_b, e_{b+1}) covering 0..n−1, each bin weighted by its exact mass and evaluated at its lower
+  edge (upper bound) — and at its upper edge − 1 for the diagnostic lower bound. Between the 1e-40
+  and 1 − 1e-40 quantiles of C the width w satisfies w ≤ max(1, 2·rel·c), so the loss scale (∝ 1/√c) moves by at most a
+  relative ``rel`` inside a bin; beyond, widths grow by 1.5× per bin down to c = 0 (evaluated
+  there as the ε0-DP pair) and up to n − 1. Nothing is truncated.
+* *Rounding.* Binomial CDFs are scipy's (Boost ibeta), measured against 40-digit references at
+  ≤ 2e-12 relative error up to n = 10⁸; each δ_c is raised by 1e-10·(a1·S(m−1) + a2·S(m)), which
+  bounds the cancellation error of the difference, the bin masses by a relative 1e-10, and the
+  sum by a relative 1e-9.
+
+ε(δ) is the smallest ε with δ(ε) ≤ δ (δ(ε) is non-increasing), found with scipy's brentq and then
+moved up until the certified δ at the reported ε is ≤ δ.
+
+Cost: about 4 binomial CDFs per bin per ε (≈ 0.6 µs each); a few hundred to two thousand bins
+(n = 10⁴…10⁸), so one δ(ε) takes 1–10 ms and ε(δ) 20–150 ms, against 4–98 s per point for the
+public reference implementation at n = 10⁶.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+from scipy.optimize import brentq
+from scipy.stats import binom
+
+from .._validation import check_delta, check_epsilon0, check_n
+from ..errors import InvalidParameter
+
+__all__ = ["ClonePair", "clone_delta", "clone_epsilon", "clone_pair"]
+
+_REL_BIN = 1e-5  # bin width w ≤ 2·_REL_BIN·c (loss scale moves ≤ 1e-5 relative inside a bin)
+_CORE_TAIL = 1e-40  # fine bins between these quantiles of C; geometrically wider bins beyond
+_GROWTH = 1.5
+_CDF_SLACK = 1e-10
+_SUM_SLACK = 1e-9
+_CHUNK = 1 << 20  # (bins × ε) elements evaluated at once
+
+
+def _edges(n: int, p: float, rel: float) -> np.ndarray:
+    """Bin edges e_0 = 0 < … < e_B = n of C ∈ {0..n−1} (bin b is [e_b, e_{b+1})).
+
+    Inside the core — C between its 1e-40 and 1 − 1e-40 quantiles — the widths are
+    w = max(1, ⌊2·rel·c⌋); outside it (mass < 1e-40 on each side) they grow by a factor 1.5 per
+    bin, down to c = 0 and up to n − 1."""
+    m = n - 1  # C ~ Bin(m, p)
+    lo = int(binom.ppf(_CORE_TAIL, m, p)) if m > 0 else 0
+    hi = int(m - binom.ppf(_CORE_TAIL, m, 1.0 - p)) if m > 0 else 0
+    lo, hi = max(0, min(lo, m)), max(0, min(hi, m))
+    core = [lo]
+    c = lo
+    while c <= hi:
+        c += max(1, int(2.0 * rel * c))
+        core.append(min(c, hi + 1))
+    below = []
+    w = max(1, int(2.0 * rel * lo))
+    c = lo
+    while c > 0:
+        w = max(w + 1, int(w * _GROWTH))
+        c = max(0, c - w)
+        below.append(c)
+    above = []
+    w = max(1, int(2.0 * rel * hi))
+    c = core[-1]
+    while c < n:
+        w = max(w + 1, int(w * _GROWTH))
+        c = min(n, c + w)
+        above.append(c)
+    return np.unique(np.concatenate([[0], below, core, above, [n]])).astype(np.int64)
+
+
+def _bin_masses(n: int, p: float, edges: np.ndarray) -> np.ndarray:
+    """P(e_b ≤ C < e_{b+1}), C ~ Bin(n−1, p): CDF differences below the mean, survival-function
+    differences above it (each accurate to ~1e-12 relative where it is small), raised by 1e-10."""
+    m = n - 1
+    lo = edges[:-1] - 1  # P(C ≤ e_{b+1} − 1) − P(C ≤ e_b − 1)
+    hi = edges[1:] - 1
+    with np.errstate(invalid="ignore"):
+        low_side = binom.cdf(hi, m, p) - np.where(lo >= 0, binom.cdf(lo, m, p), 0.0)
+        high_side = np.where(lo >= 0, binom.sf(lo, m, p), 1.0) - binom.sf(hi, m, p)
+    w = np.where(edges[:-1] <= m * p, low_side, high_side)
+    return np.maximum(w, 0.0) * (1.0 + _CDF_SLACK)
+
+
+def _survival(j: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """S(j) = Pr[Bin(c, ½) ≥ j] = Pr[Bin(c, ½) ≤ c − j] (symmetry), exact 1 / 0 outside 0 < j ≤ c."""
+    k = c - j
+    out = binom.cdf(np.clip(k, 0, None), c, 0.5)
+    out = np.where(j <= 0, 1.0, out)
+    return np.where(j > c, 0.0, out)
+
+
+def _delta_c(c: np.ndarray, eps: np.ndarray, E: float, eps0: float, upper: bool = True) -> np.ndarray:
+    """δ_c(ε) for broadcastable integer c and −ε0 < ε < ε0 (module docstring): a certified upper
+    bound, or with ``upper=False`` a lower bound (one threshold, the rounding slack subtracted)."""
+    ee = np.exp(eps)
+    a1 = (E - ee) / (E + 1.0)
+    a2 = (ee * E - 1.0) / (E + 1.0)
+    beta = (ee * E - 1.0) / (np.expm1(eps0) * (ee + 1.0))
+    t = beta * (c.astype(float) + 1.0)
+    m0 = np.ceil(t).astype(np.int64)
+    # β(c+1) carries a relative float error ~1e-15: the threshold is certain unless β(c+1) is
+    # within 1e-12·(c+1) of an integer; there the neighbouring thresholds are evaluated too.
+    sure = np.abs(t - np.rint(t)) > 1e-12 * (np.abs(t) + 1.0)
+    surv = {k: _survival(m0 + k, c) for k in ((-2, -1, 0, 1) if upper else (-1, 0))}
+
+    def at(k):  # the value with threshold m0 + k, rounding slack added (upper) or subtracted (lower)
+        s_m1, s_m = surv[k - 1], surv[k]
+        slack = _CDF_SLACK * (a1 * s_m1 + a2 * s_m)
+        return a1 * s_m1 - a2 * s_m + (slack if upper else -slack)
+
+    best = np.maximum(at(0), 0.0)
+    if upper and not np.all(sure):
+        best = np.where(sure, best, np.maximum.reduce([best, at(-1), at(1)]))
+    return np.minimum(best, 1.0)
+
+
+@dataclass(frozen=True)
+class ClonePair:
+    """The FMT21 clone pair of (n, ε0), prepared for repeated δ(ε) / ε(δ) evaluations.
+
+    ``delta(eps)`` is a certified upper bound on the pair's hockey-stick divergence (module
+    docstring); ``delta_bracket(eps)`` also returns a lower bound from the same bins (the exact
+    value lies in between — its width shows the binning error, ≲ 1e-4 relative by default).
+    """
+
+    n: int
+    epsilon0: float
+    rel: float = _REL_BIN
+
+    @property
+    def _prep(self):
+        return _prepared(self.n, self.epsilon0, self.rel)
+
+    def _evaluate(self, eps, lower: bool) -> tuple[np.ndarray, np.ndarray | None]:
+        e = np.atleast_1d(np.asarray(eps, dtype=float))
+        up = np.zeros(e.shape)
+        low = np.zeros(e.shape) if lower else None
+        eps0 = self.epsilon0
+        below = e <= -eps0 if eps0 > 0 else e < 0
+        up[below] = -np.expm1(e[below])
+        if lower:
+            low[below] = up[below]
+        mid = (e > -eps0) & (e < eps0)
+        if np.any(mid):
+            edges, w = self._prep
+            em = e[mid]
+            E = math.exp(eps0)
+            step = max(1, _CHUNK // max(1, w.size))
+            u = np.empty(em.size)
+            lw = np.empty(em.size)
+            for s in range(0, em.size, step):
+                ec = em[None, s:s + step]
+                u[s:s + step] = w @ _delta_c(edges[:-1, None], ec, E, eps0)
+                if lower:
+                    lw[s:s + step] = (w / (1.0 + _CDF_SLACK)) @ _delta_c(edges[1:, None] - 1, ec, E, eps0, upper=False)
+            up[mid] = np.minimum(u * (1.0 + _SUM_SLACK), 1.0)
+            if lower:
+                low[mid] = np.minimum(lw, up[mid])
+        return up, low
+
+    def delta_bracket(self, eps) -> tuple[np.ndarray, np.ndarray]:
+        """(lower, upper) bounds on δ(ε) at each ε (any real ε; vectorised)."""
+        up, low = self._evaluate(eps, True)
+        return low, up
+
+    def delta(self, eps):
+        """Certified upper bound on δ(ε) (float for a scalar ε, else an array)."""
+        up, _ = self._evaluate(eps, False)
+        return float(up[0]) if np.ndim(eps) == 0 else up
+
+    def epsilon(self, delta: float, xtol: float = 1e-10) -> float:
+        """Smallest ε ≥ 0 (to ``xtol`` relative) with certified δ(ε) ≤ ``delta``; 0 if δ(0) ≤ delta."""
+        delta = check_delta(delta)
+        eps0 = self.epsilon0
+        if eps0 == 0.0 or self.delta(0.0) <= delta:
+            return 0.0
+
+        def f(x):
+            return math.log(self.delta(x) + 1e-300) - math.log(delta)
+
+        # bracket [lo, hi] with δ(lo) > target ≥ δ(hi): δ(ε0) = 0, then halve towards 0
+        lo, hi = 0.0, eps0
+        x = eps0
+        while True:
+            x *= 0.5
+            if x < 1e-13:
+                return float(hi)
+            if self.delta(x) <= delta:
+                hi = x
+            else:
+                lo = x
+                break
+        root = brentq(f, lo, hi, xtol=1e-300, rtol=max(xtol, 4 * np.finfo(float).eps))
+        # certify: move up until the certified δ at the reported ε meets the target
+        r = min(root, hi)
+        for _ in range(100):
+            if self.delta(r) <= delta:
+                return float(r)
+            r = min(hi, r * (1.0 + 2.0 * xtol) + 1e-15)
+        return float(hi)
+
+
+@lru_cache(maxsize=64)
+def _prepared(n: int, eps0: float, rel: float):
+    p = math.exp(-eps0)
+    edges = _edges(n, p, rel)
+    w = _bin_masses(n, p, edges)
+    return edges, w
+
+
+def clone_pair(n, epsilon0, rel: float = _REL_BIN) -> ClonePair:
+    """A validated :class:`ClonePair` (n ≥ 1 integer, ε0 ≥ 0)."""
+    n = check_n(n)
+    epsilon0 = check_epsilon0(epsilon0)
+    if not (0 < rel <= 0.01):
+        raise InvalidParameter(f"rel must be in (0, 0.01], got {rel!r}")
+    return ClonePair(n, epsilon0, rel)
+
+
+def clone_delta(n, epsilon0, epsilon):
+    """Certified δ(ε) of the FMT21 clone pair for one shuffle of n ε0-LDP reports (see module)."""
+    return clone_pair(n, epsilon0).delta(epsilon)
+
+
+def clone_epsilon(n, epsilon0, delta) -> float:
+    """Smallest certified ε (relative tolerance 1e-10) with clone-pair δ(ε) ≤ δ."""
+    return clone_pair(n, epsilon0).epsilon(delta)
