@@ -73,11 +73,12 @@ from scipy.stats import binom
 from .._validation import check_delta, check_epsilon0, check_n
 from ..errors import InvalidParameter
 
-__all__ = ["ClonePair", "clone_delta", "clone_epsilon", "clone_pair"]
+__all__ = ["ClonePair", "clone_delta", "clone_epsilon", "clone_pair", "fmt21_closed_form_epsilon", "loss_scale"]
 
 _REL_BIN = 1e-5  # bin width w ≤ 2·_REL_BIN·c (loss scale moves ≤ 1e-5 relative inside a bin)
 _CORE_TAIL = 1e-40  # fine bins between these quantiles of C; geometrically wider bins beyond
 _GROWTH = 1.5
+_FAR_LOG = -645.0  # log 1e-280: below, the Hoeffding tail bound stands in for the CDFs
 _CDF_SLACK = 1e-10
 _SUM_SLACK = 1e-9
 _CHUNK = 1 << 20  # (bins × ε) elements evaluated at once
@@ -138,27 +139,45 @@ def _survival(j: np.ndarray, c: np.ndarray) -> np.ndarray:
 
 def _delta_c(c: np.ndarray, eps: np.ndarray, E: float, eps0: float, upper: bool = True) -> np.ndarray:
     """δ_c(ε) for broadcastable integer c and −ε0 < ε < ε0 (module docstring): a certified upper
-    bound, or with ``upper=False`` a lower bound (one threshold, the rounding slack subtracted)."""
-    ee = np.exp(eps)
+    bound, or with ``upper=False`` a lower bound (one threshold, the rounding slack subtracted).
+
+    Where the threshold lies so deep in the upper tail that Hoeffding's bound
+    S(j) ≤ exp(−2(j − c/2)²/c) is below 1e-280 at j = m − 2, the CDFs are not evaluated (they
+    are slow there and underflow anyway): the upper bound is a1·exp(−2(m − 2 − c/2)²/c), the lower 0.
+    """
+    c, eps = np.broadcast_arrays(np.asarray(c), np.asarray(eps, dtype=float))
+    shape = c.shape
+    c = c.ravel()
+    ee = np.exp(eps.ravel())
     a1 = (E - ee) / (E + 1.0)
     a2 = (ee * E - 1.0) / (E + 1.0)
     beta = (ee * E - 1.0) / (np.expm1(eps0) * (ee + 1.0))
-    t = beta * (c.astype(float) + 1.0)
+    cf = c.astype(float)
+    t = beta * (cf + 1.0)
     m0 = np.ceil(t).astype(np.int64)
-    # β(c+1) carries a relative float error ~1e-15: the threshold is certain unless β(c+1) is
-    # within 1e-12·(c+1) of an integer; there the neighbouring thresholds are evaluated too.
-    sure = np.abs(t - np.rint(t)) > 1e-12 * (np.abs(t) + 1.0)
-    surv = {k: _survival(m0 + k, c) for k in ((-2, -1, 0, 1) if upper else (-1, 0))}
+    dev = np.maximum(m0 - 2 - cf / 2.0, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_hoeff = np.where(cf > 0, -2.0 * dev * dev / np.maximum(cf, 1.0), 0.0)
+    far = (log_hoeff < _FAR_LOG) & (m0 - 2 > cf / 2.0)
+    out = np.where(far, a1 * np.exp(log_hoeff) if upper else 0.0, 0.0)
+    near = ~far
+    if np.any(near):
+        cn, mn, a1n, a2n, tn = c[near], m0[near], a1[near], a2[near], t[near]
+        # β(c+1) carries a relative float error ~1e-15: the threshold is certain unless β(c+1) is
+        # within 1e-12·(|β(c+1)| + 1) of an integer; there the neighbouring thresholds count too.
+        sure = np.abs(tn - np.rint(tn)) > 1e-12 * (np.abs(tn) + 1.0)
+        surv = {k: _survival(mn + k, cn) for k in ((-2, -1, 0, 1) if upper else (-1, 0))}
 
-    def at(k):  # the value with threshold m0 + k, rounding slack added (upper) or subtracted (lower)
-        s_m1, s_m = surv[k - 1], surv[k]
-        slack = _CDF_SLACK * (a1 * s_m1 + a2 * s_m)
-        return a1 * s_m1 - a2 * s_m + (slack if upper else -slack)
+        def at(k):  # the value at threshold m0 + k, rounding slack added (upper) or subtracted (lower)
+            s_m1, s_m = surv[k - 1], surv[k]
+            slack = _CDF_SLACK * (a1n * s_m1 + a2n * s_m)
+            return a1n * s_m1 - a2n * s_m + (slack if upper else -slack)
 
-    best = np.maximum(at(0), 0.0)
-    if upper and not np.all(sure):
-        best = np.where(sure, best, np.maximum.reduce([best, at(-1), at(1)]))
-    return np.minimum(best, 1.0)
+        best = np.maximum(at(0), 0.0)
+        if upper and not np.all(sure):
+            best = np.where(sure, best, np.maximum.reduce([best, at(-1), at(1)]))
+        out[near] = best
+    return np.minimum(out, 1.0).reshape(shape)
 
 
 @dataclass(frozen=True)
@@ -215,6 +234,31 @@ class ClonePair:
         up, _ = self._evaluate(eps, False)
         return float(up[0]) if np.ndim(eps) == 0 else up
 
+    def epsilon_interpolator(self, num: int = 128):
+        """A fast *approximate* ε(δ) (interpolation of log δ on a grid of ``num`` ε values): for
+        searches only (e.g. the per-round δ of :func:`.composition.best_split_epsilon`); the
+        certified value is :meth:`epsilon`."""
+        eps0 = self.epsilon0
+        if eps0 == 0.0:
+            return lambda d: 0.0
+        start = min(loss_scale(self.n, eps0) / 20.0, eps0 / 100.0)
+        grid = np.concatenate([[0.0], np.geomspace(start, eps0 * (1 - 1e-9), num)])
+        coarse = ClonePair(self.n, eps0, max(self.rel, 1e-4))  # ~10× fewer bins; approximate anyway
+        ld = np.log(np.maximum(coarse.delta(grid), 1e-320))
+        ld = np.minimum.accumulate(ld)
+
+        def approx(d: float) -> float:
+            x = math.log(d)
+            if x >= ld[0]:
+                return 0.0
+            if x <= ld[-1]:
+                return float(eps0)
+            j = int(np.searchsorted(-ld, -x))  # ld[j-1] > x >= ld[j]
+            t = (ld[j - 1] - x) / (ld[j - 1] - ld[j]) if ld[j - 1] > ld[j] else 1.0
+            return float(grid[j - 1] + t * (grid[j] - grid[j - 1]))
+
+        return approx
+
     def epsilon(self, delta: float, xtol: float = 1e-10) -> float:
         """Smallest ε ≥ 0 (to ``xtol`` relative) with certified δ(ε) ≤ ``delta``; 0 if δ(0) ≤ delta."""
         delta = check_delta(delta)
@@ -247,6 +291,12 @@ class ClonePair:
         return float(hi)
 
 
+def loss_scale(n: int, epsilon0: float) -> float:
+    """σ_L = 2·tanh(ε0/2)/√(E[C] + 1), E[C] = (n−1)e^{−ε0}: the spread of the pair's privacy loss
+    log(P/Q) (from log R ≈ 2·tanh(ε0/2)·u/(C+1), u of spread √(C+1)); capped at ε0."""
+    return min(epsilon0, 2.0 * math.tanh(epsilon0 / 2.0) / math.sqrt((n - 1) * math.exp(-epsilon0) + 1.0))
+
+
 @lru_cache(maxsize=64)
 def _prepared(n: int, eps0: float, rel: float):
     p = math.exp(-eps0)
@@ -272,3 +322,29 @@ def clone_delta(n, epsilon0, epsilon):
 def clone_epsilon(n, epsilon0, delta) -> float:
     """Smallest certified ε (relative tolerance 1e-10) with clone-pair δ(ε) ≤ δ."""
     return clone_pair(n, epsilon0).epsilon(delta)
+
+
+def fmt21_closed_form_epsilon(n, epsilon0, delta) -> float:
+    """FMT21's closed-form amplification bound, in the form of the authors' public implementation
+    (apple/ml-shuffling-amplification, ``closedformanalysis``; FMT21 Theorem 3.1): for
+    ε0 ≤ log(n/(16·log(4/δ))),
+
+        ε = log(1 + (1 − e^{−ε0})/(1 + e^{−ε0−e'})·(a + c)),  a = 8√(e^{ε0}·log(4/δ)/n),  c = 8e^{ε0}/n,
+        e' = log(1 + a + c);
+
+    outside that condition the shuffle is still ε0-DP (post-processing), which is returned, as the
+    implementation does. Looser than the clone pair's exact (ε, δ) (:meth:`ClonePair.epsilon`).
+    """
+    n = check_n(n)
+    eps0 = check_epsilon0(epsilon0)
+    delta = check_delta(delta)
+    if eps0 == 0.0:
+        return 0.0
+    if n < 16 * math.log(4 / delta) or eps0 > math.log(n / (16 * math.log(4 / delta))):
+        return eps0
+    a = 8 * math.sqrt(math.exp(eps0) * math.log(4 / delta) / n)
+    c = 8 * math.exp(eps0) / n
+    e = math.log1p(a + c)
+    b = -math.expm1(-eps0)
+    d = 1 + math.exp(-eps0 - e)
+    return float(np.nextafter(min(eps0, math.log1p(b / d * (a + c))), math.inf))

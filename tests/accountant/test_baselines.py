@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.stats import binom
 
-from accountant.baselines import clone_pair
+from accountant.baselines import clone_pair, fmt21_closed_form_epsilon
 from accountant.baselines.blanket import bbg19_delta, bbg19_epsilon, efm19_epsilon
 from accountant.baselines.composition import best_split_epsilon, drv_epsilon, kov15_delta, kov15_epsilon
 from accountant.baselines.subsampling import amplify_without_replacement
@@ -85,6 +85,14 @@ def test_clone_epsilon_within_the_reference_implementations_printed_bracket():
     over [0, 0.5378] (resolution 5.3e-4)."""
     eps = clone_pair(100_000, 4.0).epsilon(1e-6)
     assert 0.1675385583317841 - 0.5378 / 2**10 <= eps <= 0.172790550755978
+
+
+def test_fmt21_closed_form_matches_the_printed_example():
+    """The same README prints 0.5378040242374512 for its closed form at n = 10⁵, ε0 = 4, δ = 1e-6."""
+    got = fmt21_closed_form_epsilon(100_000, 4.0, 1e-6)
+    assert got == pytest.approx(0.5378040242374512, rel=1e-14) and got >= 0.5378040242374512
+    assert got >= clone_pair(100_000, 4.0).epsilon(1e-6)
+    assert fmt21_closed_form_epsilon(1000, 2.0, 1e-10) == 2.0  # outside its condition: the ε0-DP level
 
 
 @pytest.mark.parametrize("n,eps0", [(10**6, 0.5), (10**6, 2.0), (10**8, 0.1), (10**4, 3.0)])
