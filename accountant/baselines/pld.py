@@ -18,7 +18,7 @@ Construction (every step pessimistic, so the composed (ε, δ) is an upper bound
    Kamath, Kumar, Manurangsi, PETS 2022, Algorithm 1; ``dp_accounting``'s
    ``create_pmf_pessimistic_connect_dots_fixed_gap``) builds, from the curve δ(ε_j) on the grid
    ε_j = jΔ, a PLD on that grid that dominates the pair; mass below the first grid point is
-   moved up to it and δ(ε_last) becomes mass at +∞. The grid spans [−20σ_L, ε_top] where
+   moved up to it and δ(ε_last) becomes mass at +∞. The grid spans [−10σ_L, ε_top] where
    σ_L = 2·tanh(ε0/2)/√(E[C]+1) is the loss scale and δ(ε_top) ≤ 1e-30 (or ε_top = ε0).
 4. *Composition.* ``self_compose(T)`` convolves by FFT and truncates tails of total mass
    ``tail_mass_truncation`` into the +∞ mass (pessimistic). Not certified: the floating-point
@@ -44,7 +44,7 @@ from .clone_dp import ClonePair, loss_scale
 __all__ = ["CloneShufflePLD", "clone_pld", "clone_pld_epsilon"]
 
 _REL_PLD = 1e-4
-_LOW_SIGMAS = 20.0
+_LOW_SIGMAS = 10.0
 _TOP_DELTA = 1e-30
 _STEPS_PER_SIGMA = 50.0
 

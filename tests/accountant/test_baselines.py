@@ -45,6 +45,26 @@ def test_clone_delta_matches_brute_force_definition(n, eps0):
         assert got <= float(exact) * (1 + 1e-5) + 1e-300
 
 
+def test_clone_delta_on_a_grid_matches_brute_force_and_pointwise():
+    """Many ε at once go through per-bin S-tables (_delta_c_many): same certified values."""
+    P, Q = R.clone_pair_atoms(40, 1.0)
+    pair = clone_pair(40, 1.0)
+    grid = np.linspace(-0.9, 0.95, 64)
+    got = pair.delta(grid)
+    for e, g in zip(grid[::7], got[::7]):
+        exact = float(R.hockey(P, Q, e))
+        assert exact * (1 - 1e-15) <= g <= exact * (1 + 1e-5) + 1e-300
+    for n, eps0 in [(10**4, 0.5), (10**5, 2.0), (10**6, 1.0)]:
+        pair = clone_pair(n, eps0)
+        e1 = pair.epsilon(1e-12)
+        grid = np.linspace(-e1, 2 * e1, 100)
+        many = pair.delta(grid)
+        pointwise = np.array([pair.delta(float(e)) for e in grid[::9]])
+        assert np.allclose(many[::9], pointwise, rtol=1e-8, atol=1e-300)
+        lo, up = pair.delta_bracket(grid)
+        assert np.all(lo <= up) and np.all(up <= lo * (1 + 2e-3) + 1e-300)
+
+
 def _per_c_reference(n: int, eps0: float, eps: float) -> float:
     """Σ_c P(C=c) Σ_x (P_c(x) − e^ε Q_c(x))_+ with every c and every x (float64 pmfs), a code
     path independent of the module's closed form and binning (the 40-digit reference is too slow
