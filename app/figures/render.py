@@ -39,6 +39,8 @@ def render(fig_id: str, panels: list[Panel], data: dict, out: Path) -> list[Path
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    matplotlib.rcParams["svg.hashsalt"] = "privacy-accountant"  # stable element ids: regenerated SVGs diff cleanly
+
     rows, cols = _LAYOUT[fig_id]
     fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.6 * rows + 0.9), squeeze=False)
     handles = {}
