@@ -439,6 +439,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     common(c)
     c.set_defaults(func=cmd_calibrate)
+
+    g = sub.add_parser("figures", add_help=False, prefix_chars="\0", help="regenerate the thesis's figures (app.figures)")
+    g.add_argument("args", nargs="*")  # parsed by app.figures.main (runs on its own, like serve)
+    g.set_defaults(func=lambda a: __import__("app.figures", fromlist=["main"]).main(a.args), serve=True)
     return p
 
 

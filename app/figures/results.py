@@ -1,0 +1,388 @@
+"""The results page: each figure, the thesis's quoted claims against the reproduced values, the
+tightness of the default accounting against the best known valid accounting, and costs."""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+
+from . import compute as C
+from .spec import FIGURES, NOT_COVERED, TITLES
+
+#: relative tolerance of the quoted points (checked by tests/app/test_figures.py against this page)
+TOLERANCE = 0.01
+
+#: the points the thesis quotes: (figure, panel, x) and the curves whose values the page lists
+QUOTED = [
+    ("5.4", "a", 10**5, [C.DEFAULT, C.U1, C.KOV, C.KOV_CF, C.PLD]),
+    ("5.6", "a", 10**5, [C.DEFAULT, C.SU, C.GDD_WBK, C.KOV_SUB, C.KOV_SUB_CF]),
+]
+
+
+def _get(data, fig, panel, curve, x):
+    for xx, y in data.get(fig, {}).get((panel, curve), []):
+        if xx == x:
+            return y
+    return math.nan
+
+
+def _f(v, digits=4):
+    if v is None or not math.isfinite(v):
+        return "—"
+    return f"{v:.{digits}g}"
+
+
+def _ratio(a, b):
+    return a / b if (math.isfinite(a) and math.isfinite(b) and b > 0) else math.nan
+
+
+def cost_measurements(quick: bool) -> dict:
+    """Time the baselines and the PLD path (fresh caches) on representative (n, ε0)."""
+    from accountant.baselines import clone_dp
+    from accountant.baselines import pld as P
+
+    out = {"clone": [], "pld": []}
+    cases = [(10**6, 0.5)] if quick else [(10**4, 0.5), (10**6, 0.5), (10**6, 2.0), (10**5, 2.0), (10**8, 0.5)]
+    for n, e0 in cases:
+        clone_dp._prepared.cache_clear()
+        t0 = time.perf_counter()
+        eps = clone_dp.clone_pair(n, e0).epsilon(1e-6)
+        out["clone"].append((n, e0, eps, time.perf_counter() - t0))
+    pld_cases = [(10**6, 0.5)] if quick else [(10**4, 0.5), (10**6, 0.5), (10**5, 2.0), (10**6, 2.0), (10**8, 0.5)]
+    rounds = (100,) if quick else (100, 10**4, 10**5)
+    for n, e0 in pld_cases:
+        P._clone_pld.cache_clear()
+        clone_dp._prepared.cache_clear()
+        t0 = time.perf_counter()
+        pl = P.clone_pld(n, e0)
+        build = time.perf_counter() - t0
+        row = {"n": n, "eps0": e0, "build": build, "points": pl.grid_points, "bins": pl.bins, "compose": []}
+        for T in rounds:
+            t0 = time.perf_counter()
+            composed = pl.compose(T)
+            eps = composed.get_epsilon_for_delta(1e-8)
+            dt = time.perf_counter() - t0
+            size = composed._pmf_remove.size  # noqa: SLF001 - the composed array length, for its memory
+            # the same T-fold composition along another FFT path (binary powers, pairwise convolutions)
+            alt = _compose_by_squaring(pl.pld, T).get_epsilon_for_delta(1e-8)
+            row["compose"].append((T, eps, dt, size, abs(alt - eps) / eps))
+        out["pld"].append(row)
+    return out
+
+
+def _compose_by_squaring(pld, T: int):
+    result, base, t = None, pld, T
+    while t:
+        if t & 1:
+            result = base if result is None else result.compose(base)
+        t >>= 1
+        if t:
+            base = base.compose(base)
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+def _claims(data) -> list[str]:
+    rows = []
+    d = lambda *a: _get(data, *a)  # noqa: E731
+    T = 10**5
+    u1, de, kov, kcf, pld = (d("5.4", "a", c, T) for c in (C.U1, C.DEFAULT, C.KOV, C.KOV_CF, C.PLD))
+    rows.append(
+        "| 5.4a: T = 10⁵, ε0 = 0.5, n = 10⁶, δ = 10⁻⁸ | RDP (Thm 5.3.1) \"saves a factor of 8×\" against "
+        f"FMT22 + KOV15 | FMT21 + KOV15 = {_f(kov)}; Thm 5.3.1 = {_f(u1)}: **{_f(_ratio(kov, u1), 3)}×** "
+        f"| default = {_f(de)}: **{_f(_ratio(kov, de), 3)}×** | The baseline here is the strongest one: the clone "
+        "pair's exact (ε̃, δ̃) (not the authors' binary-search upper bound) and the best per-round δ̃ for KOV15. "
+        f"With FMT21's closed form instead, FMT21 + KOV15 = {_f(kcf)} ({_f(_ratio(kcf, u1), 3)}× Thm 5.3.1). "
+        "The thesis's 8× lies between the two; the text does not say how its (ε̃, δ̃) and δ̃ were chosen. "
+        f"The default is within {_f(100 * (_ratio(de, pld) - 1), 2)}% of the clone PLD ({_f(pld)}). |"
+    )
+    su, de6, gdd, ks, kscf = (d("5.6", "a", c, T) for c in (C.SU, C.DEFAULT, C.GDD_WBK, C.KOV_SUB, C.KOV_SUB_CF))
+    rows.append(
+        "| 5.6a: T = 10⁵, γ = 0.001, ε0 = 2, n = 10⁶, δ = 10⁻⁸ | Thm 5.4.1 saves \"14×\" against FMT22 + KOV15 | "
+        f"FMT21 + BBG18 + KOV15 = {_f(ks)}; Thm 5.4.1 = {_f(su)}: **{_f(_ratio(ks, su), 3)}×**; with FMT21's closed "
+        f"form: {_f(kscf)}, **{_f(_ratio(kscf, su), 3)}×** | default = {_f(de6)}: **{_f(_ratio(ks, de6), 3)}×** "
+        f"(closed form: {_f(_ratio(kscf, de6), 3)}×) | "
+        "With k = γn = 10³ users per round, FMT21's closed form is outside its condition "
+        "ε0 ≤ log(k/(16 log(4/δ̃))) and gives no amplification (ε̃ = ε0): that reproduces the thesis's 14× "
+        "(roughly). The exact clone (ε̃, δ̃) amplifies even at k = 10³, and the baseline is then only ~2× "
+        "above Thm 5.4.1. |"
+    )
+    rows.append(
+        "| 5.6a (same point) | Thm 5.4.1 saves \"2.5×\" against GDD21e + WBK19 | "
+        f"GDD21e + WBK19 = {_f(gdd)}: **{_f(_ratio(gdd, su), 3)}×** | default: **{_f(_ratio(gdd, de6), 3)}×** | "
+        "Reproduced with WBK19 Theorem 9 over the GDD21e (= Thm 5.3.1) curve of the k-user shuffle at every "
+        "integer order ≤ 1000 (the tightest reading of the baseline); it is then as good as Thm 5.4.1 at this "
+        "point. The thesis's 2.5× implies a looser use of WBK19 (e.g. only ε(2) and ε(∞)), which the text does not "
+        "specify. |"
+    )
+    # qualitative claims of the text
+    n_u1, n_u1_worse, n_low, n_low_better = 0, 0, 0, 0
+    for panel in "abcd":
+        for (_x, yu), (_, yc) in zip(data.get("5.3", {}).get((panel, C.U1), []), data.get("5.3", {}).get((panel, C.CLONE), [])):
+            if math.isfinite(yu) and math.isfinite(yc):
+                n_u1 += 1
+                n_u1_worse += yu > yc
+    for panel in "bd":
+        for (_x, yl), (_, yc) in zip(data.get("5.3", {}).get((panel, C.LOWER), []), data.get("5.3", {}).get((panel, C.CLONE), [])):
+            if math.isfinite(yl) and math.isfinite(yc):
+                n_low += 1
+                n_low_better += yl < yc
+    rows.append(
+        "| 5.3 (all panels) | one release: the RDP route (Thm 5.3.1) \"performs worse than\" FMT22 | "
+        f"Thm 5.3.1 above the exact clone ε at {n_u1_worse} of {n_u1} points | — | Reproduced. |"
+    )
+    rows.append(
+        "| 5.3b, 5.3d | the lower bound (Thm 5.3.3) converted by Lemma 2.1.3 is below FMT22 \"for all ε0\" | "
+        f"below the exact clone ε at {n_low_better} of {n_low} points | — | "
+        + ("Reproduced." if n_low_better == n_low else
+           "Not everywhere: against the *exact* clone (ε, δ) (tighter than the thesis's FMT22 numbers) the "
+           "converted lower bound is not always below; a converted RDP lower bound is not an (ε, δ) lower bound.")
+        + " |"
+    )
+    small = [(x, y, _get(data, "5.4", "d", C.KOV, x)) for x, y in data.get("5.4", {}).get(("d", C.U1), [])]
+    better = [x for x, yu, yk in small if math.isfinite(yu) and math.isfinite(yk) and yk < yu]
+    kov_below_default = [x for x, _, yk in small if math.isfinite(yk) and yk < _get(data, "5.4", "d", C.DEFAULT, x)]
+    rows.append(
+        "| 5.4d: ε0 = 2, n = 10⁶ | FMT22 + KOV15 is better than Thm 5.3.1 \"for T < 10\" | "
+        f"FMT21 + KOV15 below Thm 5.3.1 at T ∈ {{{', '.join(str(int(x)) for x in better) or 'none'}}} | "
+        f"FMT21 + KOV15 below the default at T ∈ {{{', '.join(str(int(x)) for x in kov_below_default) or 'none'}}} | "
+        "Reproduced in direction (the crossover T depends on the baseline's strength). |"
+    )
+    b = [(x, _get(data, "5.6", "b", C.KOV_SUB, x), _get(data, "5.6", "b", C.GDD_WBK, x)) for x, _ in data.get("5.6", {}).get(("b", C.SU), [])]
+    nb = sum(1 for _, k_, g in b if math.isfinite(k_) and math.isfinite(g))
+    nbb = sum(1 for _, k_, g in b if math.isfinite(k_) and math.isfinite(g) and k_ < g)
+    rows.append(
+        "| 5.6b: k = γn = 10⁴ | FMT22 + KOV15 is better than GDD21e + WBK19 there | "
+        f"FMT21 + BBG18 + KOV15 below GDD21e + WBK19 at {nbb} of {nb} T values | — | "
+        + ("Reproduced." if nb and nbb == nb else "Partly reproduced (see the figure).") + " |"
+    )
+    return rows
+
+
+def _tightness(data) -> list[str]:
+    lines = []
+    from accountant.baselines.clone_dp import loss_scale
+
+    ratios, skipped = [], 0
+    for panel in "abcd":
+        p = next(pp for pp in FIGURES["5.3"] if pp.panel == panel)
+        for (x, yd), (_, yc) in zip(data.get("5.3", {}).get((panel, C.DEFAULT), []), data.get("5.3", {}).get((panel, C.CLONE), [])):
+            prm = dict(p.params, **{p.x: x})
+            r = _ratio(yd, yc)
+            if not math.isfinite(r):
+                continue
+            if yc < 3 * loss_scale(int(prm["n"]), float(prm["epsilon0"])):
+                skipped += 1  # δ = 1e-6 is not in the tail of the loss: ε ≈ 0 exactly, any ratio is meaningless
+                continue
+            ratios.append((r, panel, x))
+    if ratios:
+        rs = [r for r, _, _ in ratios]
+        lo, hi = min(ratios), max(ratios)
+        lines.append(
+            f"* **One release** (figure 5.3 points, δ = 10⁻⁶, {len(rs)} points): the default RDP-based ε is "
+            f"{_f(100 * (statistics.median(rs) - 1), 3)}% above the clone pair's exact ε in the median, "
+            f"{_f(100 * (lo[0] - 1), 3)}% (5.3{lo[1]}, x = {_fmt(lo[2])}) to {_f(100 * (hi[0] - 1), 3)}% "
+            f"(5.3{hi[1]}, x = {_fmt(hi[2])}). Part of it is the RDP → (ε, δ) conversion itself (Lemma 2.1.3), "
+            "which no RDP curve avoids."
+            + (f" Left out: {skipped} points where the exact ε is below 3σ_L (σ_L = 2·tanh(ε0/2)/√(E[C]+1), the "
+               "spread of the clone pair's privacy loss), i.e. δ = 10⁻⁶ is not in the tail and the exact ε is ≈ 0, "
+               "which no RDP-based conversion approaches." if skipped else "")
+        )
+    d_big = _get(data, "5.3", "a", C.DEFAULT, 10**7)
+    c_big = _get(data, "5.3", "a", C.CLONE, 10**7)
+    if math.isfinite(d_big) and math.isfinite(c_big):
+        import accountant
+
+        o = np.unique(np.concatenate([accountant.DEFAULT_ORDERS, np.geomspace(1e4, 1e5, 30)]))
+        ext = accountant.epsilon_from_rdp(o, accountant.shuffle_rdp(10**7, 0.1, o), 1e-6)
+        lines.append(
+            f"* **The order grid limits large n, small ε0.** In 5.3a the default flattens at large n: at n = 10⁷ "
+            f"it is {_f(d_big)} against the exact {_f(c_big)}. That floor is the conversion's, not the bound's: the "
+            f"default grid stops at α = 10⁴ (refined to ~1.2·10⁴), and with orders up to 10⁵ the same default "
+            f"curve converts to {_f(ext[0])} (optimal order {ext[1]:.0f})."
+        )
+    rows = []
+    for panel in "ad":
+        p = next(pp for pp in FIGURES["5.4"] if pp.panel == panel)
+        for x, yd in data.get("5.4", {}).get((panel, C.DEFAULT), []):
+            yp = _get(data, "5.4", panel, C.PLD, x)
+            if x >= 100 and math.log10(x).is_integer() and math.isfinite(_ratio(yd, yp)):
+                rows.append(f"| 5.4{panel} | {p.params['n']:,} | {p.params['epsilon0']} | {int(x):,} | {_f(yd)} | "
+                            f"{_f(yp)} | {_f(100 * (_ratio(yd, yp) - 1), 3)}% |")
+    other = []
+    for panel in "bcef":
+        for x, yd in data.get("5.4", {}).get((panel, C.DEFAULT), []):
+            r = _ratio(yd, _get(data, "5.4", panel, C.PLD, x))
+            if math.isfinite(r):
+                other.append(r)
+    lines.append(
+        "* **Many rounds** (δ = 10⁻⁸): the default against the PLD of the clone pair composed T times "
+        "(dp_accounting, pessimistic connect-the-dots discretisation, FFT):"
+    )
+    lines.append("")
+    lines.append("| panel | n | ε0 | T | default ε | clone PLD ε | default above PLD |")
+    lines.append("|---|---|---|---|---|---|---|")
+    lines += rows
+    if other:
+        lines.append("")
+        lines.append(f"  Over the T = 10⁴ panels 5.4b, c, e, f ({len(other)} points) the default is "
+                     f"{_f(100 * (min(other) - 1), 3)}% to {_f(100 * (max(other) - 1), 3)}% above the clone PLD "
+                     f"(median {_f(100 * (statistics.median(other) - 1), 3)}%).")
+    # where a valid (ε, δ) baseline is below the default (the PLD always is: it is the tighter accounting)
+    beats = []
+    for fig, curves in (("5.3", (C.BBG, C.EFM_DP)), ("5.4", (C.KOV, C.DRV)), ("5.6", (C.KOV_SUB, C.GDD_WBK, C.SU))):
+        for (panel, curve), pts in data.get(fig, {}).items():
+            if curve not in curves:
+                continue
+            for x, y in pts:
+                yd = _get(data, fig, panel, C.DEFAULT, x)
+                if math.isfinite(y) and math.isfinite(yd) and y < yd:
+                    beats.append((yd / y, fig, panel, curve, x))
+    lines.append("")
+    if beats:
+        worst = max(beats)
+        groups: dict = {}
+        for _, f, p, c, x in beats:
+            groups.setdefault((f, p, c), []).append(x)
+        where = []
+        for (f, p, c), xs in sorted(groups.items()):
+            name = next(pp.x for pp in FIGURES[f] if pp.panel == p)
+            rng = _fmt(xs[0]) if len(xs) == 1 else f"{_fmt(min(xs))}–{_fmt(max(xs))}"
+            where.append(f"{f}{p} ({c}, {name} = {rng}, {len(xs)} points)")
+        lines.append(
+            f"* **Where a valid baseline is below the default** ({len(beats)} points, the exact clone (ε, δ) and "
+            "PLD aside): " + "; ".join(where) + ". "
+            f"The largest gap is {_f(worst[0], 3)}× (figure {worst[1]}{worst[2]}, {worst[3]}, x = {_fmt(worst[4])}). "
+            "For one or a few rounds, an (ε, δ) accounting of the clone pair (composed by KOV15, and for subsampling "
+            "amplified by BBG18) is tighter than any RDP curve converted by Lemma 2.1.3; the RDP route wins from a "
+            "few (5.4) to a few hundred (5.6) rounds on. Both are valid for the same release, so an answer may take "
+            "the smaller; the PLD path (below; shuffle events only so far) is tighter than both for shuffle events."
+        )
+    else:
+        lines.append("* No (ε, δ) baseline is below the default at any plotted point (the clone PLD aside).")
+    return lines
+
+
+def _fmt(x):
+    return f"{int(x):,}" if float(x).is_integer() and x >= 1 else f"{x:g}"
+
+
+def _costs(costs, timings) -> list[str]:
+    lines = ["### Baselines", "", "| computation | points | mean | max |", "|---|---|---|---|"]
+    for name, ts in sorted(timings.items()):
+        if ts:
+            lines.append(f"| {name} | {len(ts)} | {1000 * statistics.mean(ts):.0f} ms | {1000 * max(ts):.0f} ms |")
+    lines += ["", "The clone pair's exact ε(δ) at δ = 10⁻⁶ with fresh caches (the public reference implementation takes "
+              "4–98 s per point at n = 10⁶):", "", "| n | ε0 | ε | time |", "|---|---|---|---|"]
+    for n, e0, eps, dt in costs["clone"]:
+        lines.append(f"| {n:,} | {e0} | {_f(eps, 5)} | {1000 * dt:.0f} ms |")
+    lines += ["", "### PLD path for shuffle events", "",
+              "Single-round PLD of the clone pair (built once per (n, ε0) and cacheable: its pmf has `grid points` "
+              "float64 entries) and its T-fold composition by FFT (`composed size` float64 entries; the FFT works on "
+              "complex arrays of about that length). *FFT drift* is the relative difference of the composed ε "
+              "from the same composition along another FFT path (pairwise convolutions by binary powers): the "
+              "floating-point error the FFT adds, which is not certified.", "",
+              "| n | ε0 | build | grid points | C-bins | T | ε (δ = 10⁻⁸) | compose + ε | composed size | memory | FFT drift |",
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for row in costs["pld"]:
+        for T, eps, dt, size, drift in row["compose"]:
+            lines.append(f"| {row['n']:,} | {row['eps0']} | {row['build']:.2f} s | {row['points']} | {row['bins']} | "
+                         f"{T:,} | {_f(eps, 5)} | {1000 * dt:.0f} ms | {size:,} | {16 * size / 2**20:.1f} MiB | "
+                         f"{drift:.1e} |")
+    return lines
+
+
+def _quoted_table(data) -> list[str]:
+    lines = ["| figure | panel | x | curve | value | tolerance |", "|---|---|---|---|---|---|"]
+    for fig, panel, x, curves in QUOTED:
+        for c in curves:
+            v = _get(data, fig, panel, c, x)
+            if math.isfinite(v):
+                lines.append(f"| {fig} | {panel} | {x} | {c} | {v:.6g} | {TOLERANCE:g} |")
+    return lines
+
+
+def write_results(path: Path, img_dir: Path, data: dict, costs: dict, quick: bool, seconds: float) -> None:
+    rel = Path(os.path.relpath(img_dir, path.parent))
+    L = [
+        "# Reproducing the thesis's numerical results (§5.5) with the baselines",
+        "",
+        "<!-- generated by `privacy-accountant figures`; do not edit by hand -->",
+        "",
+        f"Generated by `privacy-accountant figures --out {img_dir.as_posix()} --results {path.as_posix()}`"
+        + (" **--quick** (a few points per panel)" if quick else "") + f" ({seconds / 60:.0f} min of computation). "
+        "Every number below comes from `accountant` (the service's bounds, conversion and composition) or "
+        "`accountant.baselines` (the approximate-DP baselines, each one cited source); the CSVs next to the "
+        "images hold every plotted point (`figure,panel,curve,x,y`).",
+        "",
+        NOT_COVERED,
+        "",
+        "## Curves",
+        "",
+        f"* **{C.DEFAULT}** — the service's answer: the order-wise minimum of every valid RDP bound "
+        "(Thm 5.3.1/5.3.2, the ε0-DP cap, the FMT21 clone reduction; for subsampling also Thm 5.4.1 and WBK19 "
+        "over the tightest k-user curve), converted by Lemma 2.1.3.",
+        f"* **{C.U1}**, **{C.U2}**, **{C.SU}** — the thesis's upper bounds (corrected as in docs/bounds.md), "
+        "at integer orders 2…10⁴ where the theorem needs them; **lower** curves are the exact Thm 5.3.3 / 5.4.2 "
+        "mechanisms' RDP (converted by Lemma 2.1.3 in 5.3/5.6: a comparison curve, not an (ε, δ) lower bound).",
+        f"* **{C.EFM_RDP}** — EFM19 Remark 1 as (5.8); **{C.EFM_DP}** — EFM19 Corollary 9 (only ε0 < 1/2, n ≥ 1000).",
+        f"* **{C.BBG}** — BBG19 Hoeffding/Bennett bound for a generic ε0-LDP randomizer (the smaller of the two).",
+        f"* **{C.CLONE}** — the FMT21 clone pair's hockey-stick divergence, certified (never below the exact value). "
+        "FMT21 is the thesis's [FMT22] (Feldman, McMillan, Talwar, FOCS 2021, proceedings dated 2022).",
+        f"* **{C.KOV}**, **{C.DRV}** — the clone pair's (ε̃, δ̃) per round composed by KOV15 Thm 3.3 (optimal) or "
+        "DRV10, minimised over the per-round δ̃; **closed form** variants use FMT21's closed-form bound instead.",
+        f"* **{C.KOV_SUB}** — the k-user clone (ε̃, δ̃), amplified by sampling without replacement (BBG18: "
+        "ε' = log(1 + γ(e^ε̃ − 1)), δ' = γδ̃), composed by KOV15.",
+        f"* **{C.GDD_WBK}** — WBK19 Thm 9 (subsampling without replacement) over GDD21e's RDP of the k-user "
+        "shuffle (= Thm 5.3.1), orders ≤ 1000.",
+        f"* **{C.PLD}** — the best known valid accounting for many rounds: the clone pair's privacy-loss "
+        "distribution (pessimistic discretisation) composed T times by FFT.",
+        "",
+        "## The thesis's quoted claims",
+        "",
+        "| point | thesis | reproduced (thesis's bound) | reproduced (default) | where they differ and why |",
+        "|---|---|---|---|---|",
+        *_claims(data),
+        "",
+        f"### Quoted points (checked by `tests/app/test_figures.py`, relative tolerance {TOLERANCE:g})",
+        "",
+        *_quoted_table(data),
+        "",
+        "## Tightness against the best known valid accounting",
+        "",
+        *_tightness(data),
+        "",
+        "## Cost",
+        "",
+        *_costs(costs, C.TIMINGS),
+        "",
+        "## Figures",
+        "",
+    ]
+    for fig_id, panels in FIGURES.items():
+        if fig_id not in data:
+            continue
+        stem = "fig" + fig_id.replace(".", "_")
+        L += [f"### {TITLES[fig_id]}", "", f"![{TITLES[fig_id]}]({(rel / (stem + '.png')).as_posix()})", "",
+              f"[SVG]({(rel / (stem + '.svg')).as_posix()}) · [CSV]({(rel / (stem + '.csv')).as_posix()})", ""]
+        for p in panels:
+            xs = p.values(quick)
+            lines = f"({p.panel}) {p.caption}; x from {_fmt(min(xs))} to {_fmt(max(xs))}, {len(xs)} points"
+            L.append(f"* {lines}")
+        L.append("")
+    L += [
+        "Notes: the x ranges are not in the extracted thesis text and were chosen to cover the regimes it "
+        "discusses; 5.6c follows the text (k = 10³ fixed, γ = 10³/n), not its caption (γ = 0.001). Curves leave "
+        "out points where a bound does not apply (EFM19 Cor. 9 outside ε0 < 1/2; U1/SU at non-integer orders).",
+        "",
+    ]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(L))
+
+
+__all__ = ["QUOTED", "TOLERANCE", "cost_measurements", "write_results"]
