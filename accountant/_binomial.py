@@ -164,3 +164,24 @@ def log_binom_pmf(k, big_n, p: float, q1: float) -> np.ndarray:
     out = np.where((k == big_n) & (big_n > 0), hi_val, out)
     out = np.where((k == 0) & (big_n >= 0), lo_val, out)
     return out
+
+
+def log_binom_pmf_range(k_lo: int, k_hi: int, big_n: int, p: float, q1: float, block: int = 64) -> np.ndarray:
+    """log Bin(N, p) pmf at every integer k_lo..k_hi: Loader's value (:func:`log_binom_pmf`) at the
+    first k of each block of ``block`` integers, then the exact ratios
+    pmf(k)/pmf(k−1) = (N − k + 1)·p/(k·(1 − p)) accumulated within the block (one log each; the
+    absolute error stays ≲ 1e-14, as Loader's own)."""
+    ks = np.arange(k_lo, k_hi + 1, dtype=float)
+    if ks.size == 0:
+        return ks
+    nb = (ks.size + block - 1) // block
+    kk = np.full(nb * block, ks[-1])
+    kk[:ks.size] = ks
+    kk = kk.reshape(nb, block)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lr = np.log((big_n - kk + 1.0) / kk) + (math.log(p) - math.log(q1))
+    lr[:, 0] = log_binom_pmf(kk[:, 0], float(big_n), p, q1)
+    out = np.cumsum(lr, axis=1).ravel()[:ks.size]
+    # k = 0 inside a block (only possible as its first element) and k = N are exact already;
+    # a ratio at k = 0 never enters (it is always a block's first element)
+    return out

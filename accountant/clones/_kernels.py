@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from .._binomial import log_binom_pmf
+from .._binomial import log_binom_pmf, log_binom_pmf_range
 from .._numerics import log_pure_dp_excess, segment_logsumexp
 
 
@@ -147,7 +147,7 @@ def log_geom(z: np.ndarray, w: np.ndarray) -> np.ndarray:
 
 
 class CMass:
-    """log P(C ∈ [a, b]) for C ~ Bin(N, q): exact (Loader's pmf, summed) inside c0 ± 40σ_C and
+    """log P(C ∈ [a, b]) for C ~ Bin(N, q): exact (Loader-anchored pmf, summed) inside c0 ± 40σ_C and
     bounded outside it by geometric series of pmf ratios (P(C ≤ k) ≤ pmf(k)/(1 − r_k),
     r_k = k(1−q)/((N−k+1)q) < 1, and symmetrically above)."""
 
@@ -156,8 +156,7 @@ class CMass:
         half = 40.0 * ctx.sig_c + 40.0
         self.lo = int(max(0, math.floor(ctx.c0 - half)))
         self.hi = int(min(ctx.N, math.ceil(ctx.c0 + half)))
-        ks = np.arange(self.lo, self.hi + 1, dtype=float)
-        self.lpmf = log_binom_pmf(ks, float(ctx.N), ctx.q, ctx.q1)
+        self.lpmf = log_binom_pmf_range(self.lo, self.hi, ctx.N, ctx.q, ctx.q1, block=32)
 
     def _tail(self, k: np.ndarray, lower: bool) -> np.ndarray:
         ctx = self.ctx
