@@ -54,7 +54,7 @@ import numpy as np
 
 from .._binomial import log_binom_pmf
 from .._numerics import log_expm1, log_phi, logsumexp, logsumexp_many, segment_logsumexp
-from ._cells import flat_cells
+from ._cells import hist_cells
 from ._kernels import CMass, Ctx, log_cap_f, log_q_at, log_ratio, tilt
 from ._windows import tails, windows
 
@@ -185,10 +185,10 @@ class Prepared:
             own = np.where(width == 1, lw_pts, -np.inf)
             lw_low_all = np.logaddexp(below, own)
             lw_low = lw_low_all[1:] if pts[0] == 0 else lw_low_all
-            lq, g, segc = flat_cells(c, plan.x_l, plan.x_h, lw, ctx)
-            self.cells = lq.size
-            if lq.size:
-                self.bins = _Bins(lq, g, segc, lw_low - lw)
+            lbw, den, g, segc = hist_cells(c, plan.x_l, plan.x_h, lw, ctx)
+            self.cells = plan.cells
+            if np.any(np.isfinite(lbw) & (g != 0.0) & (den > 0.0)):
+                self.bins = _Bins(lbw, g, segc, lw_low - lw, lin=den)
 
     def covers(self, alphas: np.ndarray) -> bool:
         return bool(alphas.size) and self.a_lo <= float(alphas[0]) and float(alphas[-1]) <= self.a_hi
@@ -289,45 +289,56 @@ def _edges(gmin: float, gmax: float):
 class _Bins:
     """The histogram of the cells on g (order-independent): per non-empty bin the log-mass LM, the
     cells' extreme values [lo, hi] of g, the mean μ, and the log-mass under the right-end weights
-    (lw + shift_low[seg], for the slack check)."""
+    (lw + shift_low[seg], for the slack check).
 
-    def __init__(self, lw: np.ndarray, g: np.ndarray, seg: np.ndarray, shift_low: np.ndarray):
-        ag = np.abs(g)
-        gmin = float(ag.min())
-        ed, ksw, dg = _edges(gmin, float(ag.max()))
-        nb = ed.size - 1
-        # bin k covers (ed[k], ed[k+1]]: analytic index, then corrected against the edges themselves
-        top = ed[ksw]
-        with np.errstate(divide="ignore"):
-            idx = np.where(ag <= top, np.ceil(np.log(ag / gmin) / math.log(_R)), ksw + np.ceil((ag - top) / dg) - 1.0)
-        idx = np.clip(idx, 0, nb - 1).astype(np.int64)
-        bad = np.flatnonzero(~((ag > ed[idx]) & (ag <= ed[idx + 1])))
-        if bad.size:  # rounding at an edge: the exact search for those few
-            idx[bad] = np.clip(np.searchsorted(ed, ag[bad], side="left") - 1, 0, nb - 1)
-            if not np.all((ag[bad] > ed[idx[bad]]) & (ag[bad] <= ed[idx[bad] + 1])):
-                raise FloatingPointError("histogram bin assignment failed")
-        key = idx * 2 + (g < 0)
-        nk = 2 * nb
+    A cell's weight is e^{lw}·lin (lin ≥ 0, default 1); cells with lw = −inf, lin = 0 or g = 0
+    (ψ(0) = 0) add nothing and are set aside. Consecutive cells of one point that share a bin (runs: g is
+    monotone in x within a point) are reduced first when runs are long, then merged into the
+    bins."""
+
+    def __init__(self, lw: np.ndarray, g: np.ndarray, seg: np.ndarray, shift_low: np.ndarray, lin=None):
+        valid = np.isfinite(lw) & (g != 0.0)
+        if lin is not None:
+            valid &= lin > 0.0
+        key, nk = _bin_keys(g, valid)
+        # runs of equal (key, point); reduced first when they are long enough to pay for it
+        brk = np.flatnonzero((key[1:] != key[:-1]) | (seg[1:] != seg[:-1])) + 1
+        if 8 * brk.size < key.size:
+            st = np.concatenate([[0], brk])
+            sizes = np.diff(np.append(st, key.size))
+            red = (key[st], seg[st], st, sizes)
+        else:
+            red = None
+        rk, rseg = (red[0], red[1]) if red else (key, seg)
         mx = np.full(nk, -np.inf)
-        np.maximum.at(mx, key, lw)
         gl = np.full(nk, np.inf)
         gh = np.full(nk, -np.inf)
-        np.minimum.at(gl, key, g)
-        np.maximum.at(gh, key, g)
-        w = np.exp(lw - mx[key])
-        M = np.bincount(key, w, minlength=nk)
-        S = np.bincount(key, w * g, minlength=nk)
-        kk = np.flatnonzero(M > 0)
+        np.maximum.at(mx, rk, np.maximum.reduceat(lw, red[2]) if red else lw)
+        np.minimum.at(gl, rk, np.minimum.reduceat(g, red[2]) if red else g)
+        np.maximum.at(gh, rk, np.maximum.reduceat(g, red[2]) if red else g)
+        with np.errstate(invalid="ignore"):  # the set-aside key: −inf − (−inf)
+            w = np.exp(lw - (np.repeat(mx[rk], red[3]) if red else mx[key]))
+        if lin is not None:
+            w *= lin
+        r_m = np.add.reduceat(w, red[2]) if red else w
+        r_s = np.add.reduceat(w * g, red[2]) if red else w * g
+        M = np.bincount(rk, r_m, minlength=nk)
+        S = np.bincount(rk, r_s, minlength=nk)
+        kk = np.flatnonzero(M[:-1] > 0)  # (the last key holds the set-aside cells)
         LM = mx[kk] + np.log(M[kk])
         # the same bins with the right-end weights (an estimate; only the slack check uses it;
         # a weight that underflows only makes the check stricter)
         with np.errstate(under="ignore", over="ignore"):
             es = np.exp(np.clip(shift_low, -700.0, 700.0))
-        ML = np.bincount(key, w * es[seg], minlength=nk)[kk]
+        ML = np.bincount(rk, r_m * es[rseg], minlength=nk)[kk]
         with np.errstate(divide="ignore", invalid="ignore"):
             LML = mx[kk] + np.log(ML)
-        lo, hi = gl[kk], gh[kk]  # the cells' own extreme values of g in the bin
-        mu = np.clip(S[kk] / M[kk], lo, hi)
+        self._finish(LM, LML, gl[kk], gh[kk], S[kk] / M[kk])
+
+    def _finish(self, LM, LML, lo, hi, mean):
+        """Per bin (lo, hi: the cells' own extreme values of g): chord weights and pruning terms,
+        the bins with positive g first."""
+        mu = np.clip(mean, lo, hi)
         single = hi <= lo
         width = np.where(single, 1.0, hi - lo)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -343,6 +354,27 @@ class _Bins:
         with np.errstate(divide="ignore"):
             self.p1 = LM + l2g  # + log(½α²) (+ α·g for positive g): the pruning bound
             self.p2 = LM + np.log(gm)  # + log α (negative g)
+
+
+def _bin_keys(g: np.ndarray, valid: np.ndarray):
+    """Bin key of every valid cell (2·bin + [g < 0], bins on |g| from :func:`_edges`; bin k covers
+    (ed[k], ed[k+1]]), the extra last key for the others, and the number of keys. The analytic
+    index is corrected against the edges themselves, so a value on an edge lands in the bin it
+    bounds."""
+    ag = np.abs(g)
+    gmin = float(np.min(ag, where=valid, initial=np.inf))
+    ed, ksw, dg = _edges(gmin, float(np.max(ag, where=valid, initial=0.0)))
+    nb = ed.size - 1
+    top = ed[ksw]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        idx = np.where(ag <= top, np.ceil(np.log(ag / gmin) / math.log(_R)), ksw + np.ceil((ag - top) / dg) - 1.0)
+    idx = np.clip(np.nan_to_num(idx, nan=0.0), 0, nb - 1).astype(np.int64)
+    bad = np.flatnonzero(~((ag > ed[idx]) & (ag <= ed[idx + 1])) & valid)
+    if bad.size:  # rounding at an edge: the exact search for those few
+        idx[bad] = np.clip(np.searchsorted(ed, ag[bad], side="left") - 1, 0, nb - 1)
+        if not np.all((ag[bad] > ed[idx[bad]]) & (ag[bad] <= ed[idx[bad] + 1])):
+            raise FloatingPointError("histogram bin assignment failed")
+    return np.where(valid, idx * 2 + (g < 0), 2 * nb), 2 * nb + 1
 
 
 def _hist_sum(bins: _Bins, alphas: np.ndarray):
