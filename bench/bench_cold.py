@@ -12,8 +12,9 @@ Run: python bench/bench_cold.py [--quick]   → writes bench/results_cold.md
 * Cold clone curve on the default grid (81 orders, 1.1 … 10⁴) over a grid of (n, ε0): CPU time,
   min of 3 repetitions, the engine's prepared histograms dropped before each.
 
-Every table states the machine and its load average; ratios are against the baseline of the same
-run.
+The process runs with the service's allocator tuning (``app.core.tuning.tune_allocator``, as
+``privacy-accountant serve`` does; the baseline runs under it too). Every table states the
+machine and its load average; ratios are against the baseline of the same run.
 """
 
 from __future__ import annotations
@@ -82,12 +83,15 @@ def curve_ms(n: int, e: float, repeat: int = 3) -> float:
 
 
 def main() -> None:
+    from app.core.tuning import tune_allocator
+
+    tuned = tune_allocator()
     quick = "--quick" in sys.argv
     reps = 5 if quick else 15
     load0 = os.getloadavg()
     lines = [f"Load average at start: {load0[0]:.2f} / {load0[1]:.2f} / {load0[2]:.2f} (1/5/15 min) on "
              f"{os.cpu_count()} cores (a shared machine: compare ratios within this file, not bare times "
-             "across files).", ""]
+             f"across files). Allocator tuning of the service: {'on' if tuned else 'not available'}.", ""]
     for _ in range(2):  # warm-up: imports, first-call allocations, dp_accounting's own set-up
         baseline_ms()
         cold_ms(SHUFFLE)

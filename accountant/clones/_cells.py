@@ -41,14 +41,23 @@ def _blocks(c: np.ndarray, x_l: np.ndarray, x_h: np.ndarray, ctx: Ctx):
     pad = xs > xmax[:, None]
     np.minimum(xs, xmax[:, None], out=xs)
     m2 = mf[:, None]
+    # (in place where possible: these arrays hold up to ~10⁶ cells)
     with np.errstate(divide="ignore", invalid="ignore"):
-        lr = np.log((m2 - xs + 1.0) / xs)
-        lr[:, 0] = log_binom_pmf(x0, mf, 0.5, 0.5)
-        lb = np.cumsum(lr, axis=1)
-        v = (2.0 * xs - m2) / m2
+        lb = m2 - xs
+        lb += 1.0
+        lb /= xs
+        np.log(lb, out=lb)  # log b(x)/b(x−1) = log((m − x + 1)/x) …
+        lb[:, 0] = log_binom_pmf(x0, mf, 0.5, 0.5)  # … after the block's anchor
+        for j in range(1, BLK):  # cumulative sum along the block (column by column: vectorised over blocks)
+            lb[:, j] += lb[:, j - 1]
+        v = 2.0 * xs
+        v -= m2
+        v /= m2
         sv = ctx.s * v
         den = 1.0 - sv
-        g = np.log1p(2.0 * sv / den)
+        g = 2.0 * sv
+        g /= den
+        np.log1p(g, out=g)
         far = np.abs(sv) > 0.5
         if far.any():  # 1 ± s·v = (1 ± v) ∓ v·(1 − s)
             vf, xf, mf2 = v[far], xs[far], np.broadcast_to(m2, xs.shape)[far]

@@ -317,7 +317,8 @@ class _Bins:
         np.minimum.at(gl, rk, np.minimum.reduceat(g, red[2]) if red else g)
         np.maximum.at(gh, rk, np.maximum.reduceat(g, red[2]) if red else g)
         with np.errstate(invalid="ignore"):  # the set-aside key: −inf − (−inf)
-            w = np.exp(lw - (np.repeat(mx[rk], red[3]) if red else mx[key]))
+            w = lw - (np.repeat(mx[rk], red[3]) if red else mx[key])
+            np.exp(w, out=w)
         if lin is not None:
             w *= lin
         r_m = np.add.reduceat(w, red[2]) if red else w
@@ -366,15 +367,26 @@ def _bin_keys(g: np.ndarray, valid: np.ndarray):
     ed, ksw, dg = _edges(gmin, float(np.max(ag, where=valid, initial=0.0)))
     nb = ed.size - 1
     top = ed[ksw]
+    # the uniform part's index for every cell (in place), then the geometric part's for the few
+    # cells at or below ``top``
+    idx = ag - top
+    idx /= dg
+    np.ceil(idx, out=idx)
+    idx += ksw - 1.0
+    geo = np.flatnonzero(ag <= top)
     with np.errstate(divide="ignore", invalid="ignore"):
-        idx = np.where(ag <= top, np.ceil(np.log(ag / gmin) / math.log(_R)), ksw + np.ceil((ag - top) / dg) - 1.0)
-    idx = np.clip(np.nan_to_num(idx, nan=0.0), 0, nb - 1).astype(np.int64)
-    bad = np.flatnonzero(~((ag > ed[idx]) & (ag <= ed[idx + 1])) & valid)
+        idx[geo] = np.ceil(np.log(ag[geo] / gmin) / math.log(_R))
+    np.clip(idx, 0, nb - 1, out=idx)
+    idx = idx.astype(np.int64)
+    bad = np.flatnonzero(~((ag > ed[:-1][idx]) & (ag <= ed[1:][idx])) & valid)
     if bad.size:  # rounding at an edge: the exact search for those few
         idx[bad] = np.clip(np.searchsorted(ed, ag[bad], side="left") - 1, 0, nb - 1)
         if not np.all((ag[bad] > ed[idx[bad]]) & (ag[bad] <= ed[idx[bad] + 1])):
             raise FloatingPointError("histogram bin assignment failed")
-    return np.where(valid, idx * 2 + (g < 0), 2 * nb), 2 * nb + 1
+    idx *= 2
+    idx += g < 0
+    idx[~valid] = 2 * nb
+    return idx, 2 * nb + 1
 
 
 def _hist_sum(bins: _Bins, alphas: np.ndarray):
