@@ -14,8 +14,9 @@ Per point, f_α(c) − 1 is bounded from binned cells (:mod:`._binned`) or, for 
 is large (≳ 6), by geometric bins without cells (:mod:`._geometric`).
 
 *Exact* mode: every cell is its own bin, ρ_C = 1e-13 (the C-grid is refined to single integers
-wherever the mass matters) and window tails are ≲ e^{−38}; the result equals the untruncated sum
-to ~1e-12. Used where it is cheap (:func:`exact_work`).
+wherever the mass matters) and window tails are ≲ e^{−38}; all orders form one chunk (one window
+covering every order's tilted peak, one C-grid refined for all of them). The result equals the
+untruncated sum to ~1e-12. Used where it is cheap (:func:`exact_work`).
 """
 
 from __future__ import annotations
@@ -160,7 +161,9 @@ class _Refinement:
 
     def __init__(self, ctx: Ctx, alphas: np.ndarray, exact: bool):
         self.ctx, self.exact = ctx, exact
-        self.chunks = chunk_orders(alphas, ctx)
+        # exact mode: one chunk (every cell is its own bin, so a shared window and C-grid cost
+        # little extra, and the C-grid is refined for all orders at once)
+        self.chunks = [alphas] if exact else chunk_orders(alphas, ctx)
         self.geo = [not exact and is_geo(ch, ctx) for ch in self.chunks]
         self.masses = CMass(ctx)
         self.pts = [initial_points(ctx, exact, float(rho_c(ch)[0])) for ch in self.chunks]
