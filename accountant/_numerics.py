@@ -31,10 +31,17 @@ def log_expm1(x):
         return np.where(big, x + np.log1p(-np.exp(-np.where(big, x, 30.0))), np.log(np.expm1(safe)))
 
 
-def em1mx(z: np.ndarray) -> np.ndarray:
+def em1mx(z) -> np.ndarray:
     """e^z − 1 − z (series for |z| < 0.05, else expm1(z) − z; relative error ≲ 1e-15)."""
-    ser = z * z / 2.0 * (1.0 + z / 3.0 * (1.0 + z / 4.0 * (1.0 + z / 5.0 * (1.0 + z / 6.0 * (1.0 + z / 7.0 * (1.0 + z / 8.0))))))
-    return np.where(np.abs(z) < 0.05, ser, np.expm1(z) - z)
+    z = np.asarray(z, dtype=float)
+    out = np.expm1(z)
+    out -= z
+    small = np.abs(z) < 0.05
+    if small.any():
+        zs = z[small]
+        out[small] = zs * zs / 2.0 * (1.0 + zs / 3.0 * (1.0 + zs / 4.0 * (1.0 + zs / 5.0 * (
+            1.0 + zs / 6.0 * (1.0 + zs / 7.0 * (1.0 + zs / 8.0))))))
+    return out
 
 
 def _log_em1mx(z: np.ndarray) -> np.ndarray:

@@ -409,22 +409,22 @@ def _hist_sum(bins: _Bins, alphas: np.ndarray):
     keep = A >= (rowmax - _PRUNE)[:, None]
     rows, cols = np.nonzero(keep)
     ar = alphas[rows]
-    gs = -np.log(ar) / (ar - 1.0)  # ψ is concave below g*, convex above
-    lo_k, hi_k, mu_k = lo[cols], hi[cols], mu[cols]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gs = (-np.log(alphas) / (alphas - 1.0))[rows]  # ψ is concave below g*, convex above
+    lo_k, hi_k = lo[cols], hi[cols]
     one = single[cols]
     conc = (hi_k <= gs) | one
     conv = (lo_k >= gs) & ~one
-    mixed = ~(conc | conv)
+    ic = np.flatnonzero(conc)  # Jensen at μ (exact for a single value)
+    it = np.flatnonzero(~conc)  # chord (convex) or the larger end value (straddling g*)
+    # one log φ call for all three kinds of values: μ (concave bins), then both ends of the others
+    phi = log_phi(np.concatenate([ar[ic], ar[it], ar[it]]),
+                  np.concatenate([mu[cols[ic]], lo_k[it], hi_k[it]]))
     val = np.empty(rows.size)
-    if conc.any():  # Jensen (exact for a single value)
-        val[conc] = log_phi(ar[conc], mu_k[conc])
-    two = conv | mixed
-    if two.any():
-        lpa = log_phi(ar[two], lo_k[two])
-        lpe = log_phi(ar[two], hi_k[two])
-        cv = conv[two]
-        c2 = cols[two]
-        val[two] = np.where(cv, np.logaddexp(wl[c2] + lpa, wh[c2] + lpe), np.maximum(lpa, lpe))
+    val[ic] = phi[:ic.size]
+    lpa, lpe = phi[ic.size:ic.size + it.size], phi[ic.size + it.size:]
+    c2 = cols[it]
+    val[it] = np.where(conv[it], np.logaddexp(wl[c2] + lpa, wh[c2] + lpe), np.maximum(lpa, lpe))
     vlow = val + LML[cols]  # the same per-bin average of ψ under the right-end weights (estimate)
     val = val + LM[cols]
     starts = np.searchsorted(rows, np.arange(K))
