@@ -83,33 +83,37 @@ def log_phi(alpha, lr) -> np.ndarray:
     y = alpha * lr
     ay = np.abs(y)
     out = np.empty(y.shape)
+    al, x_all, y_all, o = alpha.ravel(), lr.ravel(), y.ravel(), out.reshape(-1)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
-        small = (ay <= 0.05) & ((alpha > 1.0) | (np.abs(lr) <= 0.05))
-        if small.any():
-            out[small] = _log_phi_series(alpha[small], lr[small])
-        neg = ~small & (alpha < 0.0)
-        if neg.any():
-            a, x = alpha[neg], lr[neg]
-            out[neg] = np.logaddexp(_log_em1mx(a * x), np.log(-a) + _log_em1mx(x))
-        near1 = ~small & ~neg & (alpha < 2.0)
-        if near1.any():
-            d, x = alpha[near1] - 1.0, lr[near1]
-            h = np.where(np.abs(x) < 1.0, x * np.expm1(x) - em1mx(x), 1.0 + np.exp(x) * (x - 1.0))
-            out[near1] = np.log(d * h + np.exp(x) * em1mx(d * x))
-        rest = ~small & ~neg & ~near1
-        mid = rest & (ay <= 1.0)
-        if mid.any():
-            a, x, yy = alpha[mid], lr[mid], y[mid]
-            out[mid] = np.log(em1mx(yy) - a * em1mx(x))
-        big = rest & (y > 1.0)
-        if big.any():
-            a, x, yy = alpha[big], lr[big], y[big]
-            out[big] = yy + np.log1p(-np.exp(-yy) * (1.0 + a * np.expm1(x)))
-        low = rest & (y < -1.0)
-        if low.any():
-            a, x, yy = alpha[low], lr[low], y[low]
-            out[low] = np.log(np.expm1(yy) - a * np.expm1(x))
+        small = ay.ravel() <= 0.05
+        if al.size and al.min() <= 1.0:
+            small &= (al > 1.0) | (np.abs(x_all) <= 0.05)
+        neg = ~small & (al < 0.0)
+        near1 = ~small & ~neg & (al < 2.0)
+        rest = ~(small | neg | near1)
+        for kind, mask in (("small", small), ("neg", neg), ("near1", near1), ("mid", rest & (np.abs(y_all) <= 1.0)),
+                           ("big", rest & (y_all > 1.0)), ("low", rest & (y_all < -1.0))):
+            i = np.flatnonzero(mask)
+            if i.size:
+                o[i] = _log_phi_branch(kind, al[i], x_all[i], y_all[i])
     return out
+
+
+def _log_phi_branch(kind: str, a: np.ndarray, x: np.ndarray, yy: np.ndarray) -> np.ndarray:
+    """One branch of :func:`log_phi` (its docstring) on the elements routed to it."""
+    if kind == "small":
+        return _log_phi_series(a, x)
+    if kind == "neg":
+        return np.logaddexp(_log_em1mx(yy), np.log(-a) + _log_em1mx(x))
+    if kind == "near1":
+        d = a - 1.0
+        h = np.where(np.abs(x) < 1.0, x * np.expm1(x) - em1mx(x), 1.0 + np.exp(x) * (x - 1.0))
+        return np.log(d * h + np.exp(x) * em1mx(d * x))
+    if kind == "mid":
+        return np.log(em1mx(yy) - a * em1mx(x))
+    if kind == "big":
+        return yy + np.log1p(-np.exp(-yy) * (1.0 + a * np.expm1(x)))
+    return np.log(np.expm1(yy) - a * np.expm1(x))
 
 
 # ----------------------------------------------------------------------------------------------

@@ -86,16 +86,29 @@ def _adaptive_near(ctx: Ctx, alphas: np.ndarray) -> np.ndarray:
     return vals[np.searchsorted(allo, alphas)]
 
 
+_MEMO_MAX = 4096  # per prepared histogram: orders whose final value is kept
+
+
 def _histogram_checked(ctx: Ctx, prep: Prepared, alphas: np.ndarray) -> np.ndarray:
     """The histogram's bound; orders whose slack check failed (the design's estimates missed
     there) get the smallest of three valid bounds: the value, the chord of its checked neighbours
-    (convexity of (α−1)·D_α), the adaptive engine."""
-    out, suspect = prep.evaluate(alphas)
-    if suspect.any():
-        sa = alphas[suspect]
-        out = out.copy()
-        out[suspect] = np.minimum.reduce([out[suspect], prep.chord_bound(sa), _adaptive_near(ctx, sa)])
-    return out
+    (convexity of (α−1)·D_α), the adaptive engine.
+
+    A value depends on (n, ε0, α) only, so each order's final value is kept with the prepared
+    histogram and a later request pays only for the orders it has not seen (the composition's
+    real-order refinement asks again for most of the grid it asked for before)."""
+    memo: dict[float, float] = prep.__dict__.setdefault("memo", {})
+    new = np.array([a for a in alphas.tolist() if a not in memo])
+    if new.size:
+        out, suspect = prep.evaluate(new)
+        if suspect.any():
+            sa = new[suspect]
+            out = out.copy()
+            out[suspect] = np.minimum.reduce([out[suspect], prep.chord_bound(sa), _adaptive_near(ctx, sa)])
+        if len(memo) + new.size > _MEMO_MAX:
+            memo.clear()
+        memo.update(zip(new.tolist(), out.tolist()))
+    return np.array([memo[a] for a in alphas.tolist()])
 
 
 def route(n: int, eps0: float, orders) -> str:
