@@ -98,17 +98,20 @@ def _histogram_checked(ctx: Ctx, prep: Prepared, alphas: np.ndarray) -> np.ndarr
     histogram and a later request pays only for the orders it has not seen (the composition's
     real-order refinement asks again for most of the grid it asked for before)."""
     memo: dict[float, float] = prep.__dict__.setdefault("memo", {})
-    new = np.array([a for a in alphas.tolist() if a not in memo])
+    got = {a: memo.get(a) for a in alphas.tolist()}  # one read per order (another thread may clear it)
+    new = np.array([a for a, v in got.items() if v is None])
     if new.size:
         out, suspect = prep.evaluate(new)
         if suspect.any():
             sa = new[suspect]
             out = out.copy()
             out[suspect] = np.minimum.reduce([out[suspect], prep.chord_bound(sa), _adaptive_near(ctx, sa)])
+        fresh = dict(zip(new.tolist(), out.tolist()))
+        got.update(fresh)
         if len(memo) + new.size > _MEMO_MAX:
             memo.clear()
-        memo.update(zip(new.tolist(), out.tolist()))
-    return np.array([memo[a] for a in alphas.tolist()])
+        memo.update(fresh)
+    return np.array([got[a] for a in alphas.tolist()])
 
 
 def route(n: int, eps0: float, orders) -> str:
