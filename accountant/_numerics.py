@@ -19,12 +19,141 @@ def round_up(x: np.ndarray) -> np.ndarray:
 
 
 def log_expm1(x):
-    """log(e^x − 1) for x > 0, accurate for tiny and for huge x."""
+    """log(e^x − 1) for x ≥ 0, accurate for tiny and for huge x (−inf at 0, +inf at +inf).
+
+    x > 30: x + log1p(−e^{−x}) (no overflow); otherwise log(expm1(x)) (full relative accuracy as
+    x → 0).
+    """
     x = np.asarray(x, dtype=float)
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
         big = x > 30.0
         safe = np.where(big, 1.0, x)
         return np.where(big, x + np.log1p(-np.exp(-np.where(big, x, 30.0))), np.log(np.expm1(safe)))
+
+
+def em1mx(z) -> np.ndarray:
+    """e^z − 1 − z (series for |z| < 0.05, else expm1(z) − z; relative error ≲ 1e-15)."""
+    z = np.asarray(z, dtype=float)
+    out = np.expm1(z)
+    out -= z
+    small = np.abs(z) < 0.05
+    if small.any():
+        zs = z[small]
+        out[small] = zs * zs / 2.0 * (1.0 + zs / 3.0 * (1.0 + zs / 4.0 * (1.0 + zs / 5.0 * (
+            1.0 + zs / 6.0 * (1.0 + zs / 7.0 * (1.0 + zs / 8.0))))))
+    return out
+
+
+def _log_em1mx(z: np.ndarray) -> np.ndarray:
+    """log(e^z − 1 − z) ≥ −inf for any real z (z + log1p(−(1+z)e^{−z}) above 1: no overflow)."""
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        zb = np.where(z > 1.0, z, 2.0)
+        return np.where(z > 1.0, zb + np.log1p(-(1.0 + zb) * np.exp(-zb)), np.log(em1mx(np.minimum(z, 1.0))))
+
+
+def _log_phi_series(a: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """log φ_a(e^x) for |a·x| ≤ 0.05 and |x| ≤ 0.05: φ = a(a−1)x²/2·(1 + Σ_{k≥3} 2·S_k·x^{k−2}/k!),
+    S_k = Σ_{i<k−1} a^i — the exact power series of e^{a·x} − 1 − a(e^x − 1) (12 terms: the
+    neglected rest is below 1e-16 relative)."""
+    sk = 1.0 + a
+    term = x / 3.0  # 2·x/3!
+    tot = sk * term
+    for k in range(4, 13):
+        sk = 1.0 + a * sk
+        term = term * x / k
+        tot = tot + sk * term
+    return np.log(0.5 * a * (a - 1.0)) + 2.0 * np.log(np.abs(x)) + np.log1p(tot)
+
+
+def log_phi(alpha, lr) -> np.ndarray:
+    """log φ_α(r) with r = e^lr, φ_α(r) = r^α − 1 − α(r − 1) ≥ 0, for real α > 1 or α < 0.
+
+    φ_α is the summand of E[R^α] − 1 = E[φ_α(R)] when E[R] = 1 (a likelihood ratio under the
+    reference law): writing moments this way keeps every term non-negative, so a value of 1e-12
+    keeps its relative accuracy. Branches (none cancels by more than a factor 2):
+
+    * |α·lr| ≤ 0.05 and |lr| ≤ 0.05 — the power series (:func:`_log_phi_series`);
+    * α < 0 — (e^y − 1 − y) + |α|·(e^lr − 1 − lr) with y = α·lr: two non-negative terms;
+    * 1 < α < 2 — δ·h(lr) + e^lr·(e^{δ·lr} − 1 − δ·lr), δ = α − 1, h(x) = x·e^x − e^x + 1 ≥ 0:
+      two non-negative terms, exact as α → 1;
+    * α ≥ 2 — (e^y − 1 − y) − α(e^lr − 1 − lr) for |y| ≤ 1; y + log(1 − e^{−y}(1 + α(e^lr − 1)))
+      for y > 1; log(expm1(y) − α·expm1(lr)) for y < −1.
+    """
+    alpha, lr = np.broadcast_arrays(np.asarray(alpha, dtype=float), np.asarray(lr, dtype=float))
+    y = alpha * lr
+    ay = np.abs(y)
+    out = np.empty(y.shape)
+    al, x_all, y_all, o = alpha.ravel(), lr.ravel(), y.ravel(), out.reshape(-1)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+        small = ay.ravel() <= 0.05
+        if al.size and al.min() <= 1.0:
+            small &= (al > 1.0) | (np.abs(x_all) <= 0.05)
+        neg = ~small & (al < 0.0)
+        near1 = ~small & ~neg & (al < 2.0)
+        rest = ~(small | neg | near1)
+        for kind, mask in (("small", small), ("neg", neg), ("near1", near1), ("mid", rest & (np.abs(y_all) <= 1.0)),
+                           ("big", rest & (y_all > 1.0)), ("low", rest & (y_all < -1.0))):
+            i = np.flatnonzero(mask)
+            if i.size:
+                o[i] = _log_phi_branch(kind, al[i], x_all[i], y_all[i])
+    return out
+
+
+def _log_phi_branch(kind: str, a: np.ndarray, x: np.ndarray, yy: np.ndarray) -> np.ndarray:
+    """One branch of :func:`log_phi` (its docstring) on the elements routed to it."""
+    if kind == "small":
+        return _log_phi_series(a, x)
+    if kind == "neg":
+        return np.logaddexp(_log_em1mx(yy), np.log(-a) + _log_em1mx(x))
+    if kind == "near1":
+        d = a - 1.0
+        h = np.where(np.abs(x) < 1.0, x * np.expm1(x) - em1mx(x), 1.0 + np.exp(x) * (x - 1.0))
+        return np.log(d * h + np.exp(x) * em1mx(d * x))
+    if kind == "mid":
+        return np.log(em1mx(yy) - a * em1mx(x))
+    if kind == "big":
+        return yy + np.log1p(-np.exp(-yy) * (1.0 + a * np.expm1(x)))
+    return np.log(np.expm1(yy) - a * np.expm1(x))
+
+
+# ----------------------------------------------------------------------------------------------
+# log-sum-exp (−inf allowed everywhere; an all −inf group gives −inf, a +inf entry gives +inf)
+# ----------------------------------------------------------------------------------------------
+def logsumexp(m: np.ndarray, axis: int = 0) -> np.ndarray:
+    """log Σ exp(m) along ``axis``."""
+    mx = m.max(axis=axis, keepdims=True)
+    safe = np.where(np.isfinite(mx), mx, 0.0)
+    with np.errstate(under="ignore", invalid="ignore", divide="ignore"):
+        tot = np.log(np.exp(m - safe).sum(axis=axis, keepdims=True))
+    return np.squeeze(np.where(np.isfinite(mx), safe + tot, mx), axis=axis)
+
+
+def logsumexp_many(*arrs) -> np.ndarray:
+    """Element-wise log Σ exp of several broadcastable arrays."""
+    arrs = np.broadcast_arrays(*[np.asarray(a, dtype=float) for a in arrs])
+    return logsumexp(np.stack(arrs), axis=0)
+
+
+def segment_logsumexp(values, starts: np.ndarray, axis: int = -1) -> np.ndarray:
+    """log Σ exp over consecutive non-empty segments along ``axis``, the segments beginning at the
+    increasing indices ``starts`` (the last one runs to the end). ``values`` may be a tuple of
+    arrays of one shape: their exponentials are added cell by cell before summing."""
+    vals = values if isinstance(values, tuple) else (np.asarray(values, dtype=float),)
+    if vals[0].shape[axis] == 0:
+        shape = list(vals[0].shape)
+        shape[axis] = 0
+        return np.empty(shape)
+    sizes = np.diff(np.append(starts, vals[0].shape[axis]))
+    top = vals[0] if len(vals) == 1 else np.maximum.reduce(vals)
+    mx = np.maximum.reduceat(top, starts, axis=axis)
+    safe = np.where(np.isfinite(mx), mx, 0.0)
+    rep = np.repeat(safe, sizes, axis=axis)
+    with np.errstate(under="ignore", invalid="ignore", divide="ignore"):
+        ex = np.exp(vals[0] - rep)
+        for v in vals[1:]:
+            ex += np.exp(v - rep)
+        tot = np.add.reduceat(ex, starts, axis=axis)
+        return np.where(np.isfinite(mx), safe + np.log(tot), mx)
 
 
 def log_comb(a, i):
@@ -60,19 +189,6 @@ def int_tables(max_index: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return _tables(size)
 
 
-def segment_logsumexp(values: np.ndarray, offsets: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """logsumexp of each (non-empty) segment of ``values`` starting at ``offsets``."""
-    if values.size == 0:
-        return np.empty(0)
-    m = np.maximum.reduceat(values, offsets)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        values = values - np.repeat(m, lengths)
-        np.exp(values, out=values)
-        s = np.add.reduceat(values, offsets)
-        out = m + np.log(s)
-    return np.where(np.isneginf(m), -np.inf, out)
-
-
 # Above this many (order, index) pairs a ragged sum is evaluated in chunks of orders.
 RAGGED_CHUNK = 4_000_000
 
@@ -101,7 +217,7 @@ def ragged_logsumexp(orders_int: np.ndarray, start: int, term) -> np.ndarray:
         if np.any(nonempty):
             i, ami, offsets, lengths = _ragged_index(chunk[nonempty].tobytes(), start)
             res = np.full(nonempty.shape, -np.inf)
-            res[nonempty] = segment_logsumexp(term(i, ami), offsets, lengths)
+            res[nonempty] = segment_logsumexp(term(i, ami), offsets)
             out[pos:stop] = res
         pos = stop
     return out
@@ -149,24 +265,36 @@ def interpolate_integer_bound(orders: np.ndarray, integer_bound) -> np.ndarray:
     return num / (orders - 1.0)
 
 
+def log_pure_dp_excess(epsilon, orders) -> np.ndarray:
+    """log(F_α − 1) for binary randomized response at level ε: F_α = (e^{αε} + e^{(1−α)ε})/(e^ε + 1)
+    is E[R^α] of its likelihood ratio R ∈ {e^ε w.p. 1/(e^ε+1), e^{−ε} w.p. e^ε/(e^ε+1)} (E[R] = 1),
+    so F_α − 1 = (e^ε·φ_α(e^{−ε}) + φ_α(e^ε))/(e^ε + 1) (:func:`log_phi`: two non-negative cells,
+    no cancellation, also as α → 1 or ε → 0). Any real α > 1; −inf at ε = 0."""
+    eps = np.asarray(epsilon, dtype=float)
+    a = np.asarray(orders, dtype=float)
+    with np.errstate(divide="ignore", over="ignore"):
+        lw1 = -np.log1p(np.exp(-eps))  # log(e^ε/(e^ε + 1))
+        lw0 = -eps + lw1  # log(1/(e^ε + 1))
+    return np.logaddexp(lw1 + log_phi(a, -eps), lw0 + log_phi(a, eps))
+
+
 def pure_dp_rdp(epsilon, orders) -> np.ndarray:
     """Tight RDP curve of an ε-DP mechanism (= binary randomized response at ε).
 
-    ĉ_ε(α) = 1/(α−1)·log((e^{αε} + e^{(1−α)ε})/(e^ε + 1))
-           = [log cosh((α−½)ε) − log cosh(ε/2)]/(α−1)       (the form evaluated here).
-    Bounds.md §1 ("Cap — pure DP"); valid for every real α > 1.
+    ĉ_ε(α) = 1/(α−1)·log((e^{αε} + e^{(1−α)ε})/(e^ε + 1))   (bounds.md §1, "Cap — pure DP"),
+    evaluated as log(1 + (F_α − 1))/(α−1) from :func:`log_pure_dp_excess` and rounded up by a
+    relative 1e-14 (the φ-form is accurate to a few ulps at every α > 1, also next to 1); never
+    above ε itself (D_α ≤ D_∞ = ε). Valid for every real α > 1; 0 at ε = 0, +inf at ε = +inf.
     """
-    epsilon = np.asarray(epsilon, dtype=float)
-    orders = np.asarray(orders, dtype=float)
-    # near α = 1 the difference of log cosh cancels (4% too low at α = 1 + 1e-15); there, with
-    # h = (α−1)ε and a = ε/2: log cosh(a+h) − log cosh(a) = log1p(2·sinh²(h/2) + tanh(a)·sinh(h))
-    h = (orders - 1.0) * epsilon
-    hs = np.minimum(h, 1.0)
-    near = np.log1p(2.0 * np.sinh(0.5 * hs) ** 2 + np.tanh(0.5 * epsilon) * np.sinh(hs))
-    num = np.where(h <= 1.0, near, log_cosh((orders - 0.5) * epsilon) - log_cosh(0.5 * epsilon))
-    out = np.maximum(num, 0.0) / (orders - 1.0)
-    # never above ε itself (D_α ≤ D_∞ = ε); guards rounding at α → 1
-    return np.minimum(out, epsilon * np.ones_like(out))
+    eps = np.asarray(epsilon, dtype=float)
+    a = np.asarray(orders, dtype=float)
+    shape = np.broadcast(eps, a).shape
+    fin = np.broadcast_to(np.isfinite(eps) & (eps > 0.0), shape)
+    e_in = np.where(fin, eps, 1.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.logaddexp(0.0, log_pure_dp_excess(e_in, a)) / (a - 1.0) * (1.0 + 1e-14)
+        out = np.minimum(out, e_in * np.ones(shape))
+    return np.where(fin, out, np.where(np.broadcast_to(eps, shape) > 0.0, np.inf, 0.0))
 
 
 def convex_tighten(orders: np.ndarray, values: np.ndarray) -> np.ndarray:

@@ -22,8 +22,7 @@ amplified pure-DP level; those are separate valid bounds the caller may combine,
 this function. Only integer α ≥ 2 are covered; the caller extends to real orders.
 
 Numerics: all terms in log space (gammaln for C(α,j), log(e^x − 1) via expm1/log1p), the ragged
-sums over j for many α at once through np.maximum.reduceat/np.add.reduceat over concatenated
-segments, log1p for the final log; results are rounded up by a relative 1e-12. The sum over j
+sums over j for many α at once as segmented log-sum-exps over concatenated segments, log1p for the final log; results are rounded up by a relative 1e-12. The sum over j
 stops at J = ⌈2eλ⌉ + 60 (λ = γ·α·e^{ε∞}); the rest is replaced by a geometric bound of its terms
 (ε(j) ≤ ε∞, ratio < ½ beyond J), so large orders at small γ cost O(λ) terms, not O(α).
 """
@@ -35,16 +34,11 @@ from collections.abc import Callable
 import numpy as np
 from scipy.special import gammaln
 
+from ._numerics import log_expm1, segment_logsumexp
+
 __all__ = ["wbk19_rdp"]
 
 _SEGMENT_BUDGET = 1 << 22  # elements of the ragged (α, j) arrays processed at once
-
-
-def _log_expm1(x: np.ndarray) -> np.ndarray:
-    """log(e^x − 1) for x ≥ 0 (−inf at 0, +inf at +inf)."""
-    x = np.asarray(x, dtype=float)
-    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        return np.where(x > 30.0, x + np.log1p(-np.exp(-x)), np.log(np.expm1(x)))
 
 
 def wbk19_rdp(
@@ -76,13 +70,13 @@ def wbk19_rdp(
     js = np.arange(2, amax + 1, dtype=float)
     eps_j = np.asarray(inner_int(js), dtype=float).reshape(js.shape)
     log_g = float(np.log(gamma))
-    l_inf = float(_log_expm1(np.array(eps_inf)))  # log(e^{ε∞} − 1)
+    l_inf = float(log_expm1(np.array(eps_inf)))  # log(e^{ε∞} − 1)
     log2 = float(np.log(2.0))
 
     # j = 2: γ²·C(α,2)·min{4(e^{ε(2)} − 1), e^{ε(2)}·min{2, (e^{ε∞} − 1)²}}
     e2 = eps_j[0]
     with np.errstate(invalid="ignore"):
-        m2 = min(float(np.log(4.0) + _log_expm1(np.array(e2))), float(e2 + min(log2, 2.0 * l_inf)))
+        m2 = min(float(np.log(4.0) + log_expm1(np.array(e2))), float(e2 + min(log2, 2.0 * l_inf)))
     lc2 = np.log(uniq * (uniq - 1.0) / 2.0)
     log_sum = 2.0 * log_g + lc2 + m2  # log of the j = 2 term, per α
 
@@ -120,13 +114,7 @@ def wbk19_rdp(
             lt = np.where(np.isnan(lt), np.inf, lt)  # inf·0 cannot occur for valid inputs; be safe
             has = sizes > 0
             st = first[has]
-            mx = np.maximum.reduceat(lt, st)
-            fin = np.isfinite(mx)
-            safe = np.where(fin, mx, 0.0)
-            with np.errstate(under="ignore", invalid="ignore"):
-                ssum = np.add.reduceat(np.exp(lt - np.repeat(safe, sizes[has])), st)
-            with np.errstate(divide="ignore"):
-                lsj = np.where(fin, safe + np.log(ssum), mx)
+            lsj = segment_logsumexp(lt, st)
             idx = np.arange(start, stop)[has]
             log_sum[idx] = np.logaddexp(log_sum[idx], lsj)
         start = stop

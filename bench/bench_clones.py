@@ -34,11 +34,11 @@ ORDERS = np.asarray(DEFAULT_ORDERS, dtype=float)
 def cpu_ms(fn, repeat: int = 3) -> float:
     """Median CPU time of ``fn`` from a cold start each time (the clone engine keeps prepared
     histograms per (n, ε0) in the process; they are dropped before every repeat)."""
-    from accountant import clones as C
+    from accountant.clones import clear_cache
 
     ts = []
     for _ in range(repeat):
-        C._PREPARED.clear()
+        clear_cache()
         t = time.process_time()
         fn()
         ts.append((time.process_time() - t) * 1e3)
@@ -67,24 +67,23 @@ def main() -> None:
         "## Clone curve on the default grid (81 orders, 1.1 … 10⁴), CPU ms (median of 3)",
         "",
         "Targets: ≤ 100 ms for n ≤ 10⁵, ≤ 1 s for n = 10⁶. In brackets the engine clone_rdp chose: h = the "
-        "merged-histogram engine (accountant/_clone_hist.py), a = the adaptive engine (more cells than the "
+        "merged-histogram engine (accountant/clones/_histogram.py), a = the adaptive engine (more cells than the "
         "histogram's budget), h+a = histogram with some orders re-evaluated by the adaptive engine (slack check).",
         "",
         "| n \\ ε0 | " + " | ".join(f"{e:g}" for e in eps_list) + " | worst |",
         "|---|" + "---|" * (len(eps_list) + 1),
     ]
-    from accountant import _clone_hist as H
-    from accountant import clones as C
+    from accountant.clones import _histogram as H
+    from accountant.clones import _routing as Rt
+    from accountant.clones import route
 
     def engine(n, e):
-        """Which engine clone_rdp uses for (n, ε0) on the default grid: h = merged histogram,
-        a = adaptive (over the histogram's cell budget), h+a = histogram with a re-evaluated order."""
-        if not (C._HIST_EPS0[0] <= e <= C._HIST_EPS0[1]):
-            return "a"
-        plan = H.HistPlan(C._Ctx(n, e), ORDERS)
-        if plan.cells > C._HIST_CELL_BUDGET:
-            return "a"
-        return "h+a" if H.hist_log_fm1(plan)[1].any() else "h"
+        """Which engine clone_rdp uses for (n, ε0) on the default grid: e = exact, h = merged
+        histogram, a = adaptive, h+a = histogram with a re-evaluated order."""
+        r = route(n, e, ORDERS)
+        if r != "histogram":
+            return r[0]
+        return "h+a" if H.Prepared(H.HistPlan(Rt.Ctx(n, e), Rt.HIST_DESIGN)).evaluate(ORDERS)[1].any() else "h"
 
     for n in ns:
         row = [cpu_ms(lambda n=n, e=e: clone_rdp(n, e, ORDERS)) for e in eps_list]

@@ -1,9 +1,9 @@
-"""The merged-histogram engine of the clone bound (accountant._clone_hist) and the routing in
-accountant.clones between it and the adaptive engine.
+"""The merged-histogram engine of the clone bound (accountant.clones._histogram) and the routing
+in accountant.clones between it and the adaptive engine.
 
 References are independent of the module: the exact untruncated float summation of
-test_clones.py (itself checked against mpmath there), direct per-cell sums for the histogram
-step, and the adaptive engine (certified separately) at large n.
+tests/helpers/clone_reference.py (checked against mpmath in test_clones.py), direct per-cell sums
+for the histogram step, and the adaptive engine (certified separately) at large n.
 """
 
 from __future__ import annotations
@@ -15,23 +15,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from accountant import _clone_hist as H
 from accountant import clones as C
+from accountant.clones import _histogram as H
+from accountant.clones import _routing as Rt
 from accountant.orders import DEFAULT_ORDERS
 
-from .test_clones import exact_clone, rr_lower
+from ..helpers.clone_reference import exact_clone, ref_log_phi, rr_lower
 
 ORDERS = np.asarray(DEFAULT_ORDERS, dtype=float)
 
 
-def _eps(lfm1: np.ndarray, eps0: float, orders: np.ndarray) -> np.ndarray:
-    """ε(α) from log(F − 1) as clone_rdp finishes it (safety factor, cap)."""
-    return np.minimum(np.logaddexp(0.0, lfm1) / (orders - 1.0) * (1.0 + C._REL_SAFETY), C.clone_cap(eps0, orders))
-
-
 def _hist(n: int, eps0: float, orders: np.ndarray) -> np.ndarray:
-    res, _ = H.hist_log_fm1(H.HistPlan(C._Ctx(n, eps0), orders))
-    return _eps(res, eps0, orders)
+    return C.clone_rdp(n, eps0, orders, engine="histogram")
 
 
 def _random_points(count: int, seed: int):
@@ -59,11 +54,8 @@ def test_hist_engine_safe_and_tight_against_exact_sum(n, eps0):
 def test_hist_engine_agrees_with_adaptive_engine_at_large_n(n, eps0):
     """Both engines are certified upper bounds of the same quantity; on the default grid they
     agree to a few tenths of a percent up to α = 256 (each has its own small slack)."""
-    plan = H.HistPlan(C._Ctx(n, eps0), ORDERS)
-    if plan.cells > 4e6:
-        pytest.skip("too many cells for a unit test")
     hist = _hist(n, eps0, ORDERS)
-    adaptive = _eps(C._log_fm1(n, eps0, ORDERS, engine="adaptive"), eps0, ORDERS)
+    adaptive = C.clone_rdp(n, eps0, ORDERS, engine="adaptive")
     low = ORDERS <= 256
     np.testing.assert_allclose(hist[low], adaptive[low], rtol=5e-3)
     assert np.all(hist <= adaptive * 1.03)
@@ -84,8 +76,6 @@ def test_hist_engine_never_below_exact_rr_lower_bound(n, eps0, k):
 def _direct(lw, g, alphas):
     """log Σ_cells e^{lw}·ψ_α(g), ψ_α(g) = e^{αg} − 1 − α(e^g − 1), cell by cell."""
     from scipy.special import logsumexp
-
-    from .test_clones import _log_phi as ref_log_phi
 
     vals = lw[None, :] + np.where(g[None, :] == 0.0, -np.inf, ref_log_phi(alphas[:, None], g[None, :]))
     return logsumexp(vals, axis=1)
@@ -126,28 +116,31 @@ def test_histogram_bound_exact_for_cells_on_bin_edges():
 
 def test_routing_over_the_cell_budget_uses_the_adaptive_engine(monkeypatch):
     n, eps0 = 10**5, 1.0
-    adaptive = C._log_fm1(n, eps0, ORDERS, engine="adaptive")
-    monkeypatch.setattr(C, "_HIST_CELL_BUDGET", 0)
-    np.testing.assert_array_equal(C._log_fm1(n, eps0, ORDERS), adaptive)
+    adaptive = C.clone_rdp(n, eps0, ORDERS, engine="adaptive")
+    monkeypatch.setattr(Rt, "HIST_CELL_BUDGET", 0)
+    C.clear_cache()
+    assert C.route(n, eps0, ORDERS) == "adaptive"
+    np.testing.assert_array_equal(C.clone_rdp(n, eps0, ORDERS), adaptive)
 
 
 def test_routing_within_the_budget_uses_the_histogram_engine():
     n, eps0 = 10**4, 1.0
-    plan = H.HistPlan(C._Ctx(n, eps0), C._HIST_DESIGN)
-    assert plan.cells <= C._HIST_CELL_BUDGET
+    plan = H.HistPlan(Rt.Ctx(n, eps0), Rt.HIST_DESIGN)
+    assert plan.cells <= Rt.HIST_CELL_BUDGET
+    assert C.route(n, eps0, ORDERS) == "histogram"
     res, suspect = H.Prepared(plan).evaluate(ORDERS)
     assert not suspect.any()
-    np.testing.assert_array_equal(C._log_fm1(n, eps0, ORDERS), res)
+    np.testing.assert_array_equal(Rt.log_fm1(n, eps0, ORDERS), res)
 
 
 def test_a_value_depends_on_n_eps0_and_the_order_only():
     """Whatever else is asked for or was computed before: the histogram is always designed for
     the same orders, so the value at an order is the same in every request."""
     n, eps0 = 30_000, 1.1
-    C._PREPARED.pop((n, eps0), None)
+    C.clear_cache()
     alone = C.clone_rdp(n, eps0, np.array([3.0, 7.5, 12.0, 40.0, 90.0, 200.0, 600.0, 2000.0, 5000.0]))
     grid = C.clone_rdp(n, eps0, ORDERS)
-    C._PREPARED.pop((n, eps0), None)
+    C.clear_cache()
     again = C.clone_rdp(n, eps0, np.array([7.5, 600.0, 3.0, 12.0, 40.0, 90.0, 200.0, 2000.0, 5000.0, 44.0]))
     np.testing.assert_array_equal(alone[[1, 6]], again[[0, 1]])
     np.testing.assert_array_equal(grid[ORDERS == 44.0], again[-1:])
@@ -158,16 +151,16 @@ def test_prepared_histogram_is_reused_for_other_orders_in_its_range():
     the histogram and gives the same values as evaluating them on it directly."""
     n, eps0 = 20_000, 0.8
     C.clone_rdp(n, eps0, ORDERS)
-    prep = C._PREPARED[(n, eps0)]
+    prep = Rt.prepared(n, eps0)
     fine = np.linspace(20.0, 25.0, 24)
     res, suspect = prep.evaluate(fine)
     assert not suspect.any()
-    np.testing.assert_array_equal(C._log_fm1(n, eps0, fine), res)
-    assert C._PREPARED[(n, eps0)] is prep
+    np.testing.assert_array_equal(Rt.log_fm1(n, eps0, fine), res)
+    assert Rt.prepared(n, eps0) is prep
     # D_α is non-decreasing in α: the new orders sit between the grid values at 20 and 25
     grid = C.clone_rdp(n, eps0, ORDERS)
     lo, hi = grid[ORDERS == 20.0][0], grid[ORDERS == 25.0][0]
-    eps = _eps(res, eps0, fine)
+    eps = C.clone_rdp(n, eps0, fine)
     assert np.all(eps >= lo * (1 - 2e-3)) and np.all(eps <= hi * (1 + 2e-3))
     assert np.all(np.diff(eps) >= -1e-12 * eps[1:])
 
@@ -176,10 +169,11 @@ def test_suspect_orders_are_reevaluated_and_the_smaller_bound_kept(monkeypatch):
     """With the check made impossible to pass, every order is re-evaluated by the adaptive
     engine and the minimum of the two valid bounds is returned."""
     n, eps0 = 5000, 1.3
-    hist, _ = H.Prepared(H.HistPlan(C._Ctx(n, eps0), C._HIST_DESIGN)).evaluate(ORDERS)
-    adaptive = C._log_fm1(n, eps0, ORDERS, exact=False, engine="adaptive")
+    C.clear_cache()
+    hist = C.clone_rdp(n, eps0, ORDERS, engine="histogram")
+    adaptive = C.clone_rdp(n, eps0, ORDERS, engine="adaptive")
     monkeypatch.setattr(H, "_CHECK", -1.0)
-    got = C._log_fm1(n, eps0, ORDERS)
+    got = C.clone_rdp(n, eps0, ORDERS)
     np.testing.assert_array_equal(got, np.minimum(hist, adaptive))
 
 
@@ -194,7 +188,7 @@ def test_few_orders_at_small_n_stay_exact():
 def test_cheap_problems_stay_exact_on_the_default_grid(n, eps0):
     """Where the exact evaluation is cheap (≤ 6e5 cell-orders) the default grid is summed
     exactly: equal to the untruncated sum to 1e-9 at every order up to 200."""
-    assert C._exact_work(C._Ctx(n, eps0), ORDERS) <= C._EXACT_BUDGET_MANY
+    assert C.route(n, eps0, ORDERS) == "exact"
     sel = ORDERS <= 200
     np.testing.assert_allclose(C.clone_rdp(n, eps0, ORDERS)[sel], exact_clone(n, eps0, ORDERS[sel]), rtol=1e-9)
 

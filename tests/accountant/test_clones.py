@@ -1,10 +1,10 @@
 """Clone-reduction RDP (accountant.clones, FMT21 §3; bounds.md §8, issue 7).
 
-The references here are written independently of the module: an exact, untruncated float
-summation over every (C, A, ξ) cell (no mixture over x, no binning, no window), checked itself
-against a 40-digit mpmath evaluation at small n; an all-positive χ² form at α = 2; the exact
-binary-RR lower bound; the ε0-DP cap in mpmath; and, at n = 10⁶, a fine-grid quadrature over C
-of brute-force per-c sums.
+The references (tests/helpers/clone_reference.py) are written independently of the module: an
+exact, untruncated float summation over every (C, A, ξ) cell (no mixture over x, no binning, no
+window), checked itself against a 40-digit mpmath evaluation at small n; an all-positive χ² form
+at α = 2; the exact binary-RR lower bound; the ε0-DP cap in mpmath; and, at n = 10⁶, a fine-grid
+quadrature over C of brute-force per-c sums.
 """
 
 from __future__ import annotations
@@ -16,110 +16,10 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from scipy.special import logsumexp
-from scipy.stats import binom
 
-from accountant.clones import CLONES_MAX_N, clone_cap, clone_rdp
+from accountant.clones import CLONES_MAX_N, clone_cap, clone_rdp, route
 
-# ----------------------------------------------------------------------------------------------
-# independent references
-# ----------------------------------------------------------------------------------------------
-
-
-def _log_phi(alpha: np.ndarray, lr: np.ndarray) -> np.ndarray:
-    """log(r^α − 1 − α(r − 1)) for r = e^lr (float; relative error ≲ 1e-11 where it matters)."""
-    y = alpha * lr
-    with np.errstate(all="ignore"):
-        mid = np.log(np.expm1(y) - alpha * np.expm1(lr))
-        hi = y + np.log1p(-np.exp(-y) * (1.0 + alpha * np.expm1(lr)))
-    return np.where(y > 1.0, hi, mid)
-
-
-def exact_clone(n: int, eps0: float, alphas) -> np.ndarray:
-    """ε(α) = log E_Q[R^α]/(α−1) summed over every cell (C, A, ξ): C = 0..n−1, A = 0..C, ξ = ±1.
-
-    E_Q[R^α] − 1 = Σ P(C)P(A|C)P(ξ)·φ(R), φ(r) = r^α − 1 − α(r−1) ≥ 0 (since E_Q[R] = 1), so
-    the sum has positive terms only (no cancellation of 1 + tiny).
-    """
-    alphas = np.atleast_1d(np.asarray(alphas, dtype=float))
-    big_e = math.exp(eps0)
-    q = math.exp(-eps0)
-    s = math.tanh(eps0 / 2.0)
-    cs = np.arange(n)
-    lpc = binom.logpmf(cs, n - 1, q)
-    lxi = np.array([math.log(big_e / (big_e + 1.0)), math.log(1.0 / (big_e + 1.0))])  # ξ = −1, +1
-    xis = np.array([-1.0, 1.0])
-    terms = []
-    for c in cs:
-        a = np.arange(c + 1)
-        la = binom.logpmf(a, c, 0.5)
-        u = (2.0 * a - c)[:, None] + xis[None, :]
-        lw = (lpc[c] + la[:, None] + lxi[None, :]).ravel()
-        t = s / (c + 1.0)
-        lr = (np.log1p(t * u) - np.log1p(-t * u)).ravel()
-        terms.append(lw[None, :] + _log_phi(alphas[:, None], lr[None, :]))
-    lfm1 = logsumexp(np.concatenate(terms, axis=1), axis=1)
-    return np.logaddexp(0.0, lfm1) / (alphas - 1.0)
-
-
-def mp_clone(n: int, eps0: float, alpha: float, dps: int = 40) -> float:
-    """The same sum in mpmath (small n only)."""
-    with mp.workdps(dps):
-        e0 = mp.mpf(eps0)
-        big_e = mp.e**e0
-        q = 1 / big_e
-        s = mp.tanh(e0 / 2)
-        al = mp.mpf(alpha)
-        tot = mp.mpf(0)
-        for c in range(n):
-            pc = mp.binomial(n - 1, c) * q**c * (1 - q) ** (n - 1 - c)
-            for a in range(c + 1):
-                pa = mp.binomial(c, a) / mp.mpf(2) ** c
-                for xi, pxi in ((-1, big_e / (big_e + 1)), (1, 1 / (big_e + 1))):
-                    tu = s * (2 * a - c + xi) / (c + 1)
-                    tot += pc * pa * pxi * ((1 + tu) / (1 - tu)) ** al
-        return float(mp.log(tot) / (al - 1))
-
-
-def chi2_clone(n: int, eps0: float) -> float:
-    """ε(2) = log(1 + χ²(P‖Q)) with χ² = Σ (P−Q)²/Q, every term ≥ 0 (P−Q = s'(b(x−1) − b(x)))."""
-    q = math.exp(-eps0)
-    sp = math.tanh(eps0 / 2.0)
-    tot = 0.0
-    lpc = binom.logpmf(np.arange(n), n - 1, q)
-    for c in range(n):
-        k = np.arange(c + 1)
-        b = np.exp(binom.logpmf(k, c, 0.5))
-        bx = np.append(b, 0.0)  # b(x), x = 0..c+1
-        bm = np.append(0.0, b)  # b(x−1)
-        qx = (bx + q * bm) / (1.0 + q)
-        d = sp * (bm - bx)
-        m = qx > 0
-        tot += math.exp(lpc[c]) * float(np.sum(d[m] ** 2 / qx[m]))
-    return math.log1p(tot)
-
-
-def rr_lower(n: int, eps0: float, alpha: float) -> float:
-    """Exact RDP of binary randomized response shuffled (Thm 5.3.3), both directions.
-
-    E_p[R] = 1 for the likelihood ratio R here, so log E_p[R^β] = log(1 + E_p[φ_β(R)]) with
-    φ_β(r) = r^β − 1 − β(r − 1) ≥ 0 (β = α and β = 1 − α): a sum of non-negative terms, accurate
-    also when (α−1)·ε is 1e-10 (the plain log Σ p·R^β loses ~1e-13 absolute to rounding)."""
-    big_e = math.exp(eps0)
-    k = np.arange(n + 1)
-    lp = binom.logpmf(k, n, 1.0 / (big_e + 1.0))
-    lr = np.log((k / n) * big_e + ((n - k) / n) / big_e)
-    nz = lr != 0.0  # φ(1) = 0
-    fwd = np.logaddexp(0.0, logsumexp(lp[nz] + _log_phi(alpha, lr[nz]))) if nz.any() else 0.0
-    rev = np.logaddexp(0.0, logsumexp(lp[nz] + _log_phi(1.0 - alpha, lr[nz]))) if nz.any() else 0.0
-    return max(fwd, rev) / (alpha - 1.0)
-
-
-def mp_cap(eps0: float, alpha: float) -> float:
-    with mp.workdps(40):
-        e0, a = mp.mpf(eps0), mp.mpf(alpha)
-        return float(mp.log((mp.e ** (a * e0) + mp.e ** ((1 - a) * e0)) / (mp.e**e0 + 1)) / (a - 1))
-
+from ..helpers.clone_reference import chi2_clone, exact_clone, fine_reference, mp_cap, mp_clone, rr_lower
 
 # ----------------------------------------------------------------------------------------------
 # exactness at small n
@@ -238,34 +138,6 @@ def test_edge_cases():
 # ----------------------------------------------------------------------------------------------
 
 
-def _fine_reference(n: int, eps0: float, alphas: np.ndarray) -> np.ndarray:
-    """Near-exact E_Q[R^α] − 1 at large n: brute-force f(c) − 1 on 241 values of c over ±7σ_C
-    (every cell x of a ±14σ_x window around the tilted peak), log-linear interpolation to every
-    integer c, summed against the exact binomial pmf. An estimate (error ≲ 1e-6), not a bound."""
-    q = math.exp(-eps0)
-    s = math.tanh(eps0 / 2.0)
-    mu, sd = (n - 1) * q, math.sqrt((n - 1) * q * (1 - q))
-    cgrid = np.unique(np.round(np.linspace(mu - 7 * sd, mu + 7 * sd, 241)).astype(int))
-    vals = []
-    for c in cgrid:
-        sx = 0.5 * math.sqrt(c)
-        lo = max(0, int(c / 2 - 14 * sx))
-        hi = min(c + 1, int(c / 2 + 14 * sx + alphas.max() * s + 1))
-        x = np.arange(lo, hi + 1)
-        lb = binom.logpmf(x, c, 0.5)
-        lbm = binom.logpmf(x - 1, c, 0.5)
-        lq = np.logaddexp(lb, math.log(q) + lbm) - math.log1p(q)
-        t = s / (c + 1.0)
-        u = 2.0 * x - c - 1.0
-        lr = np.log1p(t * u) - np.log1p(-t * u)
-        vals.append(logsumexp(lq[None, :] + _log_phi(alphas[:, None], lr[None, :]), axis=1))
-    vals = np.array(vals)
-    call = np.arange(cgrid[0], cgrid[-1] + 1)
-    lpc = binom.logpmf(call, n - 1, q)
-    lfm1 = np.array([logsumexp(lpc + np.interp(call, cgrid, vals[:, k])) for k in range(alphas.size)])
-    return np.logaddexp(0.0, lfm1) / (alphas - 1.0)
-
-
 @pytest.mark.parametrize(
     "n,eps0,force", [(500, 0.3, False), (800, 1.0, False), (1000, 0.5, False), (400, 3.0, True), (1000, 2.0, True)]
 )
@@ -273,16 +145,14 @@ def test_discretised_path_safe_and_tight(n, eps0, force):
     """The certified discretisation (cell engine for small log f, geometric-bin engine for large
     log f, adaptive C-grid) against the exact untruncated sum, on every 3rd order of the default
     grid (up to 1e4). The full grid exceeds the exact-evaluation budget for the first three; the
-    last two force the discretised path through the private entry point."""
-    from accountant import clones as C
+    last two force the discretised path (the adaptive engine)."""
     from accountant.orders import DEFAULT_ORDERS
 
     o = np.asarray(DEFAULT_ORDERS, dtype=float)
     if force:
-        lfm1 = C._log_fm1(n, eps0, o, exact=False)
-        got = np.minimum(np.logaddexp(0.0, lfm1) / (o - 1.0) * (1 + C._REL_SAFETY), C.clone_cap(eps0, o))
+        got = clone_rdp(n, eps0, o, engine="adaptive")
     else:
-        assert C._exact_work(C._Ctx(n, eps0), o) > C._EXACT_BUDGET
+        assert route(n, eps0, o) != "exact"
         got = clone_rdp(n, eps0, o)
     sel = np.arange(0, o.size, 3)
     ref = exact_clone(n, eps0, o[sel])
@@ -290,16 +160,13 @@ def test_discretised_path_safe_and_tight(n, eps0, force):
     assert np.all(got[sel] <= ref * 1.01)
 
 
-@pytest.mark.parametrize("engine", ["hist", "adaptive"])
+@pytest.mark.parametrize("engine", ["histogram", "adaptive"])
 def test_large_n_binning_safe_and_tight(engine):
     """Both engines (the merged histogram, the default here, and the adaptive one) against a
     near-exact quadrature at n = 10⁶."""
-    from accountant import clones as C
-
     a = np.array([1.5, 2.0, 8.0, 28.0, 128.0, 2000.0])
-    lfm1 = C._log_fm1(10**6, 0.5, a, engine=engine)
-    got = np.minimum(np.logaddexp(0.0, lfm1) / (a - 1.0) * (1 + C._REL_SAFETY), C.clone_cap(0.5, a))
-    ref = _fine_reference(10**6, 0.5, a)
+    got = clone_rdp(10**6, 0.5, a, engine=engine)
+    ref = fine_reference(10**6, 0.5, a)
     assert np.all(got >= ref * (1 - 1e-6))
     assert np.all(got <= ref * 1.01)
 
@@ -345,7 +212,7 @@ def test_orders_next_to_one_never_below_the_40_digit_value(eps0, alpha):
 
 
 def test_log_phi_matches_mpmath_near_alpha_one():
-    from accountant.clones import _log_phi
+    from accountant._numerics import log_phi as _log_phi
 
     a = np.array([1.0 + 1e-9, 1.0 + 1e-6, 1.001, 1.3, 1.9, 2.5, 40.0])
     for x in (-3.0, -0.3, -0.02, 0.004, 0.2, 1.5, 8.0):

@@ -9,14 +9,14 @@ f − 1 is a sum of non-negative terms and stays accurate when it is 1e-12). Wha
 sum is bounded, so that the cost of each order no longer grows with the number of cells:
 
 1. *C-grid.* Points 0 = c_0 < c_1 < … with bins [c_j, c_{j+1}) (the last to N); by monotonicity
-   in c (data processing, see clones.py) each bin is bounded by f_α(c_j) times its exact mass
+   in c (data processing, :mod:`._adaptive`) each bin is bounded by f_α(c_j) times its exact mass
    W_j. The points are placed once, from cheap estimates of each order's tilted C-distribution
    (density ∝ √(π·|d log f/dc|), optimal for the left-end rule, and log f changing by at most
    ~max(1, allowed slack) across a bin where an order's tilted mass is not negligible), plus a
    geometric ladder below down to c = 0, where f_α(0) is exact (the ε0-DP cap). Estimates only
    decide where points go; the bound holds for any grid.
 2. *Cells.* For every point, every cell x of a window [x_lo, x_hi] is evaluated exactly, with the
-   weight W_j·Q_{c_j}(x) (log space). Outside the window, clones.py's certified tail bounds are
+   weight W_j·Q_{c_j}(x) (log space). Outside the window, the certified tail bounds of :mod:`._windows` are
    added per point and order: T_lo + T_hi + (α−1)·τ (φ ≤ R^α + α − 1). Windows follow the tilted
    peaks of the largest order; for points far in the C-tail (whose mass is e^{−45} below every
    order's estimated total even when multiplied by α) the window starts higher, where the bound
@@ -32,7 +32,7 @@ sum is bounded, so that the cost of each order no longer grows with the number o
    largest are not evaluated; their count times e^{largest − 45} is added.
 4. *Design once, evaluate many times.* Steps 1–3 do not depend on the order: :class:`Prepared`
    keeps them, and :meth:`Prepared.evaluate` costs per order only its bins and tail terms. The
-   caller (:func:`accountant.clones._hist_engine`) always designs for the same orders (the
+   caller (:func:`accountant.clones._routing.histogram_engine`) always designs for the same orders (the
    default grid and 1.01), so a value depends on (n, ε0, α) only.
 5. *A-posteriori check.* The same histogram with right-end weights (bin j bounded below by
    f(c_{j+1})) estimates the lower end of the C-discretisation bracket; orders whose gap is
@@ -52,21 +52,11 @@ import math
 
 import numpy as np
 
-from .clones import (
-    _CMass,
-    _Ctx,
-    _gc,
-    _log_binom_pmf,
-    _log_cap_f,
-    _log_expm1,
-    _log_phi,
-    _log_q_at,
-    _logsumexp_cols,
-    _lse,
-    _tails,
-    _tilt,
-    _windows,
-)
+from .._binomial import log_binom_pmf
+from .._numerics import log_expm1, log_phi, logsumexp, logsumexp_many, segment_logsumexp
+from ._cells import hist_cells
+from ._kernels import CMass, Ctx, log_cap_f, log_q_at, log_ratio, tilt
+from ._windows import tails, windows
 
 _R = 1.03  # geometric ratio of the g-bins near 0 (chord slack ≈ (R−1)²/4 relative)
 _DG = 7.5e-4  # widest g-bin
@@ -76,34 +66,34 @@ _CHECK = 2e-2  # fallback when the estimated C-slack log(1+U) − log(1+L) excee
 _EST_REL = 0.1  # relative error allowed for the estimates of log F
 
 
-def _estimates(ctx: _Ctx, alphas: np.ndarray, cs: np.ndarray) -> np.ndarray:
+def _estimates(ctx: Ctx, alphas: np.ndarray, cs: np.ndarray) -> np.ndarray:
     """Rough log(f_α(c) − 1) on samples cs (orders × samples): Laplace at the tilted peak, or the
     Gaussian small-f form, whichever is larger. Design only."""
     s = ctx.s
-    u, sig, edge = _tilt(cs, alphas, s)
+    u, sig, edge = tilt(cs, alphas, s)
     cf = cs.astype(float)[None, :]
     x = np.where(edge, cf + 1.0, np.clip(np.round(0.5 * (cf + 1.0 + u)), 0, cf + 1.0))
     cb = np.broadcast_to(cs[None, :], x.shape)
-    lq = _log_q_at(x.ravel(), cb.ravel(), ctx).reshape(x.shape)
-    g = _gc(cf + 1.0, 2.0 * x - cf - 1.0, ctx)
+    lq = log_q_at(x.ravel(), cb.ravel(), ctx).reshape(x.shape)
+    g = log_ratio(cf + 1.0, 2.0 * x - cf - 1.0, ctx)
     a = alphas[:, None]
     lap = lq + a * g + np.where(edge, 0.0, np.log(np.maximum(0.5 * sig, 1.0) * math.sqrt(2 * math.pi)))
-    lcap = _log_cap_f(alphas, ctx)[:, None]
+    lcap = log_cap_f(alphas, ctx)[:, None]
     lap = np.minimum(lap, lcap)
     gauss = np.log(2.0 * a * (a - 1.0) * s * s / (cf + 1.0))
-    lf_l = _log_expm1(np.maximum(lap, 1e-300))
+    lf_l = log_expm1(np.maximum(lap, 1e-300))
     # the Laplace form is noisy when f ≈ 1 (x* rounded to a cell); the Gaussian form is used there
-    return np.where(lap >= 1.0, lf_l, np.minimum(gauss, _log_expm1(lcap)))
+    return np.where(lap >= 1.0, lf_l, np.minimum(gauss, log_expm1(lcap)))
 
 
-def _c_grid(ctx: _Ctx, alphas: np.ndarray) -> np.ndarray:
+def _c_grid(ctx: Ctx, alphas: np.ndarray) -> np.ndarray:
     big_n, c0, sd = ctx.N, ctx.c0, ctx.sig_c
     # samples: dense around c0, geometric towards 0 and N
     z = np.concatenate([np.linspace(-6, 6, 49), -6 * 1.25 ** np.arange(1, 40), 6 * 1.25 ** np.arange(1, 12)])
     cs = np.unique(np.clip(np.round(c0 + z * max(sd, 0.5)), 0, big_n).astype(np.int64))
     cs = np.unique(np.concatenate([cs, np.unique(np.round(np.geomspace(1, max(c0, 1), 30))).astype(np.int64)]))
     cs = cs[(cs >= 0) & (cs <= big_n)]
-    lp = _log_binom_pmf(cs.astype(float), float(big_n), ctx.q, ctx.q1)
+    lp = log_binom_pmf(cs.astype(float), float(big_n), ctx.q, ctx.q1)
     est = _estimates(ctx, alphas, cs)  # (K, S)
     L = lp[None, :] + est
     mx = L.max(axis=1, keepdims=True)
@@ -153,18 +143,18 @@ class HistPlan:
     """The C-grid, weights and windows of one evaluation (computed before any cell, so that the
     caller can check the cost: ``cells``)."""
 
-    def __init__(self, ctx: _Ctx, alphas: np.ndarray):
+    def __init__(self, ctx: Ctx, alphas: np.ndarray):
         self.ctx, self.alphas = ctx, alphas
         # the design estimates use every other order (neighbouring orders need nearly the same grid)
         sub = alphas if alphas.size <= 12 else np.unique(np.append(alphas[::2], alphas[-1]))
         pts, est = _c_grid(ctx, sub)
         self.lfm1_est = np.interp(np.log(alphas), np.log(sub), est)
         self.pts = pts
-        self.lw_pts = _CMass(ctx).bins(pts)
+        self.lw_pts = CMass(ctx).bins(pts)
         c, lw = (pts[1:], self.lw_pts[1:]) if pts[0] == 0 else (pts, self.lw_pts)
         self.c, self.lw = c, lw
         if c.size:
-            x_l, x_h = _windows(c, float(alphas[0]), float(alphas[-1]), ctx, False)
+            x_l, x_h = windows(c, float(alphas[0]), float(alphas[-1]), ctx, False)
             self.x_h = x_h
             self.x_l = _raise_lower_ends(c, x_l, x_h, lw, self.lfm1_est, alphas, ctx)
             self.cells = int((self.x_h - self.x_l + 1).sum())
@@ -195,10 +185,10 @@ class Prepared:
             own = np.where(width == 1, lw_pts, -np.inf)
             lw_low_all = np.logaddexp(below, own)
             lw_low = lw_low_all[1:] if pts[0] == 0 else lw_low_all
-            lq, g, segc = _lean_cells(c, plan.x_l, plan.x_h, lw, ctx)
-            self.cells = lq.size
-            if lq.size:
-                self.bins = _Bins(lq, g, segc, lw_low - lw)
+            lbw, den, g, segc = hist_cells(c, plan.x_l, plan.x_h, lw, ctx)
+            self.cells = plan.cells
+            if np.any(np.isfinite(lbw) & (g != 0.0) & (den > 0.0)):
+                self.bins = _Bins(lbw, g, segc, lw_low - lw, lin=den)
 
     def covers(self, alphas: np.ndarray) -> bool:
         return bool(alphas.size) and self.a_lo <= float(alphas[0]) and float(alphas[-1]) <= self.a_hi
@@ -212,18 +202,18 @@ class Prepared:
         out_terms = []
         low_terms = []
         if pts[0] == 0:  # c = 0: f(0) exact
-            out_terms.append(lw_pts[0] + _log_expm1(_log_cap_f(alphas, ctx)))
+            out_terms.append(lw_pts[0] + log_expm1(log_cap_f(alphas, ctx)))
         if c.size:
-            t_lo, t_hi, ltau = _tails(c, plan.x_l, plan.x_h, alphas, ctx)
+            t_lo, t_hi, ltau = tails(c, plan.x_l, plan.x_h, alphas, ctx)
             with np.errstate(divide="ignore"):
-                tail = _lse(t_lo, t_hi, np.log(alphas - 1.0)[None, :] + ltau[:, None]) + lw[:, None]
-            out_terms.append(_logsumexp_cols(tail))
+                tail = logsumexp_many(t_lo, t_hi, np.log(alphas - 1.0)[None, :] + ltau[:, None]) + lw[:, None]
+            out_terms.append(logsumexp(tail))
             if self.bins is not None:
                 up, low = _hist_sum(self.bins, alphas)
                 out_terms.append(up)
                 low_terms.append(low)
-        res = _lse(*out_terms)
-        lo_est = _lse(*low_terms) if low_terms else np.full(alphas.shape, -np.inf)
+        res = logsumexp_many(*out_terms)
+        lo_est = logsumexp_many(*low_terms) if low_terms else np.full(alphas.shape, -np.inf)
         l_up = np.logaddexp(0.0, res)
         gap = l_up - np.logaddexp(0.0, lo_est)
         suspect = gap > _CHECK * np.maximum(1.0, alphas / 64.0) ** 0.25 * l_up
@@ -246,7 +236,7 @@ class Prepared:
         with np.errstate(invalid="ignore", divide="ignore"):
             t = np.where(ok, (alphas - xs[jl]) / np.where(ok, xs[jr] - xs[jl], 1.0), 0.0)
             lf = ks[jl] + t * (ks[jr] - ks[jl])
-            return np.where(ok, _log_expm1(np.maximum(lf, 1e-300)), np.inf)
+            return np.where(ok, log_expm1(np.maximum(lf, 1e-300)), np.inf)
 
 
 def hist_log_fm1(plan: HistPlan) -> tuple[np.ndarray, np.ndarray]:
@@ -254,7 +244,6 @@ def hist_log_fm1(plan: HistPlan) -> tuple[np.ndarray, np.ndarray]:
     return Prepared(plan).evaluate(plan.alphas)
 
 
-_BLK = 32
 _TAIL_NATS = 45.0
 
 
@@ -275,49 +264,10 @@ def _raise_lower_ends(c, x_l, x_h, lw, lfm1_est, alphas, ctx):
     x_g = np.floor(0.5 * m * (1.0 + np.clip(v, -1.0, 1.0)))  # g(x_g) ≈ G; the tail starts at x_g
     # step down while g(x_g) > G (rounding), so that g(x_lo − 1) ≤ G with x_lo = x_g + 1
     for _ in range(3):
-        over = _gc(m, 2.0 * x_g - m, ctx) > G
+        over = log_ratio(m, 2.0 * x_g - m, ctx) > G
         x_g = np.where(over & (x_g > 0), x_g - 1.0, x_g)
     x_new = np.minimum(x_g + 1.0, x_h.astype(float)).astype(np.int64)
     return np.where(ok & (x_new > x_l), x_new, x_l)
-
-
-def _lean_cells(c: np.ndarray, x_l: np.ndarray, x_h: np.ndarray, lw: np.ndarray, ctx: _Ctx):
-    """log-weights lw_j + log Q_{c_j}(x) and g = log R for every cell x ∈ [x_l, x_h] of every point.
-
-    Q_c(x) = b_{c+1}(x)·(1 − s·u/(c+1)) (b_m the Bin(m, ½) pmf, u = 2x − c − 1), so with m = c + 1
-    and v = u/m: log Q = log b_m(x) + log(1 − s·v), g = log(1 + s·v) − log(1 − s·v): log1p while
-    |s·v| ≤ ½, and beyond it 1 ± s·v = (1 ± v) ∓ v·(1 − s), computed without cancellation. log b_m is accumulated from the
-    exact ratios log((m − x + 1)/x) within blocks of 32 cells, each block anchored at Loader's pmf.
-    """
-    ncell = x_h - x_l + 1
-    nblk = (ncell + _BLK - 1) // _BLK
-    first = np.concatenate([[0], np.cumsum(nblk)[:-1]])
-    seg = np.repeat(np.arange(c.size), nblk)
-    x0 = (x_l[seg] + _BLK * (np.arange(int(nblk.sum())) - first[seg])).astype(float)
-    mf = (c[seg] + 1).astype(float)
-    xmax = x_h[seg].astype(float)
-    xs = x0[:, None] + np.arange(_BLK, dtype=float)[None, :]
-    pad = xs > xmax[:, None]
-    xs = np.minimum(xs, xmax[:, None])
-    m2 = mf[:, None]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lr = np.log((m2 - xs + 1.0) / xs)
-        lr[:, 0] = 0.0
-        lb = _log_binom_pmf(x0, mf, 0.5, 0.5)[:, None] + np.cumsum(lr, axis=1)
-        v = (2.0 * xs - m2) / m2
-        sv = ctx.s * v
-        lp = np.log1p(sv)  # log(1 + s·v): log1p keeps tiny s·v accurate (small ε0) …
-        lm = np.log1p(-sv)  # log(1 − s·v)
-        far = np.abs(sv) > 0.5  # … and near |s·v| = 1, 1 ± s·v = (1 ± v) ∓ v·(1 − s) (s may round to 1)
-        if far.any():
-            vf, xf, mf2 = v[far], xs[far], np.broadcast_to(m2, xs.shape)[far]
-            lp[far] = np.log(2.0 * xf / mf2 - vf * ctx.w)
-            lm[far] = np.log(2.0 * (mf2 - xf) / mf2 + vf * ctx.w)
-    lq = lb + lm + lw[seg][:, None]
-    g = lp - lm
-    ok = ~pad & np.isfinite(lq) & (g != 0.0)
-    segc = np.broadcast_to(seg[:, None], lq.shape)
-    return lq[ok], g[ok], segc[ok]  # in x order within each point
 
 
 def _edges(gmin: float, gmax: float):
@@ -339,45 +289,57 @@ def _edges(gmin: float, gmax: float):
 class _Bins:
     """The histogram of the cells on g (order-independent): per non-empty bin the log-mass LM, the
     cells' extreme values [lo, hi] of g, the mean μ, and the log-mass under the right-end weights
-    (lw + shift_low[seg], for the slack check)."""
+    (lw + shift_low[seg], for the slack check).
 
-    def __init__(self, lw: np.ndarray, g: np.ndarray, seg: np.ndarray, shift_low: np.ndarray):
-        ag = np.abs(g)
-        gmin = float(ag.min())
-        ed, ksw, dg = _edges(gmin, float(ag.max()))
-        nb = ed.size - 1
-        # bin k covers (ed[k], ed[k+1]]: analytic index, then corrected against the edges themselves
-        top = ed[ksw]
-        with np.errstate(divide="ignore"):
-            idx = np.where(ag <= top, np.ceil(np.log(ag / gmin) / math.log(_R)), ksw + np.ceil((ag - top) / dg) - 1.0)
-        idx = np.clip(idx, 0, nb - 1).astype(np.int64)
-        bad = np.flatnonzero(~((ag > ed[idx]) & (ag <= ed[idx + 1])))
-        if bad.size:  # rounding at an edge: the exact search for those few
-            idx[bad] = np.clip(np.searchsorted(ed, ag[bad], side="left") - 1, 0, nb - 1)
-            if not np.all((ag[bad] > ed[idx[bad]]) & (ag[bad] <= ed[idx[bad] + 1])):
-                raise FloatingPointError("histogram bin assignment failed")
-        key = idx * 2 + (g < 0)
-        nk = 2 * nb
+    A cell's weight is e^{lw}·lin (lin ≥ 0, default 1); cells with lw = −inf, lin = 0 or g = 0
+    (ψ(0) = 0) add nothing and are set aside. Consecutive cells of one point that share a bin (runs: g is
+    monotone in x within a point) are reduced first when runs are long, then merged into the
+    bins."""
+
+    def __init__(self, lw: np.ndarray, g: np.ndarray, seg: np.ndarray, shift_low: np.ndarray, lin=None):
+        valid = np.isfinite(lw) & (g != 0.0)
+        if lin is not None:
+            valid &= lin > 0.0
+        key, nk = _bin_keys(g, valid)
+        # runs of equal (key, point); reduced first when they are long enough to pay for it
+        brk = np.flatnonzero((key[1:] != key[:-1]) | (seg[1:] != seg[:-1])) + 1
+        if 8 * brk.size < key.size:
+            st = np.concatenate([[0], brk])
+            sizes = np.diff(np.append(st, key.size))
+            red = (key[st], seg[st], st, sizes)
+        else:
+            red = None
+        rk, rseg = (red[0], red[1]) if red else (key, seg)
         mx = np.full(nk, -np.inf)
-        np.maximum.at(mx, key, lw)
         gl = np.full(nk, np.inf)
         gh = np.full(nk, -np.inf)
-        np.minimum.at(gl, key, g)
-        np.maximum.at(gh, key, g)
-        w = np.exp(lw - mx[key])
-        M = np.bincount(key, w, minlength=nk)
-        S = np.bincount(key, w * g, minlength=nk)
-        kk = np.flatnonzero(M > 0)
+        np.maximum.at(mx, rk, np.maximum.reduceat(lw, red[2]) if red else lw)
+        np.minimum.at(gl, rk, np.minimum.reduceat(g, red[2]) if red else g)
+        np.maximum.at(gh, rk, np.maximum.reduceat(g, red[2]) if red else g)
+        with np.errstate(invalid="ignore"):  # the set-aside key: −inf − (−inf)
+            w = lw - (np.repeat(mx[rk], red[3]) if red else mx[key])
+            np.exp(w, out=w)
+        if lin is not None:
+            w *= lin
+        r_m = np.add.reduceat(w, red[2]) if red else w
+        r_s = np.add.reduceat(w * g, red[2]) if red else w * g
+        M = np.bincount(rk, r_m, minlength=nk)
+        S = np.bincount(rk, r_s, minlength=nk)
+        kk = np.flatnonzero(M[:-1] > 0)  # (the last key holds the set-aside cells)
         LM = mx[kk] + np.log(M[kk])
         # the same bins with the right-end weights (an estimate; only the slack check uses it;
         # a weight that underflows only makes the check stricter)
         with np.errstate(under="ignore", over="ignore"):
             es = np.exp(np.clip(shift_low, -700.0, 700.0))
-        ML = np.bincount(key, w * es[seg], minlength=nk)[kk]
+        ML = np.bincount(rk, r_m * es[rseg], minlength=nk)[kk]
         with np.errstate(divide="ignore", invalid="ignore"):
             LML = mx[kk] + np.log(ML)
-        lo, hi = gl[kk], gh[kk]  # the cells' own extreme values of g in the bin
-        mu = np.clip(S[kk] / M[kk], lo, hi)
+        self._finish(LM, LML, gl[kk], gh[kk], S[kk] / M[kk])
+
+    def _finish(self, LM, LML, lo, hi, mean):
+        """Per bin (lo, hi: the cells' own extreme values of g): chord weights and pruning terms,
+        the bins with positive g first."""
+        mu = np.clip(mean, lo, hi)
         single = hi <= lo
         width = np.where(single, 1.0, hi - lo)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -393,6 +355,38 @@ class _Bins:
         with np.errstate(divide="ignore"):
             self.p1 = LM + l2g  # + log(½α²) (+ α·g for positive g): the pruning bound
             self.p2 = LM + np.log(gm)  # + log α (negative g)
+
+
+def _bin_keys(g: np.ndarray, valid: np.ndarray):
+    """Bin key of every valid cell (2·bin + [g < 0], bins on |g| from :func:`_edges`; bin k covers
+    (ed[k], ed[k+1]]), the extra last key for the others, and the number of keys. The analytic
+    index is corrected against the edges themselves, so a value on an edge lands in the bin it
+    bounds."""
+    ag = np.abs(g)
+    gmin = float(np.min(ag, where=valid, initial=np.inf))
+    ed, ksw, dg = _edges(gmin, float(np.max(ag, where=valid, initial=0.0)))
+    nb = ed.size - 1
+    top = ed[ksw]
+    # the uniform part's index for every cell (in place), then the geometric part's for the few
+    # cells at or below ``top``
+    idx = ag - top
+    idx /= dg
+    np.ceil(idx, out=idx)
+    idx += ksw - 1.0
+    geo = np.flatnonzero(ag <= top)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        idx[geo] = np.ceil(np.log(ag[geo] / gmin) / math.log(_R))
+    np.clip(idx, 0, nb - 1, out=idx)
+    idx = idx.astype(np.int64)
+    bad = np.flatnonzero(~((ag > ed[:-1][idx]) & (ag <= ed[1:][idx])) & valid)
+    if bad.size:  # rounding at an edge: the exact search for those few
+        idx[bad] = np.clip(np.searchsorted(ed, ag[bad], side="left") - 1, 0, nb - 1)
+        if not np.all((ag[bad] > ed[idx[bad]]) & (ag[bad] <= ed[idx[bad] + 1])):
+            raise FloatingPointError("histogram bin assignment failed")
+    idx *= 2
+    idx += g < 0
+    idx[~valid] = 2 * nb
+    return idx, 2 * nb + 1
 
 
 def _hist_sum(bins: _Bins, alphas: np.ndarray):
@@ -415,36 +409,29 @@ def _hist_sum(bins: _Bins, alphas: np.ndarray):
     keep = A >= (rowmax - _PRUNE)[:, None]
     rows, cols = np.nonzero(keep)
     ar = alphas[rows]
-    gs = -np.log(ar) / (ar - 1.0)  # ψ is concave below g*, convex above
-    lo_k, hi_k, mu_k = lo[cols], hi[cols], mu[cols]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gs = (-np.log(alphas) / (alphas - 1.0))[rows]  # ψ is concave below g*, convex above
+    lo_k, hi_k = lo[cols], hi[cols]
     one = single[cols]
     conc = (hi_k <= gs) | one
     conv = (lo_k >= gs) & ~one
-    mixed = ~(conc | conv)
+    ic = np.flatnonzero(conc)  # Jensen at μ (exact for a single value)
+    it = np.flatnonzero(~conc)  # chord (convex) or the larger end value (straddling g*)
+    # one log φ call for all three kinds of values: μ (concave bins), then both ends of the others
+    phi = log_phi(np.concatenate([ar[ic], ar[it], ar[it]]),
+                  np.concatenate([mu[cols[ic]], lo_k[it], hi_k[it]]))
     val = np.empty(rows.size)
-    if conc.any():  # Jensen (exact for a single value)
-        val[conc] = _log_phi(ar[conc], mu_k[conc])
-    two = conv | mixed
-    if two.any():
-        lpa = _log_phi(ar[two], lo_k[two])
-        lpe = _log_phi(ar[two], hi_k[two])
-        cv = conv[two]
-        c2 = cols[two]
-        val[two] = np.where(cv, np.logaddexp(wl[c2] + lpa, wh[c2] + lpe), np.maximum(lpa, lpe))
+    val[ic] = phi[:ic.size]
+    lpa, lpe = phi[ic.size:ic.size + it.size], phi[ic.size + it.size:]
+    c2 = cols[it]
+    val[it] = np.where(conv[it], np.logaddexp(wl[c2] + lpa, wh[c2] + lpe), np.maximum(lpa, lpe))
     vlow = val + LML[cols]  # the same per-bin average of ψ under the right-end weights (estimate)
     val = val + LM[cols]
     starts = np.searchsorted(rows, np.arange(K))
-    mxr = np.maximum.reduceat(val, starts)
-    safe = np.where(np.isfinite(mxr), mxr, 0.0)
-    with np.errstate(under="ignore", divide="ignore", invalid="ignore"):
-        tot = np.add.reduceat(np.exp(val - safe[rows]), starts)
-        res = np.where(np.isfinite(mxr), safe + np.log(tot), mxr)
+    res = segment_logsumexp(val, starts)
     # pruned bins: each below e^{max A − _PRUNE}
     ndrop = LM.size - np.bincount(rows, minlength=K)
     with np.errstate(divide="ignore"):
         dropped = np.where(ndrop > 0, np.log(np.maximum(ndrop, 1)) + rowmax - _PRUNE, -np.inf)
-    mxl_r = np.maximum.reduceat(vlow, starts)
-    safe_l = np.where(np.isfinite(mxl_r), mxl_r, 0.0)
-    with np.errstate(under="ignore", divide="ignore", invalid="ignore"):
-        low = np.where(np.isfinite(mxl_r), safe_l + np.log(np.add.reduceat(np.exp(vlow - safe_l[rows]), starts)), mxl_r)
+    low = segment_logsumexp(vlow, starts)
     return np.logaddexp(res, dropped), low

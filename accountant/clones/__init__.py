@@ -1,0 +1,123 @@
+"""Certified RDP of the shuffle model from the clone reduction (bounds.md §8).
+
+Source
+------
+Feldman, McMillan, Talwar, "Hiding Among the Clones: A Simple and Nearly Optimal Analysis of
+Privacy Amplification by Shuffling", FOCS 2021 (arXiv:2012.12803), section 3 — the reduction for
+a general ε0-LDP randomizer, *not* the 2023 "stronger clones" (which carries an erratum). For any
+ε0-LDP local randomizers (discrete or continuous outputs, adaptively chosen), the shuffled outputs
+on two replace-one neighbouring datasets are one post-processing of the pair
+
+    C ~ Bin(n−1, e^{−ε0}),  A | C ~ Bin(C, 1/2),  Δ ~ Bern(e^{ε0}/(e^{ε0}+1)),
+    P = (A + Δ, C − A + 1 − Δ),        Q = (A + 1 − Δ, C − A + Δ),
+
+so by data processing ε(α) ≤ D_α(P‖Q) at every real α > 1 (and D_α(P‖Q) = D_α(Q‖P): Q is P with
+its coordinates swapped, so both directions are covered). C has the same law under P and Q.
+Writing x for the first coordinate, u = 2x − C − 1 and s = tanh(ε0/2), the likelihood ratio is
+
+    R(u, C) = (1 + s·u/(C+1)) / (1 − s·u/(C+1))   ∈ [e^{−ε0}, e^{ε0}],
+
+(P(x)/Q(x) = ((C+1−x) + E·x)/(E·(C+1−x) + x) with E = e^{ε0}), and under Q,
+u = (2A − C) + ξ with ξ = −1 w.p. E/(E+1), else +1. Hence
+
+    ε_clones(α) = log E_Q[R^α] / (α − 1) = log Σ_c P(C=c)·f_α(c) / (α − 1),
+    f_α(c) = E_Q[R^α | C = c] = Σ_x Q_c(x)·R_c(x)^α,
+    Q_c(x) = (b_c(x) + e^{−ε0}·b_c(x−1)) / (1 + e^{−ε0}),  b_c = Bin(c, 1/2) pmf.
+
+Certified evaluation
+--------------------
+Every engine bounds Σ_c P(c)(f_α(c) − 1) = E_Q[R^α] − 1 from above in log space, where f − 1 is
+small as a sum of non-negative terms (the φ-form, :func:`accountant._numerics.log_phi`), using
+
+* monotonicity in c (f_α(c) non-increasing: data processing; :mod:`._adaptive`) for the sum over C,
+  with f_α(0) the ε0-DP cap;
+* certified bounds on the cells outside each evaluated window (:mod:`._windows`);
+* per-bin bounds on binned cells: Taylor (:mod:`._binned`), log-concave geometric sums
+  (:mod:`._geometric`), or chord/Jensen on a histogram in g = log R (:mod:`._histogram`).
+
+The result is inflated by a relative 1e-11 (rounding of sums and pmfs) and capped by the ε0-DP
+cap ĉ(α) (valid: f_α(c) ≤ f_α(0) for every c), so it is never below the exact value.
+
+Engines (``engine=`` of :func:`clone_rdp`)
+-----------------------------------------
+* ``"exact"`` — every cell, the C-grid refined to single integers where the mass matters; equals
+  the untruncated sum to ~1e-12 (cost grows like n^{3/2}: small n only);
+* ``"adaptive"`` — the same C-grid refinement per chunk of orders with binned cells;
+* ``"histogram"`` — one C-grid and window design per (n, ε0), made for the default grid and 1.01
+  whatever orders are asked (a value depends on (n, ε0, α) only), all cells binned once on g,
+  each order then costs its bins only; ε0 ∈ [1e-6, 30] and orders in [1.01, 10⁴];
+* ``"auto"`` (default) — exact where cheap (n ≤ 6,000 and an estimated C-values × cells × orders
+  ≤ 2.5e6 for ≤ 8 orders, ≤ 6e5 for more), else the histogram within its domain and cell budget
+  (orders whose a-posteriori slack check fails get the smaller of the chord of their checked
+  neighbours, by convexity of (α−1)·D_α, and the adaptive engine), else adaptive.
+
+The prepared histograms of the last few (n, ε0) are kept in the process (:func:`clear_cache`), so
+later orders of the same (n, ε0) — the real-order refinement of an ε answer — are almost free.
+Timings: ``bench/results_clones.md``.
+
+Limits
+------
+``CLONES_MAX_N`` = 10⁸: above it :func:`clone_rdp` returns +inf at every order, so the caller
+falls back to the thesis bounds and says so.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._numerics import pure_dp_rdp
+from ._routing import _PREPARED, ENGINES, clear_cache, log_fm1, route  # noqa: F401 (_PREPARED: bench scripts clear it)
+
+__all__ = ["CLONES_MAX_N", "ENGINES", "clone_cap", "clone_rdp", "clear_cache", "route"]
+
+#: Largest n for which :func:`clone_rdp` certifies a bound; above it every order returns +inf.
+CLONES_MAX_N = 10**8
+
+_REL_SAFETY = 1e-11
+
+
+def clone_cap(epsilon0: float, orders) -> np.ndarray:
+    """The ε0-DP cap ĉ(α) = log((e^{αε0} + e^{(1−α)ε0})/(e^{ε0}+1))/(α−1) = log f_α(0)/(α−1)
+    (bounds.md §1): :func:`accountant._numerics.pure_dp_rdp`."""
+    return pure_dp_rdp(epsilon0, orders)
+
+
+def clone_rdp(n: int, epsilon0: float, orders, engine: str = "auto") -> np.ndarray:
+    """Certified RDP upper bound of the shuffle model from the clone reduction.
+
+    FMT21 §3 (general ε0-LDP randomizers, replace-one neighbours), evaluated as described in the
+    module docstring: ε(α) = log E_Q[R^α]/(α−1) for every real α > 1, rounded outward, never
+    below the exact value and never above the ε0-DP cap ĉ(α).
+
+    Args:
+        n: number of users (int, 1 ≤ n; validated by the caller). n = 1 gives the cap.
+        epsilon0: local privacy level, 0 ≤ ε0 ≤ 50. ε0 = 0 gives zeros.
+        orders: real orders α > 1, any shape (≤ 1e6).
+        engine: ``"auto"``, ``"exact"``, ``"adaptive"`` or ``"histogram"`` (module docstring);
+            every engine gives a certified upper bound, they differ in cost and slack.
+
+    Returns:
+        float64 array of the same shape; finite and ≥ 0 for n ≤ ``CLONES_MAX_N``, +inf above it
+        (the caller then falls back to the thesis bounds).
+
+    Raises:
+        ValueError: an unknown engine, or ``"histogram"`` outside its domain.
+    """
+    if engine not in ENGINES:
+        raise ValueError(f"unknown clone engine {engine!r}; use one of {', '.join(ENGINES)}")
+    a = np.asarray(orders, dtype=float)
+    if epsilon0 == 0.0 or a.size == 0:
+        return np.zeros(a.shape)
+    if n > CLONES_MAX_N:
+        return np.full(a.shape, np.inf)
+    uniq, inv = np.unique(a.ravel(), return_inverse=True)
+    with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
+        lfm1 = log_fm1(int(n), float(epsilon0), uniq, engine)
+        eps = np.logaddexp(0.0, lfm1) / (uniq - 1.0) * (1.0 + _REL_SAFETY)
+        cap = clone_cap(epsilon0, uniq)
+    # the cap is a valid bound on the same quantity (f_α(c) ≤ f_α(0)); it also replaces any value
+    # a floating-point failure might have left non-finite
+    eps = np.where(np.isnan(eps), cap, np.minimum(eps, cap))
+    # ε0 > 0 makes ε(α) > 0; a value that underflowed (ε0 ≲ 1e-160) is rounded up, not down
+    eps = np.maximum(eps, np.nextafter(0.0, 1.0))
+    return eps[inv].reshape(a.shape)

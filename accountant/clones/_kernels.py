@@ -1,0 +1,194 @@
+"""Closed-form kernels of the clone reduction shared by every engine (FMT21 §3; bounds.md §8).
+
+With m = c + 1 the number of coins in the first coordinate's law, u = 2x − c − 1 and
+s = tanh(ε0/2), the likelihood ratio is R_c(u) = (1 + s·u/m)/(1 − s·u/m) ∈ [e^{−ε0}, e^{ε0}] and
+Q_c(x) = (b_c(x) + e^{−ε0}·b_c(x−1))/(1 + e^{−ε0}) = b_m(x)·(1 − s·u/m) (b_k the Bin(k, ½) pmf).
+Here: the per-(n, ε0) context, g = log R computed without cancellation, log Q_c at single cells
+and its pmf ratios, the tilted peak of Q·R^α, geometric sums, the rough log f_α(c) that steers
+designs, the c = 0 value (the ε0-DP cap) and the law of C ~ Bin(n−1, e^{−ε0}) summed over bins.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._binomial import log_binom_pmf, log_binom_pmf_range
+from .._numerics import log_pure_dp_excess, segment_logsumexp
+
+
+class Ctx:
+    """Constants of one (n, ε0): N = n − 1 other users, q = e^{−ε0}, s = tanh(ε0/2) and
+    w = 1 − s = 2e^{−ε0}/(1 + e^{−ε0}) (accurate when s rounds to 1), the mean c0 and standard
+    deviation σ_C of C ~ Bin(N, q), and a memo of log f_α(0) per order."""
+
+    def __init__(self, n: int, eps0: float):
+        self.N = n - 1
+        self.eps0 = eps0
+        self.q = math.exp(-eps0)
+        self.q1 = -math.expm1(-eps0)  # 1 − q
+        self.s = math.tanh(eps0 / 2.0)
+        self.w = 2.0 * math.exp(-eps0) / (1.0 + math.exp(-eps0))  # 1 − s, accurately
+        self.log1pq = math.log1p(self.q)
+        self.c0 = self.N * self.q
+        self.sig_c = math.sqrt(self.N * self.q * self.q1)
+        self.lcap_cache: dict[float, float] = {}
+
+
+def l1m(n1, u, w: float, s: float):
+    """log(1 − s·u/n1), accurate also as s·u/n1 → 1 (s may round to 1): for s·u/n1 > ½ it is
+    log((n1 − u) + u·w) − log(n1) with w = 1 − s; below, log1p (full relative accuracy when
+    s·u/n1 is tiny, e.g. ε0 ≈ 1e-6)."""
+    sv = s * (u / n1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(sv > 0.5, np.log((n1 - u) + u * w) - np.log(n1), np.log1p(-np.minimum(sv, 0.5)))
+
+
+def log_ratio(n1, u, ctx: Ctx):
+    """g = log R(u, c) = log(1 + s·u/n1) − log(1 − s·u/n1), n1 = c + 1 (accurate up to |u| = n1)."""
+    return l1m(n1, -u, ctx.w, ctx.s) - l1m(n1, u, ctx.w, ctx.s)
+
+
+def l1m_sq(n1, u, ctx: Ctx):
+    """log(1 − s²u²/n1²) = log(1 − s|u|/n1) + log(1 + s|u|/n1)."""
+    ua = np.abs(u)
+    return l1m(n1, ua, ctx.w, ctx.s) + l1m(n1, -ua, ctx.w, ctx.s)
+
+
+def lf_est(alpha, c, ctx: Ctx, lcap):
+    """Rough log f_α(c): the Gaussian approximation 2α(α−1)s²/(c+1), capped by the exact c = 0
+    value. Steers designs only (no bound depends on it)."""
+    return np.minimum(2.0 * alpha * (alpha - 1.0) * ctx.s**2 / (c + 1.0), lcap)
+
+
+def log_cap_f(alpha, ctx: Ctx):
+    """log f_α(0) = (α−1)·ĉ(α), ĉ the ε0-DP cap (at c = 0 the pair (P, Q) is binary randomized
+    response); memoised per order on the context."""
+    a = np.atleast_1d(np.asarray(alpha, dtype=float))
+    cache = ctx.lcap_cache
+    miss = [v for v in a.tolist() if v not in cache]
+    if miss:
+        vals = np.logaddexp(0.0, log_pure_dp_excess(ctx.eps0, np.array(miss)))
+        cache.update(zip(miss, vals.tolist()))
+    out = np.array([cache[v] for v in a.tolist()])
+    return out if np.ndim(alpha) else out[0]
+
+
+def tilt(c: np.ndarray, a, s: float):
+    """Tilted peak u* of Q·R^a, its standard deviation (in u) and whether it sits at the edge
+    u = c + 1 (window and bin-width choice only; no bound depends on it). ``a`` may be an array
+    of orders (results then have shape (len(a), len(c))).
+
+    With y = t·u = s·z (t = s/(c+1)) and Stirling's form log b ≈ −(c+1)·H(z) − ½·log(1 − z²),
+    H(z) = ((1+z)log(1+z) + (1−z)log(1−z))/2, the profile is ℓ(y) = log b + 2a·artanh(y);
+    it is maximised on a grid in y ∈ [0, s) and refined by Newton steps.
+    """
+    cf = np.asarray(c, dtype=float)
+    scalar = np.ndim(a) == 0
+    av = np.atleast_1d(np.asarray(a, dtype=float))[:, None]
+    n1 = (cf + 1.0)[None, :]
+    if s <= 1e-100:  # the tilt is negligible (and s² would underflow)
+        shape = (av.shape[0], cf.size)
+        res = (np.zeros(shape), np.broadcast_to(np.sqrt(n1), shape).copy(), np.zeros(shape, dtype=bool))
+        return tuple(r[0] for r in res) if scalar else res
+    zmax = 1.0 - 1e-15
+    grid = s * (1.0 - np.geomspace(1.0, 1e-12, 28))
+    z = np.minimum(grid / s, zmax)[:, None, None]
+    h = 0.5 * ((1.0 + z) * np.log1p(z) + (1.0 - z) * np.log1p(-z))
+    vals = -n1[None] * h - 0.5 * np.log1p(-z * z) + 2.0 * av[None] * np.arctanh(grid)[:, None, None]
+    k = np.argmax(vals, axis=0)
+    lo = grid[np.maximum(k - 1, 0)]
+    hi = grid[np.minimum(k + 1, grid.size - 1)]
+    y = grid[k]
+    for _ in range(5):
+        zy = np.minimum(y / s, zmax)
+        d1 = -(n1 / s) * np.arctanh(zy) + (zy / s) / (1.0 - zy * zy) + 2.0 * av / (1.0 - y * y)
+        d2 = (-(n1 / s**2) / (1.0 - zy * zy) + (1.0 + zy * zy) / (s**2 * (1.0 - zy * zy) ** 2)
+              + 4.0 * av * y / (1.0 - y * y) ** 2)
+        step = np.where(d2 < 0, -d1 / np.where(d2 < 0, d2, -1.0), 0.0)
+        y = np.clip(y + step, lo, hi)
+    u = y * n1 / s
+    t = s / n1
+    zz = np.minimum(y / s, zmax)
+    prec = 1.0 / (n1 * (1.0 - zz * zz)) - 4.0 * av * t * t * y / (1.0 - y * y) ** 2
+    edge = (u >= cf[None, :]) | (prec <= 0.0)
+    u = np.where(edge, n1, u)
+    sig = 1.0 / np.sqrt(np.where(prec > 0, prec, 1.0 / n1))
+    if scalar:
+        return u[0], sig[0], edge[0]
+    return u, sig, edge
+
+
+def log_q_at(x: np.ndarray, c: np.ndarray, ctx: Ctx) -> np.ndarray:
+    """log Q_c(x) at arbitrary cells 0 ≤ x ≤ c+1 (Loader's pmf; x = c+1: q·b(c)/(1+q))."""
+    top = x >= c + 1
+    xb = np.where(top, c, x).astype(float)
+    cf = c.astype(float)
+    lb = log_binom_pmf(xb, cf, 0.5, 0.5)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return lb - ctx.log1pq + np.where(top, -ctx.eps0, np.log1p(ctx.q * xb / np.maximum(cf - xb + 1.0, 1.0)))
+
+
+def log_q_ratio(x: np.ndarray, c: np.ndarray, ctx: Ctx) -> np.ndarray:
+    """log Q_c(x+1)/Q_c(x) for 0 ≤ x ≤ c (closed form from b(x±1)/b(x))."""
+    xf = x.astype(float)
+    cf = c.astype(float)
+    with np.errstate(divide="ignore"):
+        return np.log((cf - xf) / (xf + 1.0) + ctx.q) - np.log1p(ctx.q * xf / (cf - xf + 1.0))
+
+
+def log_geom(z: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """log Σ_{j<w} e^{jz} (w ≥ 1), stable for every real z."""
+    za = np.abs(z)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        v = np.where(z > 0, (w - 1.0) * z, 0.0) + np.log(-np.expm1(-w * za)) - np.log(-np.expm1(-za))
+    return np.where(za * w < 1e-12, np.log(w), v)
+
+
+class CMass:
+    """log P(C ∈ [a, b]) for C ~ Bin(N, q): exact (Loader-anchored pmf, summed) inside c0 ± 40σ_C and
+    bounded outside it by geometric series of pmf ratios (P(C ≤ k) ≤ pmf(k)/(1 − r_k),
+    r_k = k(1−q)/((N−k+1)q) < 1, and symmetrically above)."""
+
+    def __init__(self, ctx: Ctx):
+        self.ctx = ctx
+        half = 40.0 * ctx.sig_c + 40.0
+        self.lo = int(max(0, math.floor(ctx.c0 - half)))
+        self.hi = int(min(ctx.N, math.ceil(ctx.c0 + half)))
+        self.lpmf = log_binom_pmf_range(self.lo, self.hi, ctx.N, ctx.q, ctx.q1, block=32)
+
+    def _tail(self, k: np.ndarray, lower: bool) -> np.ndarray:
+        ctx = self.ctx
+        kf = k.astype(float)
+        big_n = float(ctx.N)
+        lp = log_binom_pmf(kf, big_n, ctx.q, ctx.q1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if lower:
+                r = kf * ctx.q1 / ((big_n - kf + 1.0) * ctx.q)
+            else:
+                r = (big_n - kf) * ctx.q / ((kf + 1.0) * ctx.q1)
+            return np.where(r < 1.0, lp - np.log1p(-np.where(r < 1.0, r, 0.0)), 0.0)
+
+    def bins(self, pts: np.ndarray) -> np.ndarray:
+        """log masses of [pts_j, pts_{j+1} − 1] and [pts_last, N]."""
+        a = pts
+        b = np.append(pts[1:] - 1, self.ctx.N)
+        out = np.full(a.size, -np.inf)
+        ia = np.clip(a, self.lo, self.hi + 1) - self.lo
+        ib = np.clip(b, self.lo - 1, self.hi) - self.lo
+        inner = ib >= ia
+        if inner.any():
+            st = ia[inner]
+            en = ib[inner] + 1
+            bnd = np.unique(np.concatenate([[0], st, en]))
+            bnd = bnd[bnd < self.lpmf.size]
+            lse = segment_logsumexp(self.lpmf, bnd)
+            out[inner] = lse[np.searchsorted(bnd, st)]
+        m = a < self.lo
+        if m.any():
+            out[m] = np.logaddexp(out[m], self._tail(np.minimum(b[m], self.lo - 1), True))
+        m = b > self.hi
+        if m.any():
+            out[m] = np.logaddexp(out[m], self._tail(np.maximum(a[m], self.hi + 1), False))
+        return out

@@ -1,0 +1,145 @@
+"""Which engine evaluates a clone-bound call, and the process-wide cache of prepared histograms
+(the engines and their certificates: :mod:`accountant.clones`)."""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import OrderedDict
+
+import numpy as np
+
+from .._numerics import log_expm1
+from ..orders import DEFAULT_ORDERS
+from ._adaptive import exact_work, refine_log_fm1
+from ._histogram import HistPlan, Prepared
+from ._kernels import Ctx, log_cap_f
+
+ENGINES = ("auto", "exact", "adaptive", "histogram")
+
+EXACT_BUDGET = 2.5e6  # estimated C-values × x-cells × orders under which a call is evaluated exactly
+EXACT_MAX_ORDERS = 8  # … for calls with at most this many orders; with more, only under this budget:
+EXACT_BUDGET_MANY = 6e5  # (above, the histogram engine is faster, its refinement orders almost free)
+EXACT_MAX_N = 6_000  # … and n at most this (above, the estimate misses the cost of wide tilted windows)
+HIST_CELL_BUDGET = 1.6e6  # cells up to which "auto" uses the histogram engine
+HIST_EPS0 = (1e-6, 30.0)  # ε0 range of the histogram engine (its design estimates need s² > 0)
+#: The orders every histogram is designed for (the default grid and 1.01): a value then depends on
+#: (n, ε0, α) only, whatever else a request holds.
+HIST_DESIGN = np.union1d(np.asarray(DEFAULT_ORDERS, dtype=float), [1.01])
+
+_PREPARED: OrderedDict[tuple[int, float], Prepared] = OrderedDict()  # (n, ε0) → prepared histogram
+_PREPARED_MAX = 8
+_PREPARED_LOCK = threading.Lock()
+
+
+def clear_cache() -> None:
+    """Forget the prepared histograms (the next call of each (n, ε0) is cold)."""
+    with _PREPARED_LOCK:
+        _PREPARED.clear()
+
+
+def prepared(n: int, eps0: float) -> Prepared | None:
+    """The cached histogram of (n, ε0), if any."""
+    with _PREPARED_LOCK:
+        return _PREPARED.get((n, eps0))
+
+
+def _exact_is_cheap(ctx: Ctx, alphas: np.ndarray) -> bool:
+    work = exact_work(ctx, alphas) if ctx.N <= EXACT_MAX_N else math.inf
+    return work <= (EXACT_BUDGET if alphas.size <= EXACT_MAX_ORDERS else EXACT_BUDGET_MANY)
+
+
+def _in_hist_domain(ctx: Ctx, alphas: np.ndarray) -> bool:
+    return (HIST_EPS0[0] <= ctx.eps0 <= HIST_EPS0[1]) and HIST_DESIGN[0] <= alphas[0] and alphas[-1] <= HIST_DESIGN[-1]
+
+
+def histogram_engine(ctx: Ctx, force: bool = False) -> Prepared | None:
+    """The prepared histogram of (n, ε0) — cached, or built if its plan fits the cell budget (or
+    ``force``) — else None. Designed for :data:`HIST_DESIGN` whatever orders are asked."""
+    key = (ctx.N + 1, ctx.eps0)
+    with _PREPARED_LOCK:
+        prep = _PREPARED.get(key)
+        if prep is not None:
+            _PREPARED.move_to_end(key)
+            return prep
+    plan = HistPlan(ctx, HIST_DESIGN)
+    if plan.cells > HIST_CELL_BUDGET and not force:
+        return None
+    prep = Prepared(plan)
+    with _PREPARED_LOCK:
+        _PREPARED[key] = prep
+        _PREPARED.move_to_end(key)
+        while len(_PREPARED) > _PREPARED_MAX:
+            _PREPARED.popitem(last=False)
+    return prep
+
+
+def _adaptive_near(ctx: Ctx, alphas: np.ndarray) -> np.ndarray:
+    """The adaptive engine at ``alphas``, evaluated together with the two design orders on either
+    side of each (its C-grid is refined per chunk of neighbouring orders, so the result depends
+    on (n, ε0, α) only and is as tight as inside the full grid)."""
+    d = HIST_DESIGN
+    j = np.searchsorted(d, alphas)
+    near = d[np.clip(np.concatenate([j - 2, j - 1, j, j + 1]), 0, d.size - 1)]
+    allo = np.union1d(alphas, near)
+    vals = refine_log_fm1(Ctx(ctx.N + 1, ctx.eps0), allo, exact=False)
+    return vals[np.searchsorted(allo, alphas)]
+
+
+_MEMO_MAX = 4096  # per prepared histogram: orders whose final value is kept
+
+
+def _histogram_checked(ctx: Ctx, prep: Prepared, alphas: np.ndarray) -> np.ndarray:
+    """The histogram's bound; orders whose slack check failed (the design's estimates missed
+    there) get the smallest of three valid bounds: the value, the chord of its checked neighbours
+    (convexity of (α−1)·D_α), the adaptive engine.
+
+    A value depends on (n, ε0, α) only, so each order's final value is kept with the prepared
+    histogram and a later request pays only for the orders it has not seen (the composition's
+    real-order refinement asks again for most of the grid it asked for before)."""
+    memo: dict[float, float] = prep.__dict__.setdefault("memo", {})
+    got = {a: memo.get(a) for a in alphas.tolist()}  # one read per order (another thread may clear it)
+    new = np.array([a for a, v in got.items() if v is None])
+    if new.size:
+        out, suspect = prep.evaluate(new)
+        if suspect.any():
+            sa = new[suspect]
+            out = out.copy()
+            out[suspect] = np.minimum.reduce([out[suspect], prep.chord_bound(sa), _adaptive_near(ctx, sa)])
+        fresh = dict(zip(new.tolist(), out.tolist()))
+        got.update(fresh)
+        if len(memo) + new.size > _MEMO_MAX:
+            memo.clear()
+        memo.update(fresh)
+    return np.array([got[a] for a in alphas.tolist()])
+
+
+def route(n: int, eps0: float, orders) -> str:
+    """The engine ``"auto"`` uses for these orders: ``"exact"``, ``"histogram"`` or ``"adaptive"``."""
+    alphas = np.unique(np.asarray(orders, dtype=float))
+    ctx = Ctx(int(n), float(eps0))
+    if ctx.N == 0 or _exact_is_cheap(ctx, alphas):
+        return "exact"
+    if _in_hist_domain(ctx, alphas) and (prepared(int(n), float(eps0)) is not None
+                                         or HistPlan(ctx, HIST_DESIGN).cells <= HIST_CELL_BUDGET):
+        return "histogram"
+    return "adaptive"
+
+
+def log_fm1(n: int, eps0: float, alphas: np.ndarray, engine: str = "auto") -> np.ndarray:
+    """Upper bound on log(E_Q[R^α] − 1) for sorted unique orders by the chosen engine."""
+    ctx = Ctx(n, eps0)
+    if ctx.N == 0:
+        return log_expm1(log_cap_f(alphas, ctx))
+    if engine == "exact" or (engine == "auto" and _exact_is_cheap(ctx, alphas)):
+        return refine_log_fm1(ctx, alphas, exact=True)
+    if engine == "histogram":
+        if not _in_hist_domain(ctx, alphas):
+            raise ValueError(f"the histogram engine covers ε0 in [{HIST_EPS0[0]:g}, {HIST_EPS0[1]:g}] and orders in "
+                             f"[{HIST_DESIGN[0]:g}, {HIST_DESIGN[-1]:g}]; use engine 'adaptive' or 'auto'")
+        return histogram_engine(ctx, force=True).evaluate(alphas)[0]
+    if engine == "auto" and _in_hist_domain(ctx, alphas):
+        prep = histogram_engine(ctx)
+        if prep is not None:
+            return _histogram_checked(ctx, prep, alphas)
+    return refine_log_fm1(ctx, alphas, exact=False)
