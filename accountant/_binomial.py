@@ -24,9 +24,9 @@ from scipy.special import gammaln
 
 from ._numerics import log_phi, logsumexp
 
-DENSE_MAX = 50_001      # longest window of K summed term by term
-JENSEN_BINS = 50_000    # bins used beyond that
-_CELLS = 2_000_000      # (orders × points) evaluated per chunk
+DENSE_MAX = 50_001  # longest window of K summed term by term
+JENSEN_BINS = 50_000  # bins used beyond that
+_CELLS = 2_000_000  # (orders × points) evaluated per chunk
 
 
 def _window(m: int, p: float, L: float) -> tuple[int, int]:
@@ -53,7 +53,9 @@ def _window(m: int, p: float, L: float) -> tuple[int, int]:
     return lo, hi
 
 
-def rr_shuffle_log_moments(m: int, epsilon0: float, gamma: float, orders: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def rr_shuffle_log_moments(
+    m: int, epsilon0: float, gamma: float, orders: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """(log E[r^α], log E[r^{1−α}]) for each order α (vectorised)."""
     orders = np.asarray(orders, dtype=float)
     E = np.exp(epsilon0)
@@ -91,8 +93,8 @@ def rr_shuffle_log_moments(m: int, epsilon0: float, gamma: float, orders: np.nda
     log_s = np.empty(betas.shape)
     step = max(1, _CELLS // max(x.size, 1))
     for j in range(0, orders.size, step):  # chunks of orders bound the memory
-        lp = log_phi(betas[:, j:j + step, None], lr[None, None, :]) + logw[None, None, :]
-        log_s[:, j:j + step] = logsumexp(lp, axis=-1)
+        lp = log_phi(betas[:, j : j + step, None], lr[None, None, :]) + logw[None, None, :]
+        log_s[:, j : j + step] = logsumexp(lp, axis=-1)
     fwd, rev = np.logaddexp(0.0, log_s)  # log(1 + E[φ])
     return fwd, rev
 
@@ -156,11 +158,21 @@ def log_binom_pmf(k, big_n, p: float, q1: float) -> np.ndarray:
     kk = np.where(inside, k, 1.0)
     nn = np.where(inside, big_n, 2.0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        out = (_stirlerr(nn) - _stirlerr(kk) - _stirlerr(nn - kk)
-               - _bd0(kk, nn * p) - _bd0(nn - kk, nn * q1)
-               + 0.5 * np.log(nn / (kk * (nn - kk))) - _HALF_LOG_2PI)
+        out = (
+            _stirlerr(nn)
+            - _stirlerr(kk)
+            - _stirlerr(nn - kk)
+            - _bd0(kk, nn * p)
+            - _bd0(nn - kk, nn * q1)
+            + 0.5 * np.log(nn / (kk * (nn - kk)))
+            - _HALF_LOG_2PI
+        )
     # log(1 − p): log1p(−p) for small p, log q1 for p next to 1 (1 − p is never formed there)
-    lo_val = big_n * (math.log1p(-p) if p < 0.5 else math.log(q1)) if q1 > 0 else np.where(big_n == 0, 0.0, -np.inf)
+    lo_val = (
+        big_n * (math.log1p(-p) if p < 0.5 else math.log(q1))
+        if q1 > 0
+        else np.where(big_n == 0, 0.0, -np.inf)
+    )
     hi_val = big_n * (math.log(p) if p > 0 else -np.inf)
     out = np.where(inside, out, -np.inf)
     out = np.where((k == big_n) & (big_n > 0), hi_val, out)
@@ -179,12 +191,12 @@ def log_binom_pmf_range(k_lo: int, k_hi: int, big_n: int, p: float, q1: float, b
         return ks
     nb = (ks.size + block - 1) // block
     kk = np.full(nb * block, ks[-1])
-    kk[:ks.size] = ks
+    kk[: ks.size] = ks
     kk = kk.reshape(nb, block)
     with np.errstate(divide="ignore", invalid="ignore"):
         lr = np.log((big_n - kk + 1.0) * p / (kk * q1))
     lr[:, 0] = log_binom_pmf(kk[:, 0], float(big_n), p, q1)
-    out = np.cumsum(lr, axis=1).ravel()[:ks.size]
+    out = np.cumsum(lr, axis=1).ravel()[: ks.size]
     # k = 0 inside a block (only possible as its first element) and k = N are exact already;
     # a ratio at k = 0 never enters (it is always a block's first element)
     return out

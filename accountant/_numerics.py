@@ -39,8 +39,17 @@ def em1mx(z) -> np.ndarray:
     small = np.abs(z) < 0.05
     if small.any():
         zs = z[small]
-        out[small] = zs * zs / 2.0 * (1.0 + zs / 3.0 * (1.0 + zs / 4.0 * (1.0 + zs / 5.0 * (
-            1.0 + zs / 6.0 * (1.0 + zs / 7.0 * (1.0 + zs / 8.0))))))
+        out[small] = (
+            zs
+            * zs
+            / 2.0
+            * (
+                1.0
+                + zs
+                / 3.0
+                * (1.0 + zs / 4.0 * (1.0 + zs / 5.0 * (1.0 + zs / 6.0 * (1.0 + zs / 7.0 * (1.0 + zs / 8.0)))))
+            )
+        )
     return out
 
 
@@ -91,8 +100,14 @@ def log_phi(alpha, lr) -> np.ndarray:
         neg = ~small & (al < 0.0)
         near1 = ~small & ~neg & (al < 2.0)
         rest = ~(small | neg | near1)
-        for kind, mask in (("small", small), ("neg", neg), ("near1", near1), ("mid", rest & (np.abs(y_all) <= 1.0)),
-                           ("big", rest & (y_all > 1.0)), ("low", rest & (y_all < -1.0))):
+        for kind, mask in (
+            ("small", small),
+            ("neg", neg),
+            ("near1", near1),
+            ("mid", rest & (np.abs(y_all) <= 1.0)),
+            ("big", rest & (y_all > 1.0)),
+            ("low", rest & (y_all < -1.0)),
+        ):
             i = np.flatnonzero(mask)
             if i.size:
                 o[i] = _log_phi_branch(kind, al[i], x_all[i], y_all[i])
@@ -231,8 +246,8 @@ def _ragged_index(orders_bytes: bytes, start: int):
     lengths = chunk - start + 1
     offsets = np.cumsum(lengths) - lengths
     p = np.arange(int(lengths.sum()), dtype=np.int64)
-    i = p - np.repeat(offsets - start, lengths)            # start..α within each segment
-    ami = np.repeat(chunk + offsets - start, lengths) - p   # α − i
+    i = p - np.repeat(offsets - start, lengths)  # start..α within each segment
+    ami = np.repeat(chunk + offsets - start, lengths) - p  # α − i
     for arr in (i, ami, offsets, lengths):
         arr.setflags(write=False)
     return i, ami, offsets, lengths

@@ -32,7 +32,9 @@ def check_int(name: str, value, lo: int, hi: int) -> int:
     return v
 
 
-def check_float(name: str, value, lo: float, hi: float, lo_open: bool = False, hi_open: bool = False) -> float:
+def check_float(
+    name: str, value, lo: float, hi: float, lo_open: bool = False, hi_open: bool = False
+) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise InvalidParameter(f"{name} must be a number, got {value!r}")
     v = float(value)
@@ -92,7 +94,9 @@ def check_curve(orders, rdp) -> tuple[np.ndarray, np.ndarray]:
     except (TypeError, ValueError) as exc:
         raise InvalidParameter(f"rdp must be a list of numbers: {exc}") from None
     if r.shape != o.shape:
-        raise InvalidParameter(f"orders and rdp must have the same length, got {o.size} orders and {r.size} rdp values")
+        raise InvalidParameter(
+            f"orders and rdp must have the same length, got {o.size} orders and {r.size} rdp values"
+        )
     if np.any(np.isnan(r)):
         raise InvalidParameter("rdp values must be numbers, got NaN")
     if np.any(r < 0):

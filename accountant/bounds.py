@@ -34,8 +34,17 @@ except ImportError:  # pragma: no cover
 
 OUTPUTS = ("discrete", "continuous")
 SHUFFLE_BOUNDS = (
-    "upper", "u1", "u1_simplified", "u2", "cap", "clones", "thesis",
-    "lower", "lower_simplified", "efm19", "fmt23",
+    "upper",
+    "u1",
+    "u1_simplified",
+    "u2",
+    "cap",
+    "clones",
+    "thesis",
+    "lower",
+    "lower_simplified",
+    "efm19",
+    "fmt23",
 )
 SUBSAMPLED_BOUNDS = ("upper", "su", "wbk19", "cap", "thesis", "lower")
 UPPER_BOUNDS = {"upper", "u1", "u1_simplified", "u2", "cap", "clones", "thesis", "su", "wbk19"}
@@ -68,7 +77,14 @@ def _cached_detail(kind: str, compute, *params, orders):
     identity of the optional bound functions, so a build without them (or a test replacing them)
     never sees another's curve."""
     o = np.ascontiguousarray(orders, dtype=float)
-    key = (kind, *params, o.tobytes(), id(clone_rdp), id(wbk19_rdp), CLONES_MAX_N if clone_rdp is not None else 0)
+    key = (
+        kind,
+        *params,
+        o.tobytes(),
+        id(clone_rdp),
+        id(wbk19_rdp),
+        CLONES_MAX_N if clone_rdp is not None else 0,
+    )
     got = _DETAILS.get(key)
     if got is None:
         got = compute()
@@ -85,7 +101,9 @@ def _check_output(output: str) -> str:
 
 def _check_bound(bound: str, allowed: tuple[str, ...], model: str, output: str) -> str:
     if bound not in allowed:
-        raise InvalidParameter(f"unknown bound {bound!r} for the {model} model; choose one of {list(allowed)}")
+        raise InvalidParameter(
+            f"unknown bound {bound!r} for the {model} model; choose one of {list(allowed)}"
+        )
     if output == "continuous" and bound in _DISCRETE_ONLY:
         raise BoundNotApplicable(
             f"bound {bound!r} (thesis ch. 5) holds only for randomizers with a discrete output range; "
@@ -106,8 +124,19 @@ def _clones(n: int, epsilon0: float, orders: np.ndarray) -> np.ndarray:
     # D_α is non-decreasing in α, so orders within 1e-6 of 1 use the value at 1 + 1e-6 (valid,
     # and away from the 0/0 of log E[R^α]/(α−1))
     at = np.maximum(orders, 1.0 + 1e-6)
-    return _safe(lambda: cached_curve("clones", CLONES_VERSION, orders, lambda: _checked(clone_rdp(n, epsilon0, at), orders),
-                                      n=int(n), epsilon0=float(epsilon0)), "clones", orders, (n, epsilon0))
+    return _safe(
+        lambda: cached_curve(
+            "clones",
+            CLONES_VERSION,
+            orders,
+            lambda: _checked(clone_rdp(n, epsilon0, at), orders),
+            n=int(n),
+            epsilon0=float(epsilon0),
+        ),
+        "clones",
+        orders,
+        (n, epsilon0),
+    )
 
 
 def _checked(values, orders: np.ndarray) -> np.ndarray:
@@ -124,7 +153,9 @@ def _safe(compute, name: str, orders: np.ndarray, params) -> np.ndarray:
     try:
         return compute()
     except Exception:  # noqa: BLE001 - logged, and the bound is simply not used
-        logging.getLogger("accountant").exception("bound %s failed for %r; falling back to the other bounds", name, params)
+        logging.getLogger("accountant").exception(
+            "bound %s failed for %r; falling back to the other bounds", name, params
+        )
         return np.full(orders.shape, np.inf)
 
 
@@ -149,7 +180,9 @@ def shuffle_upper_detail(n: int, epsilon0: float, orders, output: str = "discret
     n = check_n(n)
     epsilon0 = check_epsilon0(epsilon0)
     _check_output(output)
-    return _cached_detail("shuffle", lambda: _shuffle_upper_detail(n, epsilon0, o, output), n, epsilon0, output, orders=o)
+    return _cached_detail(
+        "shuffle", lambda: _shuffle_upper_detail(n, epsilon0, o, output), n, epsilon0, output, orders=o
+    )
 
 
 def _shuffle_upper_detail(n: int, epsilon0: float, o: np.ndarray, output: str) -> CurveDetail:
@@ -158,7 +191,9 @@ def _shuffle_upper_detail(n: int, epsilon0: float, o: np.ndarray, output: str) -
     if output == "discrete":
 
         def int_min(ints):
-            return np.minimum.reduce([_sh._u1_int(n, epsilon0, ints), _sh.u2(n, epsilon0, ints), _sh.cap(epsilon0, ints)])
+            return np.minimum.reduce(
+                [_sh._u1_int(n, epsilon0, ints), _sh.u2(n, epsilon0, ints), _sh.cap(epsilon0, ints)]
+            )
 
         # at an integer order the interpolated minimum is min(U1, U2, cap) itself
         names += ["u1", "u2"]
@@ -168,7 +203,8 @@ def _shuffle_upper_detail(n: int, epsilon0: float, o: np.ndarray, output: str) -
     vals = stack[idx, np.arange(o.size)]
     is_int = o == np.floor(o)
     sources = [
-        ("u1" if is_int[j] else "u1/u2 interpolated") if names[i] == "u1" else names[i] for j, i in enumerate(idx)
+        ("u1" if is_int[j] else "u1/u2 interpolated") if names[i] == "u1" else names[i]
+        for j, i in enumerate(idx)
     ]
     vals, sources = _hull(o, vals, sources)
     return CurveDetail(o, vals, sources, _clone_note(n))
@@ -198,8 +234,14 @@ def shuffle_rdp(n, epsilon0, orders, bound: str = "upper", output: str = "discre
     if bound == "cap":
         return _sh.cap(epsilon0, o)
     fn = {
-        "u1": _sh.u1, "u1_simplified": _sh.u1_simplified, "u2": _sh.u2, "thesis": _sh.thesis_upper,
-        "lower": _sh.lower, "lower_simplified": _sh.lower_simplified, "efm19": _sh.efm19, "fmt23": _sh.fmt23,
+        "u1": _sh.u1,
+        "u1_simplified": _sh.u1_simplified,
+        "u2": _sh.u2,
+        "thesis": _sh.thesis_upper,
+        "lower": _sh.lower,
+        "lower_simplified": _sh.lower_simplified,
+        "efm19": _sh.efm19,
+        "fmt23": _sh.fmt23,
     }[bound]
     return fn(n, epsilon0, o)
 
@@ -219,7 +261,11 @@ def _wbk_inner_orders(jmax: float) -> np.ndarray:
     to ``_WBK_DENSE``, the rounded default grid above, and the largest integer needed."""
     from .orders import DEFAULT_ORDERS
 
-    sparse = np.unique(np.concatenate([np.arange(2.0, _WBK_DENSE + 1.0), np.round(DEFAULT_ORDERS[DEFAULT_ORDERS >= 2]), [jmax]]))
+    sparse = np.unique(
+        np.concatenate(
+            [np.arange(2.0, _WBK_DENSE + 1.0), np.round(DEFAULT_ORDERS[DEFAULT_ORDERS >= 2]), [jmax]]
+        )
+    )
     return sparse[sparse <= jmax]
 
 
@@ -232,6 +278,7 @@ def _wbk19(n: int, k: int, epsilon0: float, ints: np.ndarray, output: str, k_cur
     if wbk19_rdp is None or epsilon0 == 0.0:
         return np.full(ints.shape, np.inf) if epsilon0 else np.zeros(ints.shape)
     if k_curve is None:
+
         def k_curve(os_):
             return shuffle_upper_detail(k, epsilon0, os_, output).rdp
 
@@ -246,7 +293,12 @@ def _wbk19(n: int, k: int, epsilon0: float, ints: np.ndarray, output: str, k_cur
         lin = np.interp(js, known, (known - 1.0) * vals) / (js - 1.0)
         return np.minimum.reduce([lin, _sh.cap(epsilon0, js)])
 
-    return _safe(lambda: _checked(wbk19_rdp(k / n, inner, epsilon0, ints.astype(float)), ints), "wbk19", ints, (n, k, epsilon0))
+    return _safe(
+        lambda: _checked(wbk19_rdp(k / n, inner, epsilon0, ints.astype(float)), ints),
+        "wbk19",
+        ints,
+        (n, k, epsilon0),
+    )
 
 
 def subsampled_upper_detail(n: int, k: int, epsilon0: float, orders, output: str = "discrete") -> CurveDetail:
@@ -257,8 +309,15 @@ def subsampled_upper_detail(n: int, k: int, epsilon0: float, orders, output: str
     n, k = _check_nk(n, k)
     epsilon0 = check_epsilon0(epsilon0)
     _check_output(output)
-    return _cached_detail("subsampled", lambda: _subsampled_upper_detail(n, k, epsilon0, o, output), n, k, epsilon0,
-                          output, orders=o)
+    return _cached_detail(
+        "subsampled",
+        lambda: _subsampled_upper_detail(n, k, epsilon0, o, output),
+        n,
+        k,
+        epsilon0,
+        output,
+        orders=o,
+    )
 
 
 def _subsampled_upper_detail(n: int, k: int, epsilon0: float, o: np.ndarray, output: str) -> CurveDetail:
@@ -280,7 +339,11 @@ def _subsampled_upper_detail(n: int, k: int, epsilon0: float, o: np.ndarray, out
     def int_min(ints):
         ints = np.asarray(ints, dtype=np.int64)
         c = [_ss.cap(n, k, epsilon0, ints)]
-        c.append(_ss._su_int(n, k, epsilon0, ints) if (output == "discrete" and k >= 2) else np.full(ints.shape, np.inf))
+        c.append(
+            _ss._su_int(n, k, epsilon0, ints)
+            if (output == "discrete" and k >= 2)
+            else np.full(ints.shape, np.inf)
+        )
         c.append(_wbk19(n, k, epsilon0, ints, output, k_curve))
         st = np.stack(c)
         arg = np.argmin(st, axis=0)
@@ -308,8 +371,15 @@ def _subsampled_upper_detail(n: int, k: int, epsilon0: float, o: np.ndarray, out
     return CurveDetail(o, vals, sources, notes)
 
 
-def subsampled_shuffle_rdp(n, k, epsilon0, orders, bound: str = "upper", output: str = "discrete",
-                           sampling: str = "without_replacement") -> np.ndarray:
+def subsampled_shuffle_rdp(
+    n,
+    k,
+    epsilon0,
+    orders,
+    bound: str = "upper",
+    output: str = "discrete",
+    sampling: str = "without_replacement",
+) -> np.ndarray:
     """RDP of the subsampled shuffle model (k of n sampled uniformly without replacement).
 
     bound: ``upper`` (default, tightest valid), ``su`` (Thm 5.4.1; integer α, 2 ≤ k ≤ n),

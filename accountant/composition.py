@@ -132,6 +132,14 @@ def delta(events: Iterable, epsilon: float, orders=None) -> tuple[float, float]:
 
 
 __all__ = [
-    "UNBOUNDED", "Guarantee", "compose", "curve_from_points", "delta", "delta_guarantee", "epsilon",
-    "epsilon_guarantee", "event_rdp", "laplace_rdp",
+    "UNBOUNDED",
+    "Guarantee",
+    "compose",
+    "curve_from_points",
+    "delta",
+    "delta_guarantee",
+    "epsilon",
+    "epsilon_guarantee",
+    "event_rdp",
+    "laplace_rdp",
 ]

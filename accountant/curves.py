@@ -68,12 +68,14 @@ def curve_point_sources(known_orders, orders: np.ndarray) -> tuple[list[str], li
     above the largest known one."""
     ko = np.unique(np.asarray(known_orders, dtype=float))
     a = np.asarray(orders, dtype=float)
-    labels = np.array([
-        "rdp_curve (given)",
-        "rdp_curve (monotone extension below the smallest given order)",
-        "rdp_curve (convex interpolation)",
-        "unbounded (above the largest given order; not used)",
-    ])
+    labels = np.array(
+        [
+            "rdp_curve (given)",
+            "rdp_curve (monotone extension below the smallest given order)",
+            "rdp_curve (convex interpolation)",
+            "unbounded (above the largest given order; not used)",
+        ]
+    )
     kind = np.where(np.isin(a, ko), 0, np.where(a < ko[0], 1, np.where(a <= ko[-1], 2, 3)))
     notes = []
     if a.size and a.max() > ko[-1]:

@@ -80,8 +80,9 @@ def amplified_cap(gamma: float, eps_inf: float, orders: np.ndarray) -> np.ndarra
     return round_up(pure_dp_rdp(eps, orders))
 
 
-def wbk19_over(gamma: float, inner: Callable[[np.ndarray], np.ndarray], eps_inf: float,
-               ints: np.ndarray) -> np.ndarray:
+def wbk19_over(
+    gamma: float, inner: Callable[[np.ndarray], np.ndarray], eps_inf: float, ints: np.ndarray
+) -> np.ndarray:
     """WBK19 Thm 9 at integer orders ``ints`` for an inner curve known through ``inner(orders)``.
 
     ``inner`` is called once, on :func:`wbk_inner_orders`; every other integer gets the chord of
@@ -105,9 +106,15 @@ def wbk19_over(gamma: float, inner: Callable[[np.ndarray], np.ndarray], eps_inf:
     return wbk19_rdp(gamma, every_integer, eps_inf, ints)
 
 
-def sampled_round_detail(n: int, k: int, inner: Callable[[np.ndarray], np.ndarray], eps_inf: float,
-                         orders: np.ndarray, extra: Sequence[tuple[str, np.ndarray]] = (),
-                         notes: Sequence[str] = ()) -> CurveDetail:
+def sampled_round_detail(
+    n: int,
+    k: int,
+    inner: Callable[[np.ndarray], np.ndarray],
+    eps_inf: float,
+    orders: np.ndarray,
+    extra: Sequence[tuple[str, np.ndarray]] = (),
+    notes: Sequence[str] = (),
+) -> CurveDetail:
     """The order-wise minimum of the bounds 1–3 of the module docstring and the ``extra``
     candidates (``(label, values on orders)``), tightened by convexity, with per-order sources.
 
@@ -125,16 +132,20 @@ def sampled_round_detail(n: int, k: int, inner: Callable[[np.ndarray], np.ndarra
     def int_min(ints: np.ndarray) -> np.ndarray:
         return np.minimum(wbk19_over(gamma, known, eps_inf, ints), amplified_cap(gamma, eps_inf, ints))
 
-    cands = [("wbk19", round_up(interpolate_integer_bound(o, int_min))),
-             ("cap", amplified_cap(gamma, eps_inf, o)),
-             ("inner (no amplification)", known(o)),
-             *extra]
+    cands = [
+        ("wbk19", round_up(interpolate_integer_bound(o, int_min))),
+        ("cap", amplified_cap(gamma, eps_inf, o)),
+        ("inner (no amplification)", known(o)),
+        *extra,
+    ]
     stack = np.stack([np.asarray(v, dtype=float) for _, v in cands])
     arg = np.argmin(stack, axis=0)
     vals = stack[arg, np.arange(o.size)]
     labels = [cands[i][0] for i in arg.tolist()]
-    labels = [lab if not (lab == "wbk19" and a != np.floor(a)) else "wbk19 (interpolated)"
-              for lab, a in zip(labels, o.tolist())]
+    labels = [
+        lab if not (lab == "wbk19" and a != np.floor(a)) else "wbk19 (interpolated)"
+        for lab, a in zip(labels, o.tolist())
+    ]
     tight = convex_tighten(o, vals)
     sources = [s if t >= v else "convex hull" for s, t, v in zip(labels, tight, vals)]
     return CurveDetail(o, tight, sources, list(notes))

@@ -177,4 +177,6 @@ def thesis_upper(n: int, epsilon0: float, orders: np.ndarray) -> np.ndarray:
         ints = np.asarray(ints, dtype=np.int64)
         return np.minimum.reduce([_u1_int(n, epsilon0, ints), u2(n, epsilon0, ints), cap(epsilon0, ints)])
 
-    return round_up(np.minimum.reduce([interpolate_integer_bound(o, int_min), u2(n, epsilon0, o), cap(epsilon0, o)]))
+    return round_up(
+        np.minimum.reduce([interpolate_integer_bound(o, int_min), u2(n, epsilon0, o), cap(epsilon0, o)])
+    )

@@ -104,7 +104,9 @@ class LayeredStore:
                 if item is not None:
                     self.backing.put(*item)
             except Exception:  # noqa: BLE001 - a cache write may fail; the curve is recomputed later
-                logging.getLogger("accountant").warning("storing curve %s failed", item[0] if item else None, exc_info=True)
+                logging.getLogger("accountant").warning(
+                    "storing curve %s failed", item[0] if item else None, exc_info=True
+                )
             finally:
                 self._queue.task_done()
 

@@ -94,8 +94,15 @@ def wbk19_rdp(
     if cut.any():
         jt = jmax[cut] + 1.0
         ac = uniq[cut]
-        lu = (np.log(2.0) + jt * log_g + lg_a[cut] - gammaln(jt + 1.0) - gammaln(ac - jt + 1.0)
-              + (jt - 1.0) * eps_inf + log2)
+        lu = (
+            np.log(2.0)
+            + jt * log_g
+            + lg_a[cut]
+            - gammaln(jt + 1.0)
+            - gammaln(ac - jt + 1.0)
+            + (jt - 1.0) * eps_inf
+            + log2
+        )
         log_sum[cut] = np.logaddexp(log_sum[cut], lu)
     start = 0
     while start < uniq.size:
@@ -109,8 +116,14 @@ def wbk19_rdp(
             j = (np.arange(tot) - np.repeat(first, sizes) + 3).astype(float)
             ej = eps_j[(j - 2).astype(np.int64)]
             with np.errstate(invalid="ignore"):
-                lt = (j * log_g + lg_a[seg] - gammaln(j + 1.0) - gammaln(uniq[seg] - j + 1.0)
-                      + (j - 1.0) * ej + np.minimum(log2, j * l_inf))
+                lt = (
+                    j * log_g
+                    + lg_a[seg]
+                    - gammaln(j + 1.0)
+                    - gammaln(uniq[seg] - j + 1.0)
+                    + (j - 1.0) * ej
+                    + np.minimum(log2, j * l_inf)
+                )
             lt = np.where(np.isnan(lt), np.inf, lt)  # inf·0 cannot occur for valid inputs; be safe
             has = sizes > 0
             st = first[has]

@@ -44,8 +44,10 @@ def _event_flags() -> dict[str, tuple[str, object, str]]:
             flag = spec.cli or name.replace("_", "-")
             dest = "ev_" + flag.replace("-", "_")
             flags.setdefault(dest, (flag, spec, {}))[2].setdefault(spec.description, []).append(mech)
-    return {d: (f, sp, "; ".join(f"{', '.join(m)}: {desc}" for desc, m in h.items()))
-            for d, (f, sp, h) in flags.items()}
+    return {
+        d: (f, sp, "; ".join(f"{', '.join(m)}: {desc}" for desc, m in h.items()))
+        for d, (f, sp, h) in flags.items()
+    }
 
 
 def _flag_type(spec) -> object:
@@ -56,11 +58,23 @@ def _add_event_flags(p: argparse.ArgumentParser, partial: bool = False) -> None:
     import accountant
 
     g = p.add_argument_group("event (api.md); or give --event JSON")
-    g.add_argument("--mechanism", "-m", choices=list(accountant.EVENT_TYPES), metavar="MECHANISM",
-                   help="event type: " + " | ".join(accountant.EVENT_TYPES))
+    g.add_argument(
+        "--mechanism",
+        "-m",
+        choices=list(accountant.EVENT_TYPES),
+        metavar="MECHANISM",
+        help="event type: " + " | ".join(accountant.EVENT_TYPES),
+    )
     for dest, (flag, spec, help_) in _event_flags().items():
-        names = [f"--{flag}"] + (["-T"] if flag == "count" else []) + (["--eps0"] if flag == "epsilon0" else [])
-        kw: dict = {"dest": dest, "help": help_, "type": _flag_type(spec), "metavar": flag.upper().replace("-", "_")}
+        names = (
+            [f"--{flag}"] + (["-T"] if flag == "count" else []) + (["--eps0"] if flag == "epsilon0" else [])
+        )
+        kw: dict = {
+            "dest": dest,
+            "help": help_,
+            "type": _flag_type(spec),
+            "metavar": flag.upper().replace("-", "_"),
+        }
         if spec.kind == "choice":
             kw["choices"] = list(spec.choices)
         if flag == "count":
@@ -69,8 +83,13 @@ def _add_event_flags(p: argparse.ArgumentParser, partial: bool = False) -> None:
             kw.pop("metavar")
         g.add_argument(*names, **kw)
     if not partial:
-        g.add_argument("--event", action="append", default=[], metavar="JSON",
-                       help="an api.md event as JSON (repeatable: the events are composed)")
+        g.add_argument(
+            "--event",
+            action="append",
+            default=[],
+            metavar="JSON",
+            help="an api.md event as JSON (repeatable: the events are composed)",
+        )
     else:
         g.add_argument("--event", metavar="JSON", help="the api.md event as JSON, without the unknown field")
 
@@ -123,7 +142,9 @@ def _json_events(s: str) -> list:
     if isinstance(d, dict):
         d = [d]
     if not isinstance(d, list):
-        raise argparse.ArgumentTypeError("expected a JSON list of events like [{\"mechanism\": \"shuffle\", ...}]")
+        raise argparse.ArgumentTypeError(
+            'expected a JSON list of events like [{"mechanism": "shuffle", ...}]'
+        )
     return d
 
 
@@ -133,7 +154,7 @@ def _json_event(s: str) -> dict:
     except json.JSONDecodeError as exc:
         raise CliError(f"--event is not valid JSON: {exc}") from None
     if not isinstance(d, dict):
-        raise CliError("--event must be a JSON object like {\"mechanism\": \"shuffle\", ...}")
+        raise CliError('--event must be a JSON object like {"mechanism": "shuffle", ...}')
     return d
 
 
@@ -205,10 +226,15 @@ def _table(rows: Sequence[Sequence], header: Sequence[str] | None = None) -> str
 
 def _orders_line(res: dict) -> str:
     if res.get("default_orders"):
-        return f"default grid, version {res.get('grid_version')} ({len(res['orders'])} orders, " \
-               f"{_fmt(res['orders'][0])} … {_fmt(res['orders'][-1])})"
-    return ", ".join(_fmt(o) for o in res["orders"]) if len(res["orders"]) <= 8 else \
-        f"{len(res['orders'])} orders, {_fmt(res['orders'][0])} … {_fmt(res['orders'][-1])}"
+        return (
+            f"default grid, version {res.get('grid_version')} ({len(res['orders'])} orders, "
+            f"{_fmt(res['orders'][0])} … {_fmt(res['orders'][-1])})"
+        )
+    return (
+        ", ".join(_fmt(o) for o in res["orders"])
+        if len(res["orders"]) <= 8
+        else f"{len(res['orders'])} orders, {_fmt(res['orders'][0])} … {_fmt(res['orders'][-1])}"
+    )
 
 
 def _notes(res: dict) -> str:
@@ -225,14 +251,21 @@ def cmd_rdp(a) -> tuple[dict, str]:
         raise CliError("rdp takes exactly one event")
     res = rdp_result(evs[0], a.orders, a.bound)
     rows = [(o, r, s) for o, r, s in zip(res["orders"], res["rdp"], res["sources"])]
-    text = (f"event: {_event_str(res['event'])}\nbound: {res['bound']}\norders: {_orders_line(res)}\n\n"
-            + _table(rows, ("order α", "RDP ε(α)", "source")) + _notes(res))
+    text = (
+        f"event: {_event_str(res['event'])}\nbound: {res['bound']}\norders: {_orders_line(res)}\n\n"
+        + _table(rows, ("order α", "RDP ε(α)", "source"))
+        + _notes(res)
+    )
     return res, text
 
 
 def _guarantee_text(res: dict, events: list[dict]) -> str:
-    rows = [("epsilon (ε)", res["epsilon"]), ("delta (δ)", res["delta"]), ("optimal order (α)", res["order"]),
-            ("orders", _orders_line(res))]
+    rows = [
+        ("epsilon (ε)", res["epsilon"]),
+        ("delta (δ)", res["delta"]),
+        ("optimal order (α)", res["order"]),
+        ("orders", _orders_line(res)),
+    ]
     text = _table(rows)
     ev_rows = [(str(s["event"] + 1), _event_str(events[s["event"]]), s["bound"]) for s in res["sources"]]
     text += "\n\n" + _table(ev_rows, ("#", "event", "bound at the optimal order"))
@@ -268,10 +301,14 @@ def cmd_calibrate(a) -> tuple[dict, str]:
         if ev is None:
             raise CliError("give the event without the unknown: --mechanism … (or --event '{…}')")
     try:
-        req = CalibrateRequest.model_validate({
-            "solve_for": a.solve_for, "target": {"epsilon": a.target_epsilon, "delta": a.delta}, "event": ev,
-            **({"orders": a.orders} if a.orders else {}),
-        })
+        req = CalibrateRequest.model_validate(
+            {
+                "solve_for": a.solve_for,
+                "target": {"epsilon": a.target_epsilon, "delta": a.delta},
+                "event": ev,
+                **({"orders": a.orders} if a.orders else {}),
+            }
+        )
     except ValidationError as exc:
         raise CliError(f"invalid calibration request:\n{_pydantic_msg(exc)}") from None
 
@@ -299,14 +336,25 @@ def cmd_calibrate(a) -> tuple[dict, str]:
     th = threading.Thread(target=ticker, daemon=True)
     th.start()
     try:
-        res = calibrate_result(req.event.to_accountant(), req.solve_for, req.target.epsilon, req.target.delta,
-                               req.orders, progress=progress)
+        res = calibrate_result(
+            req.event.to_accountant(),
+            req.solve_for,
+            req.target.epsilon,
+            req.target.delta,
+            req.orders,
+            progress=progress,
+        )
     finally:
         done.set()
     say(f"done in {time.monotonic() - t0:.2f} s ({res.get('evaluations', '?')} curve evaluations)")
     value = res["value"] if isinstance(res["value"], int) else f"{res['value']:.10g}"
-    rows = [(f"{res['solve_for']} (solved)", value), ("epsilon (ε)", f"{res['epsilon']:.10g}"),
-            ("target ε", res["target"]["epsilon"]), ("delta (δ)", res["delta"]), ("optimal order (α)", res["order"])]
+    rows = [
+        (f"{res['solve_for']} (solved)", value),
+        ("epsilon (ε)", f"{res['epsilon']:.10g}"),
+        ("target ε", res["target"]["epsilon"]),
+        ("delta (δ)", res["delta"]),
+        ("optimal order (α)", res["order"]),
+    ]
     if res.get("direction"):
         rows.append(("direction", res["direction"]))
     if res.get("at_limit"):
@@ -327,8 +375,10 @@ def cmd_serve(a) -> int:
     try:
         settings = get_settings()
     except ValidationError as exc:
-        raise CliError("invalid settings:\n" + "\n".join(f"  {'.'.join(map(str, e['loc']))}: {e['msg']}"
-                                                           for e in exc.errors())) from None
+        raise CliError(
+            "invalid settings:\n"
+            + "\n".join(f"  {'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        ) from None
     level = (a.log_level or settings.log_level).upper()
     configure_logging(level)
     import logging
@@ -337,17 +387,28 @@ def cmd_serve(a) -> int:
     try:
         _migrate(settings.database_url, log)
     except Exception as exc:  # a database we cannot reach or migrate: say so, do not serve
-        log.error("could not bring the database to the latest migration; not serving",
-                  extra={"database": _redact(settings.database_url), "error": f"{type(exc).__name__}: {exc}"})
-        print(f"error: could not migrate {_redact(settings.database_url)}: {type(exc).__name__}: {exc}",
-              file=sys.stderr)
+        log.error(
+            "could not bring the database to the latest migration; not serving",
+            extra={"database": _redact(settings.database_url), "error": f"{type(exc).__name__}: {exc}"},
+        )
+        print(
+            f"error: could not migrate {_redact(settings.database_url)}: {type(exc).__name__}: {exc}",
+            file=sys.stderr,
+        )
         return 1
     if a.workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="accountant-metrics-")
     log.info("starting", extra={"host": a.host, "port": a.port, "workers": a.workers})
     uvicorn.run(
-        "app.main:app", host=a.host, port=a.port, workers=a.workers, log_config=logging_config(level),
-        log_level=level.lower(), access_log=False, server_header=False, timeout_graceful_shutdown=10,
+        "app.main:app",
+        host=a.host,
+        port=a.port,
+        workers=a.workers,
+        log_config=logging_config(level),
+        log_level=level.lower(),
+        access_log=False,
+        server_header=False,
+        timeout_graceful_shutdown=10,
     )
     return 0
 
@@ -366,8 +427,14 @@ def _migrate(database_url: str, log) -> None:
     from app.core.config import get_settings
 
     get_settings.cache_clear()
-    log.info("database at head", extra={"revision": head, "seconds": round(time.monotonic() - t0, 3),
-                                        "database": _redact(database_url)})
+    log.info(
+        "database at head",
+        extra={
+            "revision": head,
+            "seconds": round(time.monotonic() - t0, 3),
+            "database": _redact(database_url),
+        },
+    )
 
 
 def _redact(url: str) -> str:
@@ -405,17 +472,27 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=_int_in(1, 65535), default=8000)
     s.add_argument("--workers", type=_int_in(1, 1024), default=1)
-    s.add_argument("--log-level", choices=["critical", "error", "warning", "info", "debug"],
-                   type=str.lower, help="default: $ACCOUNTANT_LOG_LEVEL or info")
+    s.add_argument(
+        "--log-level",
+        choices=["critical", "error", "warning", "info", "debug"],
+        type=str.lower,
+        help="default: $ACCOUNTANT_LOG_LEVEL or info",
+    )
     s.set_defaults(func=cmd_serve, serve=True)
 
     def common(q):
-        q.add_argument("--orders", type=_floats, help="comma-separated Rényi orders (default: the service's grid)")
-        q.add_argument("--json", action="store_true", help="print the JSON answer (as the HTTP API returns it)")
+        q.add_argument(
+            "--orders", type=_floats, help="comma-separated Rényi orders (default: the service's grid)"
+        )
+        q.add_argument(
+            "--json", action="store_true", help="print the JSON answer (as the HTTP API returns it)"
+        )
 
     r = sub.add_parser("rdp", help="the RDP curve of one event")
     _add_event_flags(r)
-    r.add_argument("--bound", default="upper", help="upper (default), u1, u1_simplified, u2, cap, lower, su, …")
+    r.add_argument(
+        "--bound", default="upper", help="upper (default), u1, u1_simplified, u2, cap, lower, su, …"
+    )
     common(r)
     r.set_defaults(func=cmd_rdp)
 
@@ -440,7 +517,9 @@ def build_parser() -> argparse.ArgumentParser:
     common(c)
     c.set_defaults(func=cmd_calibrate)
 
-    g = sub.add_parser("figures", add_help=False, prefix_chars="\0", help="regenerate the thesis's figures (app.figures)")
+    g = sub.add_parser(
+        "figures", add_help=False, prefix_chars="\0", help="regenerate the thesis's figures (app.figures)"
+    )
     g.add_argument("args", nargs="*")  # parsed by app.figures.main (runs on its own, like serve)
     g.set_defaults(func=lambda a: __import__("app.figures", fromlist=["main"]).main(a.args), serve=True)
     return p

@@ -36,8 +36,19 @@ from pydantic import BaseModel
 from app.schemas.compute import CalibrateResponse, DeltaResponse, EpsilonResponse, HealthResponse, RdpResponse
 
 __all__ = [
-    "AccountantClient", "AccountantHTTPError", "BadRequest", "Unauthorized", "Forbidden", "NotFound", "Conflict",
-    "BudgetExceeded", "PayloadTooLarge", "ValidationFailed", "InfeasibleTarget", "ServerError", "TransportError",
+    "AccountantClient",
+    "AccountantHTTPError",
+    "BadRequest",
+    "Unauthorized",
+    "Forbidden",
+    "NotFound",
+    "Conflict",
+    "BudgetExceeded",
+    "PayloadTooLarge",
+    "ValidationFailed",
+    "InfeasibleTarget",
+    "ServerError",
+    "TransportError",
 ]
 
 _RETRY_STATUS = {502, 503, 504}
@@ -54,8 +65,15 @@ class AccountantHTTPError(Exception):
 
     status_code: int = 0
 
-    def __init__(self, status_code: int, detail: Any, body: Any = None, request_id: str | None = None,
-                 method: str = "", url: str = ""):
+    def __init__(
+        self,
+        status_code: int,
+        detail: Any,
+        body: Any = None,
+        request_id: str | None = None,
+        method: str = "",
+        url: str = "",
+    ):
         self.status_code = status_code
         self.detail = detail
         self.body = body
@@ -148,7 +166,12 @@ class ServerError(AccountantHTTPError):
 
 
 _BY_STATUS: dict[int, type[AccountantHTTPError]] = {
-    400: BadRequest, 401: Unauthorized, 403: Forbidden, 404: NotFound, 409: Conflict, 413: PayloadTooLarge,
+    400: BadRequest,
+    401: Unauthorized,
+    403: Forbidden,
+    404: NotFound,
+    409: Conflict,
+    413: PayloadTooLarge,
     422: ValidationFailed,
 }
 
@@ -167,7 +190,9 @@ def error_from_response(resp: httpx.Response) -> AccountantHTTPError:
         if isinstance(body, dict):
             if resp.status_code == 409 and ("refused_users" in body or body.get("status") == "refused"):
                 cls = BudgetExceeded
-            elif resp.status_code == 422 and (body.get("error") == "InfeasibleTarget" or "best_epsilon" in body):
+            elif resp.status_code == 422 and (
+                body.get("error") == "InfeasibleTarget" or "best_epsilon" in body
+            ):
                 cls = InfeasibleTarget
     rid = resp.headers.get("x-request-id") or (body.get("request_id") if isinstance(body, dict) else None)
     return cls(resp.status_code, detail, body, rid, resp.request.method, str(resp.request.url))
@@ -180,7 +205,9 @@ def _event(e: Any) -> dict:
         return e.to_dict()
     if isinstance(e, Mapping):
         return dict(e)
-    raise TypeError(f"an event must be a dict (api.md form), a pydantic event model or an accountant event, got {e!r}")
+    raise TypeError(
+        f"an event must be a dict (api.md form), a pydantic event model or an accountant event, got {e!r}"
+    )
 
 
 def _orders(orders: Iterable[float] | None) -> list[float] | None:
@@ -192,10 +219,18 @@ class AccountantClient:
     """Synchronous client. ``timeout`` (seconds) applies to connect, read and write;
     ``calibrate_timeout`` to ``/v1/calibrate`` (searches can take longer)."""
 
-    def __init__(self, base_url: str = "http://127.0.0.1:8000", api_key: str | None = None, *,
-                 timeout: float = 60.0, calibrate_timeout: float = 300.0, retries: int = 2,
-                 backoff: float = 0.2, transport: httpx.BaseTransport | None = None,
-                 headers: Mapping[str, str] | None = None):
+    def __init__(
+        self,
+        base_url: str = "http://127.0.0.1:8000",
+        api_key: str | None = None,
+        *,
+        timeout: float = 60.0,
+        calibrate_timeout: float = 300.0,
+        retries: int = 2,
+        backoff: float = 0.2,
+        transport: httpx.BaseTransport | None = None,
+        headers: Mapping[str, str] | None = None,
+    ):
         h = {"accept": "application/json", "user-agent": "privacy-accountant-sdk/1"}
         if api_key:
             h["authorization"] = f"Bearer {api_key}"
@@ -216,11 +251,22 @@ class AccountantClient:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def request(self, method: str, path: str, *, json: Any = None, params: Mapping | None = None,
-                retry: bool | None = None, timeout: float | None = None, request_id: str | None = None) -> Any:
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: Mapping | None = None,
+        retry: bool | None = None,
+        timeout: float | None = None,
+        request_id: str | None = None,
+    ) -> Any:
         """Send one request; return the decoded JSON (or text). ``retry`` overrides the safe-retry rule."""
         if retry is None:
-            retry = method.upper() in ("GET", "HEAD", "OPTIONS", "PUT") or (method.upper() == "POST" and path in _PURE_POSTS)
+            retry = method.upper() in ("GET", "HEAD", "OPTIONS", "PUT") or (
+                method.upper() == "POST" and path in _PURE_POSTS
+            )
         attempts = 1 + (self.retries if retry else 0)
         headers = {"x-request-id": request_id} if request_id else None
         kw: dict[str, Any] = {"json": json, "params": params, "headers": headers}
@@ -241,7 +287,9 @@ class AccountantClient:
                 raise error_from_response(resp)
             ctype = resp.headers.get("content-type", "")
             return resp.json() if ctype.startswith("application/json") else resp.text
-        raise TransportError(f"{method} {self.base_url}{path} failed after {attempts} attempt(s): {last_exc!r}") from last_exc
+        raise TransportError(
+            f"{method} {self.base_url}{path} failed after {attempts} attempt(s): {last_exc!r}"
+        ) from last_exc
 
     # -- operations ----------------------------------------------------------------------------------
     def health(self) -> HealthResponse:
@@ -261,26 +309,39 @@ class AccountantClient:
             body["orders"] = _orders(orders)
         return RdpResponse.model_validate(self.request("POST", "/v1/rdp", json=body))
 
-    def epsilon(self, events: Iterable[Any], delta: float, orders: Sequence[float] | None = None) -> EpsilonResponse:
+    def epsilon(
+        self, events: Iterable[Any], delta: float, orders: Sequence[float] | None = None
+    ) -> EpsilonResponse:
         """Compose ``events`` and convert to ε at ``delta``."""
         body: dict[str, Any] = {"events": [_event(e) for e in events], "delta": delta}
         if orders is not None:
             body["orders"] = _orders(orders)
         return EpsilonResponse.model_validate(self.request("POST", "/v1/epsilon", json=body))
 
-    def delta(self, events: Iterable[Any], epsilon: float, orders: Sequence[float] | None = None) -> DeltaResponse:
+    def delta(
+        self, events: Iterable[Any], epsilon: float, orders: Sequence[float] | None = None
+    ) -> DeltaResponse:
         """Compose ``events`` and convert to δ at ``epsilon``."""
         body: dict[str, Any] = {"events": [_event(e) for e in events], "epsilon": epsilon}
         if orders is not None:
             body["orders"] = _orders(orders)
         return DeltaResponse.model_validate(self.request("POST", "/v1/delta", json=body))
 
-    def calibrate(self, event: Any, solve_for: str, target_epsilon: float, delta: float,
-                  orders: Sequence[float] | None = None) -> CalibrateResponse:
+    def calibrate(
+        self,
+        event: Any,
+        solve_for: str,
+        target_epsilon: float,
+        delta: float,
+        orders: Sequence[float] | None = None,
+    ) -> CalibrateResponse:
         """Solve ``solve_for`` (left out of ``event``) so that ε ≤ target_epsilon at ``delta``.
         Raises :class:`InfeasibleTarget` (with ``best_epsilon``) when no value can."""
-        body: dict[str, Any] = {"solve_for": solve_for, "target": {"epsilon": target_epsilon, "delta": delta},
-                                "event": _event(event)}
+        body: dict[str, Any] = {
+            "solve_for": solve_for,
+            "target": {"epsilon": target_epsilon, "delta": delta},
+            "event": _event(event),
+        }
         if orders is not None:
             body["orders"] = _orders(orders)
         return CalibrateResponse.model_validate(
@@ -288,30 +349,67 @@ class AccountantClient:
         )
 
     # -- budget ledger (api.md "Budget ledger" + ledger.md; answers are plain dicts) -----------------
-    def put_user(self, user_id: str, epsilon: float, delta: float, policy: str = "declared", **extra: Any) -> dict:
+    def put_user(
+        self, user_id: str, epsilon: float, delta: float, policy: str = "declared", **extra: Any
+    ) -> dict:
         """Create (201) or update (200) a user's budget (admin). ``extra``: e.g. ``filter_order``."""
         body = {"budget": {"epsilon": epsilon, "delta": delta}, "policy": policy, **extra}
         return self.request("PUT", f"/v1/users/{_seg(user_id)}", json=body)
 
-    def bulk_create_users(self, epsilon: float, delta: float, users: Sequence[str] | None = None, *,
-                          id_prefix: str | None = None, start: int = 0, count: int | None = None,
-                          policy: str = "declared", on_conflict: str = "error", **extra: Any) -> dict:
+    def bulk_create_users(
+        self,
+        epsilon: float,
+        delta: float,
+        users: Sequence[str] | None = None,
+        *,
+        id_prefix: str | None = None,
+        start: int = 0,
+        count: int | None = None,
+        policy: str = "declared",
+        on_conflict: str = "error",
+        **extra: Any,
+    ) -> dict:
         """Create many users with one budget, all or nothing (admin): explicit ``users`` or the id range
         ``f"{id_prefix}{i}"`` for i in [start, start + count). ``on_conflict``: 'error' (409) or 'skip'.
         Not retried automatically unless ``on_conflict='skip'`` (then repeating it is harmless)."""
-        body: dict[str, Any] = {"budget": {"epsilon": epsilon, "delta": delta}, "policy": policy,
-                                "on_conflict": on_conflict, **extra, **_user_set(users, id_prefix, start, count)}
+        body: dict[str, Any] = {
+            "budget": {"epsilon": epsilon, "delta": delta},
+            "policy": policy,
+            "on_conflict": on_conflict,
+            **extra,
+            **_user_set(users, id_prefix, start, count),
+        }
         return self.request("POST", "/v1/users/bulk", json=body, retry=on_conflict == "skip")
 
-    def list_users(self, limit: int | None = None, offset: int | None = None, *, prefix: str | None = None,
-                   policy: str | None = None, remaining_below: float | None = None, sort: str | None = None) -> dict:
+    def list_users(
+        self,
+        limit: int | None = None,
+        offset: int | None = None,
+        *,
+        prefix: str | None = None,
+        policy: str | None = None,
+        remaining_below: float | None = None,
+        sort: str | None = None,
+    ) -> dict:
         """One page of users (``{"items", "total", "limit", "offset"}``): ``prefix`` of the id,
         ``policy``, remaining ε below ``remaining_below``; ``sort`` one of ``user_id``, ``remaining``,
         ``spent``, ``last_charge`` (``-`` for descending)."""
-        return self.request("GET", "/v1/users", params=_params(limit=limit, offset=offset, prefix=prefix, policy=policy,
-                                                               remaining_below=remaining_below, sort=sort))
+        return self.request(
+            "GET",
+            "/v1/users",
+            params=_params(
+                limit=limit,
+                offset=offset,
+                prefix=prefix,
+                policy=policy,
+                remaining_below=remaining_below,
+                sort=sort,
+            ),
+        )
 
-    def list_cohorts(self, limit: int | None = None, offset: int | None = None, *, prefix: str | None = None) -> dict:
+    def list_cohorts(
+        self, limit: int | None = None, offset: int | None = None, *, prefix: str | None = None
+    ) -> dict:
         """One page of cohorts by id (``{"items", "total", "limit", "offset"}``)."""
         return self.request("GET", "/v1/cohorts", params=_params(limit=limit, offset=offset, prefix=prefix))
 
@@ -325,7 +423,9 @@ class AccountantClient:
 
     def user_charges(self, user_id: str, limit: int | None = None, offset: int | None = None) -> Any:
         """The user's charges, oldest first, each with its event."""
-        return self.request("GET", f"/v1/users/{_seg(user_id)}/charges", params=_params(limit=limit, offset=offset))
+        return self.request(
+            "GET", f"/v1/users/{_seg(user_id)}/charges", params=_params(limit=limit, offset=offset)
+        )
 
     def user_cohorts(self, user_id: str) -> dict:
         """The user's cohort memberships (with join/leave rounds)."""
@@ -343,8 +443,15 @@ class AccountantClient:
         """Dashboard: the users closest to exhausting their budget."""
         return self.request("GET", "/v1/dashboard/nearest-exhaustion", params=_params(limit=limit))
 
-    def charge(self, event: Any, users: Sequence[str] | None = None, *, cohort: str | None = None,
-               idempotency_key: str | None = None, **extra: Any) -> dict:
+    def charge(
+        self,
+        event: Any,
+        users: Sequence[str] | None = None,
+        *,
+        cohort: str | None = None,
+        idempotency_key: str | None = None,
+        **extra: Any,
+    ) -> dict:
         """Charge ``event`` to ``users`` (or every member of ``cohort``), all or nothing. Raises
         :class:`BudgetExceeded` (nothing recorded) with ``refused_users`` when someone cannot afford
         it. An idempotency key is generated when not given, so retries never charge twice."""
@@ -356,7 +463,9 @@ class AccountantClient:
             body["cohort"] = cohort
         return self.request("POST", "/v1/charges", json=body, retry=True)
 
-    def charge_cohort(self, event: Any, cohort: str, *, idempotency_key: str | None = None, **extra: Any) -> dict:
+    def charge_cohort(
+        self, event: Any, cohort: str, *, idempotency_key: str | None = None, **extra: Any
+    ) -> dict:
         """Charge ``event`` to every current member of ``cohort`` (one round), all or nothing."""
         return self.charge(event, cohort=cohort, idempotency_key=idempotency_key, **extra)
 
@@ -370,29 +479,56 @@ class AccountantClient:
     def get_cohort(self, cohort_id: str) -> dict:
         return self.request("GET", f"/v1/cohorts/{_seg(cohort_id)}")
 
-    def add_members(self, cohort_id: str, users: Sequence[str] | None = None, *, id_prefix: str | None = None,
-                    start: int = 0, count: int | None = None) -> dict:
+    def add_members(
+        self,
+        cohort_id: str,
+        users: Sequence[str] | None = None,
+        *,
+        id_prefix: str | None = None,
+        start: int = 0,
+        count: int | None = None,
+    ) -> dict:
         """Add members (admin): explicit ``users`` or an id range. Safe to retry (already-members are counted)."""
-        return self.request("POST", f"/v1/cohorts/{_seg(cohort_id)}/members",
-                            json=_user_set(users, id_prefix, start, count), retry=True)
+        return self.request(
+            "POST",
+            f"/v1/cohorts/{_seg(cohort_id)}/members",
+            json=_user_set(users, id_prefix, start, count),
+            retry=True,
+        )
 
-    def remove_members(self, cohort_id: str, users: Sequence[str] | None = None, *, id_prefix: str | None = None,
-                       start: int = 0, count: int | None = None) -> dict:
+    def remove_members(
+        self,
+        cohort_id: str,
+        users: Sequence[str] | None = None,
+        *,
+        id_prefix: str | None = None,
+        start: int = 0,
+        count: int | None = None,
+    ) -> dict:
         """Remove members (admin). Safe to retry (non-members are counted)."""
-        return self.request("POST", f"/v1/cohorts/{_seg(cohort_id)}/members/remove",
-                            json=_user_set(users, id_prefix, start, count), retry=True)
+        return self.request(
+            "POST",
+            f"/v1/cohorts/{_seg(cohort_id)}/members/remove",
+            json=_user_set(users, id_prefix, start, count),
+            retry=True,
+        )
 
     def remove_member(self, cohort_id: str, user_id: str) -> dict:
         return self.request("DELETE", f"/v1/cohorts/{_seg(cohort_id)}/members/{_seg(user_id)}", retry=True)
 
-    def cohort_members(self, cohort_id: str, limit: int | None = None, offset: int | None = None,
-                       history: bool | None = None) -> dict:
-        params = _params(limit=limit, offset=offset, history=None if history is None else str(bool(history)).lower())
+    def cohort_members(
+        self, cohort_id: str, limit: int | None = None, offset: int | None = None, history: bool | None = None
+    ) -> dict:
+        params = _params(
+            limit=limit, offset=offset, history=None if history is None else str(bool(history)).lower()
+        )
         return self.request("GET", f"/v1/cohorts/{_seg(cohort_id)}/members", params=params)
 
     def cohort_history(self, cohort_id: str, delta: float | None = None, limit: int | None = None) -> dict:
         """Dashboard: the cohort's cumulative spent ε after each round."""
-        return self.request("GET", f"/v1/cohorts/{_seg(cohort_id)}/history", params=_params(delta=delta, limit=limit))
+        return self.request(
+            "GET", f"/v1/cohorts/{_seg(cohort_id)}/history", params=_params(delta=delta, limit=limit)
+        )
 
 
 def _params(**kw: Any) -> dict | None:

@@ -70,7 +70,10 @@ def _sanitize(obj, depth: int = 0):
 
 #: the HTTP status of each ledger error (the most specific class listed wins)
 LEDGER_STATUS: dict[type[ledger_errors.LedgerError], int] = {
-    ledger_errors.NotFound: 404, ledger_errors.Conflict: 409, ledger_errors.Refused: 409, ledger_errors.Invalid: 422,
+    ledger_errors.NotFound: 404,
+    ledger_errors.Conflict: 409,
+    ledger_errors.Refused: 409,
+    ledger_errors.Invalid: 422,
 }
 
 
@@ -108,14 +111,23 @@ def create_app() -> FastAPI:
         version=_version(),
         description=DESCRIPTION,
         openapi_tags=[
-            {"name": "compute", "description": "Pure computation: curves, composition, conversion, calibration."},
+            {
+                "name": "compute",
+                "description": "Pure computation: curves, composition, conversion, calibration.",
+            },
             {"name": "operations", "description": "Health and metrics."},
-            {"name": "ledger", "description": "Per-user budgets: users, charges (all or nothing, idempotent), cohorts, "
-             "dashboard reads. Needs `Authorization: Bearer <key>`. A `409` refusal depends only on the event's "
-             "public parameters and the public budgets, never on data, so it leaks nothing."},
-            {"name": "mechanisms", "description": "The local randomizers and central mechanisms of the `mechanisms` "
-             "package: catalog, calibrated parameters with their accounting events, and randomize/estimate for "
-             "simulation and testing. Real clients randomize on their own device with the SDK, never on the server."},
+            {
+                "name": "ledger",
+                "description": "Per-user budgets: users, charges (all or nothing, idempotent), cohorts, "
+                "dashboard reads. Needs `Authorization: Bearer <key>`. A `409` refusal depends only on the event's "
+                "public parameters and the public budgets, never on data, so it leaks nothing.",
+            },
+            {
+                "name": "mechanisms",
+                "description": "The local randomizers and central mechanisms of the `mechanisms` "
+                "package: catalog, calibrated parameters with their accounting events, and randomize/estimate for "
+                "simulation and testing. Real clients randomize on their own device with the SDK, never on the server.",
+            },
         ],
     )
     app.add_middleware(ServiceMiddleware, max_body_bytes=settings.max_body_bytes)
@@ -148,16 +160,25 @@ def create_app() -> FastAPI:
         errors = list(exc.errors())
         out = []
         for e in errors[:_MAX_ERRORS]:
-            item = {"type": str(e.get("type", "")), "loc": [x if isinstance(x, (int, str)) else str(x) for x in e.get("loc", ())],
-                    "msg": str(e.get("msg", ""))[:500], "input": _sanitize(e.get("input"))}
+            item = {
+                "type": str(e.get("type", "")),
+                "loc": [x if isinstance(x, (int, str)) else str(x) for x in e.get("loc", ())],
+                "msg": str(e.get("msg", ""))[:500],
+                "input": _sanitize(e.get("input")),
+            }
             if e.get("ctx"):
                 item["ctx"] = _sanitize(e["ctx"])
-            if (item["loc"] == ["body"] and item["type"] == "model_attributes_type"
-                    and isinstance(e.get("input"), (bytes, str))
-                    and "json" not in request.headers.get("content-type", "").lower()):
+            if (
+                item["loc"] == ["body"]
+                and item["type"] == "model_attributes_type"
+                and isinstance(e.get("input"), (bytes, str))
+                and "json" not in request.headers.get("content-type", "").lower()
+            ):
                 # FastAPI reads a body sent without a JSON content type (curl -d defaults to a form) as raw bytes
-                item["msg"] = ("the body was not read as JSON: send the header 'Content-Type: application/json' "
-                               "(curl: -H 'content-type: application/json')")
+                item["msg"] = (
+                    "the body was not read as JSON: send the header 'Content-Type: application/json' "
+                    "(curl: -H 'content-type: application/json')"
+                )
             out.append(item)
         extra = {"errors_omitted": len(errors) - _MAX_ERRORS} if len(errors) > _MAX_ERRORS else {}
         return _error(422, out, request, **extra)
@@ -170,8 +191,11 @@ def create_app() -> FastAPI:
             msg = "the body is not valid JSON text (UTF-8)"
             if isinstance(cause, RecursionError):
                 msg = "the JSON body is nested too deeply"
-            return _error(422, [{"type": "json_invalid", "loc": ["body"], "msg": msg, "input": None,
-                                 "ctx": {"error": msg}}], request)
+            return _error(
+                422,
+                [{"type": "json_invalid", "loc": ["body"], "msg": msg, "input": None, "ctx": {"error": msg}}],
+                request,
+            )
         resp = _error(exc.status_code, _sanitize(exc.detail), request)
         if exc.headers:
             resp.headers.update(exc.headers)

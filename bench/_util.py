@@ -19,7 +19,12 @@ def timeit(fn, repeat: int = 30, warmup: int = 2) -> dict:
         t = time.perf_counter()
         fn()
         ts.append((time.perf_counter() - t) * 1e3)
-    return {"median_ms": statistics.median(ts), "min_ms": min(ts), "p90_ms": float(np.percentile(ts, 90)), "n": repeat}
+    return {
+        "median_ms": statistics.median(ts),
+        "min_ms": min(ts),
+        "p90_ms": float(np.percentile(ts, 90)),
+        "n": repeat,
+    }
 
 
 def machine() -> str:

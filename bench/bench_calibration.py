@@ -88,11 +88,16 @@ def default_description() -> str:
 def dp_accounting_sigma(q: float, steps: int, target: float, delta: float) -> float:
     def make_event(sigma):
         return dp_accounting.SelfComposedDpEvent(
-            dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(sigma)), steps)
+            dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(sigma)), steps
+        )
 
     return dp_accounting.calibrate_dp_mechanism(
-        dp_rdp.RdpAccountant, make_event, target, delta,
-        bracket_interval=dp_accounting.ExplicitBracketInterval(0.1, 100.0))
+        dp_rdp.RdpAccountant,
+        make_event,
+        target,
+        delta,
+        bracket_interval=dp_accounting.ExplicitBracketInterval(0.1, 100.0),
+    )
 
 
 def load() -> str:
@@ -108,29 +113,43 @@ def main(repeat: int = 21):
     with thesis_only():
         med, ts, r = timed(lambda: A.calibrate(SUB_EVENT, "epsilon0", TARGET, DELTA), repeat)
         nudge = A.epsilon_guarantee([{**r.event, "epsilon0": r.value * (1 + 1e-5)}], DELTA).epsilon
-    lines.append(f"| ε0 calibration, subsampled shuffle n = 10⁶, k = 10³, T = 10⁴, target ε = {TARGET} at "
-                 f"δ = {DELTA:g}, default grid ({A.DEFAULT_ORDERS.size} orders), **thesis bounds**, cold caches "
-                 f"| **{med:.1f} ms** (min {min(ts):.1f}) | {r.evaluations} | ≤ 50 ms |")
-    notes.append(f"ε0 answer (thesis bounds): ε0 = {r.value:.6f}, ε = {r.epsilon:.6f} at order {r.order:g}; "
-                 f"ε0·(1 + 1e-5) gives {nudge:.6f}.")
+    lines.append(
+        f"| ε0 calibration, subsampled shuffle n = 10⁶, k = 10³, T = 10⁴, target ε = {TARGET} at "
+        f"δ = {DELTA:g}, default grid ({A.DEFAULT_ORDERS.size} orders), **thesis bounds**, cold caches "
+        f"| **{med:.1f} ms** (min {min(ts):.1f}) | {r.evaluations} | ≤ 50 ms |"
+    )
+    notes.append(
+        f"ε0 answer (thesis bounds): ε0 = {r.value:.6f}, ε = {r.epsilon:.6f} at order {r.order:g}; "
+        f"ε0·(1 + 1e-5) gives {nudge:.6f}."
+    )
     thesis_value = r.value
 
     # same with whatever the default curve is right now
     med_d, ts_d, rd = timed(lambda: A.calibrate(SUB_EVENT, "epsilon0", TARGET, DELTA), max(3, repeat // 3))
-    lines.append(f"| same, with the current default curve ({default_description()}) | {med_d:.1f} ms "
-                 f"(min {min(ts_d):.1f}) | {rd.evaluations} | |")
+    lines.append(
+        f"| same, with the current default curve ({default_description()}) | {med_d:.1f} ms "
+        f"(min {min(ts_d):.1f}) | {rd.evaluations} | |"
+    )
     if rd.value != thesis_value:
         nudge_d = A.epsilon_guarantee([{**rd.event, "epsilon0": rd.value * (1 + 1e-5)}], DELTA).epsilon
-        notes.append(f"ε0 answer (current default): ε0 = {rd.value:.6f}, ε = {rd.epsilon:.6f} at order {rd.order:g}; "
-                     f"ε0·(1 + 1e-5) gives {nudge_d:.6f}.")
+        notes.append(
+            f"ε0 answer (current default): ε0 = {rd.value:.6f}, ε = {rd.epsilon:.6f} at order {rd.order:g}; "
+            f"ε0·(1 + 1e-5) gives {nudge_d:.6f}."
+        )
 
     # 2. dp_accounting: Poisson-subsampled Gaussian, q = k/n, T steps, same (ε, δ)
     q = K / N
-    med_dp, ts_dp, sigma = timed(lambda: dp_accounting_sigma(q, T, TARGET, DELTA), max(5, repeat // 3), warmup=1)
-    lines.append(f"| dp_accounting 0.6 `calibrate_dp_mechanism` (RdpAccountant, PoissonSampled(q = 10⁻³, "
-                 f"Gaussian(σ)) self-composed 10⁴ times, same target) | {med_dp:.1f} ms (min {min(ts_dp):.1f}) | "
-                 f"Brent | |")
-    notes.append(f"dp_accounting answer: σ = {sigma:.6f} (its default RDP orders; its own Brent search, tol 1e-6 in σ).")
+    med_dp, ts_dp, sigma = timed(
+        lambda: dp_accounting_sigma(q, T, TARGET, DELTA), max(5, repeat // 3), warmup=1
+    )
+    lines.append(
+        f"| dp_accounting 0.6 `calibrate_dp_mechanism` (RdpAccountant, PoissonSampled(q = 10⁻³, "
+        f"Gaussian(σ)) self-composed 10⁴ times, same target) | {med_dp:.1f} ms (min {min(ts_dp):.1f}) | "
+        f"Brent | |"
+    )
+    notes.append(
+        f"dp_accounting answer: σ = {sigma:.6f} (its default RDP orders; its own Brent search, tol 1e-6 in σ)."
+    )
     lines.append(f"| ratio dp_accounting / this (thesis bounds) | {med_dp / med:.1f}× | | |")
 
     # 3. count calibration (closed form)
@@ -143,12 +162,16 @@ def main(repeat: int = 21):
             A.calibrate(ev_count, "count", TARGET, DELTA)
             warm.append((time.perf_counter() - t0) * 1e3)
         nudge_c = A.epsilon_guarantee([{**rc.event, "count": rc.value + 1}], DELTA).epsilon
-    lines.append(f"| count calibration (closed form), subsampled shuffle n = 10⁶, k = 10³, ε0 = 2, thesis bounds, "
-                 f"cold caches (includes the one unit curve) | **{med_c:.2f} ms** (min {min(ts_c):.2f}) | "
-                 f"{rc.evaluations} | ≤ 5 ms |")
+    lines.append(
+        f"| count calibration (closed form), subsampled shuffle n = 10⁶, k = 10³, ε0 = 2, thesis bounds, "
+        f"cold caches (includes the one unit curve) | **{med_c:.2f} ms** (min {min(ts_c):.2f}) | "
+        f"{rc.evaluations} | ≤ 5 ms |"
+    )
     lines.append(f"| same, warm curve cache | {statistics.median(warm):.2f} ms | {rc.evaluations} | |")
-    notes.append(f"count answer (thesis bounds): {rc.value:,} rounds, ε = {rc.epsilon:.6f} (count + 1 gives "
-                 f"{nudge_c:.6f}).")
+    notes.append(
+        f"count answer (thesis bounds): {rc.value:,} rounds, ε = {rc.epsilon:.6f} (count + 1 gives "
+        f"{nudge_c:.6f})."
+    )
     med_cd, ts_cd, rcd = timed(lambda: A.calibrate(ev_count, "count", TARGET, DELTA), max(3, repeat // 3))
     med_ud, _, _ = timed(lambda: A.event_rdp({**ev_count, "count": 1}), max(3, repeat // 3))
     warm_d = []
@@ -156,24 +179,42 @@ def main(repeat: int = 21):
         t0 = time.perf_counter()
         A.calibrate(ev_count, "count", TARGET, DELTA)
         warm_d.append((time.perf_counter() - t0) * 1e3)
-    lines.append(f"| same, current default curve, cold: the unit curve on the grid alone takes {med_ud:.1f} ms | "
-                 f"{med_cd:.1f} ms | {rcd.evaluations} | |")
-    lines.append(f"| same, current default curve, warm | {statistics.median(warm_d):.2f} ms | {rcd.evaluations} | |")
+    lines.append(
+        f"| same, current default curve, cold: the unit curve on the grid alone takes {med_ud:.1f} ms | "
+        f"{med_cd:.1f} ms | {rcd.evaluations} | |"
+    )
+    lines.append(
+        f"| same, current default curve, warm | {statistics.median(warm_d):.2f} ms | {rcd.evaluations} | |"
+    )
     notes.append(f"count answer (current default): {rcd.value:,} rounds, ε = {rcd.epsilon:.6f}.")
 
     # 4. n and k (integer searches), and the budget-vs-round series
     with thesis_only():
-        med_n, _, rn = timed(lambda: A.calibrate({"mechanism": "subsampled_shuffle", "k": K, "epsilon0": 2.0,
-                                                  "count": T}, "n", TARGET, DELTA), max(5, repeat // 3))
-        med_k, _, rk = timed(lambda: A.calibrate({"mechanism": "subsampled_shuffle", "n": N, "epsilon0": 2.0,
-                                                  "count": T}, "k", TARGET, DELTA), max(5, repeat // 3))
+        med_n, _, rn = timed(
+            lambda: A.calibrate(
+                {"mechanism": "subsampled_shuffle", "k": K, "epsilon0": 2.0, "count": T}, "n", TARGET, DELTA
+            ),
+            max(5, repeat // 3),
+        )
+        med_k, _, rk = timed(
+            lambda: A.calibrate(
+                {"mechanism": "subsampled_shuffle", "n": N, "epsilon0": 2.0, "count": T}, "k", TARGET, DELTA
+            ),
+            max(5, repeat // 3),
+        )
         counts = np.arange(1, 10_001)
         med_r, _, _ = timed(lambda: A.epsilon_over_rounds({**ev_count}, DELTA, counts), max(5, repeat // 3))
-    lines.append(f"| n calibration (fewest users, k = 10³, ε0 = 2, T = 10⁴), thesis bounds, cold | {med_n:.1f} ms "
-                 f"| {rn.evaluations} | |")
-    lines.append(f"| k calibration (largest k, n = 10⁶, ε0 = 2, T = 10⁴), thesis bounds, cold | {med_k:.1f} ms "
-                 f"| {rk.evaluations} | |")
-    lines.append(f"| epsilon_over_rounds, 10⁴ counts (rounds 1..10⁴), thesis bounds, cold | {med_r:.1f} ms | 1 curve | |")
+    lines.append(
+        f"| n calibration (fewest users, k = 10³, ε0 = 2, T = 10⁴), thesis bounds, cold | {med_n:.1f} ms "
+        f"| {rn.evaluations} | |"
+    )
+    lines.append(
+        f"| k calibration (largest k, n = 10⁶, ε0 = 2, T = 10⁴), thesis bounds, cold | {med_k:.1f} ms "
+        f"| {rk.evaluations} | |"
+    )
+    lines.append(
+        f"| epsilon_over_rounds, 10⁴ counts (rounds 1..10⁴), thesis bounds, cold | {med_r:.1f} ms | 1 curve | |"
+    )
     notes.append(f"n answer: {rn.value:,} users; k answer: {rk.value:,} per round.")
 
     # 5. the expensive default: a shuffle event whose default curve includes the clone bound
@@ -187,20 +228,28 @@ def main(repeat: int = 21):
         t0 = time.perf_counter()
         rs = A.calibrate(ev_sh, "epsilon0", TARGET, DELTA)
         t_cal = (time.perf_counter() - t0) * 1e3
-        lines.append(f"| one full guarantee, shuffle n = 10⁴, T = 100, current default (clone bound), cold | "
-                     f"{t_full:.0f} ms | 1 | |")
-        lines.append(f"| ε0 calibration of that event, current default (clone bound), cold, one run | {t_cal:.0f} ms | "
-                     f"{rs.evaluations} | |")
-        notes.append(f"clone-bound shuffle answer: ε0 = {rs.value:.6f}, ε = {rs.epsilon:.6f} "
-                     f"(the full guarantee at ε0 = 1 is ε = {g.epsilon:.4f}).")
+        lines.append(
+            f"| one full guarantee, shuffle n = 10⁴, T = 100, current default (clone bound), cold | "
+            f"{t_full:.0f} ms | 1 | |"
+        )
+        lines.append(
+            f"| ε0 calibration of that event, current default (clone bound), cold, one run | {t_cal:.0f} ms | "
+            f"{rs.evaluations} | |"
+        )
+        notes.append(
+            f"clone-bound shuffle answer: ε0 = {rs.value:.6f}, ε = {rs.epsilon:.6f} "
+            f"(the full guarantee at ε0 = 1 is ε = {g.epsilon:.4f})."
+        )
         # ε0 calibration with the tightest bound at n = 10⁶ (target: ≤ 10 s)
         ev_big = {"mechanism": "shuffle", "n": 10**6, "count": 10**5}
         cold()
         t0 = time.perf_counter()
         rb = A.calibrate(ev_big, "epsilon0", 1.0, 1e-8)
         t_big = (time.perf_counter() - t0) * 1e3
-        lines.append(f"| ε0 calibration, shuffle n = 10⁶, T = 10⁵, target ε = 1 at δ = 1e-8, current default (clone "
-                     f"bound), cold, one run | **{t_big / 1e3:.2f} s** | {rb.evaluations} | ≤ 10 s |")
+        lines.append(
+            f"| ε0 calibration, shuffle n = 10⁶, T = 10⁵, target ε = 1 at δ = 1e-8, current default (clone "
+            f"bound), cold, one run | **{t_big / 1e3:.2f} s** | {rb.evaluations} | ≤ 10 s |"
+        )
         notes.append(f"n = 10⁶ clone-bound answer: ε0 = {rb.value:.6f}, ε = {rb.epsilon:.6f}.")
 
     lines += ["", "Notes:", ""] + [f"- {n}" for n in notes]
@@ -219,7 +268,10 @@ def main(repeat: int = 21):
         "as the closest standard calibration at the same sampling rate, number of steps and (ε, δ); its RDP curve "
         "is a closed-form-per-order sum, cheaper per evaluation than the subsampled-shuffle bounds.",
     ]
-    lines += ["", f"Load average (1/5/15 min) on the shared machine: {load_before} before the run, {load()} after."]
+    lines += [
+        "",
+        f"Load average (1/5/15 min) on the shared machine: {load_before} before the run, {load()} after.",
+    ]
     path = write_results("results_calibration.md", "Calibration benchmarks", lines)
     print(path.read_text())
 

@@ -58,9 +58,12 @@ def main() -> None:
 
     tuned = tune_allocator()  # as `serve` and the CLI run (app/core/tuning.py)
 
-    lines = [f"Load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (shared machine; CPU time "
-             "is less affected than wall time, but contention still inflates it). Allocator tuning of the service "
-             f"(app/core/tuning.py): {'on' if tuned else 'not available'}.", ""]
+    lines = [
+        f"Load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (shared machine; CPU time "
+        "is less affected than wall time, but contention still inflates it). Allocator tuning of the service "
+        f"(app/core/tuning.py): {'on' if tuned else 'not available'}.",
+        "",
+    ]
     eps_list = [0.1, 0.5, 1.0, 2.0, 3.0, 5.0]
     ns = [10**3, 10**4, 10**5, 10**6, 10**7, 10**8]
     lines += [
@@ -83,21 +86,34 @@ def main() -> None:
         r = route(n, e, ORDERS)
         if r != "histogram":
             return r[0]
-        return "h+a" if H.Prepared(H.HistPlan(Rt.Ctx(n, e), Rt.HIST_DESIGN)).evaluate(ORDERS)[1].any() else "h"
+        return (
+            "h+a" if H.Prepared(H.HistPlan(Rt.Ctx(n, e), Rt.HIST_DESIGN)).evaluate(ORDERS)[1].any() else "h"
+        )
 
     for n in ns:
         row = [cpu_ms(lambda n=n, e=e: clone_rdp(n, e, ORDERS)) for e in eps_list]
         eng = [engine(n, e) for e in eps_list]
-        lines.append(f"| {n:.0e} | " + " | ".join(f"{t:.0f} ({g})" for t, g in zip(row, eng)) + f" | {max(row):.0f} |")
+        lines.append(
+            f"| {n:.0e} | " + " | ".join(f"{t:.0f} ({g})" for t, g in zip(row, eng)) + f" | {max(row):.0f} |"
+        )
         print(lines[-1], flush=True)
     # the worst case over a fine sweep of ε0 for the sizes of the ≤ 100 ms target
-    lines += ["", "### Worst case over ε0 ∈ {0.1, 0.3, …, 7.9} (40 values), CPU ms (min of 2, cold)", "",
-              "| n | worst ms | at ε0 | median ms |", "|---|---:|---:|---:|"]
+    lines += [
+        "",
+        "### Worst case over ε0 ∈ {0.1, 0.3, …, 7.9} (40 values), CPU ms (min of 2, cold)",
+        "",
+        "| n | worst ms | at ε0 | median ms |",
+        "|---|---:|---:|---:|",
+    ]
     for n in [10**3, 3 * 10**3, 10**4, 3 * 10**4, 10**5]:
-        sweep = [(min(cpu_ms(lambda n=n, e=e: clone_rdp(n, e, ORDERS), repeat=1) for _ in range(2)), e)
-                 for e in np.round(np.arange(0.1, 8.0, 0.2), 2)]
+        sweep = [
+            (min(cpu_ms(lambda n=n, e=e: clone_rdp(n, e, ORDERS), repeat=1) for _ in range(2)), e)
+            for e in np.round(np.arange(0.1, 8.0, 0.2), 2)
+        ]
         worst = max(sweep)
-        lines.append(f"| {n:.0e} | {worst[0]:.0f} | {worst[1]:g} | {statistics.median(t for t, _ in sweep):.0f} |")
+        lines.append(
+            f"| {n:.0e} | {worst[0]:.0f} | {worst[1]:g} | {statistics.median(t for t, _ in sweep):.0f} |"
+        )
         print(lines[-1], flush=True)
     lines += [
         "",
@@ -119,7 +135,9 @@ def main() -> None:
             if lpc[c] < lpc.max() - 200:
                 continue
             x = np.arange(c + 2)
-            lq = np.logaddexp(binom.logpmf(x, c, 0.5), math.log(q) + binom.logpmf(x - 1, c, 0.5)) - math.log1p(q)
+            lq = np.logaddexp(
+                binom.logpmf(x, c, 0.5), math.log(q) + binom.logpmf(x - 1, c, 0.5)
+            ) - math.log1p(q)
             t = s / (c + 1)
             u = 2.0 * x - c - 1
             lr = np.log1p(t * u) - np.log1p(-t * u)

@@ -89,9 +89,12 @@ def main() -> None:
     quick = "--quick" in sys.argv
     reps = 5 if quick else 15
     load0 = os.getloadavg()
-    lines = [f"Load average at start: {load0[0]:.2f} / {load0[1]:.2f} / {load0[2]:.2f} (1/5/15 min) on "
-             f"{os.cpu_count()} cores (a shared machine: compare ratios within this file, not bare times "
-             f"across files). Allocator tuning of the service: {'on' if tuned else 'not available'}.", ""]
+    lines = [
+        f"Load average at start: {load0[0]:.2f} / {load0[1]:.2f} / {load0[2]:.2f} (1/5/15 min) on "
+        f"{os.cpu_count()} cores (a shared machine: compare ratios within this file, not bare times "
+        f"across files). Allocator tuning of the service: {'on' if tuned else 'not available'}.",
+        "",
+    ]
     for _ in range(2):  # warm-up: imports, first-call allocations, dp_accounting's own set-up
         baseline_ms()
         cold_ms(SHUFFLE)
@@ -109,23 +112,31 @@ def main() -> None:
     b50 = statistics.median(base)
     lines += [
         "## Cold ε of the headline events vs dp_accounting (wall ms, median / worst of "
-        f"{reps} interleaved runs)", "",
-        "| | median ms | worst ms | ratio of medians (ours / baseline) |", "|---|---:|---:|---:|",
+        f"{reps} interleaved runs)",
+        "",
+        "| | median ms | worst ms | ratio of medians (ours / baseline) |",
+        "|---|---:|---:|---:|",
         f"| baseline: dp_accounting RDP + ε, Poisson-sampled Gaussian ×10⁴ | {b50:.1f} | {max(base):.1f} | 1 |",
         f"| shuffle n = 10⁶, ε0 = 0.5, T = 10⁵, δ = 1e-8 (ε = {eps_sh:.4f}) | {statistics.median(sh):.1f} | "
         f"{max(sh):.1f} | {statistics.median(sh) / b50:.2f} |",
         f"| subsampled n = 10⁶, k = 1000, ε0 = 2, T = 10⁵, δ = 1e-8 (ε = {eps_sub:.4f}) | "
         f"{statistics.median(sub):.1f} | {max(sub):.1f} | {statistics.median(sub) / b50:.2f} |",
         "",
-        "Target: both ratios < 1.", "",
+        "Target: both ratios < 1.",
+        "",
     ]
     print("\n".join(lines), flush=True)
 
     ns = NS[:5] if quick else NS
-    lines += ["## Cold clone curve on the default grid (81 orders), CPU ms (min of 3)", "",
-              "Engine in brackets (`route`): e = exact, h = histogram, a = adaptive. Targets: p50 ≤ 10 ms, "
-              "worst ≤ 30 ms over n ≤ 10⁸, ε0 ≤ 10.", "",
-              "| n \\ ε0 | " + " | ".join(f"{e:g}" for e in EPS0) + " |", "|---|" + "---:|" * len(EPS0)]
+    lines += [
+        "## Cold clone curve on the default grid (81 orders), CPU ms (min of 3)",
+        "",
+        "Engine in brackets (`route`): e = exact, h = histogram, a = adaptive. Targets: p50 ≤ 10 ms, "
+        "worst ≤ 30 ms over n ≤ 10⁸, ε0 ≤ 10.",
+        "",
+        "| n \\ ε0 | " + " | ".join(f"{e:g}" for e in EPS0) + " |",
+        "|---|" + "---:|" * len(EPS0),
+    ]
     allv = []
     for n in ns:
         row = []
@@ -136,9 +147,13 @@ def main() -> None:
         lines.append(f"| {n:.0e} | " + " | ".join(row) + " |")
         print(lines[-1], flush=True)
     b_end = statistics.median(baseline_ms() for _ in range(5))
-    lines += ["", f"Over the {len(allv)} cells: p50 {statistics.median(allv):.1f} ms, worst {max(allv):.1f} ms "
-              f"(= {statistics.median(allv) / b_end:.2f}× / {max(allv) / b_end:.2f}× the dp_accounting baseline, "
-              f"{b_end:.1f} ms when the table was done). Load average at the end: {os.getloadavg()[0]:.2f}.", ""]
+    lines += [
+        "",
+        f"Over the {len(allv)} cells: p50 {statistics.median(allv):.1f} ms, worst {max(allv):.1f} ms "
+        f"(= {statistics.median(allv) / b_end:.2f}× / {max(allv) / b_end:.2f}× the dp_accounting baseline, "
+        f"{b_end:.1f} ms when the table was done). Load average at the end: {os.getloadavg()[0]:.2f}.",
+        "",
+    ]
     path = write_results("results_cold.md", "Cold answers against dp_accounting", lines)
     print(f"wrote {path}")
 

@@ -59,8 +59,11 @@ def pct(xs, q):
 
 
 def ms(xs):
-    return {"median_ms": round(statistics.median(xs) * 1e3, 2), "p95_ms": round(pct(xs, 0.95) * 1e3, 2),
-            "n": len(xs)}
+    return {
+        "median_ms": round(statistics.median(xs) * 1e3, 2),
+        "p95_ms": round(pct(xs, 0.95) * 1e3, 2),
+        "n": len(xs),
+    }
 
 
 def fresh_sqlite(tmp: Path) -> str:
@@ -82,9 +85,13 @@ def fresh_pg(base: str) -> str:
         return u.set(database=name).render_as_string(hide_password=False)
     except Exception:
         with eng.begin() as c:  # no CREATEDB: clean the ledger tables of the given database instead
-            c.execute(text("DROP TABLE IF EXISTS ledger_charge_users, ledger_charges, ledger_memberships, "
-                           "ledger_class_cohorts, ledger_cohorts, ledger_users, ledger_classes, "
-                           "ledger_order_grids, alembic_version CASCADE"))
+            c.execute(
+                text(
+                    "DROP TABLE IF EXISTS ledger_charge_users, ledger_charges, ledger_memberships, "
+                    "ledger_class_cohorts, ledger_cohorts, ledger_users, ledger_classes, "
+                    "ledger_order_grids, alembic_version CASCADE"
+                )
+            )
             c.execute(text("DROP FUNCTION IF EXISTS ledger_refuse_change() CASCADE"))
         return base
     finally:
@@ -115,14 +122,18 @@ def run_backend(name: str, url: str, members: int, rounds: int, log) -> dict:
 
     # ---- setup: population and cohort (service layer) ----------------------------------------
     t0 = time.perf_counter()
-    svc.bulk_create_users(db, [f"d{i}" for i in range(members)], svc.make_budget(8.0, 1e-6, "declared", None, None))
+    svc.bulk_create_users(
+        db, [f"d{i}" for i in range(members)], svc.make_budget(8.0, 1e-6, "declared", None, None)
+    )
     out["setup_create_users_s"] = round(time.perf_counter() - t0, 2)
     svc.create_cohort(db, "population", "bench population")
     t0 = time.perf_counter()
     svc.change_members(db, "population", [f"d{i}" for i in range(members)], join=True)
     out["setup_add_members_s"] = round(time.perf_counter() - t0, 2)
     size_after_setup = db_size(url)
-    log(f"[{name}] {members} users + members in {out['setup_create_users_s']} + {out['setup_add_members_s']} s")
+    log(
+        f"[{name}] {members} users + members in {out['setup_create_users_s']} + {out['setup_add_members_s']} s"
+    )
 
     env = {"DATABASE_URL": url, "ACCOUNTANT_API_KEYS": KEYS, "ACCOUNTANT_LOG_LEVEL": "WARNING"}
     s1 = start_server(env, timeout=120)
@@ -130,13 +141,20 @@ def run_backend(name: str, url: str, members: int, rounds: int, log) -> dict:
     try:
         with httpx.Client(base_url=s1.url, timeout=120) as c:
             # ---- 1. cohort round -------------------------------------------------------------
-            assert c.post("/v1/charges", json={"cohort": "population", "event": ROUND_EVENT},
-                          headers=PIPE).status_code == 201  # warm the curve cache
+            assert (
+                c.post(
+                    "/v1/charges", json={"cohort": "population", "event": ROUND_EVENT}, headers=PIPE
+                ).status_code
+                == 201
+            )  # warm the curve cache
             lat = []
             for i in range(100):
                 t = time.perf_counter()
-                r = c.post("/v1/charges", json={"idempotency_key": f"round-{i}", "cohort": "population",
-                                                "event": TINY}, headers=PIPE)
+                r = c.post(
+                    "/v1/charges",
+                    json={"idempotency_key": f"round-{i}", "cohort": "population", "event": TINY},
+                    headers=PIPE,
+                )
                 lat.append(time.perf_counter() - t)
                 assert r.status_code == 201 and r.json()["users"] == members, r.text
             out["cohort_round"] = ms(lat)
@@ -167,25 +185,38 @@ def run_backend(name: str, url: str, members: int, rounds: int, log) -> dict:
                 svc.get_user(db, f"d{(i * 7919) % members}")
                 lat.append(time.perf_counter() - t)
             out["budget_read_in_process"] = ms(lat)
-            log(f"[{name}] in-process round {out['cohort_round_in_process']} read {out['budget_read_in_process']}")
+            log(
+                f"[{name}] in-process round {out['cohort_round_in_process']} read {out['budget_read_in_process']}"
+            )
 
             # ---- 5. storage after many rounds (service layer) ------------------------------------------
             before = db_size(url)
             with db.read() as s:
-                done = s.execute(text("SELECT seq FROM ledger_cohorts WHERE cohort_id = 'population'")).scalar_one()
+                done = s.execute(
+                    text("SELECT seq FROM ledger_cohorts WHERE cohort_id = 'population'")
+                ).scalar_one()
             t0 = time.perf_counter()
             for i in range(max(0, rounds - done)):
                 svc.charge(db, event=TINY, actor=actor, cohort="population", idempotency_key=f"store-{i}")
             el = time.perf_counter() - t0
             after = db_size(url)
             with db.read() as s:
-                seq = s.execute(text("SELECT seq FROM ledger_cohorts WHERE cohort_id = 'population'")).scalar_one()
+                seq = s.execute(
+                    text("SELECT seq FROM ledger_cohorts WHERE cohort_id = 'population'")
+                ).scalar_one()
                 n_classes = s.execute(text("SELECT count(*) FROM ledger_classes")).scalar_one()
-                rows = {t: s.execute(text(f"SELECT count(*) FROM {t}")).scalar_one()
-                        for t in ("ledger_users", "ledger_memberships", "ledger_charges", "ledger_charge_users")}
+                rows = {
+                    t: s.execute(text(f"SELECT count(*) FROM {t}")).scalar_one()
+                    for t in ("ledger_users", "ledger_memberships", "ledger_charges", "ledger_charge_users")
+                }
             out["storage"] = {
-                "rounds": int(seq), "members": members, "classes": int(n_classes), "rows": rows,
-                "db_bytes_after_setup": size_after_setup, "db_bytes_before_rounds": before, "db_bytes_after_rounds": after,
+                "rounds": int(seq),
+                "members": members,
+                "classes": int(n_classes),
+                "rows": rows,
+                "db_bytes_after_setup": size_after_setup,
+                "db_bytes_before_rounds": before,
+                "db_bytes_after_rounds": after,
                 "bytes_per_round": round((after - before) / max(1, seq - done), 1),
                 "bytes_per_member_setup": round(size_after_setup / members, 1),
                 "in_process_round_ms": round(el / max(1, rounds - done) * 1e3, 2),
@@ -198,8 +229,11 @@ def run_backend(name: str, url: str, members: int, rounds: int, log) -> dict:
             lat = []
             for i in range(30):
                 t = time.perf_counter()
-                r = c.post("/v1/charges", json={"idempotency_key": f"same-{i}", "users": same, "event": TINY},
-                           headers=PIPE)
+                r = c.post(
+                    "/v1/charges",
+                    json={"idempotency_key": f"same-{i}", "users": same, "event": TINY},
+                    headers=PIPE,
+                )
                 lat.append(time.perf_counter() - t)
                 assert r.status_code == 201, r.text
             out["explicit_1000_same_users"] = ms(lat)
@@ -207,8 +241,11 @@ def run_backend(name: str, url: str, members: int, rounds: int, log) -> dict:
             for i in range(30):
                 users = [f"d{j}" for j in rng.sample(range(members), 1000)]
                 t = time.perf_counter()
-                r = c.post("/v1/charges", json={"idempotency_key": f"rand-{i}", "users": users, "event": TINY},
-                           headers=PIPE)
+                r = c.post(
+                    "/v1/charges",
+                    json={"idempotency_key": f"rand-{i}", "users": users, "event": TINY},
+                    headers=PIPE,
+                )
                 lat.append(time.perf_counter() - t)
                 assert r.status_code == 201, r.text
             out["explicit_1000_random_users"] = ms(lat)
@@ -218,16 +255,26 @@ def run_backend(name: str, url: str, members: int, rounds: int, log) -> dict:
             lat = []
             for i in range(30):
                 t = time.perf_counter()
-                r = c.post("/v1/charges", json={"idempotency_key": f"frag-{i}", "cohort": "population",
-                                                "event": TINY}, headers=PIPE)
+                r = c.post(
+                    "/v1/charges",
+                    json={"idempotency_key": f"frag-{i}", "cohort": "population", "event": TINY},
+                    headers=PIPE,
+                )
                 lat.append(time.perf_counter() - t)
                 assert r.status_code == 201, r.text
             with db.read() as s_:
-                out["classes_after_random_explicit"] = int(s_.execute(text(
-                    "SELECT count(*) FROM ledger_class_cohorts cc JOIN ledger_cohorts co ON co.id = cc.cohort_id "
-                    "WHERE co.cohort_id = 'population'")).scalar_one())
+                out["classes_after_random_explicit"] = int(
+                    s_.execute(
+                        text(
+                            "SELECT count(*) FROM ledger_class_cohorts cc JOIN ledger_cohorts co ON co.id = cc.cohort_id "
+                            "WHERE co.cohort_id = 'population'"
+                        )
+                    ).scalar_one()
+                )
             out["cohort_round_fragmented"] = ms(lat)
-            log(f"[{name}] fragmented round {out['cohort_round_fragmented']} ({out['classes_after_random_explicit']} classes)")
+            log(
+                f"[{name}] fragmented round {out['cohort_round_fragmented']} ({out['classes_after_random_explicit']} classes)"
+            )
 
         # ---- 4. 32 concurrent pipelines, two serve processes -----------------------------------
         s2 = start_server(env, timeout=120)
@@ -236,11 +283,21 @@ def run_backend(name: str, url: str, members: int, rounds: int, log) -> dict:
         with httpx.Client(base_url=s1.url, timeout=60) as c:
             for i, u in enumerate(hot):
                 budgets[u] = 1.0 + (i % 5) * 0.5
-            r = c.post("/v1/users/bulk", json={"users": hot, "budget": {"epsilon": 1.0, "delta": 1e-6}}, headers=ADMIN)
+            r = c.post(
+                "/v1/users/bulk",
+                json={"users": hot, "budget": {"epsilon": 1.0, "delta": 1e-6}},
+                headers=ADMIN,
+            )
             assert r.status_code == 201, r.text
             for u in hot:
-                assert c.put(f"/v1/users/{u}", json={"budget": {"epsilon": budgets[u], "delta": 1e-6}},
-                              headers=ADMIN).status_code == 200
+                assert (
+                    c.put(
+                        f"/v1/users/{u}",
+                        json={"budget": {"epsilon": budgets[u], "delta": 1e-6}},
+                        headers=ADMIN,
+                    ).status_code
+                    == 200
+                )
         statuses: dict[int, int] = {}
         lock = threading.Lock()
         deadline = time.monotonic() + 30
@@ -252,8 +309,11 @@ def run_backend(name: str, url: str, members: int, rounds: int, log) -> dict:
                 for i in range(10_000):
                     if time.monotonic() > deadline or refused >= 20:
                         break
-                    resp = c.post("/v1/charges", json={"idempotency_key": f"p{tid}-{i}", "users": r.sample(hot, 5),
-                                                       "event": SMALL}, headers=PIPE)
+                    resp = c.post(
+                        "/v1/charges",
+                        json={"idempotency_key": f"p{tid}-{i}", "users": r.sample(hot, 5), "event": SMALL},
+                        headers=PIPE,
+                    )
                     with lock:
                         statuses[resp.status_code] = statuses.get(resp.status_code, 0) + 1
                     refused = refused + 1 if resp.status_code == 409 else 0
@@ -272,13 +332,19 @@ def run_backend(name: str, url: str, members: int, rounds: int, log) -> dict:
             if a.recomputed_spent.epsilon > budgets[u] + 1e-12 or not a.running_not_below_recomputed:
                 over += 1
         with db.read() as s:
-            n_admitted = s.execute(text("SELECT count(*) FROM ledger_charges WHERE idempotency_key LIKE 'p%'")
-                                   ).scalar_one()
+            n_admitted = s.execute(
+                text("SELECT count(*) FROM ledger_charges WHERE idempotency_key LIKE 'p%'")
+            ).scalar_one()
         out["concurrent_32"] = {
-            "requests": total, "wall_s": round(wall, 2), "requests_per_s": round(total / wall, 1),
-            "admitted_per_s": round(statuses.get(201, 0) / wall, 1), "statuses": {str(k): v for k, v in statuses.items()},
-            "five_xx": sum(v for k, v in statuses.items() if k >= 500), "users_over_budget": over,
-            "admitted_in_db": int(n_admitted), "admitted_201s": statuses.get(201, 0),
+            "requests": total,
+            "wall_s": round(wall, 2),
+            "requests_per_s": round(total / wall, 1),
+            "admitted_per_s": round(statuses.get(201, 0) / wall, 1),
+            "statuses": {str(k): v for k, v in statuses.items()},
+            "five_xx": sum(v for k, v in statuses.items() if k >= 500),
+            "users_over_budget": over,
+            "admitted_in_db": int(n_admitted),
+            "admitted_201s": statuses.get(201, 0),
         }
         log(f"[{name}] concurrent {out['concurrent_32']}")
     finally:
@@ -335,38 +401,84 @@ def render(results: list[dict], args, started: str) -> str:
     def row(label, target, fn):
         lines.append(f"| {label} | {target} | " + " | ".join(fn(r) for r in results) + " |")
 
-    row(f"charge one round to a {args.members:,}-member cohort (shared budget and history)", "≤ 50 ms median",
-        lambda r: f"{r['cohort_round']['median_ms']} ms median (p95 {r['cohort_round']['p95_ms']})")
-    row("… the same, service layer only (no HTTP)", "",
-        lambda r: f"{r['cohort_round_in_process']['median_ms']} ms median (p95 {r['cohort_round_in_process']['p95_ms']})")
-    row("… a round after 30 random 1,000-user explicit charges split the population", "",
-        lambda r: f"{r['cohort_round_fragmented']['median_ms']} ms median over {r['classes_after_random_explicit']} "
-                  "budget classes")
-    row("read one user's spent/remaining budget", "≤ 5 ms median",
-        lambda r: f"{r['budget_read']['median_ms']} ms median (p95 {r['budget_read']['p95_ms']})")
-    row("… the same, service layer only (no HTTP)", "",
-        lambda r: f"{r['budget_read_in_process']['median_ms']} ms median (p95 {r['budget_read_in_process']['p95_ms']})")
-    row("charge an explicit list of 1,000 users (the same 1,000)", "≤ 100 ms median",
-        lambda r: f"{r['explicit_1000_same_users']['median_ms']} ms median (p95 {r['explicit_1000_same_users']['p95_ms']})")
-    row("charge an explicit list of 1,000 users (1,000 random users each time)", "≤ 100 ms median",
-        lambda r: f"{r['explicit_1000_random_users']['median_ms']} ms median "
-                  f"(p95 {r['explicit_1000_random_users']['p95_ms']})")
-    row("32 concurrent pipelines (2 serve processes, 200 overlapping users, 5 per charge)",
+    row(
+        f"charge one round to a {args.members:,}-member cohort (shared budget and history)",
+        "≤ 50 ms median",
+        lambda r: f"{r['cohort_round']['median_ms']} ms median (p95 {r['cohort_round']['p95_ms']})",
+    )
+    row(
+        "… the same, service layer only (no HTTP)",
+        "",
+        lambda r: (
+            f"{r['cohort_round_in_process']['median_ms']} ms median (p95 {r['cohort_round_in_process']['p95_ms']})"
+        ),
+    )
+    row(
+        "… a round after 30 random 1,000-user explicit charges split the population",
+        "",
+        lambda r: (
+            f"{r['cohort_round_fragmented']['median_ms']} ms median over {r['classes_after_random_explicit']} "
+            "budget classes"
+        ),
+    )
+    row(
+        "read one user's spent/remaining budget",
+        "≤ 5 ms median",
+        lambda r: f"{r['budget_read']['median_ms']} ms median (p95 {r['budget_read']['p95_ms']})",
+    )
+    row(
+        "… the same, service layer only (no HTTP)",
+        "",
+        lambda r: (
+            f"{r['budget_read_in_process']['median_ms']} ms median (p95 {r['budget_read_in_process']['p95_ms']})"
+        ),
+    )
+    row(
+        "charge an explicit list of 1,000 users (the same 1,000)",
+        "≤ 100 ms median",
+        lambda r: (
+            f"{r['explicit_1000_same_users']['median_ms']} ms median (p95 {r['explicit_1000_same_users']['p95_ms']})"
+        ),
+    )
+    row(
+        "charge an explicit list of 1,000 users (1,000 random users each time)",
+        "≤ 100 ms median",
+        lambda r: (
+            f"{r['explicit_1000_random_users']['median_ms']} ms median "
+            f"(p95 {r['explicit_1000_random_users']['p95_ms']})"
+        ),
+    )
+    row(
+        "32 concurrent pipelines (2 serve processes, 200 overlapping users, 5 per charge)",
         "no overspend, no lost charge, no 5xx; throughput",
-        lambda r: (f"{r['concurrent_32']['requests_per_s']} req/s ({r['concurrent_32']['admitted_per_s']} admitted/s); "
-                   f"5xx: {r['concurrent_32']['five_xx']}; over budget: {r['concurrent_32']['users_over_budget']}; "
-                   f"201s {r['concurrent_32']['admitted_201s']} = in DB {r['concurrent_32']['admitted_in_db']}"))
-    row(f"{args.rounds:,} rounds on a {args.members:,}-member cohort", "DB grows O(rounds + members)",
-        lambda r: (f"{r['storage']['db_bytes_after_rounds'] / 1e6:.1f} MB total; "
-                   f"{r['storage']['bytes_per_member_setup']:.0f} B/member (users + memberships), "
-                   f"{r['storage']['bytes_per_round']:.0f} B/round; {r['storage']['classes']} budget classes"))
+        lambda r: (
+            f"{r['concurrent_32']['requests_per_s']} req/s ({r['concurrent_32']['admitted_per_s']} admitted/s); "
+            f"5xx: {r['concurrent_32']['five_xx']}; over budget: {r['concurrent_32']['users_over_budget']}; "
+            f"201s {r['concurrent_32']['admitted_201s']} = in DB {r['concurrent_32']['admitted_in_db']}"
+        ),
+    )
+    row(
+        f"{args.rounds:,} rounds on a {args.members:,}-member cohort",
+        "DB grows O(rounds + members)",
+        lambda r: (
+            f"{r['storage']['db_bytes_after_rounds'] / 1e6:.1f} MB total; "
+            f"{r['storage']['bytes_per_member_setup']:.0f} B/member (users + memberships), "
+            f"{r['storage']['bytes_per_round']:.0f} B/round; {r['storage']['classes']} budget classes"
+        ),
+    )
     lines += ["", "Setup (service layer, one transaction each):", ""]
     for r in results:
-        lines.append(f"- {r['backend']}: create {args.members:,} users {r['setup_create_users_s']} s, add them to the "
-                     f"cohort {r['setup_add_members_s']} s; a round charged in-process (no HTTP) "
-                     f"{r['storage']['in_process_round_ms']} ms on average over the storage run.")
-    lines += ["", "Machine load (1/5/15-minute load averages at the start and end of each backend's run; the "
-              "machine has 2 cores and is shared with other jobs, so HTTP latencies include their contention):", ""]
+        lines.append(
+            f"- {r['backend']}: create {args.members:,} users {r['setup_create_users_s']} s, add them to the "
+            f"cohort {r['setup_add_members_s']} s; a round charged in-process (no HTTP) "
+            f"{r['storage']['in_process_round_ms']} ms on average over the storage run."
+        )
+    lines += [
+        "",
+        "Machine load (1/5/15-minute load averages at the start and end of each backend's run; the "
+        "machine has 2 cores and is shared with other jobs, so HTTP latencies include their contention):",
+        "",
+    ]
     for r in results:
         lines.append(f"- {r['backend']}: {r.get('load_avg_start')} → {r.get('load_avg_end')}")
     lines += ["", NOTES, "", "Raw results:", "", "```json", json.dumps(results, indent=1), "```", ""]
@@ -378,7 +490,9 @@ def main(argv=None) -> int:
     p.add_argument("--members", type=int, default=1_000_000)
     p.add_argument("--rounds", type=int, default=10_000)
     p.add_argument("--backends", default="sqlite,postgres")
-    p.add_argument("--pg-url", default=os.environ.get("BENCH_POSTGRES_URL") or os.environ.get("TEST_POSTGRES_URL"))
+    p.add_argument(
+        "--pg-url", default=os.environ.get("BENCH_POSTGRES_URL") or os.environ.get("TEST_POSTGRES_URL")
+    )
     p.add_argument("--tmp", default="/tmp")
     p.add_argument("--out", default=str(ROOT / "bench" / "results_ledger.md"))
     args = p.parse_args(argv)
@@ -390,7 +504,9 @@ def main(argv=None) -> int:
     results = []
     for b in args.backends.split(","):
         if b == "sqlite":
-            results.append(run_backend("SQLite", fresh_sqlite(Path(args.tmp)), args.members, args.rounds, log))
+            results.append(
+                run_backend("SQLite", fresh_sqlite(Path(args.tmp)), args.members, args.rounds, log)
+            )
         elif b == "postgres":
             if not args.pg_url:
                 log("PostgreSQL skipped: no --pg-url / BENCH_POSTGRES_URL / TEST_POSTGRES_URL")

@@ -157,8 +157,13 @@ def main(argv=None):
         ("l2", {"epsilon0": 2.0, "d": d, "m": 3, "s": 8, "n": n}, "l2", d, run_local),
         ("user_range", {"epsilon0": 1.0, "B": 1.0, "tau": 0.01}, "datasets", 1, run_local),
         ("user_mean", {"epsilon0": 2.0, "B": 1.0, "tau": 0.05, "m": 4}, "datasets", 1, run_local),
-        ("user_mean", {"epsilon0": 8.0, "B": 1.0, "tau": 0.05, "m": 3, "d": dv, "s": 4, "n": n},
-         "vec_datasets", dv, run_local),
+        (
+            "user_mean",
+            {"epsilon0": 8.0, "B": 1.0, "tau": 0.05, "m": 3, "d": dv, "s": 4, "n": n},
+            "vec_datasets",
+            dv,
+            run_local,
+        ),
         ("laplace_mean", {"epsilon0": 1.0}, "scalar", 1, run_local),
         ("gaussian", {"noise_multiplier": 1.0, "d": d}, "l2", d, run_central),
         ("laplace", {"scale": 1.0, "d": d}, "l1", d, run_central),
@@ -173,8 +178,11 @@ def main(argv=None):
         b = n if name == "user_mean" else batch
         mech, t_r, t_e, peak, err, mse_sup = runner(name, params, kind, n, dim, b, seed=len(rows) + 1)
         rows.append((name, params, dim, b, t_r, t_e, peak, err, mse_sup, mech))
-        print(f"{name:18s} d={dim:5d} randomize {t_r:7.2f}s estimate {t_e:6.3f}s peak {peak / 2**20:8.1f} MiB "
-              f"err {err:.3g} (sup mse {mse_sup:.3g})", flush=True)
+        print(
+            f"{name:18s} d={dim:5d} randomize {t_r:7.2f}s estimate {t_e:6.3f}s peak {peak / 2**20:8.1f} MiB "
+            f"err {err:.3g} (sup mse {mse_sup:.3g})",
+            flush=True,
+        )
     maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     write(args.out, rows, n, d, batch, maxrss, (load0, os.getloadavg()))
 

@@ -34,9 +34,13 @@ from urllib.parse import urlsplit
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-RDP_BODY = {"event": {"mechanism": "shuffle", "n": 10000, "epsilon0": 1.0, "count": 100}, "orders": [2, 3, 10.5]}
-RDP_DEFAULT_GRID = {"event": {"mechanism": "subsampled_shuffle", "n": 1000000, "k": 1000, "epsilon0": 2.0,
-                              "count": 100000}}
+RDP_BODY = {
+    "event": {"mechanism": "shuffle", "n": 10000, "epsilon0": 1.0, "count": 100},
+    "orders": [2, 3, 10.5],
+}
+RDP_DEFAULT_GRID = {
+    "event": {"mechanism": "subsampled_shuffle", "n": 1000000, "k": 1000, "epsilon0": 2.0, "count": 100000}
+}
 
 
 # ------------------------------------------------------------------------------ raw HTTP/1.1 client
@@ -138,8 +142,13 @@ async def side_by_side(host: str, port: int, rounds: int, seconds: float, conns:
             lat[name] += await latency(host, port, req, n_lat)
             thr[name].append(await throughput(host, port, req, conns, seconds))
     return {
-        name: {"p50_ms": 1e3 * statistics.median(lat[name]), "p90_ms": 1e3 * pct(lat[name], 90),
-               "p99_ms": 1e3 * pct(lat[name], 99), "rps": statistics.median(thr[name]), "rps_rounds": thr[name]}
+        name: {
+            "p50_ms": 1e3 * statistics.median(lat[name]),
+            "p90_ms": 1e3 * pct(lat[name], 90),
+            "p99_ms": 1e3 * pct(lat[name], 99),
+            "rps": statistics.median(thr[name]),
+            "rps_rounds": thr[name],
+        }
         for name in reqs
     }
 
@@ -154,20 +163,34 @@ async def uncached_epsilon(host: str, port: int, mechanism: str, n_req: int, bud
                 break
             eps0 = round(rng.uniform(0.2, 4.0), 9)
             if mechanism == "shuffle":
-                ev = {"mechanism": "shuffle", "n": rng.choice([10**4, 10**5, 10**6]), "epsilon0": eps0,
-                      "count": rng.choice([10, 1000, 100000])}
+                ev = {
+                    "mechanism": "shuffle",
+                    "n": rng.choice([10**4, 10**5, 10**6]),
+                    "epsilon0": eps0,
+                    "count": rng.choice([10, 1000, 100000]),
+                }
             else:
-                ev = {"mechanism": "subsampled_shuffle", "n": rng.choice([10**5, 10**6, 10**7]), "k": 1000,
-                      "epsilon0": eps0, "count": rng.choice([10, 1000, 100000])}
+                ev = {
+                    "mechanism": "subsampled_shuffle",
+                    "n": rng.choice([10**5, 10**6, 10**7]),
+                    "k": 1000,
+                    "epsilon0": eps0,
+                    "count": rng.choice([10, 1000, 100000]),
+                }
             req = build_request(host, "POST", "/v1/epsilon", {"events": [ev], "delta": 1e-8})
             t0 = time.perf_counter()
             status, body = await c.call(req)
             times.append(time.perf_counter() - t0)
             statuses.append(status)
     ok = [t for t, s in zip(times, statuses) if s == 200]
-    return {"requests": len(times), "ok": len(ok), "p50_ms": 1e3 * statistics.median(ok) if ok else None,
-            "p90_ms": 1e3 * pct(ok, 90) if ok else None, "max_ms": 1e3 * max(ok) if ok else None,
-            "statuses": sorted(set(statuses))}
+    return {
+        "requests": len(times),
+        "ok": len(ok),
+        "p50_ms": 1e3 * statistics.median(ok) if ok else None,
+        "p90_ms": 1e3 * pct(ok, 90) if ok else None,
+        "max_ms": 1e3 * max(ok) if ok else None,
+        "statuses": sorted(set(statuses)),
+    }
 
 
 # ---------------------------------------------------------------------------------------- report
@@ -195,8 +218,10 @@ def report(env: dict, sbs: dict, unc: dict, args) -> str:
         "|---|---:|---:|---:|---:|---:|",
     ]
     for name, r in sbs.items():
-        lines.append(f"| `{name}` | {r['p50_ms']:.2f} | {r['p90_ms']:.2f} | {r['p99_ms']:.2f} | {r['rps']:.0f} | "
-                     f"{r['rps'] / health['rps']:.2f} |")
+        lines.append(
+            f"| `{name}` | {r['p50_ms']:.2f} | {r['p90_ms']:.2f} | {r['p99_ms']:.2f} | {r['rps']:.0f} | "
+            f"{r['rps'] / health['rps']:.2f} |"
+        )
     cached = sbs["POST /v1/rdp (cached, 3 orders)"]
     lines += [
         "",
@@ -213,7 +238,9 @@ def report(env: dict, sbs: dict, unc: dict, args) -> str:
         "|---|---:|---:|---:|---:|",
     ]
     for name, r in unc.items():
-        lines.append(f"| {name} | {r['ok']}/{r['requests']} | {f(r['p50_ms'])} | {f(r['p90_ms'])} | {f(r['max_ms'])} |")
+        lines.append(
+            f"| {name} | {r['ok']}/{r['requests']} | {f(r['p50_ms'])} | {f(r['p90_ms'])} | {f(r['max_ms'])} |"
+        )
     sub = unc["subsampled_shuffle"]
     shf = unc["shuffle"]
     lines += [
@@ -244,9 +271,15 @@ def main(argv=None) -> int:
     p.add_argument("--n-lat", type=int, default=300)
     p.add_argument("--uncached", type=int, default=60, help="uncached subsampled-shuffle requests")
     p.add_argument("--uncached-shuffle", type=int, default=60, help="uncached shuffle requests")
-    p.add_argument("--budget", type=float, default=120.0, help="seconds allowed for the uncached shuffle requests")
-    p.add_argument("--curve-store", choices=("memory", "database"), default=None,
-                   help="ACCOUNTANT_CURVE_STORE of the started server (default: serve's own choice, database)")
+    p.add_argument(
+        "--budget", type=float, default=120.0, help="seconds allowed for the uncached shuffle requests"
+    )
+    p.add_argument(
+        "--curve-store",
+        choices=("memory", "database"),
+        default=None,
+        help="ACCOUNTANT_CURVE_STORE of the started server (default: serve's own choice, database)",
+    )
     p.add_argument("--no-write", action="store_true")
     args = p.parse_args(argv)
 
@@ -257,7 +290,13 @@ def main(argv=None) -> int:
     else:
         from tests.helpers.server import start_server
 
-        srv = start_server({"ACCOUNTANT_LOG_LEVEL": "warning", **({"ACCOUNTANT_CURVE_STORE": args.curve_store} if args.curve_store else {})}, workers=1)
+        srv = start_server(
+            {
+                "ACCOUNTANT_LOG_LEVEL": "warning",
+                **({"ACCOUNTANT_CURVE_STORE": args.curve_store} if args.curve_store else {}),
+            },
+            workers=1,
+        )
         url = srv.url
         server_desc = "started by the benchmark"
     u = urlsplit(url)
@@ -272,10 +311,16 @@ def main(argv=None) -> int:
         t0 = time.time()
         sbs = asyncio.run(side_by_side(host, port, args.rounds, args.seconds, args.conns, args.n_lat))
         unc = {
-            "subsampled_shuffle": asyncio.run(uncached_epsilon(host, port, "subsampled_shuffle", args.uncached, 60)),
-            "shuffle": asyncio.run(uncached_epsilon(host, port, "shuffle", args.uncached_shuffle, args.budget)),
+            "subsampled_shuffle": asyncio.run(
+                uncached_epsilon(host, port, "subsampled_shuffle", args.uncached, 60)
+            ),
+            "shuffle": asyncio.run(
+                uncached_epsilon(host, port, "shuffle", args.uncached_shuffle, args.budget)
+            ),
         }
-        print(json.dumps({"side_by_side": sbs, "uncached_epsilon": unc, "seconds": time.time() - t0}, indent=2))
+        print(
+            json.dumps({"side_by_side": sbs, "uncached_epsilon": unc, "seconds": time.time() - t0}, indent=2)
+        )
     finally:
         if srv is not None:
             srv.stop()

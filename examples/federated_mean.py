@@ -91,23 +91,32 @@ def local_service(timeout: float = 60.0) -> Iterator[tuple[str, str]]:
         log_path = Path(tmp) / "serve.log"
         with open(log_path, "wb") as log:
             # its own session, so stopping it also reaches any worker processes it forks
-            proc = subprocess.Popen([*_serve_command(), "serve", "--host", "127.0.0.1", "--port", str(port)],
-                                    env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    start_new_session=True)
+            proc = subprocess.Popen(
+                [*_serve_command(), "serve", "--host", "127.0.0.1", "--port", str(port)],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         try:
             deadline = time.monotonic() + timeout
             while True:
                 if proc.poll() is not None:
-                    raise RuntimeError(f"the local service exited with status {proc.returncode}:\n"
-                                       + log_path.read_text(errors="replace")[-3000:])
+                    raise RuntimeError(
+                        f"the local service exited with status {proc.returncode}:\n"
+                        + log_path.read_text(errors="replace")[-3000:]
+                    )
                 try:
                     if httpx.get(url + "/health", timeout=1.0).status_code == 200:
                         break
                 except httpx.HTTPError:
                     pass
                 if time.monotonic() > deadline:
-                    raise RuntimeError(f"the local service did not answer /health within {timeout:.0f} s:\n"
-                                       + log_path.read_text(errors="replace")[-3000:])
+                    raise RuntimeError(
+                        f"the local service did not answer /health within {timeout:.0f} s:\n"
+                        + log_path.read_text(errors="replace")[-3000:]
+                    )
                 time.sleep(0.1)
             yield url, key
         finally:
@@ -143,11 +152,15 @@ def make_clients(n: int, d: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
     p.add_argument("--url", help="base URL of a running service (default: start a local one for this run)")
-    p.add_argument("--api-key", default=os.environ.get("ACCOUNTANT_API_KEY"),
-                   help="admin API key for --url (default: $ACCOUNTANT_API_KEY)")
+    p.add_argument(
+        "--api-key",
+        default=os.environ.get("ACCOUNTANT_API_KEY"),
+        help="admin API key for --url (default: $ACCOUNTANT_API_KEY)",
+    )
     p.add_argument("--clients", type=int, default=10_000, help="population size n")
     p.add_argument("--dim", type=int, default=16, help="dimension d of each client's vector")
     p.add_argument("--k", type=int, default=2_000, help="clients sampled per round")
@@ -156,8 +169,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--budget-epsilon", type=float, default=1.0, help="every client's budget ε")
     p.add_argument("--delta", type=float, default=1e-6, help="every client's budget δ")
     p.add_argument("--seed", type=int, default=0, help="seed of the numpy Generator")
-    p.add_argument("--run-id", help="prefix of the user/cohort ids and idempotency keys in the ledger "
-                                    "(default: fedmean-s<seed>-<unix time>); reuse it to resume a run")
+    p.add_argument(
+        "--run-id",
+        help="prefix of the user/cohort ids and idempotency keys in the ledger "
+        "(default: fedmean-s<seed>-<unix time>); reuse it to resume a run",
+    )
     a = p.parse_args(argv)
     if not 1 <= a.k <= a.clients:
         p.error(f"--k must be between 1 and --clients ({a.clients}), got {a.k}")
@@ -180,8 +196,9 @@ def run(a: argparse.Namespace, url: str, api_key: str) -> int:
     # of the unit ball never leaves the box [-1, 1]^d', so nothing is clipped, the estimate is unbiased
     # and mech.mse(n=k) is an exact worst-case bound on one round's mechanism error.
     def mechanism(rotation_seed: int) -> mechanisms.Mechanism:
-        return mechanisms.get("l2", epsilon0=a.epsilon0, d=d, m=1, s=1, r2=1.0, r_inf=1.0, n=n,
-                              rotation_seed=rotation_seed)
+        return mechanisms.get(
+            "l2", epsilon0=a.epsilon0, d=d, m=1, s=1, r2=1.0, r_inf=1.0, n=n, rotation_seed=rotation_seed
+        )
 
     mech0 = mechanism(0)
     [event] = mech0.events(n=n, k=k, count=1)
@@ -195,33 +212,45 @@ def run(a: argparse.Namespace, url: str, api_key: str) -> int:
     print("=" * 100)
     print("Federated mean estimation: subsampled shuffled rounds, each charged to a per-user privacy ledger")
     print("=" * 100)
-    print(f"clients n = {n:,}, vectors in the unit ℓ2 ball of R^{d} (‖μ‖₂ = {np.linalg.norm(mu):.3f});"
-          f" per round k = {k:,} sampled without replacement")
-    print(f"randomizer: mechanisms.get('l2', epsilon0={a.epsilon0:g}, d={d}) — {mech0.bits_per_report} bits "
-          f"per report, ε0 = {a.epsilon0:g}-LDP")
+    print(
+        f"clients n = {n:,}, vectors in the unit ℓ2 ball of R^{d} (‖μ‖₂ = {np.linalg.norm(mu):.3f});"
+        f" per round k = {k:,} sampled without replacement"
+    )
+    print(
+        f"randomizer: mechanisms.get('l2', epsilon0={a.epsilon0:g}, d={d}) — {mech0.bits_per_report} bits "
+        f"per report, ε0 = {a.epsilon0:g}-LDP"
+    )
     print(f"one round costs every client the event {event}")
     print(f"budget per client: ε = {a.budget_epsilon:g} at δ = {a.delta:g}; up to {T} rounds planned")
-    print(f"closed-form RMSE of one round's estimate: {math.sqrt(mse_round):.4f} — a single round is noisy; "
-          f"the average of t rounds has RMSE {math.sqrt(mse_round):.4f}/√t")
+    print(
+        f"closed-form RMSE of one round's estimate: {math.sqrt(mse_round):.4f} — a single round is noisy; "
+        f"the average of t rounds has RMSE {math.sqrt(mse_round):.4f}/√t"
+    )
     print(f"ledger: {url}  (run id {run_id})")
 
     with AccountantClient(url, api_key=api_key) as client:
         # Preview with the service's pure computation endpoint: what would the whole plan cost?
         plan = client.epsilon([{**event, "count": T}], delta=a.delta)
         verdict = "fits in" if plan.epsilon <= a.budget_epsilon else "exceeds"
-        print(f"the plan of {T} rounds would cost ε = {plan.epsilon:.4f} at δ = {a.delta:g}: it {verdict} "
-              "the budget" + ("" if verdict == "fits in" else ", so expect the ledger to stop the run early"))
+        print(
+            f"the plan of {T} rounds would cost ε = {plan.epsilon:.4f} at δ = {a.delta:g}: it {verdict} "
+            "the budget" + ("" if verdict == "fits in" else ", so expect the ledger to stop the run early")
+        )
 
         # Register the population: n users with one budget, and a cohort holding all of them.
         t0 = time.monotonic()
-        client.bulk_create_users(a.budget_epsilon, a.delta, id_prefix=user_prefix, count=n, on_conflict="skip")
+        client.bulk_create_users(
+            a.budget_epsilon, a.delta, id_prefix=user_prefix, count=n, on_conflict="skip"
+        )
         with contextlib.suppress(Conflict):  # it exists already when a run is resumed with --run-id
             client.create_cohort(cohort, description=f"federated_mean example, {n} simulated clients")
         client.add_members(cohort, id_prefix=user_prefix, count=n)
         print(f"registered {n:,} users and cohort {cohort!r} in {time.monotonic() - t0:.2f} s")
         print("-" * 100)
-        print(f"{'round':>6} | {'error this round':>16} | {'error of running mean':>21} | "
-              f"{'ε spent (ledger)':>16} | {'ε remaining':>11}")
+        print(
+            f"{'round':>6} | {'error this round':>16} | {'error of running mean':>21} | "
+            f"{'ε spent (ledger)':>16} | {'ε remaining':>11}"
+        )
 
         estimate = np.zeros(d)
         done, stopped_by, spent = 0, None, 0.0
@@ -252,39 +281,58 @@ def run(a: argparse.Namespace, url: str, api_key: str) -> int:
             # 5. What the ledger says each client has spent so far (ε at the budget's δ).
             user = client.get_user(probe_user)
             spent = float(user["spent"]["epsilon"])
-            print(f"{t:>6} | {np.linalg.norm(round_estimate - mu):>16.4f} | "
-                  f"{np.linalg.norm(estimate - mu):>21.4f} | {spent:>16.4f} | {user['remaining_epsilon']:>11.4f}"
-                  + ("   (already charged by an earlier run with this --run-id: not charged again)"
-                     if admitted.get("replayed") else ""))
+            print(
+                f"{t:>6} | {np.linalg.norm(round_estimate - mu):>16.4f} | "
+                f"{np.linalg.norm(estimate - mu):>21.4f} | {spent:>16.4f} | {user['remaining_epsilon']:>11.4f}"
+                + (
+                    "   (already charged by an earlier run with this --run-id: not charged again)"
+                    if admitted.get("replayed")
+                    else ""
+                )
+            )
         elapsed = time.monotonic() - t_start
 
         print("-" * 100)
         if stopped_by is not None:
             t, exc = stopped_by
             after = float(client.get_user(probe_user)["spent"]["epsilon"])
-            refused = exc.body.get("refused_count", len(exc.refused_users)) if isinstance(exc.body, dict) else "?"
-            print(f"STOPPED before round {t}: the ledger refused to charge it (HTTP {exc.status_code}): budget "
-                  f"exhausted — the round would take {refused:,} of the {n:,} cohort members over their budget")
+            refused = (
+                exc.body.get("refused_count", len(exc.refused_users)) if isinstance(exc.body, dict) else "?"
+            )
+            print(
+                f"STOPPED before round {t}: the ledger refused to charge it (HTTP {exc.status_code}): budget "
+                f"exhausted — the round would take {refused:,} of the {n:,} cohort members over their budget"
+            )
             print(f"  the ledger said: {exc.message}")
-            print(f"  nothing was recorded for round {t} (spent ε is still {after:.4f}) and no client data was used")
+            print(
+                f"  nothing was recorded for round {t} (spent ε is still {after:.4f}) and no client data was used"
+            )
         else:
             print(f"completed all {T} planned rounds within the budget")
         charges = client.get_user(probe_user)["charges"]
 
     print("=" * 100)
     print("Summary")
-    print(f"  rounds run:        {done} of {T} planned "
-          f"({'stopped by the ledger: budget exhausted' if stopped_by else 'all admitted'})")
-    print(f"  reports used:      {done * k:,} ({k:,} sampled clients per round out of {n:,}), "
-          f"{done * k * mech0.bits_per_report:,} bits in total")
+    print(
+        f"  rounds run:        {done} of {T} planned "
+        f"({'stopped by the ledger: budget exhausted' if stopped_by else 'all admitted'})"
+    )
+    print(
+        f"  reports used:      {done * k:,} ({k:,} sampled clients per round out of {n:,}), "
+        f"{done * k * mech0.bits_per_report:,} bits in total"
+    )
     if done:
         final = float(np.linalg.norm(estimate - mu))
-        print(f"  final estimate:    ‖mean_hat − μ‖₂ = {final:.4f}  (‖μ‖₂ = {np.linalg.norm(mu):.4f}; "
-              f"closed-form RMSE after {done} rounds {math.sqrt(mse_round / done):.4f})")
+        print(
+            f"  final estimate:    ‖mean_hat − μ‖₂ = {final:.4f}  (‖μ‖₂ = {np.linalg.norm(mu):.4f}; "
+            f"closed-form RMSE after {done} rounds {math.sqrt(mse_round / done):.4f})"
+        )
     else:
         print("  final estimate:    none (no round was admitted)")
-    print(f"  privacy per user:  ε = {spent:.4f} of {a.budget_epsilon:g} at δ = {a.delta:g}, "
-          f"{charges} charge(s) recorded for each of the {n:,} users (one per round, to the cohort)")
+    print(
+        f"  privacy per user:  ε = {spent:.4f} of {a.budget_epsilon:g} at δ = {a.delta:g}, "
+        f"{charges} charge(s) recorded for each of the {n:,} users (one per round, to the cohort)"
+    )
     print(f"  time:              {elapsed:.2f} s for the rounds")
     return 0
 

@@ -127,7 +127,9 @@ def _knob_domain(knob: str, rel_tol: float) -> Domain:
 
 
 def _check_target(epsilon: float, delta: float) -> None:
-    if isinstance(epsilon, bool) or not (isinstance(epsilon, (int, float)) and math.isfinite(epsilon) and epsilon > 0):
+    if isinstance(epsilon, bool) or not (
+        isinstance(epsilon, (int, float)) and math.isfinite(epsilon) and epsilon > 0
+    ):
         raise ParameterError(f"target epsilon must be a finite number > 0 (got {epsilon!r})")
     if isinstance(delta, bool) or not (isinstance(delta, (int, float)) and 0 < delta < 1):
         raise ParameterError(f"target delta must be in (0, 1) (got {delta!r})")

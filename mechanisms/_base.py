@@ -170,13 +170,20 @@ def check_population(n: Any, k: Any, count: Any) -> tuple[int, int | None, int]:
 
 def shuffle_event(n: int, epsilon0: float, count: int, output: str = "discrete") -> dict:
     """One shuffled message type over all ``n`` users, used ``count`` times: the api.md event."""
-    ev: dict[str, Any] = {"mechanism": "shuffle", "n": int(n), "epsilon0": float(epsilon0), "count": int(count)}
+    ev: dict[str, Any] = {
+        "mechanism": "shuffle",
+        "n": int(n),
+        "epsilon0": float(epsilon0),
+        "count": int(count),
+    }
     if output == "continuous":
         ev["output"] = "continuous"
     return ev
 
 
-def sampled_round_event(n: int, k: int, message_epsilons: list[float], count: int, output: str = "discrete") -> dict:
+def sampled_round_event(
+    n: int, k: int, message_epsilons: list[float], count: int, output: str = "discrete"
+) -> dict:
     """``count`` rounds, each sampling k of n users (without replacement) who send every message of
     their report, each message through its own shuffler: ONE ``subsampled`` event whose inner
     events are the round's messages (equal ε0 merged into one inner event with that count). All
@@ -194,7 +201,9 @@ def sampled_round_event(n: int, k: int, message_epsilons: list[float], count: in
     return {"mechanism": "subsampled", "n": int(n), "k": int(k), "inner": inner, "count": int(count)}
 
 
-def report_events(n: int, k: int | None, message_epsilons: list[float], count: int, output: str = "discrete") -> list[dict]:
+def report_events(
+    n: int, k: int | None, message_epsilons: list[float], count: int, output: str = "discrete"
+) -> list[dict]:
     """The events of ``count`` rounds of a report made of separately shuffled messages: without
     sampling, one ``shuffle`` event per message (independent mechanisms compose); with k sampled
     per round, one ``subsampled`` event per round (:func:`sampled_round_event`)."""

@@ -36,8 +36,10 @@ def as_bits(x: Any, what: str, shape_tail: tuple[int, ...] = ()) -> np.ndarray:
         if arr.ndim == 1 and arr.shape[0] == shape_tail[0]:
             arr = arr.reshape(1, -1)
         if arr.ndim != 1 + len(shape_tail) or arr.shape[1:] != shape_tail:
-            raise InputError(f"{what}: inputs must have shape (batch, {', '.join(map(str, shape_tail))}) "
-                             f"(got {np.shape(x)})")
+            raise InputError(
+                f"{what}: inputs must have shape (batch, {', '.join(map(str, shape_tail))}) "
+                f"(got {np.shape(x)})"
+            )
     else:
         arr = arr.reshape(-1)
     return arr
@@ -123,7 +125,10 @@ class KaryRR(Mechanism):
         self.output_alphabet_size = self.k
 
     def internals(self) -> dict:
-        return {"keep_probability": self.keep_probability, "each_other_symbol_probability": self.other_probability}
+        return {
+            "keep_probability": self.keep_probability,
+            "each_other_symbol_probability": self.other_probability,
+        }
 
     def _symbols(self, x: Any, what: str) -> np.ndarray:
         arr = as_array(x, what)
@@ -176,13 +181,17 @@ class BinaryVector(Mechanism):
     """
 
     name = "binary_vector"
-    description = ("Binary vectors in {0,1}^d: s slots, one random coordinate per block through binary "
-                   "randomized response at ε0/s; the server estimates the mean vector.")
+    description = (
+        "Binary vectors in {0,1}^d: s slots, one random coordinate per block through binary "
+        "randomized response at ε0/s; the server estimates the mean vector."
+    )
     source = "Girgis thesis, Algorithms 3.3.1–3.3.2, Theorem 3.3.1 (per-slot exact 2RR; calibrate with the accountant)"
     PARAMETERS = {
         "epsilon0": eps0_param("local privacy level ε0 of one whole report (sum over the s slots)"),
         "d": Param("integer", "dimension of the binary vectors", minimum=1, maximum=D_MAX),
-        "s": Param("integer", "slots (messages) per report; each is shuffled separately", default=1, minimum=1),
+        "s": Param(
+            "integer", "slots (messages) per report; each is shuffled separately", default=1, minimum=1
+        ),
     }
 
     def _setup(self) -> None:
@@ -200,8 +209,12 @@ class BinaryVector(Mechanism):
         return [self.slot_epsilon] * self.s
 
     def internals(self) -> dict:
-        return {"block_size": self.a, "slot_epsilon": self.slot_epsilon, "flip_probability": self.p,
-                "padded_dimension": self.a * self.s}
+        return {
+            "block_size": self.a,
+            "slot_epsilon": self.slot_epsilon,
+            "flip_probability": self.p,
+            "padded_dimension": self.a * self.s,
+        }
 
     def randomize(self, x: Any, rng: np.random.Generator) -> dict:
         """Bit vectors (batch, d) → {"index": (batch, s) index inside each block, "bit": (batch, s) uint8}."""
@@ -261,7 +274,9 @@ def slot_messages(b: np.ndarray, a: int, s: int, rng: np.random.Generator) -> tu
     return idx, bits
 
 
-def check_slot_reports(reports: Any, tail: tuple[int, ...], a: int, what: str) -> tuple[np.ndarray, np.ndarray]:
+def check_slot_reports(
+    reports: Any, tail: tuple[int, ...], a: int, what: str
+) -> tuple[np.ndarray, np.ndarray]:
     if not isinstance(reports, dict) or "index" not in reports or "bit" not in reports:
         raise InputError(f"{what}: reports must be a mapping with arrays 'index' and 'bit'")
     idx = as_array(reports["index"], what)
@@ -269,11 +284,17 @@ def check_slot_reports(reports: Any, tail: tuple[int, ...], a: int, what: str) -
     if idx.ndim == len(tail):
         idx, bit = idx[None], bit[None]
     if idx.shape != bit.shape or idx.shape[1:] != tail or idx.shape[0] < 1:
-        raise InputError(f"{what}: 'index' and 'bit' must both have shape (reports, {', '.join(map(str, tail))}), "
-                         f"got {np.shape(reports['index'])} and {np.shape(reports['bit'])}")
+        raise InputError(
+            f"{what}: 'index' and 'bit' must both have shape (reports, {', '.join(map(str, tail))}), "
+            f"got {np.shape(reports['index'])} and {np.shape(reports['bit'])}"
+        )
     if not (np.issubdtype(idx.dtype, np.number) and np.issubdtype(bit.dtype, np.number)):
         raise InputError(f"{what}: 'index' and 'bit' must be integer arrays")
-    if (not np.issubdtype(idx.dtype, np.integer) and np.any(idx != np.round(idx))) or idx.min() < 0 or idx.max() >= a:
+    if (
+        (not np.issubdtype(idx.dtype, np.integer) and np.any(idx != np.round(idx)))
+        or idx.min() < 0
+        or idx.max() >= a
+    ):
         raise InputError(f"{what}: 'index' entries must be integers in 0..{a - 1}")
     if not np.all((bit == 0) | (bit == 1)):
         raise InputError(f"{what}: 'bit' entries must be 0 or 1")

@@ -51,15 +51,22 @@ class LaplaceMean(Mechanism):
     """
 
     name = "laplace_mean"
-    description = ("Local Laplace report of a clipped value/vector (continuous output: shuffle amplification "
-                   "only through bounds valid for every ε0-LDP randomizer).")
+    description = (
+        "Local Laplace report of a clipped value/vector (continuous output: shuffle amplification "
+        "only through bounds valid for every ε0-LDP randomizer)."
+    )
     source = "Girgis–Data–Diggavi (seed 000) App. D / Remark 3; seed 004 clipped Laplace mean"
     output = "continuous"
     PARAMETERS = {
         "epsilon0": eps0_param(),
         "d": Param("integer", "dimension", default=1, minimum=1, maximum=D_MAX),
-        "r": Param("number", "ℓ1 radius of the inputs (d = 1: inputs in [−r, r])", default=1.0, minimum=0.0,
-                   exclusive_minimum=True),
+        "r": Param(
+            "number",
+            "ℓ1 radius of the inputs (d = 1: inputs in [−r, r])",
+            default=1.0,
+            minimum=0.0,
+            exclusive_minimum=True,
+        ),
     }
 
     def _setup(self) -> None:
@@ -160,15 +167,30 @@ class GaussianCentral(_Central):
 
     name = "gaussian"
     description = "Central Gaussian mechanism on the clipped sum (trusted server)."
-    source = "Mironov 2017 (RDP of the Gaussian mechanism, α/(2σ²)); seeds 001 (Levy et al.) and 003 (Asi–Liu)"
+    source = (
+        "Mironov 2017 (RDP of the Gaussian mechanism, α/(2σ²)); seeds 001 (Levy et al.) and 003 (Asi–Liu)"
+    )
     PARAMETERS = {
-        "noise_multiplier": Param("number", "σ/Δ: noise standard deviation over the sensitivity", minimum=0.0,
-                                  exclusive_minimum=True),
-        "clip": Param("number", "ℓ2 norm bound of each user's contribution", default=1.0, minimum=0.0,
-                      exclusive_minimum=True),
+        "noise_multiplier": Param(
+            "number",
+            "σ/Δ: noise standard deviation over the sensitivity",
+            minimum=0.0,
+            exclusive_minimum=True,
+        ),
+        "clip": Param(
+            "number",
+            "ℓ2 norm bound of each user's contribution",
+            default=1.0,
+            minimum=0.0,
+            exclusive_minimum=True,
+        ),
         "d": Param("integer", "dimension", default=1, minimum=1, maximum=D_MAX),
-        "neighbouring": Param("string", "neighbouring relation: 'replace' (Δ = 2·clip) or 'add_remove' (Δ = clip)",
-                              default="replace", choices=("replace", "add_remove")),
+        "neighbouring": Param(
+            "string",
+            "neighbouring relation: 'replace' (Δ = 2·clip) or 'add_remove' (Δ = clip)",
+            default="replace",
+            choices=("replace", "add_remove"),
+        ),
     }
 
     def _setup(self) -> None:
@@ -190,8 +212,9 @@ class GaussianCentral(_Central):
     def events(self, n: int | None = None, k: int | None = None, count: int = 1) -> list[dict]:
         # the accountant's events are replace-one (a user's whole data replaced): σ over Δ₂ = 2·clip,
         # whichever relation the noise was calibrated for (add/remove noise is charged at half its multiplier)
-        return self._central_events(n, k, count, {"mechanism": "gaussian",
-                                                  "noise_multiplier": float(self.sigma / (2.0 * self.clip))})
+        return self._central_events(
+            n, k, count, {"mechanism": "gaussian", "noise_multiplier": float(self.sigma / (2.0 * self.clip))}
+        )
 
     def _project(self, x: np.ndarray) -> np.ndarray:
         return _project_l2(x, self.clip)
@@ -222,12 +245,23 @@ class LaplaceCentral(_Central):
     description = "Central Laplace mechanism on the clipped sum (trusted server)."
     source = "Mironov 2017 Prop. 6 (RDP of the Laplace mechanism); seed 001 (Levy et al.)"
     PARAMETERS = {
-        "scale": Param("number", "b/Δ: Laplace scale over the ℓ1 sensitivity (pure ε = 1/scale)", minimum=1.0 / EPS0_MAX),
-        "clip": Param("number", "ℓ1 norm bound of each user's contribution", default=1.0, minimum=0.0,
-                      exclusive_minimum=True),
+        "scale": Param(
+            "number", "b/Δ: Laplace scale over the ℓ1 sensitivity (pure ε = 1/scale)", minimum=1.0 / EPS0_MAX
+        ),
+        "clip": Param(
+            "number",
+            "ℓ1 norm bound of each user's contribution",
+            default=1.0,
+            minimum=0.0,
+            exclusive_minimum=True,
+        ),
         "d": Param("integer", "dimension", default=1, minimum=1, maximum=D_MAX),
-        "neighbouring": Param("string", "neighbouring relation: 'replace' (Δ = 2·clip) or 'add_remove' (Δ = clip)",
-                              default="replace", choices=("replace", "add_remove")),
+        "neighbouring": Param(
+            "string",
+            "neighbouring relation: 'replace' (Δ = 2·clip) or 'add_remove' (Δ = clip)",
+            default="replace",
+            choices=("replace", "add_remove"),
+        ),
     }
 
     def _setup(self) -> None:
@@ -248,7 +282,9 @@ class LaplaceCentral(_Central):
 
     def events(self, n: int | None = None, k: int | None = None, count: int = 1) -> list[dict]:
         # replace-one events: b over Δ₁ = 2·clip (see GaussianCentral.events)
-        return self._central_events(n, k, count, {"mechanism": "laplace", "scale": float(self.b / (2.0 * self.clip))})
+        return self._central_events(
+            n, k, count, {"mechanism": "laplace", "scale": float(self.b / (2.0 * self.clip))}
+        )
 
     def _project(self, x: np.ndarray) -> np.ndarray:
         return _project_l1(x, self.clip)
@@ -264,4 +300,3 @@ class LaplaceCentral(_Central):
         n = xs.shape[0]
         bias = xs.mean(axis=0) - raw.mean(axis=0)
         return float(2.0 * self.d * self.b**2 / n**2 + bias @ bias)
-

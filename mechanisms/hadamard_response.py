@@ -12,7 +12,9 @@ from ._hadamard import fwht, hadamard_entries, log2_ceil, next_power_of_two
 from .binary import _n_from
 
 
-def hr_randomize(symbols: np.ndarray, K: int, epsilon0: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def hr_randomize(
+    symbols: np.ndarray, K: int, epsilon0: float, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
     """Each client draws its group j uniformly in 0..K−1 and answers the yes/no question
     "is my symbol in B^j = {x : H[x, j] = +1}?" truthfully w.p. e^{ε0}/(e^{ε0}+1) (eq. 7.27 with
     q = e^{ε0}/(e^{ε0}+1)). Returns (j, bit) with bit = 1 for "yes"."""
@@ -50,7 +52,9 @@ class HadamardResponse(Mechanism):
     """
 
     name = "hadamard_response"
-    description = "Binary Hadamard response on one of k symbols: one yes/no answer about a random Hadamard set."
+    description = (
+        "Binary Hadamard response on one of k symbols: one yes/no answer about a random Hadamard set."
+    )
     source = "Girgis thesis, ch. 7 §7.3.2 (eqs. 7.27–7.31), Theorem 7.3.2; [AS19]"
     PARAMETERS = {
         "epsilon0": eps0_param(),
@@ -68,8 +72,12 @@ class HadamardResponse(Mechanism):
         self.c = (e + 1.0) / (e - 1.0)
 
     def internals(self) -> dict:
-        return {"groups": self.K, "truth_probability": 1.0 - 1.0 / (1.0 + math.exp(self.epsilon0)),
-                "payload_bits": 1, "c": self.c}
+        return {
+            "groups": self.K,
+            "truth_probability": 1.0 - 1.0 / (1.0 + math.exp(self.epsilon0)),
+            "payload_bits": 1,
+            "c": self.c,
+        }
 
     def symbols(self, x: Any, what: str) -> np.ndarray:
         arr = as_array(x, what)
@@ -104,7 +112,11 @@ def check_index_bit(reports: Any, size: int, what: str) -> tuple[np.ndarray, np.
         raise InputError(f"{what}: 'index' and 'bit' must be non-empty arrays of the same length")
     if not (np.issubdtype(j.dtype, np.number) and np.issubdtype(bit.dtype, np.number)):
         raise InputError(f"{what}: 'index' and 'bit' must be integer arrays")
-    if (not np.issubdtype(j.dtype, np.integer) and np.any(j != np.round(j))) or j.min() < 0 or j.max() >= size:
+    if (
+        (not np.issubdtype(j.dtype, np.integer) and np.any(j != np.round(j)))
+        or j.min() < 0
+        or j.max() >= size
+    ):
         raise InputError(f"{what}: 'index' entries must be integers in 0..{size - 1}")
     if not np.all((bit == 0) | (bit == 1)):
         raise InputError(f"{what}: 'bit' entries must be 0 or 1")

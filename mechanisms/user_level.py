@@ -43,8 +43,10 @@ def user_means(x: Any, d: int, what: str) -> np.ndarray:
             for a in arrs:
                 a = a.reshape(-1, d) if (d > 1 or a.ndim <= 1) else a
                 if a.size == 0 or a.ndim != 2 or a.shape[1] != d:
-                    raise InputError(f"{what}: each user's dataset must be a non-empty list of "
-                                     f"{'numbers' if d == 1 else f'length-{d} vectors'}")
+                    raise InputError(
+                        f"{what}: each user's dataset must be a non-empty list of "
+                        f"{'numbers' if d == 1 else f'length-{d} vectors'}"
+                    )
                 out.append(a.mean(axis=0))
             res = np.array(out)
             if not np.all(np.isfinite(res)):
@@ -69,8 +71,10 @@ def user_means(x: Any, d: int, what: str) -> np.ndarray:
         elif arr.ndim == 3 and arr.shape[2] == d and arr.shape[1] >= 1:
             res = arr.mean(axis=1)
         else:
-            raise InputError(f"{what}: inputs must be (users, {d}) means or (users, samples, {d}) datasets "
-                             f"(got shape {arr.shape})")
+            raise InputError(
+                f"{what}: inputs must be (users, {d}) means or (users, samples, {d}) datasets "
+                f"(got shape {arr.shape})"
+            )
     if res.shape[0] < 1 or not np.all(np.isfinite(res)):
         raise InputError(f"{what}: need at least one user and finite inputs")
     return res
@@ -89,14 +93,22 @@ class UserRange(Mechanism):
     """
 
     name = "user_range"
-    description = ("User-level range report: Hadamard response of the bin (width 2τ over [−B, B]) holding the "
-                   "user's mean; the server broadcasts [a−3τ, a+3τ] around the top bin.")
+    description = (
+        "User-level range report: Hadamard response of the bin (width 2τ over [−B, B]) holding the "
+        "user's mean; the server broadcasts [a−3τ, a+3τ] around the top bin."
+    )
     source = "Girgis–Data–Diggavi (ISIT 2022, seed 000) Algorithms 3–4 and Lemma 1; thesis §3.7"
     PARAMETERS = {
         "epsilon0": eps0_param("user-level local privacy level of the range report"),
-        "B": Param("number", "bound on every sample: values lie in [−B, B]", minimum=0.0, exclusive_minimum=True),
-        "tau": Param("number", "concentration radius τ of the users' means (bin width 2τ)", minimum=0.0,
-                     exclusive_minimum=True),
+        "B": Param(
+            "number", "bound on every sample: values lie in [−B, B]", minimum=0.0, exclusive_minimum=True
+        ),
+        "tau": Param(
+            "number",
+            "concentration radius τ of the users' means (bin width 2τ)",
+            minimum=0.0,
+            exclusive_minimum=True,
+        ),
     }
 
     def _setup(self) -> None:
@@ -104,10 +116,14 @@ class UserRange(Mechanism):
         self.B, self.tau = self.params["B"], self.params["tau"]
         self.k = math.ceil(self.B / self.tau - 1e-12)
         if self.k < 2:
-            raise ParameterError(f"tau must be smaller than B (got B = {self.B}, tau = {self.tau}): "
-                                 "with a single bin there is no range to estimate")
+            raise ParameterError(
+                f"tau must be smaller than B (got B = {self.B}, tau = {self.tau}): "
+                "with a single bin there is no range to estimate"
+            )
         if self.k > BINS_MAX:
-            raise ParameterError(f"B/tau gives {self.k} bins; at most {BINS_MAX} are supported — increase tau")
+            raise ParameterError(
+                f"B/tau gives {self.k} bins; at most {BINS_MAX} are supported — increase tau"
+            )
         self.K = next_power_of_two(self.k)
         self.centres = -self.B + (2.0 * np.arange(self.k) + 1.0) * self.tau
         self.bits_per_report = log2_ceil(self.K) + 1
@@ -116,8 +132,13 @@ class UserRange(Mechanism):
         self.c = (e + 1.0) / (e - 1.0)
 
     def internals(self) -> dict:
-        return {"bins": self.k, "groups": self.K, "bin_width": 2 * self.tau,
-                "first_centre": float(self.centres[0]), "last_centre": float(self.centres[-1])}
+        return {
+            "bins": self.k,
+            "groups": self.K,
+            "bin_width": 2 * self.tau,
+            "first_centre": float(self.centres[0]),
+            "last_centre": float(self.centres[-1]),
+        }
 
     def bins(self, means: np.ndarray) -> np.ndarray:
         return np.clip(np.floor((means + self.B) / (2.0 * self.tau)), 0, self.k - 1).astype(np.int64)
@@ -168,23 +189,43 @@ class UserMean(Mechanism):
     """
 
     name = "user_mean"
-    description = ("User-level mean: a range round (Hadamard response of the user's bin) then the projected, "
-                   "centred user mean through the discrete ℓ∞ mechanism; ε0 split in halves.")
+    description = (
+        "User-level mean: a range round (Hadamard response of the user's bin) then the projected, "
+        "centred user mean through the discrete ℓ∞ mechanism; ε0 split in halves."
+    )
     source = "Girgis–Data–Diggavi (ISIT 2022, seed 000) Algorithms 1, 3, 5, Theorems 1–2, App. D; thesis §3.7"
     PARAMETERS = {
         "epsilon0": eps0_param("user-level local privacy level of the whole protocol (both rounds)"),
-        "B": Param("number", "bound on every sample coordinate: values lie in [−B, B]", minimum=0.0,
-                   exclusive_minimum=True),
-        "tau": Param("number", "concentration radius τ of the users' means", minimum=0.0, exclusive_minimum=True),
+        "B": Param(
+            "number",
+            "bound on every sample coordinate: values lie in [−B, B]",
+            minimum=0.0,
+            exclusive_minimum=True,
+        ),
+        "tau": Param(
+            "number", "concentration radius τ of the users' means", minimum=0.0, exclusive_minimum=True
+        ),
         "m": Param("integer", "levels of the ℓ∞ mean report", default=4, minimum=1, maximum=LEVELS_MAX),
         "d": Param("integer", "dimension of the samples", default=1, minimum=1, maximum=D_MAX),
         "s": Param("integer", "slots per level of the ℓ∞ mean report (d > 1)", default=1, minimum=1),
-        "interval": Param("interval", "public range [low, high] known in advance (d = 1): skips the range round",
-                          default=None, nullable=True),
+        "interval": Param(
+            "interval",
+            "public range [low, high] known in advance (d = 1): skips the range round",
+            default=None,
+            nullable=True,
+        ),
         "n": Param("integer", "number of users τ' must cover (d > 1)", default=1_000_000, minimum=1),
-        "gamma": Param("number", "failure probability of the rotated radius τ' (d > 1)", default=0.01,
-                       minimum=0.0, exclusive_minimum=True, maximum=1.0),
-        "rotation_seed": Param("integer", "public seed of the rotation's random signs (d > 1)", default=0, minimum=0),
+        "gamma": Param(
+            "number",
+            "failure probability of the rotated radius τ' (d > 1)",
+            default=0.01,
+            minimum=0.0,
+            exclusive_minimum=True,
+            maximum=1.0,
+        ),
+        "rotation_seed": Param(
+            "integer", "public seed of the rotation's random signs (d > 1)", default=0, minimum=0
+        ),
     }
 
     def _setup(self) -> None:
@@ -209,20 +250,26 @@ class UserMean(Mechanism):
             self.linf = LinfBox(epsilon0=mean_eps, d=1, m=pr["m"], s=1, r_inf=half)
         else:
             if pr["interval"] is not None:
-                raise ParameterError("'interval' is only for d = 1; for d > 1 the ranges are estimated per "
-                                     "rotated coordinate — leave it out")
+                raise ParameterError(
+                    "'interval' is only for d = 1; for d > 1 the ranges are estimated per "
+                    "rotated coordinate — leave it out"
+                )
             self.D = next_power_of_two(self.d)
             self.signs = np.random.default_rng(pr["rotation_seed"]).choice(np.array([-1.0, 1.0]), size=self.D)
             self.tau_r = 10.0 * self.tau * math.sqrt(math.log(pr["n"] * self.D / pr["gamma"]) / self.D)
             self.fixed_interval = None
-            self.range_mech = UserRange(epsilon0=self.epsilon0 / (2.0 * self.D), B=self.B * math.sqrt(self.d),
-                                        tau=min(self.tau_r, self.B * math.sqrt(self.d) / 2.0))
+            self.range_mech = UserRange(
+                epsilon0=self.epsilon0 / (2.0 * self.D),
+                B=self.B * math.sqrt(self.d),
+                tau=min(self.tau_r, self.B * math.sqrt(self.d) / 2.0),
+            )
             self.range_count = self.D
-            self.linf = LinfBox(epsilon0=self.epsilon0 / 2.0, d=self.D, m=pr["m"], s=pr["s"],
-                                r_inf=3.0 * self.range_mech.tau)
+            self.linf = LinfBox(
+                epsilon0=self.epsilon0 / 2.0, d=self.D, m=pr["m"], s=pr["s"], r_inf=3.0 * self.range_mech.tau
+            )
         rb = 0 if self.range_mech is None else self.range_count * self.range_mech.bits_per_report
         self.bits_per_report = rb + self.linf.bits_per_report
-        ra = 1 if self.range_mech is None else self.range_mech.output_alphabet_size ** self.range_count
+        ra = 1 if self.range_mech is None else self.range_mech.output_alphabet_size**self.range_count
         self.output_alphabet_size = ra * self.linf.output_alphabet_size
 
     @property
@@ -231,11 +278,19 @@ class UserMean(Mechanism):
         return r + self.linf.message_epsilons
 
     def internals(self) -> dict:
-        out: dict[str, Any] = {"mean_report": self.linf.internals(), "mean_epsilon0": self.linf.epsilon0,
-                               "mean_r_inf": self.linf.r_inf}
+        out: dict[str, Any] = {
+            "mean_report": self.linf.internals(),
+            "mean_epsilon0": self.linf.epsilon0,
+            "mean_r_inf": self.linf.r_inf,
+        }
         if self.range_mech is not None:
-            out.update({"range_epsilon0": self.range_mech.epsilon0, "range_reports": self.range_count,
-                        "range": self.range_mech.internals()})
+            out.update(
+                {
+                    "range_epsilon0": self.range_mech.epsilon0,
+                    "range_reports": self.range_count,
+                    "range": self.range_mech.internals(),
+                }
+            )
         if self.d > 1:
             out.update({"rotated_dimension": self.D, "tau_rotated": self.tau_r})
         return out
@@ -270,12 +325,15 @@ class UserMean(Mechanism):
         if j.ndim == 1:
             j, bit = j[:, None], bit[:, None]
         if j.shape != bit.shape or j.ndim != 2 or j.shape[1] != self.range_count or j.shape[0] < 1:
-            raise InputError(f"{self.name}: 'range' reports must have 'index' and 'bit' of shape (users, "
-                             f"{self.range_count})")
+            raise InputError(
+                f"{self.name}: 'range' reports must have 'index' and 'bit' of shape (users, "
+                f"{self.range_count})"
+            )
         check_index_bit({"index": j, "bit": bit}, rm.K, self.name)
         cols = np.arange(self.range_count)[None, :] * rm.K + j.astype(np.int64)
-        sums = np.bincount(cols.ravel(), weights=(2.0 * bit - 1.0).ravel(),
-                           minlength=self.range_count * rm.K).reshape(self.range_count, rm.K)
+        sums = np.bincount(
+            cols.ravel(), weights=(2.0 * bit - 1.0).ravel(), minlength=self.range_count * rm.K
+        ).reshape(self.range_count, rm.K)
         freq = hr_frequencies_from_sums(sums, j.shape[0], rm.epsilon0)[:, : rm.k]
         return rm.centres[np.argmax(freq, axis=1)]
 
@@ -301,8 +359,10 @@ class UserMean(Mechanism):
     def estimate(self, reports: Any) -> Any:
         """The estimated mean over users (float for d = 1, array (d,) otherwise)."""
         if not isinstance(reports, dict) or "mean" not in reports or "interval" not in reports:
-            raise InputError(f"{self.name}: reports must be a mapping with 'interval' and 'mean' "
-                             "(as returned by randomize)")
+            raise InputError(
+                f"{self.name}: reports must be a mapping with 'interval' and 'mean' "
+                "(as returned by randomize)"
+            )
         iv = as_float_array(reports["interval"], self.name)
         if iv.size % 2:
             raise InputError(f"{self.name}: 'interval' must hold [low, high] pairs")
@@ -326,8 +386,9 @@ class UserMean(Mechanism):
             centres = np.array([(lo + hi) / 2.0])
         else:
             bins = self.range_mech.bins(w)
-            top = np.array([np.bincount(bins[:, c], minlength=self.range_mech.k).argmax()
-                            for c in range(w.shape[1])])
+            top = np.array(
+                [np.bincount(bins[:, c], minlength=self.range_mech.k).argmax() for c in range(w.shape[1])]
+            )
             centres = self.range_mech.centres[top]
         half = self.linf.r_inf
         wc = np.clip(w - centres, -half, half)

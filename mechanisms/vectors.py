@@ -113,7 +113,11 @@ def check_index_sign(reports: Any, size: int, what: str) -> tuple[np.ndarray, np
         raise InputError(f"{what}: 'index' and 'sign' must be non-empty arrays of the same length")
     if not (np.issubdtype(j.dtype, np.number) and np.issubdtype(sign.dtype, np.number)):
         raise InputError(f"{what}: 'index' and 'sign' must be numeric")
-    if (not np.issubdtype(j.dtype, np.integer) and np.any(j != np.round(j))) or j.min() < 0 or j.max() >= size:
+    if (
+        (not np.issubdtype(j.dtype, np.integer) and np.any(j != np.round(j)))
+        or j.min() < 0
+        or j.max() >= size
+    ):
         raise InputError(f"{what}: 'index' entries must be integers in 0..{size - 1}")
     if not np.all((sign == 1) | (sign == -1)):
         raise InputError(f"{what}: 'sign' entries must be +1 or -1")
@@ -153,21 +157,33 @@ class LinfBox(Mechanism):
     """
 
     name = "linf"
-    description = ("Mean of vectors in the ℓ∞ box of radius r_inf: m-level unbiased binary expansion, each "
-                   "level through binary-vector randomized response with s slots.")
+    description = (
+        "Mean of vectors in the ℓ∞ box of radius r_inf: m-level unbiased binary expansion, each "
+        "level through binary-vector randomized response with s slots."
+    )
     source = "Girgis thesis, Algorithms 3.5.1–3.5.2, Theorem 3.5.1, §3.5.1 (corrected last-level weight)"
     PARAMETERS = {
         "epsilon0": eps0_param("local privacy level ε0 of one whole report (sum over the m·s messages)"),
         "d": Param("integer", "dimension", minimum=1, maximum=D_MAX),
-        "m": Param("integer", "quantization levels (m−1 binary digits + 1 unbiased bit)", default=1,
-                   minimum=1, maximum=LEVELS_MAX),
+        "m": Param(
+            "integer",
+            "quantization levels (m−1 binary digits + 1 unbiased bit)",
+            default=1,
+            minimum=1,
+            maximum=LEVELS_MAX,
+        ),
         "s": Param("integer", "slots per level (coordinates sent per level)", default=1, minimum=1),
         "r_inf": Param("number", "ℓ∞ radius of the inputs", default=1.0, minimum=0.0, exclusive_minimum=True),
     }
 
     def _setup(self) -> None:
-        self._init_box(self.params["epsilon0"], self.params["d"], self.params["m"], self.params["s"],
-                       self.params["r_inf"])
+        self._init_box(
+            self.params["epsilon0"],
+            self.params["d"],
+            self.params["m"],
+            self.params["s"],
+            self.params["r_inf"],
+        )
 
     def _init_box(self, epsilon0: float, d: int, m: int, s: int, r_inf: float) -> None:
         self.epsilon0 = epsilon0
@@ -285,22 +301,46 @@ class L2Ball(LinfBox):
     """
 
     name = "l2"
-    description = ("Mean of vectors in the ℓ2 ball of radius r2: public random rotation (Hadamard × random "
-                   "signs), clipping to an ℓ∞ box, then the ℓ∞ mechanism.")
+    description = (
+        "Mean of vectors in the ℓ2 ball of radius r2: public random rotation (Hadamard × random "
+        "signs), clipping to an ℓ∞ box, then the ℓ∞ mechanism."
+    )
     source = "Girgis thesis, Algorithms 3.6.1–3.6.2, Theorems 3.6.1 and 3.6.5"
     PARAMETERS = {
         "epsilon0": eps0_param("local privacy level ε0 of one whole report (sum over the m·s messages)"),
-        "d": Param("integer", "dimension (padded to a power of two for the rotation)", minimum=1, maximum=D_MAX),
-        "m": Param("integer", "quantization levels of the ℓ∞ stage", default=1, minimum=1, maximum=LEVELS_MAX),
-        "s": Param("integer", "slots per level of the ℓ∞ stage (over the padded dimension)", default=1, minimum=1),
+        "d": Param(
+            "integer", "dimension (padded to a power of two for the rotation)", minimum=1, maximum=D_MAX
+        ),
+        "m": Param(
+            "integer", "quantization levels of the ℓ∞ stage", default=1, minimum=1, maximum=LEVELS_MAX
+        ),
+        "s": Param(
+            "integer", "slots per level of the ℓ∞ stage (over the padded dimension)", default=1, minimum=1
+        ),
         "r2": Param("number", "ℓ2 radius of the inputs", default=1.0, minimum=0.0, exclusive_minimum=True),
-        "n": Param("integer", "number of clients the clipping radius must cover (Theorem 3.6.5)",
-                   default=1_000_000, minimum=1),
-        "beta": Param("number", "failure probability of the clipping radius", default=0.01, minimum=0.0,
-                      exclusive_minimum=True, maximum=1.0),
+        "n": Param(
+            "integer",
+            "number of clients the clipping radius must cover (Theorem 3.6.5)",
+            default=1_000_000,
+            minimum=1,
+        ),
+        "beta": Param(
+            "number",
+            "failure probability of the clipping radius",
+            default=0.01,
+            minimum=0.0,
+            exclusive_minimum=True,
+            maximum=1.0,
+        ),
         "rotation_seed": Param("integer", "public seed of the round's random signs D", default=0, minimum=0),
-        "r_inf": Param("number", "override the clipping radius r∞ (default: 10 r2 √(log(n d'/β)/d'))",
-                       default=None, minimum=0.0, exclusive_minimum=True, nullable=True),
+        "r_inf": Param(
+            "number",
+            "override the clipping radius r∞ (default: 10 r2 √(log(n d'/β)/d'))",
+            default=None,
+            minimum=0.0,
+            exclusive_minimum=True,
+            nullable=True,
+        ),
     }
 
     def _setup(self) -> None:

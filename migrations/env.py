@@ -23,7 +23,11 @@ MIGRATION_LOCK_KEY = 0x4C45444745520001  # "LEDGER" + 1
 
 
 def _url() -> str:
-    url = config.get_main_option("sqlalchemy.url") or os.environ.get("DATABASE_URL") or "sqlite:///./accountant.db"
+    url = (
+        config.get_main_option("sqlalchemy.url")
+        or os.environ.get("DATABASE_URL")
+        or "sqlite:///./accountant.db"
+    )
     return normalize_url(url)
 
 
@@ -36,8 +40,12 @@ def run_migrations_offline() -> None:
 def _run(connection) -> None:
     # SQLite DDL is transactional too (pysqlite's implicit transactions are off, see app.db.session):
     # the whole upgrade is one transaction, begun with BEGIN IMMEDIATE.
-    context.configure(connection=connection, target_metadata=target_metadata, transaction_per_migration=False,
-                      transactional_ddl=True)
+    context.configure(
+        connection=connection,
+        target_metadata=target_metadata,
+        transaction_per_migration=False,
+        transactional_ddl=True,
+    )
     with context.begin_transaction():
         if connection.dialect.name == "postgresql":
             connection.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": MIGRATION_LOCK_KEY})

@@ -77,7 +77,9 @@ def _bbg19_log_delta(n: int, eps0: float, eps: float, kind: str) -> float:
     if kind in ("hoeffding", "best"):
         b = (math.exp(eps) + 1.0) * (2.0 * math.sinh(eps0))
         kappa = 2.0 * a * a / (b * b)
-        out = min(out, 2 * math.log(b) - math.log(4 * a) - math.log(gamma * n) + _log_blanket_sum(n, gamma, kappa))
+        out = min(
+            out, 2 * math.log(b) - math.log(4 * a) - math.log(gamma * n) + _log_blanket_sum(n, gamma, kappa)
+        )
     if kind in ("bennett", "best"):
         bp = math.exp(eps0) - math.exp(eps - eps0)
         v = math.exp(eps0) * (math.exp(2 * eps) + 1.0) - 2.0 * math.exp(eps - 3 * eps0)
@@ -87,7 +89,9 @@ def _bbg19_log_delta(n: int, eps0: float, eps: float, kind: str) -> float:
             h = max(0.0, u0 * u0 / 2.0 - u0**3 / 6.0)
         kappa = v / (bp * bp) * h
         if kappa > 0:
-            out = min(out, math.log(bp) - math.log(gamma * n * math.log1p(u0)) + _log_blanket_sum(n, gamma, kappa))
+            out = min(
+                out, math.log(bp) - math.log(gamma * n * math.log1p(u0)) + _log_blanket_sum(n, gamma, kappa)
+            )
     return min(out, 0.0)
 
 

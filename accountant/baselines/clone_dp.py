@@ -74,7 +74,14 @@ from scipy.stats import binom
 from .._validation import check_delta, check_epsilon0, check_n
 from ..errors import InvalidParameter
 
-__all__ = ["ClonePair", "clone_delta", "clone_epsilon", "clone_pair", "fmt21_closed_form_epsilon", "loss_scale"]
+__all__ = [
+    "ClonePair",
+    "clone_delta",
+    "clone_epsilon",
+    "clone_pair",
+    "fmt21_closed_form_epsilon",
+    "loss_scale",
+]
 
 _REL_BIN = 1e-5  # bin width w ≤ 2·_REL_BIN·c (loss scale moves ≤ 1e-5 relative inside a bin)
 _CORE_TAIL = 1e-40  # fine bins between these quantiles of C; geometrically wider bins beyond
@@ -270,16 +277,20 @@ class ClonePair:
             for j in np.flatnonzero(tab):
                 u += w[j] * _delta_c_many(int(edges[j]), em, E, eps0)
                 if lower:
-                    lw += (w[j] / (1.0 + _CDF_SLACK)) * _delta_c_many(int(edges[j + 1]) - 1, em, E, eps0, upper=False)
+                    lw += (w[j] / (1.0 + _CDF_SLACK)) * _delta_c_many(
+                        int(edges[j + 1]) - 1, em, E, eps0, upper=False
+                    )
             rest = np.flatnonzero(~tab)
             if rest.size:
                 wr, c_lo, c_hi = w[rest], edges[rest], edges[rest + 1] - 1
                 step = max(1, _CHUNK // rest.size)
                 for s in range(0, em.size, step):
-                    ec = em[None, s:s + step]
-                    u[s:s + step] += wr @ _delta_c(c_lo[:, None], ec, E, eps0)
+                    ec = em[None, s : s + step]
+                    u[s : s + step] += wr @ _delta_c(c_lo[:, None], ec, E, eps0)
                     if lower:
-                        lw[s:s + step] += (wr / (1.0 + _CDF_SLACK)) @ _delta_c(c_hi[:, None], ec, E, eps0, upper=False)
+                        lw[s : s + step] += (wr / (1.0 + _CDF_SLACK)) @ _delta_c(
+                            c_hi[:, None], ec, E, eps0, upper=False
+                        )
             up[mid] = np.minimum(u * (1.0 + _SUM_SLACK), 1.0)
             if lower:
                 low[mid] = np.minimum(lw, up[mid])

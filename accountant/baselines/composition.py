@@ -84,8 +84,14 @@ def _log_rr_hockey(k: int, eps: float, eps_g: float) -> float:
         z = eps_g - (k - 2.0 * ll) * eps  # < 0 for every l ≤ l_max
         le = np.logaddexp(0.0, eps)
         with np.errstate(divide="ignore"):
-            lt = (gammaln(k + 1.0) - gammaln(ll + 1.0) - gammaln(k - ll + 1.0) + (k - ll) * eps - k * le
-                  + np.log(-np.expm1(np.minimum(z, 0.0))))
+            lt = (
+                gammaln(k + 1.0)
+                - gammaln(ll + 1.0)
+                - gammaln(k - ll + 1.0)
+                + (k - ll) * eps
+                - k * le
+                + np.log(-np.expm1(np.minimum(z, 0.0)))
+            )
         mx = float(np.max(lt))
         if mx > -math.inf:
             parts.append(mx + math.log(float(np.sum(np.exp(lt - mx)))))

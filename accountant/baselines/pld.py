@@ -101,7 +101,9 @@ def _clone_pld(n: int, eps0: float, discretization: float | None, rel: float) ->
     pld_pmf, privacy_loss_distribution = _dp_accounting()
     if eps0 == 0.0:
         pmf = pld_pmf.create_pmf({0: 1.0}, discretization or 1e-4, 0.0, True)
-        return CloneShufflePLD(n, eps0, discretization or 1e-4, privacy_loss_distribution.PrivacyLossDistribution(pmf), 1, 0)
+        return CloneShufflePLD(
+            n, eps0, discretization or 1e-4, privacy_loss_distribution.PrivacyLossDistribution(pmf), 1, 0
+        )
     pair = ClonePair(n, eps0, rel)
     sig = loss_scale(n, eps0)
     d = float(discretization) if discretization else sig / _STEPS_PER_SIGMA

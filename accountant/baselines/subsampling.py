@@ -36,4 +36,6 @@ def amplify_without_replacement(epsilon: float, delta: float, gamma: float) -> t
         return (math.inf if gamma > 0 else 0.0), gamma * delta
     eps = math.log1p(gamma * math.expm1(epsilon))
     d = gamma * delta
-    return float(np.nextafter(eps, math.inf)) if eps > 0 else 0.0, float(np.nextafter(d, 2.0)) if d > 0 else 0.0
+    return float(np.nextafter(eps, math.inf)) if eps > 0 else 0.0, float(
+        np.nextafter(d, 2.0)
+    ) if d > 0 else 0.0

@@ -110,9 +110,16 @@ class CalibrationResult:
     def to_dict(self) -> dict:
         """JSON-ready form: api.md's ``{"event", "epsilon", "delta", "order"}`` plus the rest."""
         return {
-            "event": dict(self.event), "epsilon": self.epsilon, "delta": self.delta, "order": self.order,
-            "solve_for": self.solve_for, "value": self.value, "target_epsilon": self.target_epsilon,
-            "orders": [float(o) for o in self.orders], "at_limit": self.at_limit, "note": self.note,
+            "event": dict(self.event),
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "order": self.order,
+            "solve_for": self.solve_for,
+            "value": self.value,
+            "target_epsilon": self.target_epsilon,
+            "orders": [float(o) for o in self.orders],
+            "at_limit": self.at_limit,
+            "note": self.note,
             "evaluations": self.evaluations,
         }
 
@@ -121,8 +128,14 @@ def _grid(orders) -> np.ndarray:
     return np.asarray(DEFAULT_ORDERS if orders is None else check_orders(orders), dtype=float)
 
 
-def calibrate(event, solve_for: str, target_epsilon: float, delta: float, orders=None,
-              progress: ProgressCallback | None = None) -> CalibrationResult:
+def calibrate(
+    event,
+    solve_for: str,
+    target_epsilon: float,
+    delta: float,
+    orders=None,
+    progress: ProgressCallback | None = None,
+) -> CalibrationResult:
     """Solve one parameter of ``event`` so that its guarantee meets (target_epsilon, delta).
 
     ``event``: an api.md event dict that leaves out the field solved for (or a complete event
@@ -162,10 +175,17 @@ def calibrate(event, solve_for: str, target_epsilon: float, delta: float, orders
     if progress is not None:
         progress(1.0, float(g.epsilon))
     return CalibrationResult(
-        event=base.replace(**{solve_for: value}).to_dict(), epsilon=float(g.epsilon), delta=delta,
-        order=float(g.order), solve_for=solve_for, value=value, target_epsilon=t,
-        orders=tuple(grid.tolist()), at_limit=at_limit,
-        note=at_limit_note(solve_for, dom, value) if at_limit else "", evaluations=ev.evaluations,
+        event=base.replace(**{solve_for: value}).to_dict(),
+        epsilon=float(g.epsilon),
+        delta=delta,
+        order=float(g.order),
+        solve_for=solve_for,
+        value=value,
+        target_epsilon=t,
+        orders=tuple(grid.tolist()),
+        at_limit=at_limit,
+        note=at_limit_note(solve_for, dom, value) if at_limit else "",
+        evaluations=ev.evaluations,
     )
 
 
@@ -189,6 +209,14 @@ def epsilon_over_rounds(event, delta: float, counts, orders=None) -> RoundsCurve
 
 
 __all__ = [
-    "SOLVE_FOR", "CalibrationResult", "Crossing", "Domain", "RoundsCurve", "calibrate", "epsilon_over_rounds",
-    "event_fields", "field_domain", "find_crossing",
+    "SOLVE_FOR",
+    "CalibrationResult",
+    "Crossing",
+    "Domain",
+    "RoundsCurve",
+    "calibrate",
+    "epsilon_over_rounds",
+    "event_fields",
+    "field_domain",
+    "find_crossing",
 ]

@@ -71,8 +71,9 @@ def _argmin_interval_end(unit: np.ndarray, c: np.ndarray, i: int, count: int) ->
     return int(min(max(end, count), MAX_COUNT))
 
 
-def _through_refinement(unit_ev: Event, grid: np.ndarray, unit: np.ndarray, delta: float, t: float,
-                        count: int) -> int:
+def _through_refinement(
+    unit_ev: Event, grid: np.ndarray, unit: np.ndarray, delta: float, t: float, count: int
+) -> int:
     """Extend the grid's answer ``count`` through the refinement: in each run of counts where
     grid order i minimises the grid ε, the refinement also tries the real orders between i's
     neighbours, where the same closed form applies."""
@@ -150,8 +151,9 @@ def check_counts(counts) -> np.ndarray:
     return cf.astype(np.int64)
 
 
-def _rows(unit_ev: Event, grid: np.ndarray, unit: np.ndarray, delta: float,
-          cc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _rows(
+    unit_ev: Event, grid: np.ndarray, unit: np.ndarray, delta: float, cc: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """(ε, order) for the counts ``cc`` (a column): the minimum over the grid of each row, then
     the refinement of :func:`epsilon_guarantee` — the real orders ``_refine_orders`` puts around
     the row's grid minimiser — for all rows sharing a minimiser at once."""
@@ -167,8 +169,9 @@ def _rows(unit_ev: Event, grid: np.ndarray, unit: np.ndarray, delta: float,
         if fine.size == 0:
             continue
         fine = np.asarray(tuple(check_orders(fine).tolist()))
-        feps = epsilon_vector(fine, _scaled(np.asarray(event_rdp(unit_ev, fine), dtype=float)[None, :], cc[sel]),
-                              delta)
+        feps = epsilon_vector(
+            fine, _scaled(np.asarray(event_rdp(unit_ev, fine), dtype=float)[None, :], cc[sel]), delta
+        )
         j = np.argmin(feps, axis=1)
         fbest = feps[np.arange(sel.size), j]
         better = fbest < best[sel]
@@ -184,8 +187,9 @@ def rounds_curve(unit_ev: Event, grid: np.ndarray, delta: float, counts: np.ndar
     out_ord = np.empty(counts.size)
     chunk = max(1, _CHUNK // max(grid.size, 1))
     for s in range(0, counts.size, chunk):
-        out_eps[s:s + chunk], out_ord[s:s + chunk] = _rows(
-            unit_ev, grid, unit, delta, counts[s:s + chunk].astype(float)[:, None])
+        out_eps[s : s + chunk], out_ord[s : s + chunk] = _rows(
+            unit_ev, grid, unit, delta, counts[s : s + chunk].astype(float)[:, None]
+        )
     return RoundsCurve(counts=counts, epsilon=out_eps, order=out_ord, delta=delta, orders=grid)
 
 

@@ -236,8 +236,9 @@ def _minimise_for_feasible(f: _Values, dom: Domain, t: float, a: float, b: float
     if not a < b:
         return False
     try:
-        optimize.minimize_scalar(objective, bounds=(a, b), method="bounded",
-                                 options={"xatol": _ISLAND_XATOL, "maxiter": 25})
+        optimize.minimize_scalar(
+            objective, bounds=(a, b), method="bounded", options={"xatol": _ISLAND_XATOL, "maxiter": 25}
+        )
     except _Feasible:
         return True
     return False
@@ -297,8 +298,14 @@ def _bisect(f: _Values, dom: Domain, t: float) -> tuple[Number | None, Number | 
     raise NoConvergence("bisection did not converge")
 
 
-def find_crossing(f: Callable[[Number], float], dom: Domain, target: float, start: Number | None = None,
-                  known: Mapping | None = None, method: str = "brentq") -> Crossing:
+def find_crossing(
+    f: Callable[[Number], float],
+    dom: Domain,
+    target: float,
+    start: Number | None = None,
+    known: Mapping | None = None,
+    method: str = "brentq",
+) -> Crossing:
     """The crossing of ``f`` (x → ε) with ``target`` on ``dom``: bracket, ``brentq`` (``method``
     "brentq") and bisection; ``method`` "bisect" bisects only (for an f that is not monotone).
 

@@ -56,8 +56,9 @@ class Evaluator:
     def _tick(self, eps: float) -> None:
         self.evaluations += 1
         if self.evaluations > MAX_EVALUATIONS:
-            raise AccountantError(f"calibration of {self.field!r} did not converge within "
-                                  f"{MAX_EVALUATIONS} curve evaluations")
+            raise AccountantError(
+                f"calibration of {self.field!r} did not converge within {MAX_EVALUATIONS} curve evaluations"
+            )
         if self.progress is not None:
             self.progress(min(0.95, self.evaluations / (self.evaluations + 8.0)), float(eps))
 

@@ -79,9 +79,16 @@ def field_domain(event: Mapping, field: str) -> Domain:
     start = behaviour.get("start")
     if field == "n":
         start = min(10 * lo, hi) if lo > 1 else 1000
-    return Domain(lo=lo, hi=hi, integer=integer, increasing=behaviour["increasing"],
-                  monotone=behaviour.get("monotone", True), coord=behaviour.get("coord", "log"),
-                  slope=behaviour.get("slope", 1.0), start=start)
+    return Domain(
+        lo=lo,
+        hi=hi,
+        integer=integer,
+        increasing=behaviour["increasing"],
+        monotone=behaviour.get("monotone", True),
+        coord=behaviour.get("coord", "log"),
+        slope=behaviour.get("slope", 1.0),
+        start=start,
+    )
 
 
 def event_fields(mechanism: str) -> tuple[str, ...]:

@@ -58,14 +58,14 @@ def eval_points(c: np.ndarray, chunks: list[np.ndarray], ctx: Ctx, exact: bool) 
     geo = [False if exact else is_geo(ch, ctx) for ch in chunks]
     for i, ch in enumerate(chunks):
         if geo[i]:
-            out[:, starts[i]:starts[i + 1]] = eval_geo(c, ch, ctx)
+            out[:, starts[i] : starts[i + 1]] = eval_geo(c, ch, ctx)
     cell_idx = [i for i in range(len(chunks)) if not geo[i]]
     if cell_idx:
         res = eval_cells(c, [chunks[i] for i in cell_idx], ctx, exact)
         col = 0
         for i in cell_idx:
             k = chunks[i].size
-            out[:, starts[i]:starts[i + 1]] = res[:, col:col + k]
+            out[:, starts[i] : starts[i + 1]] = res[:, col : col + k]
             col += k
     return out
 
@@ -86,8 +86,12 @@ def initial_points(ctx: Ctx, exact: bool, rho: float = RHO_C) -> np.ndarray:
         pts.update(range(lo, hi + 1))
     else:
         step = max(1.0, rho * c0)
-        z = np.concatenate([np.arange(-2.5 * sd, 2.5 * sd + step, step),
-                            sd * np.array([-6, -5, -4, -3.25, 3.25, 4, 5, 6.5, 8, 9.5])])
+        z = np.concatenate(
+            [
+                np.arange(-2.5 * sd, 2.5 * sd + step, step),
+                sd * np.array([-6, -5, -4, -3.25, 3.25, 4, 5, 6.5, 8, 9.5]),
+            ]
+        )
         pts.update(int(v) for v in np.clip(np.round(c0 + z), 0, big_n))
     d = 7.0 * sd + 1.0
     while c0 - d > 0:
@@ -139,7 +143,9 @@ def _new_points(p, lfm1, nxt, lmass, lf_tot, l_up, bad, rho, width, ctx: Ctx) ->
     wsh = np.exp(lmass[:, None] + lfm1[:, bad] - lf_tot[None, bad])
     nb = max(1, int((width > 1).sum()))
     rel = wsh * -np.expm1(-lam) > -np.expm1(-big_g)[None, :] / (4.0 * nb)
-    k_log = np.where(rel & (big_g[None, :] >= 1.0), np.ceil(lam / (0.5 * np.maximum(big_g, 1.0))[None, :]), 1.0)
+    k_log = np.where(
+        rel & (big_g[None, :] >= 1.0), np.ceil(lam / (0.5 * np.maximum(big_g, 1.0))[None, :]), 1.0
+    )
     sq = np.sqrt(wsh * np.minimum(lam, 1.0))
     k_lin = np.ceil(sq * sq.sum(axis=0)[None, :] / (0.5 * np.minimum(g_w, 1.0))[None, :])
     kj = np.nan_to_num(np.maximum(k_log, k_lin), nan=1.0, posinf=64.0).max(axis=1)
@@ -198,7 +204,7 @@ class _Refinement:
             col = 0
             for i in sig:
                 k = self.chunks[i].size
-                self.vals[i].update(zip(carr.tolist(), res[:, col:col + k]))
+                self.vals[i].update(zip(carr.tolist(), res[:, col : col + k]))
                 col += k
         self.request = [set() for _ in self.chunks]
 

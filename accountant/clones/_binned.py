@@ -86,7 +86,9 @@ def _peak_distance(cells: Cells, idx, nsel, a_arr):
     p1 = cells.lq_last[idx][None, :] + a_arr * cells.g_last[idx][None, :]
     pb = np.maximum(p0, p1)
     pk = np.repeat(np.maximum.reduceat(pb, sstart, axis=1), nsel, axis=1)
-    at = np.repeat(np.minimum.reduceat(np.where(pb >= pk, rows[None, :], idx.size), sstart, axis=1), nsel, axis=1)
+    at = np.repeat(
+        np.minimum.reduceat(np.where(pb >= pk, rows[None, :], idx.size), sstart, axis=1), nsel, axis=1
+    )
     return np.where(np.abs(rows[None, :] - at) <= 1, 0.0, np.maximum(pk - pb, 0.0))
 
 
@@ -108,7 +110,9 @@ def block_width(cells: Cells, idx: np.ndarray, nsel: np.ndarray, ch: np.ndarray,
     lf_all = lf_est(a_all, cc[None, :], ctx, lcap[:, None])  # (orders, blocks)
     small = lf_all < 1.0
     if small.any():
-        w_small = np.cbrt(RHO_X * (a_all - 1.0) * (cc + 1.0)[None, :] / (gp[None, :] * (a_all * a_all / 6.0 + 0.25)))
+        w_small = np.cbrt(
+            RHO_X * (a_all - 1.0) * (cc + 1.0)[None, :] / (gp[None, :] * (a_all * a_all / 6.0 + 0.25))
+        )
         w = np.minimum(w, np.where(small, w_small, np.inf).min(axis=0))
     keep = ~small.all(axis=1)
     if keep.any():
@@ -116,8 +120,9 @@ def block_width(cells: Cells, idx: np.ndarray, nsel: np.ndarray, ch: np.ndarray,
         lf_arr = lf_all[keep]
         dd = _peak_distance(cells, idx, nsel, a_arr)
         base = 24.0 * RHO_X * np.maximum(lf_arr, 1.0)
-        kappa = np.maximum(np.minimum(np.cbrt(base * np.exp(np.minimum(dd, 600.0) / 2.0)), 1.0 + dd / 3.0),
-                           np.cbrt(base))
+        kappa = np.maximum(
+            np.minimum(np.cbrt(base * np.exp(np.minimum(dd, 600.0) / 2.0)), 1.0 + dd / 3.0), np.cbrt(base)
+        )
         wb = kappa / (a_arr * gp[None, :])
         w = np.minimum(w, np.where(lf_arr >= 1.0, wb, np.inf).min(axis=0))
     return w
@@ -136,9 +141,17 @@ def _fine_bins(cells: Cells, idx, seg, wpow):
         g3 = cells.g[b].reshape(sel.size, BLK // width, width)
         lm, ub, var = sub_stats(lq3, u3)
         ok = np.isfinite(lm).ravel()
-        parts.append((lm.ravel()[ok], ub.ravel()[ok], var.ravel()[ok], u3[..., 0].ravel()[ok],
-                      u3[..., -1].ravel()[ok], g3[..., -1].ravel()[ok],
-                      np.repeat(seg[sel], BLK // width)[ok]))
+        parts.append(
+            (
+                lm.ravel()[ok],
+                ub.ravel()[ok],
+                var.ravel()[ok],
+                u3[..., 0].ravel()[ok],
+                u3[..., -1].ravel()[ok],
+                g3[..., -1].ravel()[ok],
+                np.repeat(seg[sel], BLK // width)[ok],
+            )
+        )
     return parts
 
 
@@ -162,8 +175,15 @@ def _coarse_bins(cells: Cells, idx, seg, w, coarse):
     ub = np.add.reduceat(wt * bu, st) / sw
     d = bu - np.repeat(ub, sz)
     var = np.add.reduceat(wt * (bv + d * d), st) / sw
-    return (mx + np.log(sw), ub, var, cells.u_first[b[st]], cells.u_last[b[en - 1]],
-            cells.g_last[b[en - 1]], seg[pos[st]])
+    return (
+        mx + np.log(sw),
+        ub,
+        var,
+        cells.u_first[b[st]],
+        cells.u_last[b[en - 1]],
+        cells.g_last[b[en - 1]],
+        seg[pos[st]],
+    )
 
 
 def chunk_bins(cells: Cells, idx: np.ndarray, nsel: np.ndarray, ch: np.ndarray, ctx: Ctx, exact: bool):
@@ -178,8 +198,15 @@ def chunk_bins(cells: Cells, idx: np.ndarray, nsel: np.ndarray, ch: np.ndarray, 
         lm = cells.lq[idx].ravel()
         keep = np.isfinite(lm)
         u = cells.u[idx].ravel()[keep]
-        return (lm[keep], u, None, u, u, cells.g[idx].ravel()[keep],
-                np.bincount(np.repeat(seg, BLK)[keep], minlength=n_seg))
+        return (
+            lm[keep],
+            u,
+            None,
+            u,
+            u,
+            cells.g[idx].ravel()[keep],
+            np.bincount(np.repeat(seg, BLK)[keep], minlength=n_seg),
+        )
     w = block_width(cells, idx, nsel, ch, ctx)
     wpow = np.where(w >= BLK, BLK, 2 ** np.floor(np.log2(np.maximum(w, 1.0))).astype(np.int64))
     parts = _fine_bins(cells, idx, seg, wpow)
@@ -254,7 +281,9 @@ def eval_cells_chunk(c, cells: Cells, xl_k, xh_k, ch: np.ndarray, ctx: Ctx, exac
     h_rows = np.flatnonzero(~phi_rows)
     if h_rows.size:
         # h-form: f ≤ Σ_b [m_b h(ū_b) + ½ m_b V_b sup h''] + tails
-        lf = logsumexp_many(main_sums(lm, gbar, nb_seg, ch[h_rows], False, tay), t_lo[:, h_rows], t_hi[:, h_rows])
+        lf = logsumexp_many(
+            main_sums(lm, gbar, nb_seg, ch[h_rows], False, tay), t_lo[:, h_rows], t_hi[:, h_rows]
+        )
         res[:, h_rows] = log_expm1(lf)
         redo = np.any(lf < 1e-3, axis=0)  # too close to 1 for this form: use the φ-form
         phi_rows[h_rows[redo]] = True
@@ -264,8 +293,9 @@ def eval_cells_chunk(c, cells: Cells, xl_k, xh_k, ch: np.ndarray, ctx: Ctx, exac
         a = ch[p_rows][None, :]
         with np.errstate(divide="ignore"):
             lt = np.log(a - 1.0) + ltau[:, None]
-        s_plus = logsumexp_many(main_sums(lm, gbar, nb_seg, ch[p_rows], True, tay),
-                                t_lo[:, p_rows], t_hi[:, p_rows], lt)
+        s_plus = logsumexp_many(
+            main_sums(lm, gbar, nb_seg, ch[p_rows], True, tay), t_lo[:, p_rows], t_hi[:, p_rows], lt
+        )
         s_minus = np.log(a) + l_j_seg[:, None]
         with np.errstate(invalid="ignore", over="ignore"):
             dif = s_minus - s_plus

@@ -75,8 +75,9 @@ class CellBlocks:
     (real cells per block), ``nblk`` (blocks per point)."""
 
     def __init__(self, c: np.ndarray, x_l: np.ndarray, x_h: np.ndarray, ctx: Ctx):
-        self.nblk, self.blk_first, self.blk_seg, self.blk_len, xs, m2, self.pad, lb, den, self.g, sv, far = _blocks(
-            c, x_l, x_h, ctx)
+        self.nblk, self.blk_first, self.blk_seg, self.blk_len, xs, m2, self.pad, lb, den, self.g, sv, far = (
+            _blocks(c, x_l, x_h, ctx)
+        )
         with np.errstate(divide="ignore", invalid="ignore"):
             lm = np.log1p(-sv)  # log(1 − s·v) to full relative accuracy when s·v is tiny …
             lm[far] = np.log(den[far])  # … and from the cancellation-free 1 − s·v beyond ½

@@ -65,14 +65,24 @@ def geo_bins(c: np.ndarray, ch: np.ndarray, ctx: Ctx):
     big = float(cf.max()) * 4.0 + 16.0
     offs = np.arange(n_seg)[:, None] * big
     # per segment: keys = peak positions, with sentinels so that each segment clamps to its own ends
-    kx = np.concatenate([np.full((n_seg, 1), -2.0), pk_sorted.T + np.arange(ch.size)[None, :] * 1e-9,
-                         np.full((n_seg, 1), float(cf.max()) + 3.0)], axis=1) + offs
+    kx = (
+        np.concatenate(
+            [
+                np.full((n_seg, 1), -2.0),
+                pk_sorted.T + np.arange(ch.size)[None, :] * 1e-9,
+                np.full((n_seg, 1), float(cf.max()) + 3.0),
+            ],
+            axis=1,
+        )
+        + offs
+    )
     lf_k = np.concatenate([lf_all.T[:, :1], lf_all.T, lf_all.T[:, -1:]], axis=1)
     a_k = np.concatenate([ch[:1], ch, ch[-1:]])[None, :] * np.ones((n_seg, 1))
     lf_x = np.interp((xsm + offs).ravel(), kx.ravel(), lf_k.ravel()).reshape(xsm.shape)
     a_x = np.interp((xsm + offs).ravel(), kx.ravel(), a_k.ravel()).reshape(xsm.shape)
-    wq = np.minimum(sig_loc * np.sqrt(24.0 * RHO_X * lf_x),
-                    np.sqrt(8.0 * RHO_X * lf_x / np.maximum(a_x * g2x, 1e-300)))
+    wq = np.minimum(
+        sig_loc * np.sqrt(24.0 * RHO_X * lf_x), np.sqrt(8.0 * RHO_X * lf_x / np.maximum(a_x * g2x, 1e-300))
+    )
     dens = 1.0 / np.maximum(wq, 1.0)
     dmax = np.maximum(dens[:, 1:], dens[:, :-1])  # conservative on each sample interval
     cum = np.concatenate([np.zeros((n_seg, 1)), np.cumsum(dmax * np.diff(xsm, axis=1), axis=1)], axis=1)
@@ -86,8 +96,18 @@ def geo_bins(c: np.ndarray, ch: np.ndarray, ctx: Ctx):
     w_top = np.maximum(1.0, np.floor(np.minimum(1.0 / dens[:, -1], span)))
     # below the core: geometric (width ≤ θ·distance to the lowest peak); above: doubling widths
     d0 = np.maximum(pk_lo - core_lo, 1.0)
-    n_low = np.where(core_lo > 0, np.ceil(np.log(np.maximum(pk_lo, 1.0) / d0) / math.log1p(THETA)), 0).astype(np.int64) + 1
-    n_up = np.where(core_end <= cf + 1.0, np.ceil(np.log2((cf + 2.0 - core_end) / w_top + 1.0)), 0).astype(np.int64) + 1
+    n_low = (
+        np.where(core_lo > 0, np.ceil(np.log(np.maximum(pk_lo, 1.0) / d0) / math.log1p(THETA)), 0).astype(
+            np.int64
+        )
+        + 1
+    )
+    n_up = (
+        np.where(core_end <= cf + 1.0, np.ceil(np.log2((cf + 2.0 - core_end) / w_top + 1.0)), 0).astype(
+            np.int64
+        )
+        + 1
+    )
     seg_l = np.repeat(np.arange(n_seg), n_low)
     j = np.arange(int(n_low.sum())) - np.repeat(np.cumsum(n_low) - n_low, n_low)
     low = np.maximum(0.0, np.floor(pk_lo[seg_l] - d0[seg_l] * (1.0 + THETA) ** (j + 1)))
@@ -143,12 +163,16 @@ def eval_geo(c: np.ndarray, ch: np.ndarray, ctx: Ctx) -> np.ndarray:
     k_dn = np.minimum(tang_b, np.where(w_r > 1.0, (g_b - g_m1) / np.maximum(w_r - 1.0, 1.0), np.inf))
     al = ch[:, None]
     # Q(x) ≤ Q(a)·r_a^{x−a} on [a, m];  Q(x) ≤ Q(b)·r_{b−1}^{−(b−x)} on [m+1, b]
-    left = lq_a[None, :] + al * g_a[None, :] + log_geom(lr_a[None, :] + al * k_up[None, :],
-                                                         np.maximum(w_l, 1.0)[None, :])
-    right = lq_b[None, :] + al * g_b[None, :] + log_geom(-lr_b[None, :] - al * k_dn[None, :],
-                                                          np.maximum(w_r, 1.0)[None, :])
+    left = (
+        lq_a[None, :]
+        + al * g_a[None, :]
+        + log_geom(lr_a[None, :] + al * k_up[None, :], np.maximum(w_l, 1.0)[None, :])
+    )
+    right = (
+        lq_b[None, :]
+        + al * g_b[None, :]
+        + log_geom(-lr_b[None, :] - al * k_dn[None, :], np.maximum(w_r, 1.0)[None, :])
+    )
     terms = np.logaddexp(left, right)
     gst = np.concatenate([[0], np.cumsum(nb_seg)[:-1]])
     return log_expm1(segment_logsumexp(terms, gst, axis=1).T)
-
-

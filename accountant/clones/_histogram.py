@@ -91,7 +91,9 @@ def _c_grid(ctx: Ctx, alphas: np.ndarray) -> np.ndarray:
     # samples: dense around c0, geometric towards 0 and N
     z = np.concatenate([np.linspace(-6, 6, 49), -6 * 1.25 ** np.arange(1, 40), 6 * 1.25 ** np.arange(1, 12)])
     cs = np.unique(np.clip(np.round(c0 + z * max(sd, 0.5)), 0, big_n).astype(np.int64))
-    cs = np.unique(np.concatenate([cs, np.unique(np.round(np.geomspace(1, max(c0, 1), 30))).astype(np.int64)]))
+    cs = np.unique(
+        np.concatenate([cs, np.unique(np.round(np.geomspace(1, max(c0, 1), 30))).astype(np.int64)])
+    )
     cs = cs[(cs >= 0) & (cs <= big_n)]
     lp = log_binom_pmf(cs.astype(float), float(big_n), ctx.q, ctx.q1)
     est = _estimates(ctx, alphas, cs)  # (K, S)
@@ -123,7 +125,11 @@ def _c_grid(ctx: Ctx, alphas: np.ndarray) -> np.ndarray:
     dens = np.minimum(dens, 1.0)
     cum = np.concatenate([[0.0], np.cumsum(dens * dc)])
     npts = int(math.ceil(cum[-1]))
-    pts = np.round(np.interp(np.arange(npts + 1), cum, cf)).astype(np.int64) if npts > 0 else np.array([], dtype=np.int64)
+    pts = (
+        np.round(np.interp(np.arange(npts + 1), cum, cf)).astype(np.int64)
+        if npts > 0
+        else np.array([], dtype=np.int64)
+    )
     anyrel = rel.any(axis=0)
     edges = cs[anyrel]
     pts = np.unique(np.concatenate([[0], pts, edges[:1], edges[-1:]]))
@@ -219,7 +225,6 @@ class Prepared:
         suspect = gap > _CHECK * np.maximum(1.0, alphas / 64.0) ** 0.25 * l_up
         return res, suspect
 
-
     def chord_bound(self, alphas: np.ndarray) -> np.ndarray:
         """For each order, log(F − 1) from the chord of log F = (α−1)·D_α (convex in α, 0 at α = 1)
         between the nearest design orders on either side whose own value passed the slack check
@@ -228,7 +233,10 @@ class Prepared:
         if self._design is None:
             d = self.plan.alphas
             v, bad = self.evaluate(d)
-            self._design = (np.concatenate([[1.0], d[~bad]]), np.concatenate([[0.0], np.logaddexp(0.0, v[~bad])]))
+            self._design = (
+                np.concatenate([[1.0], d[~bad]]),
+                np.concatenate([[0.0], np.logaddexp(0.0, v[~bad])]),
+            )
         xs, ks = self._design
         j = np.searchsorted(xs, alphas, side="left")
         ok = (j > 0) & (j < xs.size)
@@ -349,7 +357,9 @@ class _Bins:
             l2g = 2.0 * np.log(gm)
         order = np.argsort(hi <= 0.0, kind="stable")  # positive g first
         self.npos = int((hi > 0.0).sum())
-        LM, LML, lo, hi, mu, single, wl, wh, gm, l2g = (v[order] for v in (LM, LML, lo, hi, mu, single, wl, wh, gm, l2g))
+        LM, LML, lo, hi, mu, single, wl, wh, gm, l2g = (
+            v[order] for v in (LM, LML, lo, hi, mu, single, wl, wh, gm, l2g)
+        )
         self.LM, self.LML, self.lo, self.hi, self.mu = LM, LML, lo, hi, mu
         self.single, self.wl, self.wh, self.gm = single, wl, wh, gm
         with np.errstate(divide="ignore"):
@@ -404,7 +414,9 @@ def _hist_sum(bins: _Bins, alphas: np.ndarray):
     np.add(bins.p1[None, :npos], la2, out=A[:, :npos])
     A[:, :npos] += alphas[:, None] * gm[None, :npos]
     if npos < LM.size:
-        np.minimum(bins.p1[None, npos:] + la2, bins.p2[None, npos:] + np.log(alphas)[:, None], out=A[:, npos:])
+        np.minimum(
+            bins.p1[None, npos:] + la2, bins.p2[None, npos:] + np.log(alphas)[:, None], out=A[:, npos:]
+        )
     rowmax = A.max(axis=1)
     keep = A >= (rowmax - _PRUNE)[:, None]
     rows, cols = np.nonzero(keep)
@@ -418,11 +430,12 @@ def _hist_sum(bins: _Bins, alphas: np.ndarray):
     ic = np.flatnonzero(conc)  # Jensen at μ (exact for a single value)
     it = np.flatnonzero(~conc)  # chord (convex) or the larger end value (straddling g*)
     # one log φ call for all three kinds of values: μ (concave bins), then both ends of the others
-    phi = log_phi(np.concatenate([ar[ic], ar[it], ar[it]]),
-                  np.concatenate([mu[cols[ic]], lo_k[it], hi_k[it]]))
+    phi = log_phi(
+        np.concatenate([ar[ic], ar[it], ar[it]]), np.concatenate([mu[cols[ic]], lo_k[it], hi_k[it]])
+    )
     val = np.empty(rows.size)
-    val[ic] = phi[:ic.size]
-    lpa, lpe = phi[ic.size:ic.size + it.size], phi[ic.size + it.size:]
+    val[ic] = phi[: ic.size]
+    lpa, lpe = phi[ic.size : ic.size + it.size], phi[ic.size + it.size :]
     c2 = cols[it]
     val[it] = np.where(conv[it], np.logaddexp(wl[c2] + lpa, wh[c2] + lpe), np.maximum(lpa, lpe))
     vlow = val + LML[cols]  # the same per-bin average of ψ under the right-end weights (estimate)

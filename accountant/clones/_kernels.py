@@ -104,8 +104,11 @@ def tilt(c: np.ndarray, a, s: float):
     for _ in range(5):
         zy = np.minimum(y / s, zmax)
         d1 = -(n1 / s) * np.arctanh(zy) + (zy / s) / (1.0 - zy * zy) + 2.0 * av / (1.0 - y * y)
-        d2 = (-(n1 / s**2) / (1.0 - zy * zy) + (1.0 + zy * zy) / (s**2 * (1.0 - zy * zy) ** 2)
-              + 4.0 * av * y / (1.0 - y * y) ** 2)
+        d2 = (
+            -(n1 / s**2) / (1.0 - zy * zy)
+            + (1.0 + zy * zy) / (s**2 * (1.0 - zy * zy) ** 2)
+            + 4.0 * av * y / (1.0 - y * y) ** 2
+        )
         step = np.where(d2 < 0, -d1 / np.where(d2 < 0, d2, -1.0), 0.0)
         y = np.clip(y + step, lo, hi)
     u = y * n1 / s
@@ -127,7 +130,9 @@ def log_q_at(x: np.ndarray, c: np.ndarray, ctx: Ctx) -> np.ndarray:
     cf = c.astype(float)
     lb = log_binom_pmf(xb, cf, 0.5, 0.5)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return lb - ctx.log1pq + np.where(top, -ctx.eps0, np.log1p(ctx.q * xb / np.maximum(cf - xb + 1.0, 1.0)))
+        return (
+            lb - ctx.log1pq + np.where(top, -ctx.eps0, np.log1p(ctx.q * xb / np.maximum(cf - xb + 1.0, 1.0)))
+        )
 
 
 def log_q_ratio(x: np.ndarray, c: np.ndarray, ctx: Ctx) -> np.ndarray:

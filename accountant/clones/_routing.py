@@ -50,7 +50,11 @@ def _exact_is_cheap(ctx: Ctx, alphas: np.ndarray) -> bool:
 
 
 def _in_hist_domain(ctx: Ctx, alphas: np.ndarray) -> bool:
-    return (HIST_EPS0[0] <= ctx.eps0 <= HIST_EPS0[1]) and HIST_DESIGN[0] <= alphas[0] and alphas[-1] <= HIST_DESIGN[-1]
+    return (
+        (HIST_EPS0[0] <= ctx.eps0 <= HIST_EPS0[1])
+        and HIST_DESIGN[0] <= alphas[0]
+        and alphas[-1] <= HIST_DESIGN[-1]
+    )
 
 
 def histogram_engine(ctx: Ctx, force: bool = False) -> Prepared | None:
@@ -120,8 +124,9 @@ def route(n: int, eps0: float, orders) -> str:
     ctx = Ctx(int(n), float(eps0))
     if ctx.N == 0 or _exact_is_cheap(ctx, alphas):
         return "exact"
-    if _in_hist_domain(ctx, alphas) and (prepared(int(n), float(eps0)) is not None
-                                         or HistPlan(ctx, HIST_DESIGN).cells <= HIST_CELL_BUDGET):
+    if _in_hist_domain(ctx, alphas) and (
+        prepared(int(n), float(eps0)) is not None or HistPlan(ctx, HIST_DESIGN).cells <= HIST_CELL_BUDGET
+    ):
         return "histogram"
     return "adaptive"
 
@@ -135,8 +140,10 @@ def log_fm1(n: int, eps0: float, alphas: np.ndarray, engine: str = "auto") -> np
         return refine_log_fm1(ctx, alphas, exact=True)
     if engine == "histogram":
         if not _in_hist_domain(ctx, alphas):
-            raise ValueError(f"the histogram engine covers ε0 in [{HIST_EPS0[0]:g}, {HIST_EPS0[1]:g}] and orders in "
-                             f"[{HIST_DESIGN[0]:g}, {HIST_DESIGN[-1]:g}]; use engine 'adaptive' or 'auto'")
+            raise ValueError(
+                f"the histogram engine covers ε0 in [{HIST_EPS0[0]:g}, {HIST_EPS0[1]:g}] and orders in "
+                f"[{HIST_DESIGN[0]:g}, {HIST_DESIGN[-1]:g}]; use engine 'adaptive' or 'auto'"
+            )
         return histogram_engine(ctx, force=True).evaluate(alphas)[0]
     if engine == "auto" and _in_hist_domain(ctx, alphas):
         prep = histogram_engine(ctx)

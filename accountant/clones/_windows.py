@@ -116,8 +116,9 @@ def tails(c: np.ndarray, e_lo: np.ndarray, e_hi: np.ndarray, alphas: np.ndarray,
     with np.errstate(invalid="ignore", over="ignore"):
         geo = z1 < z0
         t_hi_geo = z0 - np.log1p(-np.exp(np.where(geo, z1 - z0, -1.0)))
-    t_hi = np.where(np.isfinite(ltau_hi)[:, None], np.where(geo, t_hi_geo, ltau_hi[:, None] + al * ctx.eps0),
-                    -np.inf)
+    t_hi = np.where(
+        np.isfinite(ltau_hi)[:, None], np.where(geo, t_hi_geo, ltau_hi[:, None] + al * ctx.eps0), -np.inf
+    )
     with np.errstate(divide="ignore"):
         ltau = np.logaddexp(ltau_lo, ltau_hi)
     return t_lo, t_hi, ltau

@@ -99,7 +99,9 @@ class Spec:
         if self.kind == "choice":
             if value not in self.choices:
                 if self.hint:
-                    raise InvalidEvent(f"{name} {value!r} is not supported (use one of {list(self.choices)}): {self.hint}")
+                    raise InvalidEvent(
+                        f"{name} {value!r} is not supported (use one of {list(self.choices)}): {self.hint}"
+                    )
                 raise InvalidEvent(f"{name} must be one of {list(self.choices)}, got {value!r}")
             return value
         if self.kind == "numbers":
@@ -111,8 +113,10 @@ class Spec:
             raise InvalidEvent(f"{name} must be a list of numbers, got {value!r}")
         if not 1 <= len(value) <= self.max_items:
             raise InvalidEvent(f"{name} must hold 1 to {self.max_items} numbers, got {len(value)}")
-        return tuple(check_float(f"{name}[{i}]", v, self.lo, self.hi, self.lo_open, self.hi_open)
-                     for i, v in enumerate(value))
+        return tuple(
+            check_float(f"{name}[{i}]", v, self.lo, self.hi, self.lo_open, self.hi_open)
+            for i, v in enumerate(value)
+        )
 
 
 def spec(kind: str, description: str, default: Any = MISSING, **kw: Any) -> Any:
@@ -121,8 +125,14 @@ def spec(kind: str, description: str, default: Any = MISSING, **kw: Any) -> Any:
 
 
 def count_field() -> Any:
-    return spec("integer", "how many times the release is repeated (rounds); RDP adds up over them",
-                default=1, lo=1, hi=MAX_COUNT, solvable=True)
+    return spec(
+        "integer",
+        "how many times the release is repeated (rounds); RDP adds up over them",
+        default=1,
+        lo=1,
+        hi=MAX_COUNT,
+        solvable=True,
+    )
 
 
 def epsilon0_field(description: str = "local privacy parameter ε0 of each report (pure ε0-LDP)") -> Any:
@@ -134,18 +144,28 @@ def users_field(description: str, **kw: Any) -> Any:
 
 
 def output_field() -> Any:
-    return spec("choice", "output range of the local randomizer: 'discrete' (the thesis's ch. 5 bounds apply) "
-                "or 'continuous' (only the pure-DP cap and the clone bound apply)",
-                default="discrete", choices=("discrete", "continuous"), omit_default=True)
+    return spec(
+        "choice",
+        "output range of the local randomizer: 'discrete' (the thesis's ch. 5 bounds apply) "
+        "or 'continuous' (only the pure-DP cap and the clone bound apply)",
+        default="discrete",
+        choices=("discrete", "continuous"),
+        omit_default=True,
+    )
 
 
 def sampling_field() -> Any:
-    return spec("choice", "how the k users are sampled: only uniform sampling of k of n WITHOUT replacement "
-                "is covered by the theorems", default="without_replacement", choices=("without_replacement",),
-                omit_default=True,
-                hint="the subsampled bounds hold only for sampling k of n users uniformly without replacement "
-                     "('without_replacement'); Poisson sampling and client self-sampling (a random number of "
-                     "reports) are not covered by these theorems")
+    return spec(
+        "choice",
+        "how the k users are sampled: only uniform sampling of k of n WITHOUT replacement "
+        "is covered by the theorems",
+        default="without_replacement",
+        choices=("without_replacement",),
+        omit_default=True,
+        hint="the subsampled bounds hold only for sampling k of n users uniformly without replacement "
+        "('without_replacement'); Poisson sampling and client self-sampling (a random number of "
+        "reports) are not covered by these theorems",
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -299,7 +319,9 @@ def event_from_dict(d: Mapping, population: int | None = None) -> Event:
     specs = cls.specs()
     unknown = sorted(set(d) - set(specs) - {"mechanism"})
     if unknown:
-        raise InvalidEvent(f"unknown field(s) {unknown} for mechanism {cls.mechanism!r}; allowed: {sorted(specs)}")
+        raise InvalidEvent(
+            f"unknown field(s) {unknown} for mechanism {cls.mechanism!r}; allowed: {sorted(specs)}"
+        )
     kwargs = {k: v for k, v in d.items() if k != "mechanism"}
     if population is not None:
         for name, s in specs.items():
@@ -353,8 +375,10 @@ def parse_inner(name: str, value: Any, population: int, max_items: int) -> tuple
 
 
 def _nested_sampling_msg(name: str, i: int, mech: str) -> str:
-    return (f"{name}[{i}] is a sampled event ({mech!r}); inner events describe one round on the users already "
-            f"sampled, so they cannot sample again: give the unsampled event (e.g. 'shuffle')")
+    return (
+        f"{name}[{i}] is a sampled event ({mech!r}); inner events describe one round on the users already "
+        f"sampled, so they cannot sample again: give the unsampled event (e.g. 'shuffle')"
+    )
 
 
 def as_event(e: Any) -> Event:

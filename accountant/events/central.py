@@ -27,18 +27,31 @@ class RdpCurveEvent(Event):
         "the caller's curve, extended by convexity of (α−1)D_α and monotonicity of D_α "
         "(van Erven & Harremoës 2014, Thms 3, 11)"
     )
-    EXAMPLE: ClassVar[dict[str, Any]] = {"mechanism": "rdp_curve", "orders": [2, 4, 8], "rdp": [0.01, 0.03, 0.09],
-                                         "count": 1}
+    EXAMPLE: ClassVar[dict[str, Any]] = {
+        "mechanism": "rdp_curve",
+        "orders": [2, 4, 8],
+        "rdp": [0.01, 0.03, 0.09],
+        "count": 1,
+    }
 
-    orders: tuple = spec("numbers", "Rényi orders α > 1 at which the curve is known", lo=1.0, hi=MAX_ORDER,
-                         lo_open=True, cli="curve-orders")
-    rdp: tuple = spec("numbers", "RDP ε(α) at each order (same length as orders)", lo=0.0, hi=1e300,
-                      cli="curve-rdp")
+    orders: tuple = spec(
+        "numbers",
+        "Rényi orders α > 1 at which the curve is known",
+        lo=1.0,
+        hi=MAX_ORDER,
+        lo_open=True,
+        cli="curve-orders",
+    )
+    rdp: tuple = spec(
+        "numbers", "RDP ε(α) at each order (same length as orders)", lo=0.0, hi=1e300, cli="curve-rdp"
+    )
 
     def validate(self) -> None:
         if len(self.orders) != len(self.rdp):
-            raise InvalidEvent(f"orders and rdp must have the same length, got {len(self.orders)} orders and "
-                               f"{len(self.rdp)} rdp values")
+            raise InvalidEvent(
+                f"orders and rdp must have the same length, got {len(self.orders)} orders and "
+                f"{len(self.rdp)} rdp values"
+            )
 
     def unit_curve(self, orders: np.ndarray, bound: str = "upper") -> np.ndarray:
         return curve_from_points(self.orders, self.rdp, orders)
@@ -59,8 +72,13 @@ class GaussianEvent(Event):
     SOURCE: ClassVar[str] = "Mironov 2017 (Rényi DP), Prop. 7: ε(α) = α/(2z²), exact"
     EXAMPLE: ClassVar[dict[str, Any]] = {"mechanism": "gaussian", "noise_multiplier": 1.1, "count": 1000}
 
-    noise_multiplier: float = spec("number", "σ / Δ₂ (noise standard deviation over the replace-one ℓ2 sensitivity)",
-                                   lo=0.0, hi=1e12, lo_open=True)
+    noise_multiplier: float = spec(
+        "number",
+        "σ / Δ₂ (noise standard deviation over the replace-one ℓ2 sensitivity)",
+        lo=0.0,
+        hi=1e12,
+        lo_open=True,
+    )
 
     def unit_curve(self, orders: np.ndarray, bound: str = "upper") -> np.ndarray:
         return gaussian_rdp(self.noise_multiplier, orders)
@@ -81,8 +99,9 @@ class LaplaceEvent(Event):
     SOURCE: ClassVar[str] = "Mironov 2017 (Rényi DP), Prop. 6, exact; pure (1/scale)-DP"
     EXAMPLE: ClassVar[dict[str, Any]] = {"mechanism": "laplace", "scale": 2.0, "count": 10}
 
-    scale: float = spec("number", "b / Δ₁ (Laplace scale over the replace-one ℓ1 sensitivity)", lo=0.0, hi=1e12,
-                        lo_open=True)
+    scale: float = spec(
+        "number", "b / Δ₁ (Laplace scale over the replace-one ℓ1 sensitivity)", lo=0.0, hi=1e12, lo_open=True
+    )
 
     def unit_curve(self, orders: np.ndarray, bound: str = "upper") -> np.ndarray:
         return laplace_rdp(self.scale, orders)
@@ -102,7 +121,9 @@ class PureDpEvent(Event):
     mechanism: ClassVar[str] = "pure_dp"
     POSITION: ClassVar[int] = 6
     SAMPLING: ClassVar[str] = "none"
-    SOURCE: ClassVar[str] = "the tight pure-DP curve ĉ_ε (the RDP of binary randomized response; bounds.md §1)"
+    SOURCE: ClassVar[str] = (
+        "the tight pure-DP curve ĉ_ε (the RDP of binary randomized response; bounds.md §1)"
+    )
     EXAMPLE: ClassVar[dict[str, Any]] = {"mechanism": "pure_dp", "epsilon": 0.5, "count": 3}
 
     epsilon: float = spec("number", "ε of the ε-DP release", lo=0.0, hi=MAX_EPSILON0, cli="event-epsilon")

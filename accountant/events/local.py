@@ -77,7 +77,11 @@ class SubsampledShuffleEvent(Event):
     BOUNDS: ClassVar[tuple[str, ...]] = _b.SUBSAMPLED_BOUNDS
     SAMPLED: ClassVar[bool] = True
     EXAMPLE: ClassVar[dict[str, Any]] = {
-        "mechanism": "subsampled_shuffle", "n": 1000000, "k": 1000, "epsilon0": 2.0, "count": 100000,
+        "mechanism": "subsampled_shuffle",
+        "n": 1000000,
+        "k": 1000,
+        "epsilon0": 2.0,
+        "count": 100000,
     }
 
     n: int = users_field("population size", solvable=True)
@@ -91,8 +95,9 @@ class SubsampledShuffleEvent(Event):
             raise InvalidEvent(f"k must be <= {self.n} (the population n), got {self.k}")
 
     def unit_curve(self, orders: np.ndarray, bound: str = "upper") -> np.ndarray:
-        return _b.subsampled_shuffle_rdp(self.n, self.k, self.epsilon0, orders, bound=bound, output=self.output,
-                                         sampling=self.sampling)
+        return _b.subsampled_shuffle_rdp(
+            self.n, self.k, self.epsilon0, orders, bound=bound, output=self.output, sampling=self.sampling
+        )
 
     def curve_sources(self, orders: np.ndarray, bound: str = "upper") -> tuple[list[str], list[str]]:
         if bound != "upper":
@@ -104,5 +109,9 @@ class SubsampledShuffleEvent(Event):
         return float(np.log1p(self.k / self.n * np.expm1(self.epsilon0)))
 
     def heavy_parts(self) -> frozenset:
-        return frozenset({("subsampled_shuffle", self.n, self.k, self.epsilon0, self.output),
-                          ("shuffle", self.k, self.epsilon0, self.output)})
+        return frozenset(
+            {
+                ("subsampled_shuffle", self.n, self.k, self.epsilon0, self.output),
+                ("shuffle", self.k, self.epsilon0, self.output),
+            }
+        )

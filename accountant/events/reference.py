@@ -44,7 +44,9 @@ def markdown() -> str:
         out.append(f"- **Sampling**: {cls.SAMPLING}.")
         out.append(f"- **Source of the curve**: {cls.SOURCE}.")
         if cls.BOUNDS != ("upper",):
-            out.append("- **Named bounds** (`/v1/rdp` `bound`): " + ", ".join(f"`{b}`" for b in cls.BOUNDS) + ".")
+            out.append(
+                "- **Named bounds** (`/v1/rdp` `bound`): " + ", ".join(f"`{b}`" for b in cls.BOUNDS) + "."
+            )
         out.append("\n| field | required | limits | meaning |\n|---|---|---|---|")
         defaults = cls.defaults()
         for field, s in cls.specs().items():

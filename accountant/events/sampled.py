@@ -59,7 +59,10 @@ class SubsampledEvent(Event):
     )
     SAMPLED: ClassVar[bool] = True
     EXAMPLE: ClassVar[dict[str, Any]] = {
-        "mechanism": "subsampled", "n": 1000000, "k": 1000, "count": 10000,
+        "mechanism": "subsampled",
+        "n": 1000000,
+        "k": 1000,
+        "count": 10000,
         "inner": [{"mechanism": "shuffle", "epsilon0": 0.5, "count": 4}],
     }
 
@@ -76,7 +79,9 @@ class SubsampledEvent(Event):
     def validate(self) -> None:
         if self.k > self.n:
             raise InvalidEvent(f"k must be <= {self.n} (the population n), got {self.k}")
-        object.__setattr__(self, "inner", parse_inner("inner", self.inner, self.k, self.specs()["inner"].max_items))
+        object.__setattr__(
+            self, "inner", parse_inner("inner", self.inner, self.k, self.specs()["inner"].max_items)
+        )
 
     def inner_epsilon(self) -> float:
         """ε(∞) of one round on the sample: the sum of the inner pure-DP levels (basic composition)."""

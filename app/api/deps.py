@@ -27,7 +27,9 @@ READ_ROLES = ("admin", "pipeline", "viewer")
 CHARGE_ROLES = ("admin", "pipeline")
 ADMIN_ROLES = ("admin",)
 
-_bearer = HTTPBearer(auto_error=False, description="An API key from ACCOUNTANT_API_KEYS: `Authorization: Bearer <key>`")
+_bearer = HTTPBearer(
+    auto_error=False, description="An API key from ACCOUNTANT_API_KEYS: `Authorization: Bearer <key>`"
+)
 
 
 class AuthError(HTTPException):
@@ -66,7 +68,9 @@ def authenticate(
     keys: list[tuple[bytes, str, str]] = Depends(get_api_keys),
 ) -> Actor:
     if credentials is None or (credentials.scheme or "").lower() != "bearer" or not credentials.credentials:
-        raise AuthError(401, "missing API key: send 'Authorization: Bearer <key>' with a key from ACCOUNTANT_API_KEYS")
+        raise AuthError(
+            401, "missing API key: send 'Authorization: Bearer <key>' with a key from ACCOUNTANT_API_KEYS"
+        )
     presented = credentials.credentials.encode("utf-8", "surrogateescape")
     found: Actor | None = None
     for key, role, name in keys:  # no early exit: every key is compared

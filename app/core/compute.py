@@ -74,8 +74,9 @@ def _curve_sources(ev, orders: np.ndarray, bound: str) -> tuple[list[str], list[
     return ev.curve_sources(orders, bound)
 
 
-def rdp_result(event: dict, orders: Sequence[float] | None = None, bound: str = "upper",
-               max_mass: float = math.inf) -> dict:
+def rdp_result(
+    event: dict, orders: Sequence[float] | None = None, bound: str = "upper", max_mass: float = math.inf
+) -> dict:
     """``/v1/rdp``: the curve of one event (× count), which bound gave each value, and notes."""
     ev = accountant.event_from_dict(event)
     grid = _orders_array(orders)
@@ -150,8 +151,15 @@ def _prewarm(evs: list, grid: np.ndarray, deadline: float | None) -> None:
         done.add(unit)
 
 
-def _guarantee_result(fn: Callable, events: Sequence[dict], value: float, key: str,
-                      orders: Sequence[float] | None, max_mass: float, time_limit: float | None) -> dict:
+def _guarantee_result(
+    fn: Callable,
+    events: Sequence[dict],
+    value: float,
+    key: str,
+    orders: Sequence[float] | None,
+    max_mass: float,
+    time_limit: float | None,
+) -> dict:
     if not events:
         raise InvalidParameter("events must not be empty: give at least one event to compose")
     deadline = None if time_limit is None else time.monotonic() + time_limit
@@ -184,21 +192,41 @@ def _guarantee_result(fn: Callable, events: Sequence[dict], value: float, key: s
     return out
 
 
-def epsilon_result(events: Sequence[dict], delta: float, orders: Sequence[float] | None = None,
-                   max_mass: float = math.inf, time_limit: float | None = None) -> dict:
+def epsilon_result(
+    events: Sequence[dict],
+    delta: float,
+    orders: Sequence[float] | None = None,
+    max_mass: float = math.inf,
+    time_limit: float | None = None,
+) -> dict:
     """``/v1/epsilon``: compose ``events`` and convert to ε at ``delta``."""
-    return _guarantee_result(accountant.epsilon_guarantee, events, delta, "delta", orders, max_mass, time_limit)
+    return _guarantee_result(
+        accountant.epsilon_guarantee, events, delta, "delta", orders, max_mass, time_limit
+    )
 
 
-def delta_result(events: Sequence[dict], epsilon: float, orders: Sequence[float] | None = None,
-                 max_mass: float = math.inf, time_limit: float | None = None) -> dict:
+def delta_result(
+    events: Sequence[dict],
+    epsilon: float,
+    orders: Sequence[float] | None = None,
+    max_mass: float = math.inf,
+    time_limit: float | None = None,
+) -> dict:
     """``/v1/delta``: compose ``events`` and convert to δ at ``epsilon``."""
-    return _guarantee_result(accountant.delta_guarantee, events, epsilon, "epsilon", orders, max_mass, time_limit)
+    return _guarantee_result(
+        accountant.delta_guarantee, events, epsilon, "epsilon", orders, max_mass, time_limit
+    )
 
 
-def calibrate_result(event: dict, solve_for: str, target_epsilon: float, delta: float,
-                     orders: Sequence[float] | None = None, max_mass: float = math.inf,
-                     progress: Callable[[float, float], None] | None = None) -> dict:
+def calibrate_result(
+    event: dict,
+    solve_for: str,
+    target_epsilon: float,
+    delta: float,
+    orders: Sequence[float] | None = None,
+    max_mass: float = math.inf,
+    progress: Callable[[float, float], None] | None = None,
+) -> dict:
     """``/v1/calibrate``: solve for one unknown of ``event`` so that ε(event) ≤ target at δ.
 
     ``progress(fraction, epsilon)`` is passed to :func:`accountant.calibrate` (called after each
@@ -216,6 +244,7 @@ def calibrate_result(event: dict, solve_for: str, target_epsilon: float, delta: 
         kwargs["orders"] = grid
     if progress is not None:
         kwargs["progress"] = progress
+
     def above_the_cap(ev, needed: str):
         at_cap = accountant.epsilon_guarantee([_replace_field(ev, "n", MAX_USERS)], delta, grid)
         return accountant.InfeasibleTarget(
@@ -230,8 +259,9 @@ def calibrate_result(event: dict, solve_for: str, target_epsilon: float, delta: 
     except accountant.InfeasibleTarget:
         if solve_for != "n":
             raise
-        raise above_the_cap(accountant.event_from_dict({**event, "n": MAX_USERS}),
-                            f"not even n = {MAX_USERS:.0e}") from None
+        raise above_the_cap(
+            accountant.event_from_dict({**event, "n": MAX_USERS}), f"not even n = {MAX_USERS:.0e}"
+        ) from None
     ev = accountant.event_from_dict(res.event)
     if solve_for == "n" and ev.n > MAX_USERS:
         raise above_the_cap(ev, f"it would take n = {ev.n:.3g}")
@@ -275,6 +305,11 @@ class _Mech:
 
 
 __all__ = [
-    "AccountantError", "WorkLimitExceeded", "rdp_result", "epsilon_result",
-    "delta_result", "calibrate_result", "check_work",
+    "AccountantError",
+    "WorkLimitExceeded",
+    "rdp_result",
+    "epsilon_result",
+    "delta_result",
+    "calibrate_result",
+    "check_work",
 ]

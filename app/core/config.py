@@ -28,10 +28,14 @@ class Settings(BaseSettings):
     database_url: str = Field("sqlite:///./accountant.db", validation_alias=AliasChoices("DATABASE_URL"))
     accountant_api_keys: str = Field("", validation_alias=AliasChoices("ACCOUNTANT_API_KEYS"), repr=False)
     log_level: str = Field("INFO", validation_alias=AliasChoices("ACCOUNTANT_LOG_LEVEL", "LOG_LEVEL"))
-    max_body_bytes: int = Field(1_048_576, ge=1024, validation_alias=AliasChoices("ACCOUNTANT_MAX_BODY_BYTES"))
+    max_body_bytes: int = Field(
+        1_048_576, ge=1024, validation_alias=AliasChoices("ACCOUNTANT_MAX_BODY_BYTES")
+    )
     #: a composition stops computing new curves after this many seconds (400; a retry continues
     #: from the cache)
-    compute_time_limit: float = Field(30.0, gt=0, validation_alias=AliasChoices("ACCOUNTANT_COMPUTE_TIME_LIMIT"))
+    compute_time_limit: float = Field(
+        30.0, gt=0, validation_alias=AliasChoices("ACCOUNTANT_COMPUTE_TIME_LIMIT")
+    )
     #: computations running at once per process (the rest wait; cached answers never wait)
     compute_concurrency: int = Field(0, ge=0, validation_alias=AliasChoices("ACCOUNTANT_COMPUTE_CONCURRENCY"))
     #: a compute request may ask for at most this much "order mass" (Σ over distinct events of
@@ -40,8 +44,9 @@ class Settings(BaseSettings):
     #: where expensive curves (the clone bound) are kept: ``memory`` (this process only) or
     #: ``database`` (shared by every process and kept across restarts; ``serve`` selects it after
     #: migrating unless this is set explicitly)
-    curve_store: str = Field("memory", pattern="^(memory|database)$",
-                             validation_alias=AliasChoices("ACCOUNTANT_CURVE_STORE"))
+    curve_store: str = Field(
+        "memory", pattern="^(memory|database)$", validation_alias=AliasChoices("ACCOUNTANT_CURVE_STORE")
+    )
     #: keep large freed arrays in the heap (glibc; see app.core.tuning): ~10 ms less per new
     #: clone curve, at the price of retaining freed memory
     malloc_tuning: bool = Field(True, validation_alias=AliasChoices("ACCOUNTANT_MALLOC_TUNING"))
@@ -79,7 +84,9 @@ def parse_api_keys(raw: str) -> dict[str, str]:
         if not sep or not key:
             raise ValueError(f"ACCOUNTANT_API_KEYS entry #{i + 1} must look like 'key:role'")
         if role not in ROLES:
-            raise ValueError(f"ACCOUNTANT_API_KEYS entry #{i + 1} has unknown role {role!r}; roles: {list(ROLES)}")
+            raise ValueError(
+                f"ACCOUNTANT_API_KEYS entry #{i + 1} has unknown role {role!r}; roles: {list(ROLES)}"
+            )
         out[key] = role
     return out
 

@@ -11,24 +11,30 @@ import os
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 
 REQUESTS = Counter(
-    "accountant_http_requests_total", "HTTP requests by endpoint, method and status code",
+    "accountant_http_requests_total",
+    "HTTP requests by endpoint, method and status code",
     ["method", "endpoint", "status"],
 )
 LATENCY = Histogram(
-    "accountant_http_request_duration_seconds", "HTTP request latency by endpoint (seconds)",
+    "accountant_http_request_duration_seconds",
+    "HTTP request latency by endpoint (seconds)",
     ["method", "endpoint"],
     buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0),
 )
 ERRORS = Counter(
-    "accountant_http_errors_total", "HTTP error responses (4xx and 5xx) by endpoint and status code",
+    "accountant_http_errors_total",
+    "HTTP error responses (4xx and 5xx) by endpoint and status code",
     ["method", "endpoint", "status"],
 )
 DOMAIN_ERRORS = Counter(
-    "accountant_domain_errors_total", "accountant errors turned into 4xx responses, by error class",
+    "accountant_domain_errors_total",
+    "accountant errors turned into 4xx responses, by error class",
     ["error"],
 )
 COMPUTE_CACHE = Counter(
-    "accountant_compute_cache_total", "response-cache lookups of the compute endpoints", ["endpoint", "result"],
+    "accountant_compute_cache_total",
+    "response-cache lookups of the compute endpoints",
+    ["endpoint", "result"],
 )
 
 

@@ -34,7 +34,9 @@ def _reject_constant(name: str):
 def _finite_float(s: str) -> float:
     v = float(s)
     if v in (float("inf"), float("-inf")):
-        raise _NonFinite(f"the number {s[:40]} overflows a double (it would be infinite); send a finite number")
+        raise _NonFinite(
+            f"the number {s[:40]} overflows a double (it would be infinite); send a finite number"
+        )
     return v
 
 
@@ -131,17 +133,28 @@ class ServiceMiddleware:
             observe(method, endpoint, status, dt)
             if log.isEnabledFor(logging.INFO):
                 log.info(
-                    "%s %s %s", method, scope.get("path"), status,
-                    extra={"method": method, "path": scope.get("path"), "endpoint": endpoint, "status": status,
-                           "duration_ms": round(dt * 1000, 3)},
+                    "%s %s %s",
+                    method,
+                    scope.get("path"),
+                    status,
+                    extra={
+                        "method": method,
+                        "path": scope.get("path"),
+                        "endpoint": endpoint,
+                        "status": status,
+                        "duration_ms": round(dt * 1000, 3),
+                    },
                 )
             request_id_var.reset(token)
 
     async def _read_body(self, content_length, receive, rid):
         """Read the whole body (bounded). Returns (early response messages or None, new receive)."""
         limit = self.max_body_bytes
-        too_large = {"detail": f"request body too large: at most {limit} bytes (send a smaller request)",
-                     "error": "PayloadTooLarge", "request_id": rid}
+        too_large = {
+            "detail": f"request body too large: at most {limit} bytes (send a smaller request)",
+            "error": "PayloadTooLarge",
+            "request_id": rid,
+        }
         if content_length is not None:
             try:
                 if int(content_length) > limit:
@@ -164,8 +177,15 @@ class ServiceMiddleware:
         body = b"".join(chunks)
         msg = non_finite_error(body)
         if msg is not None:
-            detail = [{"type": "json_invalid", "loc": ["body"], "msg": "JSON decode error: " + msg,
-                       "input": None, "ctx": {"error": msg}}]
+            detail = [
+                {
+                    "type": "json_invalid",
+                    "loc": ["body"],
+                    "msg": "JSON decode error: " + msg,
+                    "input": None,
+                    "ctx": {"error": msg},
+                }
+            ]
             return list(_json_response(422, {"detail": detail, "request_id": rid}, rid)), receive
         sent = False
 

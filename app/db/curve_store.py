@@ -41,8 +41,14 @@ class DatabaseCurveStore:
         db = get_database(self.database_url)
         try:
             with db.write_engine.begin() as conn:
-                conn.execute(self._table.insert().values(key=key, n_values=int(arr.size), curve_values=arr.tobytes(),
-                                                         created_at=dt.datetime.now(dt.timezone.utc)))
+                conn.execute(
+                    self._table.insert().values(
+                        key=key,
+                        n_values=int(arr.size),
+                        curve_values=arr.tobytes(),
+                        created_at=dt.datetime.now(dt.timezone.utc),
+                    )
+                )
         except IntegrityError:
             pass  # another process (or an earlier put) stored the same curve first
 

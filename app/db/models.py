@@ -127,8 +127,9 @@ class Cohort(Base):
 class ClassCohort(Base):
     __tablename__ = "ledger_class_cohorts"
 
-    class_id: Mapped[int] = mapped_column(BigInteger, ForeignKey("ledger_classes.id", ondelete="CASCADE"),
-                                          primary_key=True)
+    class_id: Mapped[int] = mapped_column(
+        BigInteger, ForeignKey("ledger_classes.id", ondelete="CASCADE"), primary_key=True
+    )
     cohort_id: Mapped[int] = mapped_column(BigInteger, ForeignKey("ledger_cohorts.id"), primary_key=True)
 
     __table_args__ = (Index("ix_ledger_class_cohorts_cohort", "cohort_id", "class_id"),)
@@ -169,8 +170,10 @@ class Charge(Base):
     created_at: Mapped[datetime] = mapped_column(TZ, nullable=False)
     response: Mapped[str] = mapped_column(Text, nullable=False)
 
-    __table_args__ = (UniqueConstraint("cohort_id", "cohort_seq", name="uq_ledger_charges_cohort_round"),
-                      Index("ix_ledger_charges_created_at", "created_at"))
+    __table_args__ = (
+        UniqueConstraint("cohort_id", "cohort_seq", name="uq_ledger_charges_cohort_round"),
+        Index("ix_ledger_charges_created_at", "created_at"),
+    )
 
 
 class ChargeUser(Base):

@@ -42,9 +42,9 @@ class RetryTransaction(Exception):
 def normalize_url(url: str) -> str:
     """Accept ``postgresql://`` and ``postgres://`` as PostgreSQL via psycopg 3."""
     if url.startswith("postgres://"):
-        url = "postgresql://" + url[len("postgres://"):]
+        url = "postgresql://" + url[len("postgres://") :]
     if url.startswith("postgresql://"):
-        url = "postgresql+psycopg://" + url[len("postgresql://"):]
+        url = "postgresql+psycopg://" + url[len("postgresql://") :]
     return url
 
 
@@ -126,9 +126,14 @@ class Database:
                 s.rollback()
                 raise
 
-    def run_write(self, fn: Callable[[Session], T], attempts: int = 50, *,
-                  on_integrity_error: Callable[[IntegrityError], T | None] | None = None,
-                  integrity_attempts: int = 8) -> T:
+    def run_write(
+        self,
+        fn: Callable[[Session], T],
+        attempts: int = 50,
+        *,
+        on_integrity_error: Callable[[IntegrityError], T | None] | None = None,
+        integrity_attempts: int = 8,
+    ) -> T:
         """Run ``fn(session)`` in a write unit (one transaction), running the whole unit again when
         it failed for a reason that a rerun can fix:
 

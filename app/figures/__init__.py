@@ -32,11 +32,16 @@ def _parser() -> argparse.ArgumentParser:
         description="Regenerate thesis figures 5.2, 5.3, 5.4, 5.6 (PNG, SVG, CSV) and the results page.",
     )
     p.add_argument("--out", required=True, type=Path, help="directory for the figures and CSVs (created)")
-    p.add_argument("--quick", action="store_true", help="a few points per panel (CI); the quoted points are kept")
+    p.add_argument(
+        "--quick", action="store_true", help="a few points per panel (CI); the quoted points are kept"
+    )
     p.add_argument("--results", type=Path, help="where to write the results page (default: OUT/results.md)")
     p.add_argument("--only", action="append", choices=sorted(FIGURES), help="only this figure (repeatable)")
-    p.add_argument("--page-only", action="store_true",
-                   help="rewrite the figures and results page from the CSVs already in OUT (no recomputation)")
+    p.add_argument(
+        "--page-only",
+        action="store_true",
+        help="rewrite the figures and results page from the CSVs already in OUT (no recomputation)",
+    )
     p.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     return p
 
@@ -50,11 +55,15 @@ def _read_csv(path: Path) -> dict:
     with open(path, newline="") as fh:
         for row in csv.DictReader(fh):
             x = float(row["x"])
-            fd.setdefault((row["panel"], row["curve"]), []).append((int(x) if x.is_integer() and x >= 1 else x, float(row["y"])))
+            fd.setdefault((row["panel"], row["curve"]), []).append(
+                (int(x) if x.is_integer() and x >= 1 else x, float(row["y"]))
+            )
     return fd
 
 
-def run(out: Path, quick: bool = False, results: Path | None = None, only=None, log=None, page_only: bool = False) -> dict:
+def run(
+    out: Path, quick: bool = False, results: Path | None = None, only=None, log=None, page_only: bool = False
+) -> dict:
     """Compute every panel, write the figures, CSVs and the results page; return the data."""
     from . import compute, render
     from .results import cost_measurements, write_results
@@ -80,7 +89,9 @@ def run(out: Path, quick: bool = False, results: Path | None = None, only=None, 
                 vals = compute.point(p, x, quick)
                 for curve, y in vals.items():
                     fd.setdefault((p.panel, curve), []).append((x, y))
-                log(f"[{fig_id}{p.panel}] {p.x} = {_fmt_x(x)} ({i + 1}/{len(xs)}), {time.perf_counter() - t0:.1f} s")
+                log(
+                    f"[{fig_id}{p.panel}] {p.x} = {_fmt_x(x)} ({i + 1}/{len(xs)}), {time.perf_counter() - t0:.1f} s"
+                )
         data[fig_id] = fd
         with open(out / f"{stem}.csv", "w", newline="") as fh:
             w = csv.writer(fh)
@@ -111,7 +122,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        print("error: the figures need matplotlib: pip install 'privacy-accountant[figures]'", file=sys.stderr)
+        print(
+            "error: the figures need matplotlib: pip install 'privacy-accountant[figures]'", file=sys.stderr
+        )
         return 2
     print(NOT_COVERED)
 

@@ -109,7 +109,9 @@ def single_point(n: int, eps0: float, delta: float = DELTA_SINGLE) -> dict[str, 
     ev = {"mechanism": "shuffle", "n": n, "epsilon0": eps0}
     out = {DEFAULT: _safe(lambda: accountant.epsilon([ev], delta)[0], DEFAULT + ", one release")}
     for name, bound in ((U1, "u1"), (U2, "u2"), (LOWER, "lower"), (EFM_RDP, "efm19")):
-        out[name] = _safe(lambda bound=bound: _convert(_orders_for(bound), _shuffle_curve(n, eps0, bound), delta))
+        out[name] = _safe(
+            lambda bound=bound: _convert(_orders_for(bound), _shuffle_curve(n, eps0, bound), delta)
+        )
     out[EFM_DP] = _safe(lambda: efm19_epsilon(n, eps0, delta), EFM_DP)
     out[BBG] = _safe(lambda: bbg19_epsilon(n, eps0, delta), BBG)
     out[CLONE] = _safe(lambda: _clone(n, eps0).epsilon(delta), CLONE)
@@ -117,15 +119,21 @@ def single_point(n: int, eps0: float, delta: float = DELTA_SINGLE) -> dict[str, 
 
 
 # ------------------------------------------------------------------------------------ figure 5.4
-def composed_point(n: int, eps0: float, T: int, delta: float = DELTA_COMPOSED, pld: bool = True) -> dict[str, float]:
+def composed_point(
+    n: int, eps0: float, T: int, delta: float = DELTA_COMPOSED, pld: bool = True
+) -> dict[str, float]:
     ev = {"mechanism": "shuffle", "n": n, "epsilon0": eps0, "count": int(T)}
     out = {DEFAULT: _safe(lambda: accountant.epsilon([ev], delta)[0], DEFAULT + ", T rounds")}
     for name, bound in ((U1, "u1"), (EFM_RDP, "efm19")):
-        out[name] = _safe(lambda bound=bound: _convert(_orders_for(bound), T * _shuffle_curve(n, eps0, bound), delta))
+        out[name] = _safe(
+            lambda bound=bound: _convert(_orders_for(bound), T * _shuffle_curve(n, eps0, bound), delta)
+        )
     pair, approx = _pair(n, eps0)
     out[KOV] = _safe(lambda: best_split_epsilon(T, pair.epsilon, delta, "kov15", approx)[0], KOV)
     out[DRV] = _safe(lambda: best_split_epsilon(T, pair.epsilon, delta, "drv", approx)[0], DRV)
-    out[KOV_CF] = _safe(lambda: best_split_epsilon(T, lambda d: fmt21_closed_form_epsilon(n, eps0, d), delta)[0])
+    out[KOV_CF] = _safe(
+        lambda: best_split_epsilon(T, lambda d: fmt21_closed_form_epsilon(n, eps0, d), delta)[0]
+    )
     if pld:
         from accountant.baselines.pld import clone_pld
 
@@ -168,8 +176,9 @@ def subsampled_point(n: int, k: int, eps0: float, T: int, delta: float = DELTA_C
     def per_round(fn):  # δ' ↦ ε' of one subsampled round: shuffle (ε̃(δ'/γ), δ'/γ), then BBG18
         return lambda d: amplify_without_replacement(fn(d / gamma), d / gamma, gamma)[0]
 
-    out[KOV_SUB] = _safe(lambda: best_split_epsilon(T, per_round(pair.epsilon), delta, "kov15", per_round(approx))[0],
-                         KOV_SUB)
+    out[KOV_SUB] = _safe(
+        lambda: best_split_epsilon(T, per_round(pair.epsilon), delta, "kov15", per_round(approx))[0], KOV_SUB
+    )
     closed = per_round(lambda d: fmt21_closed_form_epsilon(k, eps0, d))
     out[KOV_SUB_CF] = _safe(lambda: best_split_epsilon(T, closed, delta, "kov15")[0])
     return out
@@ -184,7 +193,9 @@ def point(panel: Panel, x, quick: bool) -> dict[str, float]:
         return single_point(int(p["n"]), float(p["epsilon0"]))
     if panel.kind == "composed":
         # the PLD curve costs ~0.3–3 s per new (n, ε0): in --quick only on the panels over T
-        return composed_point(int(p["n"]), float(p["epsilon0"]), int(p["T"]), pld=(not quick or panel.x == "T"))
+        return composed_point(
+            int(p["n"]), float(p["epsilon0"]), int(p["T"]), pld=(not quick or panel.x == "T")
+        )
     if panel.kind == "subsampled":
         return subsampled_point(int(p["n"]), int(p["k"]), float(p["epsilon0"]), int(p["T"]))
     raise ValueError(panel.kind)

@@ -27,8 +27,18 @@ _STYLE = {
     C.KOV_SUB: dict(color="tab:purple", lw=1.6, ls="--"),
     C.KOV_SUB_CF: dict(color="tab:olive", lw=1.3, ls="--"),
 }
-_XLABEL = {"alpha": "Rényi order α", "n": "number of clients n", "epsilon0": "LDP parameter ε0", "T": "rounds T"}
-_YLABEL = {"rdp": "RDP ε(α)", "single": "ε at δ = 10⁻⁶", "composed": "ε at δ = 10⁻⁸", "subsampled": "ε at δ = 10⁻⁸"}
+_XLABEL = {
+    "alpha": "Rényi order α",
+    "n": "number of clients n",
+    "epsilon0": "LDP parameter ε0",
+    "T": "rounds T",
+}
+_YLABEL = {
+    "rdp": "RDP ε(α)",
+    "single": "ε at δ = 10⁻⁶",
+    "composed": "ε at δ = 10⁻⁸",
+    "subsampled": "ε at δ = 10⁻⁸",
+}
 _LAYOUT = {"5.2": (2, 3), "5.3": (2, 2), "5.4": (2, 3), "5.6": (1, 3)}
 
 
@@ -39,14 +49,20 @@ def render(fig_id: str, panels: list[Panel], data: dict, out: Path) -> list[Path
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    matplotlib.rcParams["svg.hashsalt"] = "privacy-accountant"  # stable element ids: regenerated SVGs diff cleanly
+    matplotlib.rcParams["svg.hashsalt"] = (
+        "privacy-accountant"  # stable element ids: regenerated SVGs diff cleanly
+    )
 
     rows, cols = _LAYOUT[fig_id]
     fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.6 * rows + 0.9), squeeze=False)
     handles = {}
     for ax, p in zip(axes.ravel(), panels):
         for curve in C.CURVES[p.kind]:
-            pts = [(x, y) for x, y in data.get((p.panel, curve), []) if y is not None and math.isfinite(y) and y > 0]
+            pts = [
+                (x, y)
+                for x, y in data.get((p.panel, curve), [])
+                if y is not None and math.isfinite(y) and y > 0
+            ]
             if not pts:
                 continue
             xs, ys = zip(*pts)
@@ -59,11 +75,17 @@ def render(fig_id: str, panels: list[Panel], data: dict, out: Path) -> list[Path
         ax.set_ylabel(_YLABEL[p.kind])
         ax.set_title(f"({p.panel}) {p.caption}", fontsize=9)
         ax.grid(True, which="major", alpha=0.3)
-    for ax in axes.ravel()[len(panels):]:
+    for ax in axes.ravel()[len(panels) :]:
         ax.axis("off")
     fig.suptitle(TITLES[fig_id])
-    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=min(4, len(handles)), fontsize=8,
-               frameon=False)
+    fig.legend(
+        list(handles.values()),
+        list(handles),
+        loc="lower center",
+        ncol=min(4, len(handles)),
+        fontsize=8,
+        frameon=False,
+    )
     fig.tight_layout(rect=(0, 0.08 if rows > 1 else 0.14, 1, 0.97))
     paths = []
     stem = "fig" + fig_id.replace(".", "_")

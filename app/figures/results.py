@@ -47,13 +47,17 @@ def cost_measurements(quick: bool) -> dict:
     from accountant.baselines import pld as P
 
     out = {"clone": [], "pld": []}
-    cases = [(10**6, 0.5)] if quick else [(10**4, 0.5), (10**6, 0.5), (10**6, 2.0), (10**5, 2.0), (10**8, 0.5)]
+    cases = (
+        [(10**6, 0.5)] if quick else [(10**4, 0.5), (10**6, 0.5), (10**6, 2.0), (10**5, 2.0), (10**8, 0.5)]
+    )
     for n, e0 in cases:
         clone_dp._prepared.cache_clear()
         t0 = time.perf_counter()
         eps = clone_dp.clone_pair(n, e0).epsilon(1e-6)
         out["clone"].append((n, e0, eps, time.perf_counter() - t0))
-    pld_cases = [(10**6, 0.5)] if quick else [(10**4, 0.5), (10**6, 0.5), (10**5, 2.0), (10**6, 2.0), (10**8, 0.5)]
+    pld_cases = (
+        [(10**6, 0.5)] if quick else [(10**4, 0.5), (10**6, 0.5), (10**5, 2.0), (10**6, 2.0), (10**8, 0.5)]
+    )
     rounds = (100,) if quick else (100, 10**4, 10**5)
     for n, e0 in pld_cases:
         P._clone_pld.cache_clear()
@@ -93,7 +97,7 @@ def _claims(data) -> list[str]:
     T = 10**5
     u1, de, kov, kcf, pld = (d("5.4", "a", c, T) for c in (C.U1, C.DEFAULT, C.KOV, C.KOV_CF, C.PLD))
     rows.append(
-        "| 5.4a: T = 10⁵, ε0 = 0.5, n = 10⁶, δ = 10⁻⁸ | RDP (Thm 5.3.1) \"saves a factor of 8×\" against "
+        '| 5.4a: T = 10⁵, ε0 = 0.5, n = 10⁶, δ = 10⁻⁸ | RDP (Thm 5.3.1) "saves a factor of 8×" against '
         f"FMT22 + KOV15 | FMT21 + KOV15 = {_f(kov)}; Thm 5.3.1 = {_f(u1)}: **{_f(_ratio(kov, u1), 3)}×** "
         f"| default = {_f(de)}: **{_f(_ratio(kov, de), 3)}×** | The baseline here is the strongest one: the clone "
         "pair's exact (ε̃, δ̃) (not the authors' binary-search upper bound) and the best per-round δ̃ for KOV15. "
@@ -101,9 +105,11 @@ def _claims(data) -> list[str]:
         "The thesis's 8× lies between the two; the text does not say how its (ε̃, δ̃) and δ̃ were chosen. "
         f"The default is within {_f(100 * (_ratio(de, pld) - 1), 2)}% of the clone PLD ({_f(pld)}). |"
     )
-    su, de6, gdd, ks, kscf = (d("5.6", "a", c, T) for c in (C.SU, C.DEFAULT, C.GDD_WBK, C.KOV_SUB, C.KOV_SUB_CF))
+    su, de6, gdd, ks, kscf = (
+        d("5.6", "a", c, T) for c in (C.SU, C.DEFAULT, C.GDD_WBK, C.KOV_SUB, C.KOV_SUB_CF)
+    )
     rows.append(
-        "| 5.6a: T = 10⁵, γ = 0.001, ε0 = 2, n = 10⁶, δ = 10⁻⁸ | Thm 5.4.1 saves \"14×\" against FMT22 + KOV15 | "
+        '| 5.6a: T = 10⁵, γ = 0.001, ε0 = 2, n = 10⁶, δ = 10⁻⁸ | Thm 5.4.1 saves "14×" against FMT22 + KOV15 | '
         f"FMT21 + BBG18 + KOV15 = {_f(ks)}; Thm 5.4.1 = {_f(su)}: **{_f(_ratio(ks, su), 3)}×**; with FMT21's closed "
         f"form: {_f(kscf)}, **{_f(_ratio(kscf, su), 3)}×** | default = {_f(de6)}: **{_f(_ratio(ks, de6), 3)}×** "
         f"(closed form: {_f(_ratio(kscf, de6), 3)}×) | "
@@ -113,7 +119,7 @@ def _claims(data) -> list[str]:
         "above Thm 5.4.1. |"
     )
     rows.append(
-        "| 5.6a (same point) | Thm 5.4.1 saves \"2.5×\" against GDD21e + WBK19 | "
+        '| 5.6a (same point) | Thm 5.4.1 saves "2.5×" against GDD21e + WBK19 | '
         f"GDD21e + WBK19 = {_f(gdd)}: **{_f(_ratio(gdd, su), 3)}×** | default: **{_f(_ratio(gdd, de6), 3)}×** | "
         "Reproduced with WBK19 Theorem 9 over the GDD21e (= Thm 5.3.1) curve of the k-user shuffle at every "
         "integer order ≤ 1000 (the tightest reading of the baseline); it is then as good as Thm 5.4.1 at this "
@@ -123,43 +129,56 @@ def _claims(data) -> list[str]:
     # qualitative claims of the text
     n_u1, n_u1_worse, n_low, n_low_better = 0, 0, 0, 0
     for panel in "abcd":
-        for (_x, yu), (_, yc) in zip(data.get("5.3", {}).get((panel, C.U1), []), data.get("5.3", {}).get((panel, C.CLONE), [])):
+        for (_x, yu), (_, yc) in zip(
+            data.get("5.3", {}).get((panel, C.U1), []), data.get("5.3", {}).get((panel, C.CLONE), [])
+        ):
             if math.isfinite(yu) and math.isfinite(yc):
                 n_u1 += 1
                 n_u1_worse += yu > yc
     for panel in "bd":
-        for (_x, yl), (_, yc) in zip(data.get("5.3", {}).get((panel, C.LOWER), []), data.get("5.3", {}).get((panel, C.CLONE), [])):
+        for (_x, yl), (_, yc) in zip(
+            data.get("5.3", {}).get((panel, C.LOWER), []), data.get("5.3", {}).get((panel, C.CLONE), [])
+        ):
             if math.isfinite(yl) and math.isfinite(yc):
                 n_low += 1
                 n_low_better += yl < yc
     rows.append(
-        "| 5.3 (all panels) | one release: the RDP route (Thm 5.3.1) \"performs worse than\" FMT22 | "
+        '| 5.3 (all panels) | one release: the RDP route (Thm 5.3.1) "performs worse than" FMT22 | '
         f"Thm 5.3.1 above the exact clone ε at {n_u1_worse} of {n_u1} points | — | Reproduced. |"
     )
     rows.append(
-        "| 5.3b, 5.3d | the lower bound (Thm 5.3.3) converted by Lemma 2.1.3 is below FMT22 \"for all ε0\" | "
+        '| 5.3b, 5.3d | the lower bound (Thm 5.3.3) converted by Lemma 2.1.3 is below FMT22 "for all ε0" | '
         f"below the exact clone ε at {n_low_better} of {n_low} points | — | "
-        + ("Reproduced." if n_low_better == n_low else
-           "Not everywhere: against the *exact* clone (ε, δ) (tighter than the thesis's FMT22 numbers) the "
-           "converted lower bound is not always below; a converted RDP lower bound is not an (ε, δ) lower bound.")
+        + (
+            "Reproduced."
+            if n_low_better == n_low
+            else "Not everywhere: against the *exact* clone (ε, δ) (tighter than the thesis's FMT22 numbers) the "
+            "converted lower bound is not always below; a converted RDP lower bound is not an (ε, δ) lower bound."
+        )
         + " |"
     )
     small = [(x, y, _get(data, "5.4", "d", C.KOV, x)) for x, y in data.get("5.4", {}).get(("d", C.U1), [])]
     better = [x for x, yu, yk in small if math.isfinite(yu) and math.isfinite(yk) and yk < yu]
-    kov_below_default = [x for x, _, yk in small if math.isfinite(yk) and yk < _get(data, "5.4", "d", C.DEFAULT, x)]
+    kov_below_default = [
+        x for x, _, yk in small if math.isfinite(yk) and yk < _get(data, "5.4", "d", C.DEFAULT, x)
+    ]
     rows.append(
-        "| 5.4d: ε0 = 2, n = 10⁶ | FMT22 + KOV15 is better than Thm 5.3.1 \"for T < 10\" | "
+        '| 5.4d: ε0 = 2, n = 10⁶ | FMT22 + KOV15 is better than Thm 5.3.1 "for T < 10" | '
         f"FMT21 + KOV15 below Thm 5.3.1 at T ∈ {{{', '.join(str(int(x)) for x in better) or 'none'}}} | "
         f"FMT21 + KOV15 below the default at T ∈ {{{', '.join(str(int(x)) for x in kov_below_default) or 'none'}}} | "
         "Reproduced in direction (the crossover T depends on the baseline's strength). |"
     )
-    b = [(x, _get(data, "5.6", "b", C.KOV_SUB, x), _get(data, "5.6", "b", C.GDD_WBK, x)) for x, _ in data.get("5.6", {}).get(("b", C.SU), [])]
+    b = [
+        (x, _get(data, "5.6", "b", C.KOV_SUB, x), _get(data, "5.6", "b", C.GDD_WBK, x))
+        for x, _ in data.get("5.6", {}).get(("b", C.SU), [])
+    ]
     nb = sum(1 for _, k_, g in b if math.isfinite(k_) and math.isfinite(g))
     nbb = sum(1 for _, k_, g in b if math.isfinite(k_) and math.isfinite(g) and k_ < g)
     rows.append(
         "| 5.6b: k = γn = 10⁴ | FMT22 + KOV15 is better than GDD21e + WBK19 there | "
         f"FMT21 + BBG18 + KOV15 below GDD21e + WBK19 at {nbb} of {nb} T values | — | "
-        + ("Reproduced." if nb and nbb == nb else "Partly reproduced (see the figure).") + " |"
+        + ("Reproduced." if nb and nbb == nb else "Partly reproduced (see the figure).")
+        + " |"
     )
     return rows
 
@@ -171,13 +190,17 @@ def _tightness(data) -> list[str]:
     ratios, skipped = [], 0
     for panel in "abcd":
         p = next(pp for pp in FIGURES["5.3"] if pp.panel == panel)
-        for (x, yd), (_, yc) in zip(data.get("5.3", {}).get((panel, C.DEFAULT), []), data.get("5.3", {}).get((panel, C.CLONE), [])):
+        for (x, yd), (_, yc) in zip(
+            data.get("5.3", {}).get((panel, C.DEFAULT), []), data.get("5.3", {}).get((panel, C.CLONE), [])
+        ):
             prm = dict(p.params, **{p.x: x})
             r = _ratio(yd, yc)
             if not math.isfinite(r):
                 continue
             if yc < 3 * loss_scale(int(prm["n"]), float(prm["epsilon0"])):
-                skipped += 1  # δ = 1e-6 is not in the tail of the loss: ε ≈ 0 exactly, any ratio is meaningless
+                skipped += (
+                    1  # δ = 1e-6 is not in the tail of the loss: ε ≈ 0 exactly, any ratio is meaningless
+                )
                 continue
             ratios.append((r, panel, x))
     if ratios:
@@ -189,9 +212,13 @@ def _tightness(data) -> list[str]:
             f"{_f(100 * (lo[0] - 1), 3)}% (5.3{lo[1]}, x = {_fmt(lo[2])}) to {_f(100 * (hi[0] - 1), 3)}% "
             f"(5.3{hi[1]}, x = {_fmt(hi[2])}). Part of it is the RDP → (ε, δ) conversion itself (Lemma 2.1.3), "
             "which no RDP curve avoids."
-            + (f" Left out: {skipped} points where the exact ε is below 3σ_L (σ_L = 2·tanh(ε0/2)/√(E[C]+1), the "
-               "spread of the clone pair's privacy loss), i.e. δ = 10⁻⁶ is not in the tail and the exact ε is ≈ 0, "
-               "which no RDP-based conversion approaches." if skipped else "")
+            + (
+                f" Left out: {skipped} points where the exact ε is below 3σ_L (σ_L = 2·tanh(ε0/2)/√(E[C]+1), the "
+                "spread of the clone pair's privacy loss), i.e. δ = 10⁻⁶ is not in the tail and the exact ε is ≈ 0, "
+                "which no RDP-based conversion approaches."
+                if skipped
+                else ""
+            )
         )
     d_big = _get(data, "5.3", "a", C.DEFAULT, 10**7)
     c_big = _get(data, "5.3", "a", C.CLONE, 10**7)
@@ -212,8 +239,10 @@ def _tightness(data) -> list[str]:
         for x, yd in data.get("5.4", {}).get((panel, C.DEFAULT), []):
             yp = _get(data, "5.4", panel, C.PLD, x)
             if x >= 100 and math.log10(x).is_integer() and math.isfinite(_ratio(yd, yp)):
-                rows.append(f"| 5.4{panel} | {p.params['n']:,} | {p.params['epsilon0']} | {int(x):,} | {_f(yd)} | "
-                            f"{_f(yp)} | {_f(100 * (_ratio(yd, yp) - 1), 3)}% |")
+                rows.append(
+                    f"| 5.4{panel} | {p.params['n']:,} | {p.params['epsilon0']} | {int(x):,} | {_f(yd)} | "
+                    f"{_f(yp)} | {_f(100 * (_ratio(yd, yp) - 1), 3)}% |"
+                )
     other = []
     for panel in "bcef":
         for x, yd in data.get("5.4", {}).get((panel, C.DEFAULT), []):
@@ -230,12 +259,18 @@ def _tightness(data) -> list[str]:
     lines += rows
     if other:
         lines.append("")
-        lines.append(f"  Over the T = 10⁴ panels 5.4b, c, e, f ({len(other)} points) the default is "
-                     f"{_f(100 * (min(other) - 1), 3)}% to {_f(100 * (max(other) - 1), 3)}% above the clone PLD "
-                     f"(median {_f(100 * (statistics.median(other) - 1), 3)}%).")
+        lines.append(
+            f"  Over the T = 10⁴ panels 5.4b, c, e, f ({len(other)} points) the default is "
+            f"{_f(100 * (min(other) - 1), 3)}% to {_f(100 * (max(other) - 1), 3)}% above the clone PLD "
+            f"(median {_f(100 * (statistics.median(other) - 1), 3)}%)."
+        )
     # where a valid (ε, δ) baseline is below the default (the PLD always is: it is the tighter accounting)
     beats = []
-    for fig, curves in (("5.3", (C.BBG, C.EFM_DP)), ("5.4", (C.KOV, C.DRV)), ("5.6", (C.KOV_SUB, C.GDD_WBK, C.SU))):
+    for fig, curves in (
+        ("5.3", (C.BBG, C.EFM_DP)),
+        ("5.4", (C.KOV, C.DRV)),
+        ("5.6", (C.KOV_SUB, C.GDD_WBK, C.SU)),
+    ):
         for (panel, curve), pts in data.get(fig, {}).items():
             if curve not in curves:
                 continue
@@ -276,24 +311,39 @@ def _costs(costs, timings) -> list[str]:
     lines = ["### Baselines", "", "| computation | points | mean | max |", "|---|---|---|---|"]
     for name, ts in sorted(timings.items()):
         if ts:
-            lines.append(f"| {name} | {len(ts)} | {1000 * statistics.mean(ts):.0f} ms | {1000 * max(ts):.0f} ms |")
-    lines += ["", "The clone pair's exact ε(δ) at δ = 10⁻⁶ with fresh caches (the public reference implementation takes "
-              "4–98 s per point at n = 10⁶):", "", "| n | ε0 | ε | time |", "|---|---|---|---|"]
+            lines.append(
+                f"| {name} | {len(ts)} | {1000 * statistics.mean(ts):.0f} ms | {1000 * max(ts):.0f} ms |"
+            )
+    lines += [
+        "",
+        "The clone pair's exact ε(δ) at δ = 10⁻⁶ with fresh caches (the public reference implementation takes "
+        "4–98 s per point at n = 10⁶):",
+        "",
+        "| n | ε0 | ε | time |",
+        "|---|---|---|---|",
+    ]
     for n, e0, eps, dt in costs["clone"]:
         lines.append(f"| {n:,} | {e0} | {_f(eps, 5)} | {1000 * dt:.0f} ms |")
-    lines += ["", "### PLD path for shuffle events", "",
-              "Single-round PLD of the clone pair (built once per (n, ε0) and cacheable: its pmf has `grid points` "
-              "float64 entries) and its T-fold composition by FFT (`composed size` float64 entries; the FFT works on "
-              "complex arrays of about that length). *FFT drift* is the relative difference of the composed ε "
-              "from the same composition along another FFT path (pairwise convolutions by binary powers): the "
-              "floating-point error the FFT adds, which is not certified.", "",
-              "| n | ε0 | build | grid points | C-bins | T | ε (δ = 10⁻⁸) | compose + ε | composed size | memory | FFT drift |",
-              "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "### PLD path for shuffle events",
+        "",
+        "Single-round PLD of the clone pair (built once per (n, ε0) and cacheable: its pmf has `grid points` "
+        "float64 entries) and its T-fold composition by FFT (`composed size` float64 entries; the FFT works on "
+        "complex arrays of about that length). *FFT drift* is the relative difference of the composed ε "
+        "from the same composition along another FFT path (pairwise convolutions by binary powers): the "
+        "floating-point error the FFT adds, which is not certified.",
+        "",
+        "| n | ε0 | build | grid points | C-bins | T | ε (δ = 10⁻⁸) | compose + ε | composed size | memory | FFT drift |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for row in costs["pld"]:
         for T, eps, dt, size, drift in row["compose"]:
-            lines.append(f"| {row['n']:,} | {row['eps0']} | {row['build']:.2f} s | {row['points']} | {row['bins']} | "
-                         f"{T:,} | {_f(eps, 5)} | {1000 * dt:.0f} ms | {size:,} | {16 * size / 2**20:.1f} MiB | "
-                         f"{drift:.1e} |")
+            lines.append(
+                f"| {row['n']:,} | {row['eps0']} | {row['build']:.2f} s | {row['points']} | {row['bins']} | "
+                f"{T:,} | {_f(eps, 5)} | {1000 * dt:.0f} ms | {size:,} | {16 * size / 2**20:.1f} MiB | "
+                f"{drift:.1e} |"
+            )
     return lines
 
 
@@ -315,7 +365,8 @@ def write_results(path: Path, img_dir: Path, data: dict, costs: dict, quick: boo
         "<!-- generated by `privacy-accountant figures`; do not edit by hand -->",
         "",
         f"Generated by `privacy-accountant figures --out {img_dir.as_posix()} --results {path.as_posix()}`"
-        + (" **--quick** (a few points per panel)" if quick else "") + f" ({seconds / 60:.0f} min of computation). "
+        + (" **--quick** (a few points per panel)" if quick else "")
+        + f" ({seconds / 60:.0f} min of computation). "
         "Every number below comes from `accountant` (the service's bounds, conversion and composition) or "
         "`accountant.baselines` (the approximate-DP baselines, each one cited source); the CSVs next to the "
         "images hold every plotted point (`figure,panel,curve,x,y`).",
@@ -368,8 +419,14 @@ def write_results(path: Path, img_dir: Path, data: dict, costs: dict, quick: boo
         if fig_id not in data:
             continue
         stem = "fig" + fig_id.replace(".", "_")
-        L += [f"### {TITLES[fig_id]}", "", f"![{TITLES[fig_id]}]({(rel / (stem + '.png')).as_posix()})", "",
-              f"[SVG]({(rel / (stem + '.svg')).as_posix()}) · [CSV]({(rel / (stem + '.csv')).as_posix()})", ""]
+        L += [
+            f"### {TITLES[fig_id]}",
+            "",
+            f"![{TITLES[fig_id]}]({(rel / (stem + '.png')).as_posix()})",
+            "",
+            f"[SVG]({(rel / (stem + '.svg')).as_posix()}) · [CSV]({(rel / (stem + '.csv')).as_posix()})",
+            "",
+        ]
         for p in panels:
             xs = p.values(quick)
             lines = f"({p.panel}) {p.caption}; x from {_fmt(min(xs))} to {_fmt(max(xs))}, {len(xs)} points"

@@ -36,12 +36,22 @@ from app.ledger.refusals import record_refusal
 from app.ledger.transitions import transition
 
 #: columns a charge changes on a class
-CHARGED = ("spent", "n_charges", "spent_epsilon", "spent_order", "remaining_epsilon", "remaining_fraction",
-           "last_charge_at", "updated_at")
+CHARGED = (
+    "spent",
+    "n_charges",
+    "spent_epsilon",
+    "spent_order",
+    "remaining_epsilon",
+    "remaining_fraction",
+    "last_charge_at",
+    "updated_at",
+)
 
 
 def request_hash(users: list[str] | None, cohort: str | None, event: dict) -> str:
-    text = json.dumps({"users": users, "cohort": cohort, "event": event}, sort_keys=True, separators=(",", ":"))
+    text = json.dumps(
+        {"users": users, "cohort": cohort, "event": event}, sort_keys=True, separators=(",", ":")
+    )
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -50,10 +60,16 @@ def request_hash(users: list[str] | None, cohort: str | None, event: dict) -> st
 
 def _stored(r: ChargeResult) -> dict[str, Any]:
     """The result as stored with the charge (replayed verbatim for a repeated key)."""
-    out = {"status": "admitted", "users": r.users, "cohort": r.cohort, "idempotency_key": r.idempotency_key,
-           "event": r.event, "grid_version": r.grid_version,
-           "charged_by": {"name": r.charged_by.name, "role": r.charged_by.role},
-           "created_at": r.created_at.isoformat()}
+    out = {
+        "status": "admitted",
+        "users": r.users,
+        "cohort": r.cohort,
+        "idempotency_key": r.idempotency_key,
+        "event": r.event,
+        "grid_version": r.grid_version,
+        "charged_by": {"name": r.charged_by.name, "role": r.charged_by.role},
+        "created_at": r.created_at.isoformat(),
+    }
     if r.cohort_round is not None:
         out["cohort_round"] = r.cohort_round
     return out
@@ -61,11 +77,18 @@ def _stored(r: ChargeResult) -> dict[str, Any]:
 
 def _replayed(charge_id: int, stored: str) -> ChargeResult:
     d = json.loads(stored)
-    return ChargeResult(charge_id=str(charge_id), users=int(d["users"]), cohort=d.get("cohort"),
-                        cohort_round=d.get("cohort_round"), idempotency_key=d.get("idempotency_key"),
-                        event=d["event"], grid_version=int(d["grid_version"]),
-                        charged_by=Actor(d["charged_by"]["name"], d["charged_by"]["role"]),
-                        created_at=utc(datetime.fromisoformat(d["created_at"])), replayed=True)
+    return ChargeResult(
+        charge_id=str(charge_id),
+        users=int(d["users"]),
+        cohort=d.get("cohort"),
+        cohort_round=d.get("cohort_round"),
+        idempotency_key=d.get("idempotency_key"),
+        event=d["event"],
+        grid_version=int(d["grid_version"]),
+        charged_by=Actor(d["charged_by"]["name"], d["charged_by"]["role"]),
+        created_at=utc(datetime.fromisoformat(d["created_at"])),
+        replayed=True,
+    )
 
 
 # ---------------------------------------------------------------------------------------------- charge
@@ -74,8 +97,15 @@ def _replayed(charge_id: int, stored: str) -> ChargeResult:
 class _Request:
     """One charge request: what to charge, to whom, under which key."""
 
-    def __init__(self, event: dict, cost: np.ndarray, actor: Actor, users: list[str] | None, cohort: str | None,
-                 key: str | None):
+    def __init__(
+        self,
+        event: dict,
+        cost: np.ndarray,
+        actor: Actor,
+        users: list[str] | None,
+        cohort: str | None,
+        key: str | None,
+    ):
         self.event, self.cost, self.actor, self.cohort, self.key = event, cost, actor, cohort, key
         self.users = list(dict.fromkeys(users)) if users is not None else None
         self.hash = request_hash(users, cohort, event)
@@ -91,25 +121,59 @@ class _Request:
             raise IdempotencyConflict(self.key)
         return _replayed(row.id, row.response)
 
-    def result(self, charge_id: int, n_users: int, ts: datetime, cohort_round: int | None = None) -> ChargeResult:
-        return ChargeResult(charge_id=str(charge_id), users=n_users, cohort=self.cohort, cohort_round=cohort_round,
-                            idempotency_key=self.key, event=self.event, grid_version=cv.GRID_VERSION,
-                            charged_by=self.actor, created_at=ts)
+    def result(
+        self, charge_id: int, n_users: int, ts: datetime, cohort_round: int | None = None
+    ) -> ChargeResult:
+        return ChargeResult(
+            charge_id=str(charge_id),
+            users=n_users,
+            cohort=self.cohort,
+            cohort_round=cohort_round,
+            idempotency_key=self.key,
+            event=self.event,
+            grid_version=cv.GRID_VERSION,
+            charged_by=self.actor,
+            created_at=ts,
+        )
 
     def record(self, s: Session, r: ChargeResult, n_users: int, ts: datetime, **cohort: Any) -> int:
-        return repo.insert_charge(s, key=self.key, req_hash=self.hash, event=self.event, cost=self.cost,
-                                  n_users=n_users, actor=self.actor, ts=ts, response=_stored(r), **cohort)
+        return repo.insert_charge(
+            s,
+            key=self.key,
+            req_hash=self.hash,
+            event=self.event,
+            cost=self.cost,
+            n_users=n_users,
+            actor=self.actor,
+            ts=ts,
+            response=_stored(r),
+            **cohort,
+        )
 
 
-def charge(db: Database, *, event: dict, actor: Actor, users: list[str] | None = None, cohort: str | None = None,
-           idempotency_key: str | None = None, cost_event: dict | None = None) -> ChargeResult:
+def charge(
+    db: Database,
+    *,
+    event: dict,
+    actor: Actor,
+    users: list[str] | None = None,
+    cohort: str | None = None,
+    idempotency_key: str | None = None,
+    cost_event: dict | None = None,
+) -> ChargeResult:
     """Admit and record a charge, all or nothing; raises Refused/NotFound/IdempotencyConflict/Invalid.
 
     ``event`` is stored as received; ``cost_event`` (default: ``event``) is the accountant's form."""
     if (users is None) == (cohort is None):
         raise Invalid("give exactly one of 'users' (a list of user ids) or 'cohort' (a cohort id)")
-    req = _Request(event, event_cost(cost_event if cost_event is not None else event), actor, users, cohort,
-                   idempotency_key)
+    req = _Request(
+        event,
+        event_cost(cost_event if cost_event is not None else event),
+        actor,
+        users,
+        cohort,
+        idempotency_key,
+    )
 
     def unit(s: Session) -> ChargeResult:
         prior = req.prior(s)
@@ -125,8 +189,13 @@ def charge(db: Database, *, event: dict, actor: Actor, users: list[str] | None =
     try:
         return db.run_write(unit, on_integrity_error=lost_key_race)
     except Refused as refusal:
-        record_refusal(db, actor, cohort, len(req.users) if req.users is not None else None,
-                       refusal.extra["refused_count"])
+        record_refusal(
+            db,
+            actor,
+            cohort,
+            len(req.users) if req.users is not None else None,
+            refusal.extra["refused_count"],
+        )
         raise
 
 
@@ -152,8 +221,11 @@ def _charge_users(s: Session, db: Database, req: _Request) -> ChargeResult:
     ok, after, statuses = _evaluate([locked.classes[cid] for cid in cids], req.cost)
     if not np.all(ok):
         refused = {cid: locked.classes[cid] for k, cid in enumerate(cids) if not ok[k]}
-        named = [(u, refused[locked.class_of[users[u][0]]]) for u in req.users
-                 if locked.class_of[users[u][0]] in refused]
+        named = [
+            (u, refused[locked.class_of[users[u][0]]])
+            for u in req.users
+            if locked.class_of[users[u][0]] in refused
+        ]
         raise _refusal(named, len(named), refused.values(), req.cost)
     ts = repo.now()
     result = req.result(0, len(req.users), ts)
@@ -184,11 +256,15 @@ def _charge_cohort(s: Session, db: Database, req: _Request) -> ChargeResult:
         refused = [c for c, good in zip(classes, ok) if not good]
         if refused:
             raise _cohort_refusal(s, refused, req.cost)
-        updated = [c.with_spent(a, st, n_charges=c.n_charges + 1) for c, a, st in zip(classes, after, statuses)]
+        updated = [
+            c.with_spent(a, st, n_charges=c.n_charges + 1) for c, a, st in zip(classes, after, statuses)
+        ]
     return _record_round(s, db, req, co, updated)
 
 
-def _record_round(s: Session, db: Database, req: _Request, co: CohortRow, updated: list[ClassRow]) -> ChargeResult:
+def _record_round(
+    s: Session, db: Database, req: _Request, co: CohortRow, updated: list[ClassRow]
+) -> ChargeResult:
     ts = repo.now()
     seq = co.seq + 1
     cum = cv.add_up(co.cumulative, req.cost)
@@ -210,16 +286,21 @@ def _with_id(r: ChargeResult, charge_id: int) -> ChargeResult:
 # ---------------------------------------------------------------------------------------------- refusals
 
 
-def _refusal(named: list[tuple[str, ClassRow]], n: int, classes: Iterable[ClassRow], cost: np.ndarray) -> Refused:
+def _refusal(
+    named: list[tuple[str, ClassRow]], n: int, classes: Iterable[ClassRow], cost: np.ndarray
+) -> Refused:
     """The refusal of ``n`` users, ``named`` (user, class) being the first of them: what the event
     alone costs each listed user (ε at their budget's δ under their policy, ``null`` if unbounded),
     the largest such cost over every refused user, and what each listed user has left."""
     eps = {c.id: cv.epsilon_at(c.budget, cost)[0] for c in classes}
     listed = named[:MAX_LISTED]
     worst = max(eps.values(), default=0.0)
-    return Refused([u for u, _ in listed], n,
-                   cost={"epsilon": _json(worst), "by_user": {u: _json(eps[c.id]) for u, c in listed}},
-                   remaining={u: c.remaining_epsilon for u, c in listed})
+    return Refused(
+        [u for u, _ in listed],
+        n,
+        cost={"epsilon": _json(worst), "by_user": {u: _json(eps[c.id]) for u, c in listed}},
+        remaining={u: c.remaining_epsilon for u, c in listed},
+    )
 
 
 def _json(x: float) -> float | None:

@@ -20,8 +20,9 @@ from app.ledger.records import BulkResult, ClassRow, UserStatus
 from app.ledger.transitions import fresh_class, transition
 
 
-def make_budget(epsilon: float, delta: float, policy: str, filter_order: float | None,
-                planned_event: dict | None) -> Budget:
+def make_budget(
+    epsilon: float, delta: float, policy: str, filter_order: float | None, planned_event: dict | None
+) -> Budget:
     """Validate a budget request and compute the filter's designated order and B(α_f).
 
     ``filter``: α_f is ``filter_order`` (a grid order) or the grid order minimising ε at δ of the
@@ -29,20 +30,26 @@ def make_budget(epsilon: float, delta: float, policy: str, filter_order: float |
     B(α_f) = ε − (log(1/δ) + (α_f−1)·log(1−1/α_f) − log α_f)/(α_f−1) must be > 0."""
     if policy == "declared":
         if filter_order is not None or planned_event is not None:
-            raise Invalid("filter_order and planned_event apply to policy 'filter' only; drop them or "
-                          "set policy to 'filter'")
+            raise Invalid(
+                "filter_order and planned_event apply to policy 'filter' only; drop them or "
+                "set policy to 'filter'"
+            )
         return Budget(float(epsilon), float(delta), "declared")
     if policy != "filter":
         raise Invalid(f"policy must be 'declared' or 'filter', got {policy!r}")
     if (filter_order is None) == (planned_event is None):
-        raise Invalid("policy 'filter' needs exactly one of filter_order (a Rényi order of the ledger's grid) "
-                      "or planned_event (the service picks the order minimising ε for it)")
+        raise Invalid(
+            "policy 'filter' needs exactly one of filter_order (a Rényi order of the ledger's grid) "
+            "or planned_event (the service picks the order minimising ε for it)"
+        )
     order = _filter_order(filter_order, planned_event, delta)
     fb = cv.filter_budget(epsilon, delta, order)
     if not fb > 0:
-        raise Invalid(f"the filter budget B(α_f) = ε − (log(1/δ) + (α_f−1)·log(1−1/α_f) − log α_f)/(α_f−1) "
-                      f"is {fb:.6g} ≤ 0 at α_f = {order:g} for ε = {epsilon:g}, δ = {delta:g}: raise ε or δ, "
-                      f"or choose another order")
+        raise Invalid(
+            f"the filter budget B(α_f) = ε − (log(1/δ) + (α_f−1)·log(1−1/α_f) − log α_f)/(α_f−1) "
+            f"is {fb:.6g} ≤ 0 at α_f = {order:g} for ε = {epsilon:g}, δ = {delta:g}: raise ε or δ, "
+            f"or choose another order"
+        )
     return Budget(float(epsilon), float(delta), "filter", order, fb)
 
 
@@ -50,8 +57,10 @@ def _filter_order(filter_order: float | None, planned_event: dict | None, delta:
     if filter_order is not None:
         i = cv.grid_index(filter_order)
         if i is None:
-            raise Invalid(f"filter_order {filter_order!r} is not an order of the ledger's grid (version "
-                          f"{cv.GRID_VERSION}); choose one of {cv.ORDERS.tolist()}")
+            raise Invalid(
+                f"filter_order {filter_order!r} is not an order of the ledger's grid (version "
+                f"{cv.GRID_VERSION}); choose one of {cv.ORDERS.tolist()}"
+            )
         return float(cv.ORDERS[i])
     if planned_event is None:
         raise Invalid("policy 'filter' needs filter_order or planned_event")
@@ -69,7 +78,9 @@ def event_cost(event: dict) -> np.ndarray:
     except accountant.AccountantError as exc:
         raise Invalid(str(exc)) from None
     if np.any(np.isnan(cost)) or np.any(cost < 0) or not np.any(np.isfinite(cost)):
-        raise Invalid("the event's RDP curve is unbounded at every order of the ledger's grid; it cannot be charged")
+        raise Invalid(
+            "the event's RDP curve is unbounded at every order of the ledger's grid; it cannot be charged"
+        )
     return cost
 
 
@@ -103,7 +114,9 @@ def put_user(db: Database, user_id: str, b: Budget) -> tuple[bool, UserStatus]:
     return created, get_user(db, user_id)
 
 
-def bulk_create_users(db: Database, user_ids: Sequence[str], b: Budget, on_conflict: str = "error") -> BulkResult:
+def bulk_create_users(
+    db: Database, user_ids: Sequence[str], b: Budget, on_conflict: str = "error"
+) -> BulkResult:
     """Create many users of one budget, all or nothing; they share one class."""
     names = list(dict.fromkeys(user_ids))
 

@@ -94,11 +94,14 @@ def change_members(db: Database, cohort_id: str, user_ids: Sequence[str], join: 
         return len(affected)
 
     changed = db.run_write(unit)
-    return MembersChange(cohort=get_cohort(db, cohort_id), joined=join, changed=changed,
-                         unchanged=len(names) - changed)
+    return MembersChange(
+        cohort=get_cohort(db, cohort_id), joined=join, changed=changed, unchanged=len(names) - changed
+    )
 
 
-def list_members(db: Database, cohort_id: str, limit: int = 100, offset: int = 0, history: bool = False) -> MemberPage:
+def list_members(
+    db: Database, cohort_id: str, limit: int = 100, offset: int = 0, history: bool = False
+) -> MemberPage:
     with db.read() as s:
         members = q.members(s, _pk(s, cohort_id), cohort_id, limit, offset, history)
     return MemberPage(cohort_id=cohort_id, limit=limit, offset=offset, members=members)
@@ -122,6 +125,12 @@ def cohort_history(db: Database, cohort_id: str, delta: float, limit: int = 500)
     for i in subsample(len(rows), limit):
         r = rows[i]
         st = cv.status(b, cv.from_bytes(r.cohort_cumulative))
-        points.append(HistoryPoint(charge_id=str(r.id), round=r.cohort_seq, at=utc(r.created_at),
-                                   spent=Spent(st.spent_epsilon, st.spent_order)))
+        points.append(
+            HistoryPoint(
+                charge_id=str(r.id),
+                round=r.cohort_seq,
+                at=utc(r.created_at),
+                spent=Spent(st.spent_epsilon, st.spent_order),
+            )
+        )
     return CohortHistory(cohort_id=cohort_id, delta=delta, rounds=len(rows), points=points)

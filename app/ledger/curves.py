@@ -105,7 +105,7 @@ def epsilon_at(budget: Budget, curve: np.ndarray) -> tuple[float, float | None]:
     conversion at α_f only. ε is +∞ when the curve is unbounded there; 0 for a zero curve."""
     if budget.policy == "filter":
         i = budget.filter_index()
-        eps = float(epsilon_vector(ORDERS[i:i + 1], curve[i:i + 1], budget.delta)[0]) if curve[i] else 0.0
+        eps = float(epsilon_vector(ORDERS[i : i + 1], curve[i : i + 1], budget.delta)[0]) if curve[i] else 0.0
         return (max(0.0, eps) if math.isfinite(eps) else math.inf), budget.alpha_f
     if not np.any(curve):
         return 0.0, None
@@ -132,7 +132,9 @@ def pick_filter_order(cost: np.ndarray, delta: float) -> float:
     the most room for the event under the filter (B(α) − cost(α)). With the clipped ε, a nearly free
     event ties at 0 everywhere and the first grid order won, whose B(α) is usually negative."""
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        conv = (math.log(1.0 / delta) + (ORDERS - 1.0) * np.log1p(-1.0 / ORDERS) - np.log(ORDERS)) / (ORDERS - 1.0)
+        conv = (math.log(1.0 / delta) + (ORDERS - 1.0) * np.log1p(-1.0 / ORDERS) - np.log(ORDERS)) / (
+            ORDERS - 1.0
+        )
     vec = np.where(np.isfinite(cost), cost + conv, np.inf)
     if not np.any(np.isfinite(vec)):
         raise ValueError("the planned event's curve is unbounded at every grid order")

@@ -33,8 +33,9 @@ class UnknownUsers(NotFound):
 
     def __init__(self, missing: Sequence[str], consequence: str, hint: str = ""):
         listed = list(missing[:MAX_LISTED])
-        super().__init__(f"unknown user(s) {listed}; {consequence}{hint}", unknown_users=listed,
-                         unknown_count=len(missing))
+        super().__init__(
+            f"unknown user(s) {listed}; {consequence}{hint}", unknown_users=listed, unknown_count=len(missing)
+        )
 
 
 class Conflict(LedgerError):
@@ -45,17 +46,23 @@ class UsersExist(Conflict):
     """Bulk creation with ``on_conflict='error'`` named existing users; nothing was created."""
 
     def __init__(self, existing: Sequence[str]):
-        super().__init__(f"{len(existing)} user(s) already exist; nothing was created (use on_conflict='skip' "
-                         "to create only the new ones)", existing_users=list(existing[:MAX_LISTED]),
-                         existing_count=len(existing))
+        super().__init__(
+            f"{len(existing)} user(s) already exist; nothing was created (use on_conflict='skip' "
+            "to create only the new ones)",
+            existing_users=list(existing[:MAX_LISTED]),
+            existing_count=len(existing),
+        )
 
 
 class IdempotencyConflict(Conflict):
     """An idempotency key already named a different request; nothing was charged."""
 
     def __init__(self, key: str):
-        super().__init__(f"idempotency key {key!r} was already used for a different request; nothing was charged. "
-                         "Use a new key for a new charge", status="conflict")
+        super().__init__(
+            f"idempotency key {key!r} was already used for a different request; nothing was charged. "
+            "Use a new key for a new charge",
+            status="conflict",
+        )
 
 
 class Invalid(LedgerError):
@@ -69,15 +76,32 @@ class Refused(LedgerError):
     order for explicit charges), ``refused_count`` (exact), ``cost`` and ``remaining`` (see
     :class:`app.ledger.records.RefusalCosts`)."""
 
-    def __init__(self, refused_users: Sequence[str], refused_count: int, cost: dict[str, Any] | None = None,
-                 remaining: dict[str, float] | None = None):
+    def __init__(
+        self,
+        refused_users: Sequence[str],
+        refused_count: int,
+        cost: dict[str, Any] | None = None,
+        remaining: dict[str, float] | None = None,
+    ):
         super().__init__(
             f"charge refused: {refused_count} user(s) cannot afford this event within their budget; nothing was "
             "recorded. Refusals depend only on the event's public parameters and the public budgets, never on data.",
-            status="refused", refused_users=list(refused_users[:MAX_LISTED]), refused_count=refused_count,
+            status="refused",
+            refused_users=list(refused_users[:MAX_LISTED]),
+            refused_count=refused_count,
             **({"cost": cost} if cost is not None else {}),
-            **({"remaining": remaining} if remaining is not None else {}))
+            **({"remaining": remaining} if remaining is not None else {}),
+        )
 
 
-__all__ = ["MAX_LISTED", "Conflict", "IdempotencyConflict", "Invalid", "LedgerError", "NotFound", "Refused",
-           "UnknownUsers", "UsersExist"]
+__all__ = [
+    "MAX_LISTED",
+    "Conflict",
+    "IdempotencyConflict",
+    "Invalid",
+    "LedgerError",
+    "NotFound",
+    "Refused",
+    "UnknownUsers",
+    "UsersExist",
+]

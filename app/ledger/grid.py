@@ -15,7 +15,9 @@ from app.ledger import repository as repo
 
 def stored_grids(s: Session) -> dict[int, np.ndarray]:
     """Every registered grid: version → orders."""
-    return {r.version: cv.from_bytes(r.orders) for r in s.execute(select(T_GRIDS.c.version, T_GRIDS.c.orders))}
+    return {
+        r.version: cv.from_bytes(r.orders) for r in s.execute(select(T_GRIDS.c.version, T_GRIDS.c.orders))
+    }
 
 
 def ensure_grid(s: Session) -> None:
@@ -26,28 +28,50 @@ def ensure_grid(s: Session) -> None:
     (:func:`project_curve`). Charge records keep their curves on the grid they were computed on."""
     row = s.execute(select(T_GRIDS.c.orders).where(T_GRIDS.c.version == cv.GRID_VERSION)).first()
     if row is None:
-        s.execute(insert(T_GRIDS).values(version=cv.GRID_VERSION, orders=cv.to_bytes(cv.ORDERS),
-                                         orders_json=json.dumps(cv.ORDERS.tolist()), created_at=repo.now()))
+        s.execute(
+            insert(T_GRIDS).values(
+                version=cv.GRID_VERSION,
+                orders=cv.to_bytes(cv.ORDERS),
+                orders_json=json.dumps(cv.ORDERS.tolist()),
+                created_at=repo.now(),
+            )
+        )
     elif not np.array_equal(cv.from_bytes(row.orders), cv.ORDERS):
-        raise RuntimeError(f"order grid version {cv.GRID_VERSION} in the database differs from the code's grid; "
-                           "a changed grid needs a new DEFAULT_GRID_VERSION")
+        raise RuntimeError(
+            f"order grid version {cv.GRID_VERSION} in the database differs from the code's grid; "
+            "a changed grid needs a new DEFAULT_GRID_VERSION"
+        )
     grids = stored_grids(s)
     moved = []
     for c in repo.classes_not_on_grid(s, cv.GRID_VERSION):
         b = c.budget
         if b.policy == "filter" and cv.grid_index(b.alpha_f) is None:
-            raise RuntimeError(f"filter order {b.filter_order} of a budget class is not on the new grid "
-                               f"(version {cv.GRID_VERSION}); keep it in the new grid")
+            raise RuntimeError(
+                f"filter order {b.filter_order} of a budget class is not on the new grid "
+                f"(version {cv.GRID_VERSION}); keep it in the new grid"
+            )
         spent = project_curve(grids[c.grid_version], c.spent)
         moved.append(c.with_spent(spent, cv.status(b, spent), grid_version=cv.GRID_VERSION))
     for c in moved:
-        repo.update_class(s, c, ("spent", "grid_version", "spent_epsilon", "spent_order", "remaining_epsilon",
-                                 "remaining_fraction"))
+        repo.update_class(
+            s,
+            c,
+            (
+                "spent",
+                "grid_version",
+                "spent_epsilon",
+                "spent_order",
+                "remaining_epsilon",
+                "remaining_fraction",
+            ),
+        )
     for co in repo.cohorts_not_on_grid(s, cv.GRID_VERSION):
         repo.update_cohort_curves(s, co, project_curve(grids[co.grid_version], co.cumulative))
 
 
-def project_curve(old_orders: np.ndarray, curve: np.ndarray, new_orders: np.ndarray | None = None) -> np.ndarray:
+def project_curve(
+    old_orders: np.ndarray, curve: np.ndarray, new_orders: np.ndarray | None = None
+) -> np.ndarray:
     """A valid upper bound on the current grid of an RDP curve known on ``old_orders``: convexity of
     (α−1)ε(α) and monotonicity of ε(α) between known orders, ε(α_min) below, +∞ above the largest
     finite order (``accountant.composition.curve_from_points``), rounded up."""

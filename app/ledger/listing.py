@@ -32,7 +32,11 @@ from app.ledger.records import CohortInfo, CohortRow, Page, UserStatus
 from app.ledger.sql import prefix_range, snapshot, unindexed
 
 #: sort names → the class column they order by (``user_id`` orders the users themselves)
-CLASS_KEYS = {"remaining": C.c.remaining_epsilon, "spent": C.c.spent_epsilon, "last_charge": C.c.last_charge_at}
+CLASS_KEYS = {
+    "remaining": C.c.remaining_epsilon,
+    "spent": C.c.spent_epsilon,
+    "last_charge": C.c.last_charge_at,
+}
 Sort = Literal["user_id", "remaining", "-remaining", "spent", "-spent", "last_charge", "-last_charge"]
 SORTS: tuple[str, ...] = get_args(Sort)
 
@@ -79,7 +83,9 @@ def _total(s: Session, f: UserFilter, *, on_classes: bool = True) -> int:
 SPARSE = 20
 
 
-def list_users(db: Database, f: UserFilter, sort: str = "user_id", limit: int = 50, offset: int = 0) -> Page[UserStatus]:
+def list_users(
+    db: Database, f: UserFilter, sort: str = "user_id", limit: int = 50, offset: int = 0
+) -> Page[UserStatus]:
     """One page of the users matching ``f`` in the order ``sort`` (one of :data:`SORTS`)."""
     if sort not in SORTS:
         raise ValueError(f"sort must be one of {SORTS}")
@@ -114,11 +120,17 @@ def _by_user_id(s: Session, f: UserFilter, total: int, limit: int, offset: int) 
     return _statuses(s, stmt.where(*f.on_classes()).order_by(U.c.user_id))
 
 
-def _classes_in_order(s: Session, f: UserFilter, key: Any, desc: bool) -> Generator[tuple[int, int], None, None]:
+def _classes_in_order(
+    s: Session, f: UserFilter, key: Any, desc: bool
+) -> Generator[tuple[int, int], None, None]:
     """(class id, matching users) of the matching classes in listing order, streamed."""
     if f.prefix:
-        counts = (select(U.c.class_id, func.count().label("n")).where(f.on_users()).group_by(U.c.class_id)
-                  .subquery())
+        counts = (
+            select(U.c.class_id, func.count().label("n"))
+            .where(f.on_users())
+            .group_by(U.c.class_id)
+            .subquery()
+        )
         stmt = select(C.c.id, counts.c.n).join(counts, counts.c.class_id == C.c.id)
     else:
         stmt = select(C.c.id, C.c.n_users)
@@ -167,8 +179,9 @@ def _users_of(s: Session, f: UserFilter, window: list[_Slice], desc: bool) -> li
     whole = [w.class_id for w in window if w.whole]
     by_class: dict[int, list[UserStatus]] = {}
     if whole:
-        rows = s.execute(_base(f).add_columns(U.c.class_id).where(U.c.class_id.in_(whole))
-                         .order_by(U.c.class_id, order)).mappings()
+        rows = s.execute(
+            _base(f).add_columns(U.c.class_id).where(U.c.class_id.in_(whole)).order_by(U.c.class_id, order)
+        ).mappings()
         for r in rows:
             by_class.setdefault(r["class_id"], []).append(q.user_status_of(r))
     for w in window:
@@ -183,7 +196,9 @@ def list_cohorts(db: Database, prefix: str = "", limit: int = 50, offset: int = 
     cond = prefix_range(CO.c.cohort_id, prefix)
     with db.read() as s:
         snapshot(s, db)
-        rows = s.execute(select(CO).where(cond).order_by(CO.c.cohort_id).limit(limit).offset(offset)).mappings()
+        rows = s.execute(
+            select(CO).where(cond).order_by(CO.c.cohort_id).limit(limit).offset(offset)
+        ).mappings()
         items = [q.cohort_info(CohortRow.from_row(r)) for r in rows]
         total = int(s.execute(select(func.count()).select_from(CO).where(cond)).scalar_one())
     return Page(items=items, total=total, limit=limit, offset=offset)

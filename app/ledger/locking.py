@@ -49,8 +49,9 @@ class LockedUsers:
         return out
 
 
-def lock_users_classes(s: Session, db: Database, users: dict[str, tuple[int, int]],
-                       exclusive_cohort: int | None = None) -> LockedUsers:
+def lock_users_classes(
+    s: Session, db: Database, users: dict[str, tuple[int, int]], exclusive_cohort: int | None = None
+) -> LockedUsers:
     """Lock the classes of ``users`` (external id → (pk, class id) as first read) and their cohorts.
 
     PostgreSQL: the cohorts of the users' classes are locked (share; ``exclusive_cohort``

@@ -33,9 +33,22 @@ from app.ledger.records import (
 
 # ---------------------------------------------------------------------------------------------- users
 
-USER_STATUS_COLS = (T_USERS.c.user_id, T_USERS.c.created_at, T_USERS.c.updated_at, C.c.epsilon, C.c.delta,
-                    C.c.policy, C.c.filter_order, C.c.filter_budget, C.c.spent_epsilon, C.c.spent_order,
-                    C.c.remaining_epsilon, C.c.n_charges, C.c.grid_version, C.c.last_charge_at)
+USER_STATUS_COLS = (
+    T_USERS.c.user_id,
+    T_USERS.c.created_at,
+    T_USERS.c.updated_at,
+    C.c.epsilon,
+    C.c.delta,
+    C.c.policy,
+    C.c.filter_order,
+    C.c.filter_budget,
+    C.c.spent_epsilon,
+    C.c.spent_order,
+    C.c.remaining_epsilon,
+    C.c.n_charges,
+    C.c.grid_version,
+    C.c.last_charge_at,
+)
 
 
 def budget_of(r: RowMapping | Any) -> Budget:
@@ -44,31 +57,64 @@ def budget_of(r: RowMapping | Any) -> Budget:
 
 def user_status_of(r: RowMapping) -> UserStatus:
     """A row of :data:`USER_STATUS_COLS` (users joined with their classes) as a status."""
-    return UserStatus(user_id=r["user_id"], budget=budget_of(r), spent=Spent(r["spent_epsilon"], r["spent_order"]),
-                      remaining_epsilon=r["remaining_epsilon"], charges=int(r["n_charges"]),
-                      grid_version=r["grid_version"], created_at=utc(r["created_at"]),
-                      updated_at=utc(r["updated_at"]), last_charge_at=utc(r["last_charge_at"]))
+    return UserStatus(
+        user_id=r["user_id"],
+        budget=budget_of(r),
+        spent=Spent(r["spent_epsilon"], r["spent_order"]),
+        remaining_epsilon=r["remaining_epsilon"],
+        charges=int(r["n_charges"]),
+        grid_version=r["grid_version"],
+        created_at=utc(r["created_at"]),
+        updated_at=utc(r["updated_at"]),
+        last_charge_at=utc(r["last_charge_at"]),
+    )
 
 
 def user_status(s: Session, user_id: str) -> UserStatus | None:
-    r = s.execute(select(*USER_STATUS_COLS).join(C, C.c.id == T_USERS.c.class_id)
-                  .where(T_USERS.c.user_id == user_id)).mappings().first()
+    r = (
+        s.execute(
+            select(*USER_STATUS_COLS)
+            .join(C, C.c.id == T_USERS.c.class_id)
+            .where(T_USERS.c.user_id == user_id)
+        )
+        .mappings()
+        .first()
+    )
     return user_status_of(r) if r is not None else None
 
 
 def exhaustion(s: Session, limit: int) -> list[ExhaustionEntry]:
     """The users of the classes with the smallest remaining fraction, at most ``limit``."""
     out: list[ExhaustionEntry] = []
-    classes = s.execute(select(C).where(C.c.n_users > 0).order_by(C.c.remaining_fraction, C.c.id)
-                        .limit(limit)).mappings().all()
+    classes = (
+        s.execute(select(C).where(C.c.n_users > 0).order_by(C.c.remaining_fraction, C.c.id).limit(limit))
+        .mappings()
+        .all()
+    )
     for c in classes:
         if len(out) >= limit:
             break
-        names = s.execute(select(T_USERS.c.user_id).where(T_USERS.c.class_id == c["id"])
-                          .order_by(T_USERS.c.id).limit(limit - len(out))).scalars().all()
-        out += [ExhaustionEntry(user_id=n, budget=budget_of(c), spent=Spent(c["spent_epsilon"], c["spent_order"]),
-                                remaining_epsilon=c["remaining_epsilon"], remaining_fraction=c["remaining_fraction"],
-                                charges=int(c["n_charges"])) for n in names]
+        names = (
+            s.execute(
+                select(T_USERS.c.user_id)
+                .where(T_USERS.c.class_id == c["id"])
+                .order_by(T_USERS.c.id)
+                .limit(limit - len(out))
+            )
+            .scalars()
+            .all()
+        )
+        out += [
+            ExhaustionEntry(
+                user_id=n,
+                budget=budget_of(c),
+                spent=Spent(c["spent_epsilon"], c["spent_order"]),
+                remaining_epsilon=c["remaining_epsilon"],
+                remaining_fraction=c["remaining_fraction"],
+                charges=int(c["n_charges"]),
+            )
+            for n in names
+        ]
     return out
 
 
@@ -78,32 +124,67 @@ def exhaustion(s: Session, limit: int) -> list[ExhaustionEntry]:
 def user_charges_subquery(user_pk: int, cols: Sequence[Any]) -> Subquery:
     """The charges that reached a user: explicit charges naming it, and the cohort rounds in
     (join_seq, leave_seq] of each of its memberships."""
-    explicit = (select(*cols).select_from(T_CHARGES.join(T_CHARGE_USERS, T_CHARGE_USERS.c.charge_id == T_CHARGES.c.id))
-                .where(T_CHARGE_USERS.c.user_pk == user_pk))
+    explicit = (
+        select(*cols)
+        .select_from(T_CHARGES.join(T_CHARGE_USERS, T_CHARGE_USERS.c.charge_id == T_CHARGES.c.id))
+        .where(T_CHARGE_USERS.c.user_pk == user_pk)
+    )
     m = T_MEMBERSHIPS
-    via_cohort = (select(*cols).select_from(T_CHARGES.join(m, and_(
-        m.c.cohort_id == T_CHARGES.c.cohort_id, T_CHARGES.c.cohort_seq > m.c.join_seq,
-        or_(m.c.leave_seq.is_(None), T_CHARGES.c.cohort_seq <= m.c.leave_seq))))
-        .where(m.c.user_pk == user_pk))
+    via_cohort = (
+        select(*cols)
+        .select_from(
+            T_CHARGES.join(
+                m,
+                and_(
+                    m.c.cohort_id == T_CHARGES.c.cohort_id,
+                    T_CHARGES.c.cohort_seq > m.c.join_seq,
+                    or_(m.c.leave_seq.is_(None), T_CHARGES.c.cohort_seq <= m.c.leave_seq),
+                ),
+            )
+        )
+        .where(m.c.user_pk == user_pk)
+    )
     return union_all(explicit, via_cohort).subquery()
 
 
 def user_charges(s: Session, user_pk: int, limit: int, offset: int) -> tuple[int, list[ChargeEntry]]:
     """(total, the charges at [offset, offset + limit)), oldest first."""
     c = T_CHARGES.c
-    cols = (c.id, c.idempotency_key, c.event, c.grid_version, c.cohort_id, c.cohort_seq, c.n_users,
-            c.actor_name, c.actor_role, c.created_at)
+    cols = (
+        c.id,
+        c.idempotency_key,
+        c.event,
+        c.grid_version,
+        c.cohort_id,
+        c.cohort_seq,
+        c.n_users,
+        c.actor_name,
+        c.actor_role,
+        c.created_at,
+    )
     sq = user_charges_subquery(user_pk, cols)
     total = s.execute(select(func.count()).select_from(sq)).scalar_one()
     rows = s.execute(select(sq).order_by(sq.c.id).limit(limit).offset(offset)).mappings().all()
     cids = {r["cohort_id"] for r in rows if r["cohort_id"] is not None}
-    names = dict(s.execute(select(T_COHORTS.c.id, T_COHORTS.c.cohort_id).where(T_COHORTS.c.id.in_(cids))).all()) \
-        if cids else {}
-    return int(total), [ChargeEntry(
-        charge_id=str(r["id"]), event=json.loads(r["event"]), idempotency_key=r["idempotency_key"],
-        cohort=names.get(r["cohort_id"]), cohort_round=r["cohort_seq"], users=int(r["n_users"]),
-        grid_version=r["grid_version"], charged_by=Actor(r["actor_name"], r["actor_role"]),
-        created_at=utc(r["created_at"])) for r in rows]
+    names = (
+        dict(s.execute(select(T_COHORTS.c.id, T_COHORTS.c.cohort_id).where(T_COHORTS.c.id.in_(cids))).all())
+        if cids
+        else {}
+    )
+    return int(total), [
+        ChargeEntry(
+            charge_id=str(r["id"]),
+            event=json.loads(r["event"]),
+            idempotency_key=r["idempotency_key"],
+            cohort=names.get(r["cohort_id"]),
+            cohort_round=r["cohort_seq"],
+            users=int(r["n_users"]),
+            grid_version=r["grid_version"],
+            charged_by=Actor(r["actor_name"], r["actor_role"]),
+            created_at=utc(r["created_at"]),
+        )
+        for r in rows
+    ]
 
 
 def user_curves(s: Session, user_pk: int) -> list[tuple[int, Any, np.ndarray]]:
@@ -113,42 +194,86 @@ def user_curves(s: Session, user_pk: int) -> list[tuple[int, Any, np.ndarray]]:
     sq = user_charges_subquery(user_pk, (c.id, c.created_at, c.curve, c.grid_version))
     rows = s.execute(select(sq).order_by(sq.c.id)).all()
     grids = stored_grids(s) if any(r.grid_version != cv.GRID_VERSION for r in rows) else {}
-    return [(r.id, utc(r.created_at), cv.from_bytes(r.curve) if r.grid_version == cv.GRID_VERSION
-             else project_curve(grids[r.grid_version], cv.from_bytes(r.curve))) for r in rows]
+    return [
+        (
+            r.id,
+            utc(r.created_at),
+            cv.from_bytes(r.curve)
+            if r.grid_version == cv.GRID_VERSION
+            else project_curve(grids[r.grid_version], cv.from_bytes(r.curve)),
+        )
+        for r in rows
+    ]
 
 
 def cohort_rounds(s: Session, cohort_pk: int) -> list[Any]:
     """(id, cohort_seq, created_at, cohort_cumulative) of a cohort's rounds in order."""
-    return list(s.execute(select(T_CHARGES.c.id, T_CHARGES.c.cohort_seq, T_CHARGES.c.created_at,
-                                 T_CHARGES.c.cohort_cumulative)
-                          .where(T_CHARGES.c.cohort_id == cohort_pk).order_by(T_CHARGES.c.cohort_seq)).all())
+    return list(
+        s.execute(
+            select(
+                T_CHARGES.c.id, T_CHARGES.c.cohort_seq, T_CHARGES.c.created_at, T_CHARGES.c.cohort_cumulative
+            )
+            .where(T_CHARGES.c.cohort_id == cohort_pk)
+            .order_by(T_CHARGES.c.cohort_seq)
+        ).all()
+    )
 
 
 # ---------------------------------------------------------------------------------------------- cohorts
 
 
 def cohort_info(co: CohortRow) -> CohortInfo:
-    return CohortInfo(cohort_id=co.cohort_id, description=co.description, members=co.n_members, rounds=co.seq,
-                      grid_version=co.grid_version, created_at=co.created_at)
+    return CohortInfo(
+        cohort_id=co.cohort_id,
+        description=co.description,
+        members=co.n_members,
+        rounds=co.seq,
+        grid_version=co.grid_version,
+        created_at=co.created_at,
+    )
 
 
-def members(s: Session, cohort_pk: int, cohort_id: str, limit: int, offset: int, history: bool) -> list[Membership]:
+def members(
+    s: Session, cohort_pk: int, cohort_id: str, limit: int, offset: int, history: bool
+) -> list[Membership]:
     m = T_MEMBERSHIPS
-    q = (select(T_USERS.c.user_id, m.c.join_seq, m.c.leave_seq, m.c.joined_at, m.c.left_at)
-         .join(T_USERS, T_USERS.c.id == m.c.user_pk).where(m.c.cohort_id == cohort_pk))
+    q = (
+        select(T_USERS.c.user_id, m.c.join_seq, m.c.leave_seq, m.c.joined_at, m.c.left_at)
+        .join(T_USERS, T_USERS.c.id == m.c.user_pk)
+        .where(m.c.cohort_id == cohort_pk)
+    )
     if not history:
         q = q.where(m.c.leave_seq.is_(None))
     rows = s.execute(q.order_by(m.c.id).limit(limit).offset(offset)).all()
-    return [Membership(user_id=r.user_id, cohort_id=cohort_id, joined_after_round=r.join_seq,
-                       left_after_round=r.leave_seq, joined_at=utc(r.joined_at), left_at=utc(r.left_at))
-            for r in rows]
+    return [
+        Membership(
+            user_id=r.user_id,
+            cohort_id=cohort_id,
+            joined_after_round=r.join_seq,
+            left_after_round=r.leave_seq,
+            joined_at=utc(r.joined_at),
+            left_at=utc(r.left_at),
+        )
+        for r in rows
+    ]
 
 
 def memberships_of(s: Session, user_pk: int, user_id: str) -> list[Membership]:
     m = T_MEMBERSHIPS
-    rows = s.execute(select(T_COHORTS.c.cohort_id, m.c.join_seq, m.c.leave_seq, m.c.joined_at, m.c.left_at)
-                     .join(T_COHORTS, T_COHORTS.c.id == m.c.cohort_id).where(m.c.user_pk == user_pk)
-                     .order_by(m.c.id)).all()
-    return [Membership(user_id=user_id, cohort_id=r.cohort_id, joined_after_round=r.join_seq,
-                       left_after_round=r.leave_seq, joined_at=utc(r.joined_at), left_at=utc(r.left_at))
-            for r in rows]
+    rows = s.execute(
+        select(T_COHORTS.c.cohort_id, m.c.join_seq, m.c.leave_seq, m.c.joined_at, m.c.left_at)
+        .join(T_COHORTS, T_COHORTS.c.id == m.c.cohort_id)
+        .where(m.c.user_pk == user_pk)
+        .order_by(m.c.id)
+    ).all()
+    return [
+        Membership(
+            user_id=user_id,
+            cohort_id=r.cohort_id,
+            joined_after_round=r.join_seq,
+            left_after_round=r.leave_seq,
+            joined_at=utc(r.joined_at),
+            left_at=utc(r.left_at),
+        )
+        for r in rows
+    ]

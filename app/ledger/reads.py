@@ -64,10 +64,18 @@ def recompute_user(db: Database, user_id: str) -> Audit:
     with np.errstate(invalid="ignore"):
         rel = np.where(recomputed > 0, (running - recomputed) / np.where(recomputed > 0, recomputed, 1), 0.0)
     excess = float(np.nanmax(np.where(np.isfinite(rel), rel, 0.0))) if rel.size else 0.0
-    return Audit(user_id=user_id, orders=cv.ORDERS.copy(), running=running, recomputed=recomputed,
-                 running_not_below_recomputed=ok, max_relative_excess=excess, charges_in_log=len(curves),
-                 charges_counted=c.n_charges, recomputed_spent=Spent(st.spent_epsilon, st.spent_order),
-                 budget=c.budget)
+    return Audit(
+        user_id=user_id,
+        orders=cv.ORDERS.copy(),
+        running=running,
+        recomputed=recomputed,
+        running_not_below_recomputed=ok,
+        max_relative_excess=excess,
+        charges_in_log=len(curves),
+        charges_counted=c.n_charges,
+        recomputed_spent=Spent(st.spent_epsilon, st.spent_order),
+        budget=c.budget,
+    )
 
 
 def subsample(n: int, limit: int) -> list[int]:
@@ -91,13 +99,18 @@ def user_history(db: Database, user_id: str, limit: int = 500) -> UserHistory:
     points = []
     for i in subsample(len(curves), limit):
         st = cv.status(b, cum[i])
-        points.append(HistoryPoint(charge_id=str(curves[i][0]), at=curves[i][1], charges=i + 1,
-                                   spent=Spent(st.spent_epsilon, st.spent_order),
-                                   remaining_epsilon=st.remaining_epsilon))
+        points.append(
+            HistoryPoint(
+                charge_id=str(curves[i][0]),
+                at=curves[i][1],
+                charges=i + 1,
+                spent=Spent(st.spent_epsilon, st.spent_order),
+                remaining_epsilon=st.remaining_epsilon,
+            )
+        )
     return UserHistory(user_id=user_id, budget=b, charges=len(curves), points=points)
 
 
 def nearest_exhaustion(db: Database, limit: int = 20) -> list[ExhaustionEntry]:
     with db.read() as s:
         return q.exhaustion(s, limit)
-

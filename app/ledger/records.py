@@ -105,14 +105,26 @@ class ClassRow:
 
     def with_spent(self, spent: np.ndarray, st: Status, **changes: Any) -> ClassRow:
         """This class after its spent curve became ``spent`` (with status ``st``)."""
-        return dataclasses.replace(self, spent=spent, spent_epsilon=st.spent_epsilon, spent_order=st.spent_order,
-                                   remaining_epsilon=st.remaining_epsilon, remaining_fraction=st.remaining_fraction,
-                                   **changes)
+        return dataclasses.replace(
+            self,
+            spent=spent,
+            spent_epsilon=st.spent_epsilon,
+            spent_order=st.spent_order,
+            remaining_epsilon=st.remaining_epsilon,
+            remaining_fraction=st.remaining_fraction,
+            **changes,
+        )
 
     def with_budget(self, b: Budget) -> ClassRow:
         """This class under budget ``b`` (same spent curve, status recomputed)."""
-        moved = dataclasses.replace(self, epsilon=b.epsilon, delta=b.delta, policy=b.policy,
-                                    filter_order=b.filter_order, filter_budget=b.filter_budget)
+        moved = dataclasses.replace(
+            self,
+            epsilon=b.epsilon,
+            delta=b.delta,
+            policy=b.policy,
+            filter_order=b.filter_order,
+            filter_budget=b.filter_budget,
+        )
         return moved.with_spent(self.spent, cv.status(b, self.spent))
 
 
@@ -129,9 +141,16 @@ class CohortRow:
 
     @classmethod
     def from_row(cls, m: Mapping[Any, Any]) -> CohortRow:
-        return cls(id=m["id"], cohort_id=m["cohort_id"], description=m["description"], seq=int(m["seq"]),
-                   grid_version=m["grid_version"], cumulative=cv.from_bytes(m["cumulative"]),
-                   n_members=int(m["n_members"]), created_at=utc(m["created_at"]))
+        return cls(
+            id=m["id"],
+            cohort_id=m["cohort_id"],
+            description=m["description"],
+            seq=int(m["seq"]),
+            grid_version=m["grid_version"],
+            cumulative=cv.from_bytes(m["cumulative"]),
+            n_members=int(m["n_members"]),
+            created_at=utc(m["created_at"]),
+        )
 
 
 # ---------------------------------------------------------------------------------------------- results

@@ -71,8 +71,13 @@ def insert_user(s: Session, user_id: str, class_id: int) -> None:
 
 def insert_users(s: Session, db: Database, names: Sequence[str], class_id: int) -> None:
     ts = now()
-    insert_rows(s, db, T_USERS, [{"user_id": u, "class_id": class_id, "created_at": ts, "updated_at": ts}
-                                 for u in names], chunk=20000)
+    insert_rows(
+        s,
+        db,
+        T_USERS,
+        [{"user_id": u, "class_id": class_id, "created_at": ts, "updated_at": ts} for u in names],
+        chunk=20000,
+    )
 
 
 def touch_user(s: Session, pk: int) -> None:
@@ -90,13 +95,20 @@ def move_users(s: Session, moves: dict[int, list[int]]) -> None:
         for ch in chunks(sorted(pks), 5000):
             s.execute(q.values(class_id=tid), {"ids": list(ch)})
     if singles:
-        s.execute(update(T_USERS).where(T_USERS.c.id == bindparam("_pk")).values(class_id=bindparam("_cid")), singles)
+        s.execute(
+            update(T_USERS).where(T_USERS.c.id == bindparam("_pk")).values(class_id=bindparam("_cid")),
+            singles,
+        )
 
 
 def user_names_in_classes(s: Session, class_ids: Sequence[int], limit: int) -> list[tuple[str, int]]:
     """(user id, class id) of the first ``limit`` users (by pk) of these classes."""
-    rows = s.execute(select(T_USERS.c.user_id, T_USERS.c.class_id).where(T_USERS.c.class_id.in_(list(class_ids)))
-                     .order_by(T_USERS.c.id).limit(limit))
+    rows = s.execute(
+        select(T_USERS.c.user_id, T_USERS.c.class_id)
+        .where(T_USERS.c.class_id.in_(list(class_ids)))
+        .order_by(T_USERS.c.id)
+        .limit(limit)
+    )
     return [(r.user_id, r.class_id) for r in rows]
 
 
@@ -106,7 +118,9 @@ def user_names_in_classes(s: Session, class_ids: Sequence[int], limit: int) -> l
 def cohorts_of(s: Session, class_ids: Iterable[int]) -> dict[int, set[int]]:
     """Class id → the cohort pks it is a member of."""
     out: dict[int, set[int]] = defaultdict(set)
-    q = select(T_CLASS_COHORTS.c.class_id, T_CLASS_COHORTS.c.cohort_id).where(T_CLASS_COHORTS.c.class_id.in_(ids("ids")))
+    q = select(T_CLASS_COHORTS.c.class_id, T_CLASS_COHORTS.c.cohort_id).where(
+        T_CLASS_COHORTS.c.class_id.in_(ids("ids"))
+    )
     for ch in chunks(sorted(set(class_ids))):
         for r in s.execute(q, {"ids": list(ch)}):
             out[r.class_id].add(r.cohort_id)
@@ -162,12 +176,28 @@ def insert_classes(s: Session, rows: Sequence[ClassRow]) -> list[int]:
 
 
 #: what a transition or a charge may change on a class
-MUTABLE = ("signature", "epsilon", "delta", "policy", "filter_order", "filter_budget", "grid_version", "spent",
-           "n_charges", "spent_epsilon", "spent_order", "remaining_epsilon", "remaining_fraction", "last_charge_at",
-           "updated_at")
+MUTABLE = (
+    "signature",
+    "epsilon",
+    "delta",
+    "policy",
+    "filter_order",
+    "filter_budget",
+    "grid_version",
+    "spent",
+    "n_charges",
+    "spent_epsilon",
+    "spent_order",
+    "remaining_epsilon",
+    "remaining_fraction",
+    "last_charge_at",
+    "updated_at",
+)
 
 
-def update_classes(s: Session, db: Database, rows: Sequence[ClassRow], columns: Sequence[str] = MUTABLE) -> None:
+def update_classes(
+    s: Session, db: Database, rows: Sequence[ClassRow], columns: Sequence[str] = MUTABLE
+) -> None:
     """Write ``columns`` of each row's state to its class."""
     out = []
     for r in rows:
@@ -185,8 +215,12 @@ def update_class(s: Session, row: ClassRow, columns: Sequence[str]) -> None:
 def add_class_sizes(s: Session, deltas: dict[int, int]) -> None:
     rows = [{"_id": cid, "_d": d} for cid, d in deltas.items() if d]
     if rows:
-        s.execute(update(T_CLASSES).where(T_CLASSES.c.id == bindparam("_id"))
-                  .values(n_users=T_CLASSES.c.n_users + bindparam("_d")), rows)
+        s.execute(
+            update(T_CLASSES)
+            .where(T_CLASSES.c.id == bindparam("_id"))
+            .values(n_users=T_CLASSES.c.n_users + bindparam("_d")),
+            rows,
+        )
 
 
 def delete_classes(s: Session, class_ids: Iterable[int]) -> None:
@@ -202,8 +236,11 @@ def link_class_cohorts(s: Session, pairs: Sequence[tuple[int, int]]) -> None:
 
 def unlink_class_cohorts(s: Session, pairs: Sequence[tuple[int, int]]) -> None:
     for cid, co in pairs:
-        s.execute(delete(T_CLASS_COHORTS).where(and_(T_CLASS_COHORTS.c.class_id == cid,
-                                                     T_CLASS_COHORTS.c.cohort_id == co)))
+        s.execute(
+            delete(T_CLASS_COHORTS).where(
+                and_(T_CLASS_COHORTS.c.class_id == cid, T_CLASS_COHORTS.c.cohort_id == co)
+            )
+        )
 
 
 # ---------------------------------------------------------------------------------------------- cohorts
@@ -226,33 +263,56 @@ def lock_cohort_rows(s: Session, db: Database, exclusive: set[int], shared: set[
     if db.is_sqlite:
         return
     for cid in sorted(exclusive | shared):
-        s.execute(locked(select(T_COHORTS.c.id).where(T_COHORTS.c.id == cid), db, shared=cid not in exclusive)).all()
+        s.execute(
+            locked(select(T_COHORTS.c.id).where(T_COHORTS.c.id == cid), db, shared=cid not in exclusive)
+        ).all()
 
 
 def cohort_classes(s: Session, db: Database, cohort_pk_: int) -> list[ClassRow]:
     """The classes of a cohort in id order, locked."""
-    q = (select(T_CLASSES).join(T_CLASS_COHORTS, T_CLASS_COHORTS.c.class_id == T_CLASSES.c.id)
-         .where(T_CLASS_COHORTS.c.cohort_id == cohort_pk_).order_by(T_CLASSES.c.id))
+    q = (
+        select(T_CLASSES)
+        .join(T_CLASS_COHORTS, T_CLASS_COHORTS.c.class_id == T_CLASSES.c.id)
+        .where(T_CLASS_COHORTS.c.cohort_id == cohort_pk_)
+        .order_by(T_CLASSES.c.id)
+    )
     return [ClassRow.from_row(r) for r in s.execute(locked(q, db, of=T_CLASSES)).mappings()]
 
 
 def insert_cohort(s: Session, cohort_id: str, description: str | None) -> None:
-    s.execute(insert(T_COHORTS).values(cohort_id=cohort_id, description=description, seq=0,
-                                       grid_version=cv.GRID_VERSION, cumulative=cv.to_bytes(cv.zeros()),
-                                       n_members=0, created_at=now()))
+    s.execute(
+        insert(T_COHORTS).values(
+            cohort_id=cohort_id,
+            description=description,
+            seq=0,
+            grid_version=cv.GRID_VERSION,
+            cumulative=cv.to_bytes(cv.zeros()),
+            n_members=0,
+            created_at=now(),
+        )
+    )
 
 
 def advance_cohort(s: Session, cohort: CohortRow, seq: int, cumulative: Any) -> None:
-    s.execute(update(T_COHORTS).where(T_COHORTS.c.id == cohort.id).values(seq=seq, cumulative=cv.to_bytes(cumulative)))
+    s.execute(
+        update(T_COHORTS)
+        .where(T_COHORTS.c.id == cohort.id)
+        .values(seq=seq, cumulative=cv.to_bytes(cumulative))
+    )
 
 
 def add_cohort_members_count(s: Session, cohort_pk_: int, delta: int) -> None:
-    s.execute(update(T_COHORTS).where(T_COHORTS.c.id == cohort_pk_).values(n_members=T_COHORTS.c.n_members + delta))
+    s.execute(
+        update(T_COHORTS).where(T_COHORTS.c.id == cohort_pk_).values(n_members=T_COHORTS.c.n_members + delta)
+    )
 
 
 def update_cohort_curves(s: Session, cohort: CohortRow, cumulative: Any) -> None:
-    s.execute(update(T_COHORTS).where(T_COHORTS.c.id == cohort.id)
-              .values(cumulative=cv.to_bytes(cumulative), grid_version=cv.GRID_VERSION))
+    s.execute(
+        update(T_COHORTS)
+        .where(T_COHORTS.c.id == cohort.id)
+        .values(cumulative=cv.to_bytes(cumulative), grid_version=cv.GRID_VERSION)
+    )
 
 
 def cohorts_not_on_grid(s: Session, version: int) -> list[CohortRow]:
@@ -262,15 +322,23 @@ def cohorts_not_on_grid(s: Session, version: int) -> list[CohortRow]:
 
 def open_memberships(s: Session, db: Database, cohort_pk_: int, user_pks: Sequence[int], seq: int) -> None:
     ts = now()
-    insert_rows(s, db, T_MEMBERSHIPS, [{"cohort_id": cohort_pk_, "user_pk": pk, "join_seq": seq, "joined_at": ts}
-                                       for pk in user_pks], chunk=20000)
+    insert_rows(
+        s,
+        db,
+        T_MEMBERSHIPS,
+        [{"cohort_id": cohort_pk_, "user_pk": pk, "join_seq": seq, "joined_at": ts} for pk in user_pks],
+        chunk=20000,
+    )
 
 
 def close_memberships(s: Session, cohort_pk_: int, user_pks: Sequence[int], seq: int) -> None:
     m, ts = T_MEMBERSHIPS, now()
     for ch in chunks(list(user_pks), 5000):
-        s.execute(update(m).where(and_(m.c.cohort_id == cohort_pk_, m.c.user_pk.in_(ch), m.c.leave_seq.is_(None)))
-                  .values(leave_seq=seq, left_at=ts))
+        s.execute(
+            update(m)
+            .where(and_(m.c.cohort_id == cohort_pk_, m.c.user_pk.in_(ch), m.c.leave_seq.is_(None)))
+            .values(leave_seq=seq, left_at=ts)
+        )
 
 
 # ---------------------------------------------------------------------------------------------- charges
@@ -278,25 +346,58 @@ def close_memberships(s: Session, cohort_pk_: int, user_pks: Sequence[int], seq:
 
 def charge_by_key(s: Session, key: str) -> Row | None:
     """(id, request_hash, response) of the charge recorded under an idempotency key."""
-    return s.execute(select(T_CHARGES.c.id, T_CHARGES.c.request_hash, T_CHARGES.c.response)
-                     .where(T_CHARGES.c.idempotency_key == key)).first()
+    return s.execute(
+        select(T_CHARGES.c.id, T_CHARGES.c.request_hash, T_CHARGES.c.response).where(
+            T_CHARGES.c.idempotency_key == key
+        )
+    ).first()
 
 
-def insert_charge(s: Session, *, key: str | None, req_hash: str, event: dict, cost: Any, n_users: int, actor: Actor,
-                  ts: datetime, response: dict, cohort: CohortRow | None = None, cohort_seq: int | None = None,
-                  cumulative: Any = None) -> int:
+def insert_charge(
+    s: Session,
+    *,
+    key: str | None,
+    req_hash: str,
+    event: dict,
+    cost: Any,
+    n_users: int,
+    actor: Actor,
+    ts: datetime,
+    response: dict,
+    cohort: CohortRow | None = None,
+    cohort_seq: int | None = None,
+    cumulative: Any = None,
+) -> int:
     """Record an admitted charge (immutable); its id."""
-    return s.execute(insert(T_CHARGES).values(
-        idempotency_key=key, request_hash=req_hash, event=json.dumps(event, sort_keys=True),
-        grid_version=cv.GRID_VERSION, curve=cv.to_bytes(cost), cohort_id=cohort.id if cohort else None,
-        cohort_seq=cohort_seq, cohort_cumulative=cv.to_bytes(cumulative) if cumulative is not None else None,
-        n_users=n_users, actor_name=actor.name, actor_role=actor.role, created_at=ts, response=json.dumps(response),
-    ).returning(T_CHARGES.c.id)).scalar_one()
+    return s.execute(
+        insert(T_CHARGES)
+        .values(
+            idempotency_key=key,
+            request_hash=req_hash,
+            event=json.dumps(event, sort_keys=True),
+            grid_version=cv.GRID_VERSION,
+            curve=cv.to_bytes(cost),
+            cohort_id=cohort.id if cohort else None,
+            cohort_seq=cohort_seq,
+            cohort_cumulative=cv.to_bytes(cumulative) if cumulative is not None else None,
+            n_users=n_users,
+            actor_name=actor.name,
+            actor_role=actor.role,
+            created_at=ts,
+            response=json.dumps(response),
+        )
+        .returning(T_CHARGES.c.id)
+    ).scalar_one()
 
 
 def insert_charge_users(s: Session, db: Database, charge_id: int, user_pks: Iterable[int]) -> None:
-    insert_rows(s, db, T_CHARGE_USERS, [{"charge_id": charge_id, "user_pk": pk} for pk in sorted(user_pks)],
-                chunk=20000)
+    insert_rows(
+        s,
+        db,
+        T_CHARGE_USERS,
+        [{"charge_id": charge_id, "user_pk": pk} for pk in sorted(user_pks)],
+        chunk=20000,
+    )
 
 
 def count(s: Session, table: Any) -> int:

@@ -32,7 +32,7 @@ T = TypeVar("T")
 
 def chunks(seq: Sequence[T], n: int = CHUNK) -> Iterable[Sequence[T]]:
     for i in range(0, len(seq), n):
-        yield seq[i:i + n]
+        yield seq[i : i + n]
 
 
 def ids(name: str) -> BindParameter:
@@ -80,13 +80,19 @@ def update_rows(s: Session, db: Database, table: Table, rows: list[dict]) -> Non
         return
     cols = [c for c in rows[0] if c != "_id"]
     if db.is_sqlite:
-        s.execute(update(table).where(table.c.id == bindparam("_id")).values({c: bindparam(c) for c in cols}), rows)
+        s.execute(
+            update(table).where(table.c.id == bindparam("_id")).values({c: bindparam(c) for c in cols}), rows
+        )
         return
-    arrays = ", ".join([f"CAST(:_id AS {_array_type(table, 'id', s)}[])"]
-                       + [f"CAST(:{c} AS {_array_type(table, c, s)}[])" for c in cols])
+    arrays = ", ".join(
+        [f"CAST(:_id AS {_array_type(table, 'id', s)}[])"]
+        + [f"CAST(:{c} AS {_array_type(table, c, s)}[])" for c in cols]
+    )
     sets = ", ".join(f"{c} = v.{c}" for c in cols)
-    stmt = text(f"UPDATE {table.name} SET {sets} FROM unnest({arrays}) AS v(_id, {', '.join(cols)}) "
-                f"WHERE {table.name}.id = v._id")
+    stmt = text(
+        f"UPDATE {table.name} SET {sets} FROM unnest({arrays}) AS v(_id, {', '.join(cols)}) "
+        f"WHERE {table.name}.id = v._id"
+    )
     for ch in chunks(rows, 5000):
         s.execute(stmt, {c: [r[c] for r in ch] for c in ["_id", *cols]})
 

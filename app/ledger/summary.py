@@ -30,7 +30,9 @@ def _per_bucket(s: Session, db: Database, table: Table, unit: Bucket, start: dat
     return {bucket_start(k): int(n) for k, n in rows}
 
 
-def summary(db: Database, bucket: Bucket = "hour", buckets: int | None = None, now: datetime | None = None) -> Summary:
+def summary(
+    db: Database, bucket: Bucket = "hour", buckets: int | None = None, now: datetime | None = None
+) -> Summary:
     """Counts over the whole ledger and the timeline of the last ``buckets`` hours or days (UTC,
     the current, partial one last)."""
     n = buckets if buckets is not None else DEFAULT_BUCKETS[bucket]
@@ -40,10 +42,18 @@ def summary(db: Database, bucket: Bucket = "hour", buckets: int | None = None, n
     with db.read() as s:
         snapshot(s, db)
         users = s.execute(select(func.coalesce(func.sum(T_CLASSES.c.n_users), 0))).scalar_one()
-        near_users = s.execute(select(func.coalesce(func.sum(T_CLASSES.c.n_users), 0)).where(near)).scalar_one()
+        near_users = s.execute(
+            select(func.coalesce(func.sum(T_CLASSES.c.n_users), 0)).where(near)
+        ).scalar_one()
         admitted = _per_bucket(s, db, T_CHARGES, bucket, starts[0])
         refused = _per_bucket(s, db, T_REFUSALS, bucket, starts[0])
-        return Summary(users=int(users), cohorts=repo.count(s, T_COHORTS), charges=repo.count(s, T_CHARGES),
-                       near_exhaustion=int(near_users), near_exhaustion_fraction=NEAR_EXHAUSTION,
-                       refusals=repo.count(s, T_REFUSALS), bucket=bucket,
-                       timeline=[TimelineBucket(t, admitted.get(t, 0), refused.get(t, 0)) for t in starts])
+        return Summary(
+            users=int(users),
+            cohorts=repo.count(s, T_COHORTS),
+            charges=repo.count(s, T_CHARGES),
+            near_exhaustion=int(near_users),
+            near_exhaustion_fraction=NEAR_EXHAUSTION,
+            refusals=repo.count(s, T_REFUSALS),
+            bucket=bucket,
+            timeline=[TimelineBucket(t, admitted.get(t, 0), refused.get(t, 0)) for t in starts],
+        )

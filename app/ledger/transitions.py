@@ -78,7 +78,9 @@ class Plan:
     """What a transition writes."""
 
     in_place: list[ClassRow] = field(default_factory=list)
-    splits: list[tuple[int, ClassRow, list[int]]] = field(default_factory=list)  # (from class, new row, users)
+    splits: list[tuple[int, ClassRow, list[int]]] = field(
+        default_factory=list
+    )  # (from class, new row, users)
     moves: dict[int, list[int]] = field(default_factory=lambda: defaultdict(list))  # target class → users
     size_delta: dict[int, int] = field(default_factory=lambda: defaultdict(int))
     deleted: list[int] = field(default_factory=list)
@@ -86,9 +88,16 @@ class Plan:
     unlink: list[tuple[int, int]] = field(default_factory=list)
 
 
-def plan(classes: dict[int, ClassRow], groups: dict[int, list[int]], targets: dict[int, str],
-         existing: dict[str, ClassRow], cohort_map: dict[int, set[int]], mutate: Mutation, change: CohortChange,
-         ts: datetime) -> Plan:
+def plan(
+    classes: dict[int, ClassRow],
+    groups: dict[int, list[int]],
+    targets: dict[int, str],
+    existing: dict[str, ClassRow],
+    cohort_map: dict[int, set[int]],
+    mutate: Mutation,
+    change: CohortChange,
+    ts: datetime,
+) -> Plan:
     """Decide, per class, whether its affected users move, the class changes in place, or they split off."""
     p = Plan()
     for cid, upks in groups.items():
@@ -106,7 +115,9 @@ def plan(classes: dict[int, ClassRow], groups: dict[int, list[int]], targets: di
             p.link += add
             p.unlink += rem
         else:
-            p.splits.append((cid, dataclasses.replace(mutate(c), signature=sig, n_users=k, updated_at=ts), upks))
+            p.splits.append(
+                (cid, dataclasses.replace(mutate(c), signature=sig, n_users=k, updated_at=ts), upks)
+            )
             p.size_delta[cid] -= k
     return p
 
@@ -125,9 +136,16 @@ def apply(s: Session, db: Database, p: Plan, cohort_map: dict[int, set[int]], ch
     repo.delete_classes(s, p.deleted)
 
 
-def transition(s: Session, db: Database, classes: dict[int, ClassRow], groups: dict[int, list[int]], token: str,
-               mutate: Mutation, cohort_map: dict[int, set[int]] | None = None,
-               change: CohortChange = CohortChange()) -> None:
+def transition(
+    s: Session,
+    db: Database,
+    classes: dict[int, ClassRow],
+    groups: dict[int, list[int]],
+    token: str,
+    mutate: Mutation,
+    cohort_map: dict[int, set[int]] | None = None,
+    change: CohortChange = CohortChange(),
+) -> None:
     """Apply one transition (``token``) to the users ``groups[class_id]`` of each (locked) class."""
     if not groups:
         return
@@ -148,8 +166,25 @@ def fresh_class(s: Session, db: Database, b: Budget, n: int) -> int:
         return cid
     spent = cv.zeros()
     st = cv.status(b, spent)
-    return repo.insert_class(s, ClassRow(
-        id=0, signature=sig, epsilon=b.epsilon, delta=b.delta, policy=b.policy, filter_order=b.filter_order,
-        filter_budget=b.filter_budget, grid_version=cv.GRID_VERSION, spent=spent, n_charges=0, n_users=n,
-        spent_epsilon=st.spent_epsilon, spent_order=st.spent_order, remaining_epsilon=st.remaining_epsilon,
-        remaining_fraction=st.remaining_fraction, last_charge_at=None, updated_at=repo.now()))
+    return repo.insert_class(
+        s,
+        ClassRow(
+            id=0,
+            signature=sig,
+            epsilon=b.epsilon,
+            delta=b.delta,
+            policy=b.policy,
+            filter_order=b.filter_order,
+            filter_budget=b.filter_budget,
+            grid_version=cv.GRID_VERSION,
+            spent=spent,
+            n_charges=0,
+            n_users=n,
+            spent_epsilon=st.spent_epsilon,
+            spent_order=st.spent_order,
+            remaining_epsilon=st.remaining_epsilon,
+            remaining_fraction=st.remaining_fraction,
+            last_charge_at=None,
+            updated_at=repo.now(),
+        ),
+    )

@@ -43,7 +43,9 @@ ORDERS_FIELD = Field(
 class ErrorResponse(BaseModel):
     """Every error body: a human-readable ``detail`` that says what to change."""
 
-    model_config = ConfigDict(json_schema_extra={"examples": [{"detail": "n must be >= 1, got 0", "error": "InvalidParameter"}]})
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"detail": "n must be >= 1, got 0", "error": "InvalidParameter"}]}
+    )
     detail: str = Field(description="what went wrong and what to change")
     error: str | None = Field(None, description="error class (e.g. BoundNotApplicable, InvalidParameter)")
     request_id: str | None = Field(None, description="the request id (also in the X-Request-ID header)")
@@ -73,11 +75,15 @@ ERROR_400 = {
     "model": ErrorResponse,
     "description": "Domain error: a parameter outside its domain, or a bound asked for where it does not hold. "
     "`detail` says which condition failed and what to change.",
-    "content": {"application/json": {"example": {
-        "detail": "bound 'u1' holds only at integer orders α >= 2, got α = 10.5; ask for integer orders or use "
-        "bound 'upper' (which interpolates to real orders)",
-        "error": "BoundNotApplicable",
-    }}},
+    "content": {
+        "application/json": {
+            "example": {
+                "detail": "bound 'u1' holds only at integer orders α >= 2, got α = 10.5; ask for integer orders or use "
+                "bound 'upper' (which interpolates to real orders)",
+                "error": "BoundNotApplicable",
+            }
+        }
+    },
 }
 ERROR_413 = {
     "model": ErrorResponse,
@@ -88,20 +94,38 @@ ERROR_422 = {
     "model": UnprocessableResponse,
     "description": "Malformed input (wrong types, strings for numbers, NaN/Infinity, unknown fields, "
     "out-of-range values): FastAPI's validation shape.",
-    "content": {"application/json": {"example": {"detail": [{
-        "type": "greater_than_equal", "loc": ["body", "event", "shuffle", "n"],
-        "msg": "Input should be greater than or equal to 1", "input": 0, "ctx": {"ge": 1},
-    }]}}},
+    "content": {
+        "application/json": {
+            "example": {
+                "detail": [
+                    {
+                        "type": "greater_than_equal",
+                        "loc": ["body", "event", "shuffle", "n"],
+                        "msg": "Input should be greater than or equal to 1",
+                        "input": 0,
+                        "ctx": {"ge": 1},
+                    }
+                ]
+            }
+        }
+    },
 }
 COMPUTE_ERRORS: dict[int | str, dict[str, Any]] = {400: ERROR_400, 413: ERROR_413, 422: ERROR_422}
 
 
 # -------------------------------------------------------------------------------------------- /v1/rdp
 class RdpRequest(StrictModel):
-    model_config = ConfigDict(json_schema_extra={"examples": [
-        {"event": {"mechanism": "shuffle", "n": 10000, "epsilon0": 1.0, "count": 100},
-         "orders": [2, 3, 10.5], "bound": "upper"},
-    ]})
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "event": {"mechanism": "shuffle", "n": 10000, "epsilon0": 1.0, "count": 100},
+                    "orders": [2, 3, 10.5],
+                    "bound": "upper",
+                },
+            ]
+        }
+    )
     event: Event
     orders: Orders | None = ORDERS_FIELD
     bound: BoundName = Field(
@@ -114,11 +138,21 @@ class RdpRequest(StrictModel):
 
 
 class RdpResponse(BaseModel):
-    model_config = ConfigDict(json_schema_extra={"examples": [{
-        "orders": [2.0, 3.0, 10.5], "rdp": [0.05901, 0.09619, 0.55544], "bound": "upper",
-        "event": {"mechanism": "shuffle", "n": 10000, "epsilon0": 1.0, "count": 100},
-        "sources": ["u1", "u1", "u1/u2 interpolated"], "notes": [], "default_orders": False,
-    }]})
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "orders": [2.0, 3.0, 10.5],
+                    "rdp": [0.05901, 0.09619, 0.55544],
+                    "bound": "upper",
+                    "event": {"mechanism": "shuffle", "n": 10000, "epsilon0": 1.0, "count": 100},
+                    "sources": ["u1", "u1", "u1/u2 interpolated"],
+                    "notes": [],
+                    "default_orders": False,
+                }
+            ]
+        }
+    )
     orders: list[float] = Field(description="the orders used")
     rdp: list[float | None] = Field(
         description="RDP ε(α) at each order, already multiplied by count; null where no finite bound exists "
@@ -140,30 +174,55 @@ class EventSource(BaseModel):
 
 
 class _ComposeRequest(StrictModel):
-    events: list[Event] = Field(min_length=1, max_length=MAX_EVENTS, description=f"1 to {MAX_EVENTS} events to compose")
+    events: list[Event] = Field(
+        min_length=1, max_length=MAX_EVENTS, description=f"1 to {MAX_EVENTS} events to compose"
+    )
     orders: Orders | None = ORDERS_FIELD
 
 
 class EpsilonRequest(_ComposeRequest):
-    model_config = ConfigDict(json_schema_extra={"examples": [
-        {"events": [{"mechanism": "shuffle", "n": 10000, "epsilon0": 1.0, "count": 100},
-                    {"mechanism": "subsampled_shuffle", "n": 1000000, "k": 1000, "epsilon0": 2.0, "count": 100000}],
-         "delta": 1e-8},
-    ]})
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "events": [
+                        {"mechanism": "shuffle", "n": 10000, "epsilon0": 1.0, "count": 100},
+                        {
+                            "mechanism": "subsampled_shuffle",
+                            "n": 1000000,
+                            "k": 1000,
+                            "epsilon0": 2.0,
+                            "count": 100000,
+                        },
+                    ],
+                    "delta": 1e-8,
+                },
+            ]
+        }
+    )
     delta: num(gt=0, lt=1, description="target δ, 0 < δ < 1")
 
 
 class DeltaRequest(_ComposeRequest):
-    model_config = ConfigDict(json_schema_extra={"examples": [
-        {"events": [{"mechanism": "shuffle", "n": 1000000, "epsilon0": 0.5, "count": 100000}], "epsilon": 1.64},
-    ]})
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "events": [{"mechanism": "shuffle", "n": 1000000, "epsilon0": 0.5, "count": 100000}],
+                    "epsilon": 1.64,
+                },
+            ]
+        }
+    )
     epsilon: num(ge=0, le=1e6, description="target ε ≥ 0")
 
 
 class GuaranteeResponse(BaseModel):
     epsilon: float
     delta: float
-    order: float = Field(description="the Rényi order that gave the answer (possibly refined between grid points)")
+    order: float = Field(
+        description="the Rényi order that gave the answer (possibly refined between grid points)"
+    )
     orders: list[float] = Field(description="the orders used")
     rdp: list[float | None] = Field(description="the composed RDP curve on `orders`")
     sources: list[EventSource] = Field(description="per event, the bound that gave its value at `order`")
@@ -173,11 +232,17 @@ class GuaranteeResponse(BaseModel):
 
 
 _GUARANTEE_EXAMPLE = {
-    "epsilon": 1.63993, "delta": 1e-8, "order": 19.12, "orders": [16.0, 18.0, 20.0, 23.0],
+    "epsilon": 1.63993,
+    "delta": 1e-8,
+    "order": 19.12,
+    "orders": [16.0, 18.0, 20.0, 23.0],
     "rdp": [0.68196, 0.76738, 0.85281, 0.98092],
     "sources": [{"event": 0, "mechanism": "shuffle", "bound": "u1/u2 interpolated"}],
-    "notes": ["the optimal order 19.12 was found by refining between grid points; 'rdp' is the composed curve on 'orders'"],
-    "default_orders": True, "grid_version": 1,
+    "notes": [
+        "the optimal order 19.12 was found by refining between grid points; 'rdp' is the composed curve on 'orders'"
+    ],
+    "default_orders": True,
+    "grid_version": 1,
 }
 
 
@@ -186,7 +251,9 @@ class EpsilonResponse(GuaranteeResponse):
 
 
 class DeltaResponse(GuaranteeResponse):
-    model_config = ConfigDict(json_schema_extra={"examples": [{**_GUARANTEE_EXAMPLE, "epsilon": 1.64, "delta": 9.9879e-9}]})
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{**_GUARANTEE_EXAMPLE, "epsilon": 1.64, "delta": 9.9879e-9}]}
+    )
 
 
 # ---------------------------------------------------------------------------------------- /v1/calibrate
@@ -196,17 +263,27 @@ class Target(StrictModel):
 
 
 class CalibrateRequest(StrictModel):
-    model_config = ConfigDict(json_schema_extra={"examples": [
-        {"solve_for": "epsilon0", "target": {"epsilon": 4.0, "delta": 1e-5},
-         "event": {"mechanism": "subsampled_shuffle", "n": 100000, "k": 1000, "count": 1000}},
-    ]})
-    solve_for: Literal[tuple(solvable_fields())] = Field(description=(  # type: ignore[valid-type]
-        "The unknown, left out of `event`: `epsilon0` — the largest ε0 meeting the target (relative tolerance "
-        "1e-6); `count` — the most rounds (closed form); `n` — the fewest users; `k` — the LARGEST sample size "
-        "per round that still meets the target (one round's RDP grows with k = γn, so the most clients per "
-        "round is the useful answer; `direction` says `largest`). Fields each event type can solve for: "
-        + "; ".join(f"{m}: {', '.join(f) or '(none)'}" for m, f in solvable_by_type().items()) + "."
-    ))
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "solve_for": "epsilon0",
+                    "target": {"epsilon": 4.0, "delta": 1e-5},
+                    "event": {"mechanism": "subsampled_shuffle", "n": 100000, "k": 1000, "count": 1000},
+                },
+            ]
+        }
+    )
+    solve_for: Literal[tuple(solvable_fields())] = Field(
+        description=(  # type: ignore[valid-type]
+            "The unknown, left out of `event`: `epsilon0` — the largest ε0 meeting the target (relative tolerance "
+            "1e-6); `count` — the most rounds (closed form); `n` — the fewest users; `k` — the LARGEST sample size "
+            "per round that still meets the target (one round's RDP grows with k = γn, so the most clients per "
+            "round is the useful answer; `direction` says `largest`). Fields each event type can solve for: "
+            + "; ".join(f"{m}: {', '.join(f) or '(none)'}" for m, f in solvable_by_type().items())
+            + "."
+        )
+    )
     target: Target
     event: PartialEvent = Field(
         description="the event without the field being solved for (count defaults to 1 unless solved for)",
@@ -215,14 +292,36 @@ class CalibrateRequest(StrictModel):
 
 
 class CalibrateResponse(BaseModel):
-    model_config = ConfigDict(json_schema_extra={"examples": [{
-        "event": {"mechanism": "subsampled_shuffle", "n": 100000, "k": 1000, "epsilon0": 2.949008, "count": 1000},
-        "epsilon": 3.99999998, "delta": 1e-5, "order": 5.0, "solve_for": "epsilon0", "value": 2.949008,
-        "target": {"epsilon": 4.0, "delta": 1e-5}, "default_orders": True, "grid_version": 1, "at_limit": False,
-        "notes": [], "evaluations": 13,
-    }]})
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "event": {
+                        "mechanism": "subsampled_shuffle",
+                        "n": 100000,
+                        "k": 1000,
+                        "epsilon0": 2.949008,
+                        "count": 1000,
+                    },
+                    "epsilon": 3.99999998,
+                    "delta": 1e-5,
+                    "order": 5.0,
+                    "solve_for": "epsilon0",
+                    "value": 2.949008,
+                    "target": {"epsilon": 4.0, "delta": 1e-5},
+                    "default_orders": True,
+                    "grid_version": 1,
+                    "at_limit": False,
+                    "notes": [],
+                    "evaluations": 13,
+                }
+            ]
+        }
+    )
     event: Event = Field(description="the completed event")
-    epsilon: float = Field(description="ε of the completed event at the target δ (recomputed; never above the target)")
+    epsilon: float = Field(
+        description="ε of the completed event at the target δ (recomputed; never above the target)"
+    )
     delta: float
     order: float = Field(description="the optimal order of the recomputed guarantee")
     solve_for: str
@@ -230,7 +329,9 @@ class CalibrateResponse(BaseModel):
     target: Target
     default_orders: bool
     grid_version: int | None = None
-    direction: Literal["largest", "smallest"] | None = Field(None, description="for k: the direction searched (largest)")
+    direction: Literal["largest", "smallest"] | None = Field(
+        None, description="for k: the direction searched (largest)"
+    )
     at_limit: bool | None = Field(None, description="the answer sits at the end of the parameter's domain")
     notes: list[str] | None = None
     evaluations: int | None = Field(None, description="curve evaluations the search used")

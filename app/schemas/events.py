@@ -34,7 +34,7 @@ def _json_number(v: Any) -> Any:
     if isinstance(v, bool):
         raise ValueError("must be a JSON number, not a boolean")
     if isinstance(v, (str, bytes)):
-        raise ValueError("must be a JSON number, not a string (write 1000, not \"1000\")")
+        raise ValueError('must be a JSON number, not a string (write 1000, not "1000")')
     return v
 
 
@@ -97,8 +97,10 @@ def _annotation(s: Spec, inner: Any) -> Any:
 
 
 def _doc(cls: type[accountant.Event]) -> str:
-    return (f"{(cls.__doc__ or '').strip()}\n\nNeighbouring relation: {cls.RELATION}.\n\n"
-            f"Sampling: {cls.SAMPLING}.\n\nSource: {cls.SOURCE}.")
+    return (
+        f"{(cls.__doc__ or '').strip()}\n\nNeighbouring relation: {cls.RELATION}.\n\n"
+        f"Sampling: {cls.SAMPLING}.\n\nSource: {cls.SOURCE}."
+    )
 
 
 def _model(cls: type[accountant.Event], family: str, inner: Any) -> type[_EventBase]:
@@ -125,7 +127,9 @@ def _model(cls: type[accountant.Event], family: str, inner: Any) -> type[_EventB
                 example.pop(name, None)
     namespace.update(
         __annotations__=annotations,
-        __doc__=_doc(cls) if family == "full" else f"{title}: the '{cls.mechanism}' event"
+        __doc__=_doc(cls)
+        if family == "full"
+        else f"{title}: the '{cls.mechanism}' event"
         + (" without the field being solved for." if family == "partial" else " inside a sampled event."),
         __module__=__name__,
         __qualname__=title,
@@ -176,7 +180,23 @@ def solvable_by_type() -> dict[str, list[str]]:
 
 
 __all__ = [
-    "Event", "EventAdapter", "EVENT_MODELS", "PARTIAL_EVENT_MODELS", "INNER_EVENT_MODELS", "PartialEvent",
-    "parse_event", "StrictModel", "MAX_CURVE_POINTS", "MAX_USERS", "Num", "Int", "num", "integer",
-    "PositiveInt", "Count", "Epsilon0", "solvable_fields", "solvable_by_type",
+    "Event",
+    "EventAdapter",
+    "EVENT_MODELS",
+    "PARTIAL_EVENT_MODELS",
+    "INNER_EVENT_MODELS",
+    "PartialEvent",
+    "parse_event",
+    "StrictModel",
+    "MAX_CURVE_POINTS",
+    "MAX_USERS",
+    "Num",
+    "Int",
+    "num",
+    "integer",
+    "PositiveInt",
+    "Count",
+    "Epsilon0",
+    "solvable_fields",
+    "solvable_by_type",
 ]

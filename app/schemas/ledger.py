@@ -14,16 +14,31 @@ from app.schemas.events import Event, Int, Num, StrictModel
 
 #: ids are 1–256 characters without control characters (NUL cannot be stored by PostgreSQL)
 ID_PATTERN = r"^[^\x00-\x1f\x7f]+$"
-UserId = Annotated[str, Field(min_length=1, max_length=256, pattern=ID_PATTERN,
-                              description="a user (data subject) id")]
+UserId = Annotated[
+    str, Field(min_length=1, max_length=256, pattern=ID_PATTERN, description="a user (data subject) id")
+]
 CohortId = Annotated[str, Field(min_length=1, max_length=256, pattern=ID_PATTERN, description="a cohort id")]
 #: ids being created must also be addressable as one path segment (/v1/users/{user_id}): no '/'
 #: (ids that already exist keep working wherever they are referenced in a body)
 NEW_ID_PATTERN = r"^[^\x00-\x1f\x7f/]+$"
-NewUserId = Annotated[str, Field(min_length=1, max_length=256, pattern=NEW_ID_PATTERN,
-                                 description="a new user id: 1–256 characters, no control characters, no '/'")]
-NewCohortId = Annotated[str, Field(min_length=1, max_length=256, pattern=NEW_ID_PATTERN,
-                                   description="a new cohort id: 1–256 characters, no control characters, no '/'")]
+NewUserId = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=256,
+        pattern=NEW_ID_PATTERN,
+        description="a new user id: 1–256 characters, no control characters, no '/'",
+    ),
+]
+NewCohortId = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=256,
+        pattern=NEW_ID_PATTERN,
+        description="a new cohort id: 1–256 characters, no control characters, no '/'",
+    ),
+]
 #: an id prefix in a query: any characters ids may contain (it may be empty)
 PREFIX_PATTERN = r"^[^\x00-\x1f\x7f]*$"
 MAX_LIST = 100_000
@@ -48,23 +63,33 @@ class UserPut(StrictModel):
     """
 
     model_config = StrictModel.model_config | {
-        "json_schema_extra": {"examples": [
-            {"budget": {"epsilon": 8.0, "delta": 1e-6}, "policy": "declared"},
-            {"budget": {"epsilon": 4.0, "delta": 1e-6}, "policy": "filter",
-             "planned_event": {"mechanism": "shuffle", "n": 10000, "epsilon0": 1.0, "count": 100}},
-        ]}
+        "json_schema_extra": {
+            "examples": [
+                {"budget": {"epsilon": 8.0, "delta": 1e-6}, "policy": "declared"},
+                {
+                    "budget": {"epsilon": 4.0, "delta": 1e-6},
+                    "policy": "filter",
+                    "planned_event": {"mechanism": "shuffle", "n": 10000, "epsilon0": 1.0, "count": 100},
+                },
+            ]
+        }
     }
     budget: BudgetIn
     policy: Literal["declared", "filter"] = "declared"
-    filter_order: Num | None = Field(None, gt=1, description="filter policy: the designated order α_f (a grid order)")
+    filter_order: Num | None = Field(
+        None, gt=1, description="filter policy: the designated order α_f (a grid order)"
+    )
     planned_event: Event | None = Field(
-        None, description="filter policy: pick α_f as the order minimising ε at δ_B for this event")
+        None, description="filter policy: pick α_f as the order minimising ε at δ_B for this event"
+    )
 
 
 class IdRange(StrictModel):
     """Ids ``f"{prefix}{i}"`` for i in [start, start + count) — large populations without a huge body."""
 
-    prefix: str = Field("", max_length=200, pattern=r"^[^\x00-\x1f\x7f/]*$", description="no control characters, no '/'")
+    prefix: str = Field(
+        "", max_length=200, pattern=r"^[^\x00-\x1f\x7f/]*$", description="no control characters, no '/'"
+    )
     start: Int = Field(0, ge=0, le=10**12)
     count: Int = Field(ge=1, le=MAX_RANGE)
 
@@ -92,32 +117,62 @@ class _UserSet(StrictModel):
 class BulkUsersRequest(_UserSet):
     """Create many users with one budget (all or nothing)."""
 
-    model_config = StrictModel.model_config | {"json_schema_extra": {"examples": [
-        {"id_range": {"prefix": "device-", "start": 0, "count": 100000},
-         "budget": {"epsilon": 8.0, "delta": 1e-6}, "policy": "declared", "on_conflict": "skip"}]}}
+    model_config = StrictModel.model_config | {
+        "json_schema_extra": {
+            "examples": [
+                {
+                    "id_range": {"prefix": "device-", "start": 0, "count": 100000},
+                    "budget": {"epsilon": 8.0, "delta": 1e-6},
+                    "policy": "declared",
+                    "on_conflict": "skip",
+                }
+            ]
+        }
+    }
     users: list[NewUserId] | None = Field(None, max_length=MAX_LIST, description="explicit user ids")
     budget: BudgetIn
     policy: Literal["declared", "filter"] = "declared"
     filter_order: Num | None = Field(None, gt=1)
     planned_event: Event | None = None
     on_conflict: Literal["error", "skip"] = Field(
-        "error", description="'error': 409 if any id exists (nothing created); 'skip': create only new ids")
+        "error", description="'error': 409 if any id exists (nothing created); 'skip': create only new ids"
+    )
 
 
 class ChargeRequest(StrictModel):
     """Charge one event to a set of users (``users``) or to every current member of a cohort
     (``cohort``), all or nothing."""
 
-    model_config = StrictModel.model_config | {"json_schema_extra": {"examples": [
-        {"idempotency_key": "job-17-round-3", "users": ["u1", "u2"],
-         "event": {"mechanism": "shuffle", "n": 10000, "epsilon0": 1.0, "count": 1}},
-        {"idempotency_key": "fl-job-9-round-412", "cohort": "population-eu",
-         "event": {"mechanism": "subsampled_shuffle", "n": 1000000, "k": 1000, "epsilon0": 2.0, "count": 1}},
-    ]}}
+    model_config = StrictModel.model_config | {
+        "json_schema_extra": {
+            "examples": [
+                {
+                    "idempotency_key": "job-17-round-3",
+                    "users": ["u1", "u2"],
+                    "event": {"mechanism": "shuffle", "n": 10000, "epsilon0": 1.0, "count": 1},
+                },
+                {
+                    "idempotency_key": "fl-job-9-round-412",
+                    "cohort": "population-eu",
+                    "event": {
+                        "mechanism": "subsampled_shuffle",
+                        "n": 1000000,
+                        "k": 1000,
+                        "epsilon0": 2.0,
+                        "count": 1,
+                    },
+                },
+            ]
+        }
+    }
     idempotency_key: str | None = Field(
-        None, min_length=1, max_length=256, pattern=ID_PATTERN,
+        None,
+        min_length=1,
+        max_length=256,
+        pattern=ID_PATTERN,
         description="same key + same body → the original result, not charged again; same key + different "
-                    "body → 409. Strongly recommended (the SDK sets one automatically).")
+        "body → 409. Strongly recommended (the SDK sets one automatically).",
+    )
     users: list[UserId] | None = Field(None, min_length=1, max_length=MAX_LIST)
     cohort: CohortId | None = None
     event: Event
@@ -130,15 +185,24 @@ class ChargeRequest(StrictModel):
 
 
 class CohortCreate(StrictModel):
-    model_config = StrictModel.model_config | {"json_schema_extra": {"examples": [
-        {"cohort_id": "population-eu", "description": "EU devices of the keyboard model"}]}}
+    model_config = StrictModel.model_config | {
+        "json_schema_extra": {
+            "examples": [{"cohort_id": "population-eu", "description": "EU devices of the keyboard model"}]
+        }
+    }
     cohort_id: NewCohortId
     description: str | None = Field(None, max_length=2000, pattern=r"^[^\x00]*$")
 
 
 class MembersRequest(_UserSet):
-    model_config = StrictModel.model_config | {"json_schema_extra": {"examples": [
-        {"users": ["u1", "u2"]}, {"id_range": {"prefix": "device-", "start": 0, "count": 100000}}]}}
+    model_config = StrictModel.model_config | {
+        "json_schema_extra": {
+            "examples": [
+                {"users": ["u1", "u2"]},
+                {"id_range": {"prefix": "device-", "start": 0, "count": 100000}},
+            ]
+        }
+    }
 
 
 class _StrictQuery(BaseModel):
@@ -150,23 +214,38 @@ class _StrictQuery(BaseModel):
 class UserListQuery(_StrictQuery):
     limit: int = Field(50, ge=1, le=500, description="page size")
     offset: int = Field(0, ge=0, le=10**12, description="users to skip")
-    prefix: str = Field("", max_length=256, pattern=PREFIX_PATTERN, description="user id prefix (empty: all)",
-                        examples=["device-"])
+    prefix: str = Field(
+        "",
+        max_length=256,
+        pattern=PREFIX_PATTERN,
+        description="user id prefix (empty: all)",
+        examples=["device-"],
+    )
     policy: Literal["declared", "filter"] | None = Field(None, description="only users with this policy")
-    remaining_below: float | None = Field(None, allow_inf_nan=False, examples=[0.5],
-                                          description="only users whose remaining ε is below this")
+    remaining_below: float | None = Field(
+        None, allow_inf_nan=False, examples=[0.5], description="only users whose remaining ε is below this"
+    )
     sort: Sort = Field(
-        "user_id", examples=["-last_charge", "remaining"],
-        description="`user_id` (code-point order), remaining or spent ε, or last charge; `-` descending")
+        "user_id",
+        examples=["-last_charge", "remaining"],
+        description="`user_id` (code-point order), remaining or spent ε, or last charge; `-` descending",
+    )
 
 
 class CohortListQuery(_StrictQuery):
     limit: int = Field(50, ge=1, le=500, description="page size")
     offset: int = Field(0, ge=0, le=10**12, description="cohorts to skip")
-    prefix: str = Field("", max_length=256, pattern=PREFIX_PATTERN, description="cohort id prefix (empty: all)",
-                        examples=["population-"])
+    prefix: str = Field(
+        "",
+        max_length=256,
+        pattern=PREFIX_PATTERN,
+        description="cohort id prefix (empty: all)",
+        examples=["population-"],
+    )
 
 
 class SummaryQuery(_StrictQuery):
     bucket: Literal["hour", "day"] = Field("hour", description="timeline buckets: UTC hours or days")
-    buckets: int | None = Field(None, ge=1, le=1000, description="number of buckets (default: 48 hours / 30 days)")
+    buckets: int | None = Field(
+        None, ge=1, le=1000, description="number of buckets (default: 48 hours / 30 days)"
+    )

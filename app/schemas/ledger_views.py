@@ -55,10 +55,23 @@ class FilterInfo(BaseModel):
 
 
 class UserView(BaseModel):
-    model_config = {"json_schema_extra": {"examples": [{
-        "user_id": "u1", "budget": {"epsilon": 8.0, "delta": 1e-6}, "policy": "declared",
-        "spent": {"epsilon": 1.2, "order": 14.0}, "remaining_epsilon": 6.8, "charges": 3, "grid_version": 1,
-        "created_at": "2025-01-01T00:00:00+00:00", "updated_at": "2025-01-01T00:00:00+00:00"}]}}
+    model_config = {
+        "json_schema_extra": {
+            "examples": [
+                {
+                    "user_id": "u1",
+                    "budget": {"epsilon": 8.0, "delta": 1e-6},
+                    "policy": "declared",
+                    "spent": {"epsilon": 1.2, "order": 14.0},
+                    "remaining_epsilon": 6.8,
+                    "charges": 3,
+                    "grid_version": 1,
+                    "created_at": "2025-01-01T00:00:00+00:00",
+                    "updated_at": "2025-01-01T00:00:00+00:00",
+                }
+            ]
+        }
+    }
     user_id: str
     budget: Budget
     policy: Literal["declared", "filter"]
@@ -73,10 +86,18 @@ class UserView(BaseModel):
     @classmethod
     def fields_of(cls, u: rec.UserStatus) -> dict[str, Any]:
         b = u.budget
-        return dict(user_id=u.user_id, budget=Budget.of(b), policy=b.policy, spent=Spent.of(u.spent),
-                    remaining_epsilon=u.remaining_epsilon, charges=u.charges,
-                    filter=FilterInfo.of(b) if b.policy == "filter" else None, grid_version=u.grid_version, created_at=iso(u.created_at),
-                    updated_at=iso(u.updated_at))
+        return dict(
+            user_id=u.user_id,
+            budget=Budget.of(b),
+            policy=b.policy,
+            spent=Spent.of(u.spent),
+            remaining_epsilon=u.remaining_epsilon,
+            charges=u.charges,
+            filter=FilterInfo.of(b) if b.policy == "filter" else None,
+            grid_version=u.grid_version,
+            created_at=iso(u.created_at),
+            updated_at=iso(u.updated_at),
+        )
 
     @classmethod
     def of(cls, u: rec.UserStatus) -> UserView:
@@ -103,11 +124,24 @@ class Actor(BaseModel):
 
 
 class ChargeAdmitted(BaseModel):
-    model_config = {"json_schema_extra": {"examples": [{
-        "charge_id": "17", "status": "admitted", "users": 2, "cohort": None, "idempotency_key": "job-17-round-3",
-        "event": {"mechanism": "shuffle", "n": 10000, "epsilon0": 1.0, "count": 1}, "grid_version": 1,
-        "charged_by": {"name": "pipeline-2", "role": "pipeline"}, "created_at": "2025-01-01T00:00:00+00:00",
-        "replayed": False}]}}
+    model_config = {
+        "json_schema_extra": {
+            "examples": [
+                {
+                    "charge_id": "17",
+                    "status": "admitted",
+                    "users": 2,
+                    "cohort": None,
+                    "idempotency_key": "job-17-round-3",
+                    "event": {"mechanism": "shuffle", "n": 10000, "epsilon0": 1.0, "count": 1},
+                    "grid_version": 1,
+                    "charged_by": {"name": "pipeline-2", "role": "pipeline"},
+                    "created_at": "2025-01-01T00:00:00+00:00",
+                    "replayed": False,
+                }
+            ]
+        }
+    }
     charge_id: str
     status: Literal["admitted"]
     users: int = Field(description="number of users charged")
@@ -118,20 +152,33 @@ class ChargeAdmitted(BaseModel):
     grid_version: int
     charged_by: Actor
     created_at: str
-    replayed: bool = Field(description="true when this is the stored result of an earlier request with the same key")
+    replayed: bool = Field(
+        description="true when this is the stored result of an earlier request with the same key"
+    )
 
     @classmethod
     def of(cls, r: rec.ChargeResult) -> ChargeAdmitted:
-        return cls(charge_id=r.charge_id, status="admitted", users=r.users, cohort=r.cohort,
-                   cohort_round=r.cohort_round, idempotency_key=r.idempotency_key, event=r.event,
-                   grid_version=r.grid_version, charged_by=Actor.of(r.charged_by),
-                   created_at=r.created_at.isoformat(), replayed=r.replayed)
+        return cls(
+            charge_id=r.charge_id,
+            status="admitted",
+            users=r.users,
+            cohort=r.cohort,
+            cohort_round=r.cohort_round,
+            idempotency_key=r.idempotency_key,
+            event=r.event,
+            grid_version=r.grid_version,
+            charged_by=Actor.of(r.charged_by),
+            created_at=r.created_at.isoformat(),
+            replayed=r.replayed,
+        )
 
 
 class RefusalCost(BaseModel):
-    epsilon: float | None = Field(description="the largest, over every refused user, ε of this event alone at the "
-                                              "user's budget δ (declared: minimised over the grid; filter: at "
-                                              "α_f); null if unbounded")
+    epsilon: float | None = Field(
+        description="the largest, over every refused user, ε of this event alone at the "
+        "user's budget δ (declared: minimised over the grid; filter: at "
+        "α_f); null if unbounded"
+    )
     by_user: dict[str, float | None] = Field(description="the same for each listed refused user")
 
 
@@ -140,23 +187,44 @@ class ChargeRefused(BaseModel):
     refused users and ``remaining`` what each listed refused user has left (ε at its budget's δ);
     at most 1000 users are listed, ``refused_count`` is exact."""
 
-    model_config = {"json_schema_extra": {"examples": [{
-        "status": "refused", "refused_users": ["u2"], "refused_count": 1,
-        "detail": "charge refused: 1 user(s) cannot afford this event within their budget; nothing was recorded.",
-        "cost": {"epsilon": 0.42, "by_user": {"u2": 0.42}}, "remaining": {"u2": 0.13}}]}}
+    model_config = {
+        "json_schema_extra": {
+            "examples": [
+                {
+                    "status": "refused",
+                    "refused_users": ["u2"],
+                    "refused_count": 1,
+                    "detail": "charge refused: 1 user(s) cannot afford this event within their budget; nothing was recorded.",
+                    "cost": {"epsilon": 0.42, "by_user": {"u2": 0.42}},
+                    "remaining": {"u2": 0.13},
+                }
+            ]
+        }
+    }
     status: Literal["refused"]
-    refused_users: list[str] = Field(description="refused users (at most 1000 listed; explicit charges: in request "
-                                                 "order)")
+    refused_users: list[str] = Field(
+        description="refused users (at most 1000 listed; explicit charges: in request order)"
+    )
     refused_count: int
     detail: str
     cost: RefusalCost
-    remaining: dict[str, float] = Field(description="each listed refused user's remaining ε before this charge")
+    remaining: dict[str, float] = Field(
+        description="each listed refused user's remaining ε before this charge"
+    )
 
 
 class IdempotencyConflict(BaseModel):
-    model_config = {"json_schema_extra": {"examples": [{
-        "status": "conflict", "detail": "idempotency key 'job-17-round-3' was already used for a different request; "
-                                        "nothing was charged. Use a new key for a new charge"}]}}
+    model_config = {
+        "json_schema_extra": {
+            "examples": [
+                {
+                    "status": "conflict",
+                    "detail": "idempotency key 'job-17-round-3' was already used for a different request; "
+                    "nothing was charged. Use a new key for a new charge",
+                }
+            ]
+        }
+    }
     status: Literal["conflict"]
     detail: str
 
@@ -184,9 +252,17 @@ class ChargeRecord(BaseModel):
 
     @classmethod
     def of(cls, c: rec.ChargeEntry) -> ChargeRecord:
-        return cls(charge_id=c.charge_id, event=c.event, idempotency_key=c.idempotency_key, cohort=c.cohort,
-                   cohort_round=c.cohort_round, users=c.users, grid_version=c.grid_version,
-                   charged_by=Actor.of(c.charged_by), created_at=iso(c.created_at))
+        return cls(
+            charge_id=c.charge_id,
+            event=c.event,
+            idempotency_key=c.idempotency_key,
+            cohort=c.cohort,
+            cohort_round=c.cohort_round,
+            users=c.users,
+            grid_version=c.grid_version,
+            charged_by=Actor.of(c.charged_by),
+            created_at=iso(c.created_at),
+        )
 
 
 class ChargeList(BaseModel):
@@ -198,8 +274,13 @@ class ChargeList(BaseModel):
 
     @classmethod
     def of(cls, user_id: str, page: rec.Page[rec.ChargeEntry]) -> ChargeList:
-        return cls(user_id=user_id, total=page.total, limit=page.limit, offset=page.offset,
-                   charges=[ChargeRecord.of(c) for c in page.items])
+        return cls(
+            user_id=user_id,
+            total=page.total,
+            limit=page.limit,
+            offset=page.offset,
+            charges=[ChargeRecord.of(c) for c in page.items],
+        )
 
 
 class CohortView(BaseModel):
@@ -212,8 +293,14 @@ class CohortView(BaseModel):
 
     @classmethod
     def fields_of(cls, c: rec.CohortInfo) -> dict[str, Any]:
-        return dict(cohort_id=c.cohort_id, description=c.description, members=c.members, rounds=c.rounds,
-                    grid_version=c.grid_version, created_at=iso(c.created_at))
+        return dict(
+            cohort_id=c.cohort_id,
+            description=c.description,
+            members=c.members,
+            rounds=c.rounds,
+            grid_version=c.grid_version,
+            created_at=iso(c.created_at),
+        )
 
     @classmethod
     def of(cls, c: rec.CohortInfo) -> CohortView:
@@ -229,8 +316,11 @@ class MembersChanged(BaseModel):
 
     @classmethod
     def of(cls, m: rec.MembersChange) -> MembersChanged:
-        counts = ({"added": m.changed, "already_members": m.unchanged} if m.joined
-                  else {"removed": m.changed, "not_members": m.unchanged})
+        counts = (
+            {"added": m.changed, "already_members": m.unchanged}
+            if m.joined
+            else {"removed": m.changed, "not_members": m.unchanged}
+        )
         return cls(cohort=CohortView.of(m.cohort), **counts)
 
 
@@ -243,8 +333,13 @@ class Member(BaseModel):
 
     @classmethod
     def of(cls, m: rec.Membership) -> Member:
-        return cls(user_id=m.user_id, joined_after_round=m.joined_after_round, left_after_round=m.left_after_round,
-                   joined_at=iso(m.joined_at), left_at=iso(m.left_at))
+        return cls(
+            user_id=m.user_id,
+            joined_after_round=m.joined_after_round,
+            left_after_round=m.left_after_round,
+            joined_at=iso(m.joined_at),
+            left_at=iso(m.left_at),
+        )
 
 
 class MemberList(BaseModel):
@@ -255,7 +350,9 @@ class MemberList(BaseModel):
 
     @classmethod
     def of(cls, p: rec.MemberPage) -> MemberList:
-        return cls(cohort_id=p.cohort_id, limit=p.limit, offset=p.offset, members=[Member.of(m) for m in p.members])
+        return cls(
+            cohort_id=p.cohort_id, limit=p.limit, offset=p.offset, members=[Member.of(m) for m in p.members]
+        )
 
 
 class MembershipView(BaseModel):
@@ -268,9 +365,14 @@ class MembershipView(BaseModel):
 
     @classmethod
     def of(cls, m: rec.Membership) -> MembershipView:
-        return cls(cohort_id=m.cohort_id, joined_after_round=m.joined_after_round,
-                   left_after_round=m.left_after_round, joined_at=iso(m.joined_at), left_at=iso(m.left_at),
-                   active=m.active)
+        return cls(
+            cohort_id=m.cohort_id,
+            joined_after_round=m.joined_after_round,
+            left_after_round=m.left_after_round,
+            joined_at=iso(m.joined_at),
+            left_at=iso(m.left_at),
+            active=m.active,
+        )
 
 
 class UserCohorts(BaseModel):
@@ -293,8 +395,15 @@ class HistoryPoint(BaseModel):
 
     @classmethod
     def of(cls, p: rec.HistoryPoint) -> HistoryPoint:
-        return cls(charge_id=p.charge_id, at=iso(p.at), spent_epsilon=p.spent.epsilon, order=p.spent.order,
-                   charges=p.charges, round=p.round, remaining_epsilon=p.remaining_epsilon)
+        return cls(
+            charge_id=p.charge_id,
+            at=iso(p.at),
+            spent_epsilon=p.spent.epsilon,
+            order=p.spent.order,
+            charges=p.charges,
+            round=p.round,
+            remaining_epsilon=p.remaining_epsilon,
+        )
 
 
 class UserHistory(BaseModel):
@@ -306,8 +415,13 @@ class UserHistory(BaseModel):
 
     @classmethod
     def of(cls, h: rec.UserHistory) -> UserHistory:
-        return cls(user_id=h.user_id, budget=Budget.of(h.budget), policy=h.budget.policy, charges=h.charges,
-                   points=[HistoryPoint.of(p) for p in h.points])
+        return cls(
+            user_id=h.user_id,
+            budget=Budget.of(h.budget),
+            policy=h.budget.policy,
+            charges=h.charges,
+            points=[HistoryPoint.of(p) for p in h.points],
+        )
 
 
 class CohortHistory(BaseModel):
@@ -318,12 +432,18 @@ class CohortHistory(BaseModel):
 
     @classmethod
     def of(cls, h: rec.CohortHistory) -> CohortHistory:
-        return cls(cohort_id=h.cohort_id, delta=h.delta, rounds=h.rounds, points=[HistoryPoint.of(p) for p in h.points])
+        return cls(
+            cohort_id=h.cohort_id,
+            delta=h.delta,
+            rounds=h.rounds,
+            points=[HistoryPoint.of(p) for p in h.points],
+        )
 
 
 class UserListItem(UserView):
-    last_charge_at: str | None = Field(description="when the last charge that reached the user was admitted "
-                                                   "(null: never charged)")
+    last_charge_at: str | None = Field(
+        description="when the last charge that reached the user was admitted (null: never charged)"
+    )
 
     @classmethod
     def of(cls, u: rec.UserStatus) -> UserListItem:
@@ -331,12 +451,32 @@ class UserListItem(UserView):
 
 
 class UserPage(BaseModel):
-    model_config = {"json_schema_extra": {"examples": [{
-        "items": [{"user_id": "u1", "budget": {"epsilon": 8.0, "delta": 1e-6}, "policy": "declared",
-                   "spent": {"epsilon": 1.2, "order": 14.0}, "remaining_epsilon": 6.8, "charges": 3, "filter": None,
-                   "grid_version": 1, "created_at": "2025-01-01T00:00:00+00:00",
-                   "updated_at": "2025-01-02T00:00:00+00:00", "last_charge_at": "2025-01-02T00:00:00+00:00"}],
-        "total": 1, "limit": 50, "offset": 0}]}}
+    model_config = {
+        "json_schema_extra": {
+            "examples": [
+                {
+                    "items": [
+                        {
+                            "user_id": "u1",
+                            "budget": {"epsilon": 8.0, "delta": 1e-6},
+                            "policy": "declared",
+                            "spent": {"epsilon": 1.2, "order": 14.0},
+                            "remaining_epsilon": 6.8,
+                            "charges": 3,
+                            "filter": None,
+                            "grid_version": 1,
+                            "created_at": "2025-01-01T00:00:00+00:00",
+                            "updated_at": "2025-01-02T00:00:00+00:00",
+                            "last_charge_at": "2025-01-02T00:00:00+00:00",
+                        }
+                    ],
+                    "total": 1,
+                    "limit": 50,
+                    "offset": 0,
+                }
+            ]
+        }
+    }
     items: list[UserListItem]
     total: int = Field(description="users matching the filters (all pages)")
     limit: int
@@ -348,10 +488,27 @@ class UserPage(BaseModel):
 
 
 class CohortPage(BaseModel):
-    model_config = {"json_schema_extra": {"examples": [{
-        "items": [{"cohort_id": "population-eu", "description": "EU devices", "members": 1000000, "rounds": 412,
-                   "grid_version": 1, "created_at": "2025-01-01T00:00:00+00:00"}],
-        "total": 1, "limit": 50, "offset": 0}]}}
+    model_config = {
+        "json_schema_extra": {
+            "examples": [
+                {
+                    "items": [
+                        {
+                            "cohort_id": "population-eu",
+                            "description": "EU devices",
+                            "members": 1000000,
+                            "rounds": 412,
+                            "grid_version": 1,
+                            "created_at": "2025-01-01T00:00:00+00:00",
+                        }
+                    ],
+                    "total": 1,
+                    "limit": 50,
+                    "offset": 0,
+                }
+            ]
+        }
+    }
     items: list[CohortView]
     total: int = Field(description="cohorts matching the prefix (all pages)")
     limit: int
@@ -369,26 +526,53 @@ class TimelineBucket(BaseModel):
 
 
 class LedgerSummary(BaseModel):
-    model_config = {"json_schema_extra": {"examples": [{
-        "users": 1000002, "cohorts": 3, "charges": 4120, "near_exhaustion": 17, "near_exhaustion_fraction": 0.1,
-        "refusals": 9, "bucket": "hour",
-        "timeline": [{"start": "2025-01-02T10:00:00+00:00", "admitted": 12, "refused": 1},
-                     {"start": "2025-01-02T11:00:00+00:00", "admitted": 9, "refused": 0}]}]}}
+    model_config = {
+        "json_schema_extra": {
+            "examples": [
+                {
+                    "users": 1000002,
+                    "cohorts": 3,
+                    "charges": 4120,
+                    "near_exhaustion": 17,
+                    "near_exhaustion_fraction": 0.1,
+                    "refusals": 9,
+                    "bucket": "hour",
+                    "timeline": [
+                        {"start": "2025-01-02T10:00:00+00:00", "admitted": 12, "refused": 1},
+                        {"start": "2025-01-02T11:00:00+00:00", "admitted": 9, "refused": 0},
+                    ],
+                }
+            ]
+        }
+    }
     users: int
     cohorts: int
     charges: int = Field(description="admitted charges (explicit charges and cohort rounds)")
-    near_exhaustion: int = Field(description="users whose remaining ε is below near_exhaustion_fraction × budget ε")
+    near_exhaustion: int = Field(
+        description="users whose remaining ε is below near_exhaustion_fraction × budget ε"
+    )
     near_exhaustion_fraction: float
     refusals: int = Field(description="refused charge requests")
     bucket: Literal["hour", "day"]
-    timeline: list[TimelineBucket] = Field(description="oldest first; the last bucket is the current, partial one")
+    timeline: list[TimelineBucket] = Field(
+        description="oldest first; the last bucket is the current, partial one"
+    )
 
     @classmethod
     def of(cls, m: rec.Summary) -> LedgerSummary:
-        return cls(users=m.users, cohorts=m.cohorts, charges=m.charges, near_exhaustion=m.near_exhaustion,
-                   near_exhaustion_fraction=m.near_exhaustion_fraction, refusals=m.refusals, bucket=m.bucket,
-                   timeline=[TimelineBucket(start=t.start.isoformat(), admitted=t.admitted, refused=t.refused)
-                             for t in m.timeline])
+        return cls(
+            users=m.users,
+            cohorts=m.cohorts,
+            charges=m.charges,
+            near_exhaustion=m.near_exhaustion,
+            near_exhaustion_fraction=m.near_exhaustion_fraction,
+            refusals=m.refusals,
+            bucket=m.bucket,
+            timeline=[
+                TimelineBucket(start=t.start.isoformat(), admitted=t.admitted, refused=t.refused)
+                for t in m.timeline
+            ],
+        )
 
 
 class ExhaustionEntry(BaseModel):
@@ -402,8 +586,15 @@ class ExhaustionEntry(BaseModel):
 
     @classmethod
     def of(cls, e: rec.ExhaustionEntry) -> ExhaustionEntry:
-        return cls(user_id=e.user_id, budget=Budget.of(e.budget), policy=e.budget.policy, spent=Spent.of(e.spent),
-                   remaining_epsilon=e.remaining_epsilon, remaining_fraction=e.remaining_fraction, charges=e.charges)
+        return cls(
+            user_id=e.user_id,
+            budget=Budget.of(e.budget),
+            policy=e.budget.policy,
+            spent=Spent.of(e.spent),
+            remaining_epsilon=e.remaining_epsilon,
+            remaining_fraction=e.remaining_fraction,
+            charges=e.charges,
+        )
 
 
 class ExhaustionList(BaseModel):
@@ -429,8 +620,16 @@ class Audit(BaseModel):
 
     @classmethod
     def of(cls, a: rec.Audit) -> Audit:
-        return cls(user_id=a.user_id, orders=a.orders.tolist(), running=finite_list(a.running),
-                   recomputed=finite_list(a.recomputed), running_not_below_recomputed=a.running_not_below_recomputed,
-                   max_relative_excess=a.max_relative_excess, charges_in_log=a.charges_in_log,
-                   charges_counted=a.charges_counted, recomputed_spent=Spent.of(a.recomputed_spent),
-                   budget=Budget.of(a.budget), policy=a.budget.policy)
+        return cls(
+            user_id=a.user_id,
+            orders=a.orders.tolist(),
+            running=finite_list(a.running),
+            recomputed=finite_list(a.recomputed),
+            running_not_below_recomputed=a.running_not_below_recomputed,
+            max_relative_excess=a.max_relative_excess,
+            charges_in_log=a.charges_in_log,
+            charges_counted=a.charges_counted,
+            recomputed_spent=Spent.of(a.recomputed_spent),
+            budget=Budget.of(a.budget),
+            policy=a.budget.policy,
+        )

@@ -67,7 +67,9 @@ def kov15_grid_delta(k: int, eps, delta, i: int) -> mp.mpf:
     """KOV15 Theorem 3.3: δ at ε_g = (k − 2i)ε, 1 − (1−δ)^k (1 − δ_i)."""
     eps, delta = mp.mpf(eps), mp.mpf(delta)
     ee = mp.e**eps
-    di = mp.fsum(mp.binomial(k, j) * (ee ** (k - j) - ee ** (k - 2 * i + j)) for j in range(i)) / (1 + ee) ** k
+    di = (
+        mp.fsum(mp.binomial(k, j) * (ee ** (k - j) - ee ** (k - 2 * i + j)) for j in range(i)) / (1 + ee) ** k
+    )
     return 1 - (1 - delta) ** k * (1 - di)
 
 

@@ -39,7 +39,9 @@ def u2(n, eps0, a):
     E = _E(eps0)
     a = mp.mpf(a)
     nb = n_bar(n, eps0)
-    return mp.log(mp.e ** (a**2 * (E - 1) ** 2 / nb) + mp.e ** (mp.mpf(eps0) * a - mp.mpf(n - 1) / (8 * E))) / (a - 1)
+    return mp.log(
+        mp.e ** (a**2 * (E - 1) ** 2 / nb) + mp.e ** (mp.mpf(eps0) * a - mp.mpf(n - 1) / (8 * E))
+    ) / (a - 1)
 
 
 def cap(eps, a):

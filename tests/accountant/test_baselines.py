@@ -212,14 +212,17 @@ def test_kov15_matches_theorem_3_3_grid(k, eps, delta):
         assert got == pytest.approx(ref, rel=1e-9, abs=1e-300)
 
 
-@pytest.mark.parametrize("k,eps,delta,target", [(10, 0.1, 1e-7, 1e-5), (200, 0.05, 1e-9, 1e-6), (3000, 0.01, 0.0, 1e-8)])
+@pytest.mark.parametrize(
+    "k,eps,delta,target", [(10, 0.1, 1e-7, 1e-5), (200, 0.05, 1e-9, 1e-6), (3000, 0.01, 0.0, 1e-8)]
+)
 def test_kov15_matches_dp_accounting_pld(k, eps, delta, target):
     """dp_accounting composes the (ε, δ) pair's PLD (losses exactly on its grid) by FFT."""
     from dp_accounting.pld import common
     from dp_accounting.pld import privacy_loss_distribution as pld
 
-    dist = pld.from_privacy_parameters(common.DifferentialPrivacyParameters(eps, delta),
-                                       value_discretization_interval=eps / 200)
+    dist = pld.from_privacy_parameters(
+        common.DifferentialPrivacyParameters(eps, delta), value_discretization_interval=eps / 200
+    )
     ref = dist.self_compose(k).get_epsilon_for_delta(target)
     got = kov15_epsilon(k, eps, delta, target)
     assert got == pytest.approx(ref, rel=2e-4)
@@ -272,7 +275,9 @@ def test_amplification_without_replacement():
     e2, _ = amplify_without_replacement(2.0, 0.0, 0.001)
     a = mp.mpf(1000)
     ref = mp.log((mp.e ** (a * e2) + mp.e ** ((1 - a) * e2)) / (mp.e**e2 + 1)) / (a - 1)  # ĉ_{ε'}(α)
-    assert subsampled_shuffle_rdp(10**6, 1000, 2.0, [1000.0], bound="cap")[0] == pytest.approx(float(ref), rel=1e-9)
+    assert subsampled_shuffle_rdp(10**6, 1000, 2.0, [1000.0], bound="cap")[0] == pytest.approx(
+        float(ref), rel=1e-9
+    )
     with pytest.raises(ValueError):
         amplify_without_replacement(1.0, 0.0, 1.5)
 

@@ -24,10 +24,14 @@ def _close(got: np.ndarray, ref: np.ndarray) -> bool:
 def _mp_log_pmf(big_n: int, eps: float, ks) -> np.ndarray:
     with mp.workdps(50):
         p = mp.e ** (-mp.mpf(eps))
-        return np.array([float(mp.log(mp.binomial(big_n, k)) + k * mp.log(p) + (big_n - k) * mp.log(1 - p)) for k in ks])
+        return np.array(
+            [float(mp.log(mp.binomial(big_n, k)) + k * mp.log(p) + (big_n - k) * mp.log(1 - p)) for k in ks]
+        )
 
 
-@pytest.mark.parametrize("big_n,eps", [(4, 1e-6), (30, 1e-9), (50, 3.0), (1000, 0.5), (999_999, 2.0), (10**8 - 1, 7.5)])
+@pytest.mark.parametrize(
+    "big_n,eps", [(4, 1e-6), (30, 1e-9), (50, 3.0), (1000, 0.5), (999_999, 2.0), (10**8 - 1, 7.5)]
+)
 def test_range_form_matches_mpmath_near_the_mode(big_n, eps):
     p, q1 = math.exp(-eps), -math.expm1(-eps)
     mode = big_n * p

@@ -190,7 +190,9 @@ def test_cheap_problems_stay_exact_on_the_default_grid(n, eps0):
     exactly: equal to the untruncated sum to 1e-9 at every order up to 200."""
     assert C.route(n, eps0, ORDERS) == "exact"
     sel = ORDERS <= 200
-    np.testing.assert_allclose(C.clone_rdp(n, eps0, ORDERS)[sel], exact_clone(n, eps0, ORDERS[sel]), rtol=1e-9)
+    np.testing.assert_allclose(
+        C.clone_rdp(n, eps0, ORDERS)[sel], exact_clone(n, eps0, ORDERS[sel]), rtol=1e-9
+    )
 
 
 @pytest.mark.parametrize("eps0", [1e-9, 40.0])

@@ -96,7 +96,12 @@ def test_never_below_exact_rr_lower_bound(n, eps0, alpha):
 
 
 @settings(max_examples=20, deadline=None)
-@given(n=st.integers(1, 2000), factor=st.floats(1.0, 3.0), eps0=st.floats(0.01, 6.0), alpha=st.floats(1.01, 300.0))
+@given(
+    n=st.integers(1, 2000),
+    factor=st.floats(1.0, 3.0),
+    eps0=st.floats(0.01, 6.0),
+    alpha=st.floats(1.01, 300.0),
+)
 def test_monotone_in_n_exact_regime(n, factor, eps0, alpha):
     """Exactly evaluated (small n, one order), so monotone to rounding."""
     n2 = max(n, int(n * factor))
@@ -105,7 +110,9 @@ def test_monotone_in_n_exact_regime(n, factor, eps0, alpha):
 
 
 @settings(max_examples=20, deadline=None)
-@given(n=st.integers(1, 2000), eps0=st.floats(0.01, 6.0), step=st.floats(0.0, 2.0), alpha=st.floats(1.01, 300.0))
+@given(
+    n=st.integers(1, 2000), eps0=st.floats(0.01, 6.0), step=st.floats(0.0, 2.0), alpha=st.floats(1.01, 300.0)
+)
 def test_monotone_in_eps0_exact_regime(n, eps0, step, alpha):
     a = np.array([alpha])
     assert clone_rdp(n, eps0 + step, a)[0] >= clone_rdp(n, eps0, a)[0] * (1 - 1e-10)
@@ -139,7 +146,8 @@ def test_edge_cases():
 
 
 @pytest.mark.parametrize(
-    "n,eps0,force", [(500, 0.3, False), (800, 1.0, False), (1000, 0.5, False), (400, 3.0, True), (1000, 2.0, True)]
+    "n,eps0,force",
+    [(500, 0.3, False), (800, 1.0, False), (1000, 0.5, False), (400, 3.0, True), (1000, 2.0, True)],
 )
 def test_discretised_path_safe_and_tight(n, eps0, force):
     """The certified discretisation (cell engine for small log f, geometric-bin engine for large
@@ -173,7 +181,11 @@ def test_large_n_binning_safe_and_tight(engine):
 
 def _epsilon(orders, rdp, delta):
     """ε = min_α [ε(α) + (log(1/δ) + (α−1)log(1−1/α) − log α)/(α−1)] (bounds.md §4)."""
-    return float(np.min(rdp + (math.log(1 / delta) + (orders - 1) * np.log1p(-1 / orders) - np.log(orders)) / (orders - 1)))
+    return float(
+        np.min(
+            rdp + (math.log(1 / delta) + (orders - 1) * np.log1p(-1 / orders) - np.log(orders)) / (orders - 1)
+        )
+    )
 
 
 def test_headline_shuffle_composition():
@@ -189,8 +201,18 @@ def test_headline_shuffle_composition():
 # ----------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("n,eps0,alpha", [(5, 1e-6, 2.0), (2, 1e-6, 2.0), (20, 1e-6, 2.0), (5, 3e-6, 2.0),
-                                          (5, 1e-8, 2.0), (2, 1e-9, 10.0), (60, 2e-6, 3.5)])
+@pytest.mark.parametrize(
+    "n,eps0,alpha",
+    [
+        (5, 1e-6, 2.0),
+        (2, 1e-6, 2.0),
+        (20, 1e-6, 2.0),
+        (5, 3e-6, 2.0),
+        (5, 1e-8, 2.0),
+        (2, 1e-9, 10.0),
+        (60, 2e-6, 3.5),
+    ],
+)
 def test_tiny_eps0_never_below_the_40_digit_value(n, eps0, alpha):
     """g = log R ≈ ε0·u/(c+1) must keep its relative accuracy when ε0 is tiny (log1p, not a
     difference of logs), or the 1e-11 safety margin is eaten (was −1.4e-7 at ε0 = 1e-9)."""
@@ -218,5 +240,7 @@ def test_log_phi_matches_mpmath_near_alpha_one():
     for x in (-3.0, -0.3, -0.02, 0.004, 0.2, 1.5, 8.0):
         got = _log_phi(a, np.full(a.shape, x))
         with mp.workdps(50):
-            ref = [float(mp.log(mp.e ** (mp.mpf(al) * x) - 1 - mp.mpf(al) * (mp.e ** mp.mpf(x) - 1))) for al in a]
+            ref = [
+                float(mp.log(mp.e ** (mp.mpf(al) * x) - 1 - mp.mpf(al) * (mp.e ** mp.mpf(x) - 1))) for al in a
+            ]
         np.testing.assert_allclose(got, ref, rtol=0, atol=1e-13)

@@ -145,11 +145,14 @@ def test_field_domains():
         field_domain(sub, "delta")
 
 
-@pytest.mark.parametrize("event,field", [
-    ({"mechanism": "shuffle", "n": 100, "epsilon0": 1.0}, "k"),
-    ({"mechanism": "pure_dp", "epsilon": 1.0}, "epsilon0"),
-    ({"mechanism": "gaussian", "noise_multiplier": 1.0}, "n"),
-])
+@pytest.mark.parametrize(
+    "event,field",
+    [
+        ({"mechanism": "shuffle", "n": 100, "epsilon0": 1.0}, "k"),
+        ({"mechanism": "pure_dp", "epsilon": 1.0}, "epsilon0"),
+        ({"mechanism": "gaussian", "noise_multiplier": 1.0}, "n"),
+    ],
+)
 def test_a_field_the_event_does_not_have_is_a_clear_error(event, field):
     with pytest.raises(A.InvalidParameter) as info:
         A.calibrate(event, field, 1.0, 1e-6)

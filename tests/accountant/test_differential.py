@@ -40,7 +40,7 @@ def _close(got, want, rtol):
 
 @pytest.mark.parametrize("chunk", range(24))
 def test_shuffle_upper_bounds_match_mpmath(chunk):
-    for n, eps0, a in POINTS[chunk * 10:(chunk + 1) * 10]:
+    for n, eps0, a in POINTS[chunk * 10 : (chunk + 1) * 10]:
         o = [a]
         _close(A.shuffle_rdp(n, eps0, o, bound="u2")[0], R.u2(n, eps0, a), UPPER_RTOL)
         _close(A.shuffle_rdp(n, eps0, o, bound="cap")[0], R.cap(eps0, a), UPPER_RTOL)
@@ -48,9 +48,17 @@ def test_shuffle_upper_bounds_match_mpmath(chunk):
         _close(A.shuffle_rdp(n, eps0, o, bound="efm19")[0], R.efm19(n, eps0, a), UPPER_RTOL)
         if a == int(a):
             _close(A.shuffle_rdp(n, eps0, o, bound="u1")[0], R.u1(n, eps0, int(a)), UPPER_RTOL)
-            _close(A.shuffle_rdp(n, eps0, o, bound="lower_simplified")[0], R.lower_simplified(n, eps0, int(a)), UPPER_RTOL)
+            _close(
+                A.shuffle_rdp(n, eps0, o, bound="lower_simplified")[0],
+                R.lower_simplified(n, eps0, int(a)),
+                UPPER_RTOL,
+            )
             if a**4 * np.exp(5 * eps0) < n / 9:
-                _close(A.shuffle_rdp(n, eps0, o, bound="u1_simplified")[0], R.u1_simplified(n, eps0, int(a)), UPPER_RTOL)
+                _close(
+                    A.shuffle_rdp(n, eps0, o, bound="u1_simplified")[0],
+                    R.u1_simplified(n, eps0, int(a)),
+                    UPPER_RTOL,
+                )
             else:
                 with pytest.raises(BoundNotApplicable, match="u1_simplified"):
                     A.shuffle_rdp(n, eps0, o, bound="u1_simplified")
@@ -69,7 +77,7 @@ LOWER_POINTS = [(int(2 + (n % 1500)), e, a) for n, e, a in POINTS[:60]]
 
 @pytest.mark.parametrize("chunk", range(6))
 def test_exact_lower_matches_mpmath(chunk):
-    for n, eps0, a in LOWER_POINTS[chunk * 10:(chunk + 1) * 10]:
+    for n, eps0, a in LOWER_POINTS[chunk * 10 : (chunk + 1) * 10]:
         _close(A.shuffle_rdp(n, eps0, [a], bound="lower")[0], R.rr_lower(n, eps0, 1, a), LOWER_RTOL)
 
 
@@ -83,7 +91,13 @@ def test_exact_lower_large_n_matches_mpmath_window():
     fwd = rev = mp.mpf(0)
     logpmf0 = None
     for K in range(lo, hi + 1, 1):
-        lw = mp.loggamma(n + 1) - mp.loggamma(K + 1) - mp.loggamma(n - K + 1) + K * mp.log(p) + (n - K) * mp.log(1 - p)
+        lw = (
+            mp.loggamma(n + 1)
+            - mp.loggamma(K + 1)
+            - mp.loggamma(n - K + 1)
+            + K * mp.log(p)
+            + (n - K) * mp.log(1 - p)
+        )
         w = mp.e**lw
         r = mp.mpf(K) / n * E + mp.mpf(n - K) / n / E
         fwd += w * r**a
@@ -111,12 +125,17 @@ SUB_POINTS = _sub_points(60, 7)
 
 @pytest.mark.parametrize("chunk", range(6))
 def test_subsampled_bounds_match_mpmath(chunk):
-    for n, k, eps0, a in SUB_POINTS[chunk * 10:(chunk + 1) * 10]:
+    for n, k, eps0, a in SUB_POINTS[chunk * 10 : (chunk + 1) * 10]:
         _close(A.subsampled_shuffle_rdp(n, k, eps0, [a], bound="su")[0], R.su(n, k, eps0, a), UPPER_RTOL)
-        _close(A.subsampled_shuffle_rdp(n, k, eps0, [a], bound="cap")[0], R.sub_cap(n, k, eps0, a), UPPER_RTOL)
+        _close(
+            A.subsampled_shuffle_rdp(n, k, eps0, [a], bound="cap")[0], R.sub_cap(n, k, eps0, a), UPPER_RTOL
+        )
         if k <= 1500:
-            _close(A.subsampled_shuffle_rdp(n, k, eps0, [a], bound="lower")[0],
-                   R.rr_lower(k, eps0, mp.mpf(k) / n, a), LOWER_RTOL)
+            _close(
+                A.subsampled_shuffle_rdp(n, k, eps0, [a], bound="lower")[0],
+                R.rr_lower(k, eps0, mp.mpf(k) / n, a),
+                LOWER_RTOL,
+            )
 
 
 def test_conversion_matches_mpmath_on_random_curves():
@@ -141,5 +160,7 @@ def test_laplace_near_order_one_is_not_below_exact():
     for a in (1.0001, 1.001, 1.01, 1.5):
         got = A.event_rdp({"mechanism": "laplace", "scale": 1.0}, [a])[0]
         a_ = mp.mpf(a)
-        exact = mp.log(a_ / (2 * a_ - 1) * mp.e ** (a_ - 1) + (a_ - 1) / (2 * a_ - 1) * mp.e ** (-a_)) / (a_ - 1)
+        exact = mp.log(a_ / (2 * a_ - 1) * mp.e ** (a_ - 1) + (a_ - 1) / (2 * a_ - 1) * mp.e ** (-a_)) / (
+            a_ - 1
+        )
         assert got >= float(exact) * (1 - 1e-15)

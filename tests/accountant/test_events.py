@@ -44,29 +44,35 @@ def test_composition_is_orderwise_sum_and_count_is_linear():
 def test_rdp_curve_event_interpolation_is_valid():
     ev = {"mechanism": "rdp_curve", "orders": [2, 8], "rdp": [0.01, 0.09], "count": 2}
     r = A.event_rdp(ev, [1.5, 2, 5, 8, 9])
-    assert r[0] == pytest.approx(0.02)            # below: monotonicity
+    assert r[0] == pytest.approx(0.02)  # below: monotonicity
     assert r[1] == pytest.approx(0.02)
     assert r[2] == pytest.approx(2 * min((0.5 * 1 * 0.01 + 0.5 * 7 * 0.09) / 4, 0.09))
-    assert np.isinf(r[4])                          # above the largest known order: unknown
+    assert np.isinf(r[4])  # above the largest known order: unknown
     eps, order = A.epsilon([ev], 1e-5)
     assert np.isfinite(eps) and order <= 8
 
 
-@pytest.mark.parametrize("bad,match", [
-    ({"mechanism": "laplaceish", "n": 3}, "unknown mechanism"),
-    ({"n": 3, "epsilon0": 1}, "mechanism"),
-    ({"mechanism": "shuffle", "n": 100}, "missing required field.*epsilon0"),
-    ({"mechanism": "shuffle", "n": 100, "epsilon0": 1, "k": 3}, "unknown field"),
-    ({"mechanism": "shuffle", "n": 0, "epsilon0": 1}, "n must be >= 1"),
-    ({"mechanism": "shuffle", "n": 10, "epsilon0": -1}, "epsilon0 must be >= 0"),
-    ({"mechanism": "shuffle", "n": 10, "epsilon0": float("nan")}, "epsilon0"),
-    ({"mechanism": "shuffle", "n": 10, "epsilon0": 1, "count": 0}, "count must be >= 1"),
-    ({"mechanism": "shuffle", "n": 10.5, "epsilon0": 1}, "n must be an integer"),
-    ({"mechanism": "subsampled_shuffle", "n": 10, "k": 11, "epsilon0": 1}, "k must be <= 10"),
-    ({"mechanism": "subsampled_shuffle", "n": 10, "k": 5, "epsilon0": 1, "sampling": "poisson"}, "Poisson"),
-    ({"mechanism": "rdp_curve", "orders": [2, 3], "rdp": [0.1]}, "same length"),
-    ({"mechanism": "shuffle", "n": 10, "epsilon0": 1, "output": "analog"}, "output"),
-])
+@pytest.mark.parametrize(
+    "bad,match",
+    [
+        ({"mechanism": "laplaceish", "n": 3}, "unknown mechanism"),
+        ({"n": 3, "epsilon0": 1}, "mechanism"),
+        ({"mechanism": "shuffle", "n": 100}, "missing required field.*epsilon0"),
+        ({"mechanism": "shuffle", "n": 100, "epsilon0": 1, "k": 3}, "unknown field"),
+        ({"mechanism": "shuffle", "n": 0, "epsilon0": 1}, "n must be >= 1"),
+        ({"mechanism": "shuffle", "n": 10, "epsilon0": -1}, "epsilon0 must be >= 0"),
+        ({"mechanism": "shuffle", "n": 10, "epsilon0": float("nan")}, "epsilon0"),
+        ({"mechanism": "shuffle", "n": 10, "epsilon0": 1, "count": 0}, "count must be >= 1"),
+        ({"mechanism": "shuffle", "n": 10.5, "epsilon0": 1}, "n must be an integer"),
+        ({"mechanism": "subsampled_shuffle", "n": 10, "k": 11, "epsilon0": 1}, "k must be <= 10"),
+        (
+            {"mechanism": "subsampled_shuffle", "n": 10, "k": 5, "epsilon0": 1, "sampling": "poisson"},
+            "Poisson",
+        ),
+        ({"mechanism": "rdp_curve", "orders": [2, 3], "rdp": [0.1]}, "same length"),
+        ({"mechanism": "shuffle", "n": 10, "epsilon0": 1, "output": "analog"}, "output"),
+    ],
+)
 def test_bad_events(bad, match):
     with pytest.raises(InvalidEvent.__mro__[1], match=match):
         A.event_from_dict(bad)
@@ -126,7 +132,14 @@ def test_central_events():
 
 def test_subsampling_never_looser_than_the_k_user_shuffle():
     """Regression: continuous output at k = n gave ε = 6.97 where the plain shuffle gives 0.049."""
-    sub = {"mechanism": "subsampled_shuffle", "n": 10**5, "k": 10**5, "epsilon0": 1.0, "count": 10, "output": "continuous"}
+    sub = {
+        "mechanism": "subsampled_shuffle",
+        "n": 10**5,
+        "k": 10**5,
+        "epsilon0": 1.0,
+        "count": 10,
+        "output": "continuous",
+    }
     plain = {"mechanism": "shuffle", "n": 10**5, "epsilon0": 1.0, "count": 10, "output": "continuous"}
     assert A.epsilon([sub], 1e-5)[0] <= A.epsilon([plain], 1e-5)[0] * (1 + 1e-12)
     r_sub = A.subsampled_shuffle_rdp(1000, 100, 2.0, A.DEFAULT_ORDERS)
@@ -150,4 +163,6 @@ def test_docs_events_page_is_generated_from_the_declarations():
     from accountant.events.reference import markdown
 
     page = Path(__file__).resolve().parents[2] / "docs" / "events.md"
-    assert page.read_text() == markdown(), "regenerate: python -m accountant.events.reference > docs/events.md"
+    assert page.read_text() == markdown(), (
+        "regenerate: python -m accountant.events.reference > docs/events.md"
+    )

@@ -18,8 +18,12 @@ def nested(n, k, inner, count=1):
 
 
 @settings(max_examples=25, deadline=None)
-@given(n=st.integers(10, 10**7), frac=st.floats(1e-4, 1.0), eps0=st.floats(0.05, 6.0),
-       output=st.sampled_from(["discrete", "continuous"]))
+@given(
+    n=st.integers(10, 10**7),
+    frac=st.floats(1e-4, 1.0),
+    eps0=st.floats(0.05, 6.0),
+    output=st.sampled_from(["discrete", "continuous"]),
+)
 def test_one_inner_shuffle_is_never_looser_than_subsampled_shuffle(n, frac, eps0, output):
     k = max(1, min(n, int(n * frac)))
     one = A.event_rdp(nested(n, k, [{"mechanism": "shuffle", "epsilon0": eps0, "output": output}]))
@@ -51,8 +55,9 @@ def test_every_candidate_is_an_upper_bound_of_the_result():
     n, k = 20_000, 200
     inner = [{"mechanism": "shuffle", "epsilon0": 0.6, "count": 3}, {"mechanism": "laplace", "scale": 4.0}]
     got = A.event_rdp(nested(n, k, inner), ORDERS)
-    inner_curve = (3 * A.event_rdp({"mechanism": "shuffle", "n": k, "epsilon0": 0.6}, ORDERS)
-                   + A.event_rdp({"mechanism": "laplace", "scale": 4.0}, ORDERS))
+    inner_curve = 3 * A.event_rdp({"mechanism": "shuffle", "n": k, "epsilon0": 0.6}, ORDERS) + A.event_rdp(
+        {"mechanism": "laplace", "scale": 4.0}, ORDERS
+    )
     assert np.all(got <= inner_curve * (1 + 1e-12))
     eps_inf = 3 * 0.6 + 0.25
     cap = A.event_rdp({"mechanism": "pure_dp", "epsilon": math.log1p(k / n * math.expm1(eps_inf))}, ORDERS)
@@ -63,11 +68,21 @@ def test_every_candidate_is_an_upper_bound_of_the_result():
 def test_sources_and_json_form():
     ev = A.event_from_dict(nested(1000, 10, [{"mechanism": "shuffle", "epsilon0": 1.0, "count": 2}], 7))
     d = ev.to_dict()
-    assert d == {"mechanism": "subsampled", "n": 1000, "k": 10, "count": 7,
-                 "inner": [{"mechanism": "shuffle", "epsilon0": 1.0, "count": 2}]}  # inner n implied
+    assert d == {
+        "mechanism": "subsampled",
+        "n": 1000,
+        "k": 10,
+        "count": 7,
+        "inner": [{"mechanism": "shuffle", "epsilon0": 1.0, "count": 2}],
+    }  # inner n implied
     assert ev.inner[0].n == 10 and A.event_from_dict(d) == ev
     # the inner n may be given when it is k
-    assert A.event_from_dict(nested(1000, 10, [{"mechanism": "shuffle", "n": 10, "epsilon0": 1.0, "count": 2}], 7)) == ev
+    assert (
+        A.event_from_dict(
+            nested(1000, 10, [{"mechanism": "shuffle", "n": 10, "epsilon0": 1.0, "count": 2}], 7)
+        )
+        == ev
+    )
     sources, _ = ev.curve_sources(np.array([2.0, 10.0, 2.5]))
     assert len(sources) == 3 and all(isinstance(s, str) and s for s in sources)
     hash(ev)
@@ -79,16 +94,22 @@ def test_k_substitution_in_the_json_form_moves_the_inner_population():
     assert A.event_from_dict(d).inner[0].n == 20
 
 
-@pytest.mark.parametrize("bad,match", [
-    (nested(100, 10, [{"mechanism": "shuffle", "n": 11, "epsilon0": 1}]), "must be 10"),
-    (nested(100, 10, [{"mechanism": "subsampled_shuffle", "n": 10, "k": 2, "epsilon0": 1}]), "cannot sample again"),
-    (nested(100, 10, [nested(10, 2, [{"mechanism": "pure_dp", "epsilon": 1}])]), "cannot sample again"),
-    (nested(100, 10, []), "1 to 100 events"),
-    (nested(100, 10, {"mechanism": "pure_dp", "epsilon": 1}), "list of events"),
-    (nested(100, 101, [{"mechanism": "pure_dp", "epsilon": 1}]), "k must be <= 100"),
-    (nested(100, 10, [{"mechanism": "shuffle", "epsilon0": -1}]), r"inner\[0\]: epsilon0 must be >= 0"),
-    ({**nested(100, 10, [{"mechanism": "pure_dp", "epsilon": 1}]), "sampling": "poisson"}, "Poisson"),
-])
+@pytest.mark.parametrize(
+    "bad,match",
+    [
+        (nested(100, 10, [{"mechanism": "shuffle", "n": 11, "epsilon0": 1}]), "must be 10"),
+        (
+            nested(100, 10, [{"mechanism": "subsampled_shuffle", "n": 10, "k": 2, "epsilon0": 1}]),
+            "cannot sample again",
+        ),
+        (nested(100, 10, [nested(10, 2, [{"mechanism": "pure_dp", "epsilon": 1}])]), "cannot sample again"),
+        (nested(100, 10, []), "1 to 100 events"),
+        (nested(100, 10, {"mechanism": "pure_dp", "epsilon": 1}), "list of events"),
+        (nested(100, 101, [{"mechanism": "pure_dp", "epsilon": 1}]), "k must be <= 100"),
+        (nested(100, 10, [{"mechanism": "shuffle", "epsilon0": -1}]), r"inner\[0\]: epsilon0 must be >= 0"),
+        ({**nested(100, 10, [{"mechanism": "pure_dp", "epsilon": 1}]), "sampling": "poisson"}, "Poisson"),
+    ],
+)
 def test_bad_nested_events(bad, match):
     with pytest.raises(InvalidEvent, match=match):
         A.event_from_dict(bad)

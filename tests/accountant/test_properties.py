@@ -21,8 +21,12 @@ def test_default_upper_never_below_exact_lower(n, eps0, orders):
 
 
 @SET
-@given(n=st.integers(min_value=10, max_value=10**6), frac=st.floats(1e-3, 1.0), eps0=eps0s,
-       orders=st.lists(st.integers(2, 200), min_size=1, max_size=4))
+@given(
+    n=st.integers(min_value=10, max_value=10**6),
+    frac=st.floats(1e-3, 1.0),
+    eps0=eps0s,
+    orders=st.lists(st.integers(2, 200), min_size=1, max_size=4),
+)
 def test_subsampled_upper_never_below_exact_lower(n, frac, eps0, orders):
     k = max(2, min(n, int(n * frac)))
     if k > 20_000:
@@ -61,9 +65,12 @@ def test_alpha_minus_one_times_upper_is_convex_on_the_grid(n, eps0):
 
 
 @settings(max_examples=80, deadline=None)
-@given(n=st.integers(min_value=1, max_value=10**12), eps0=st.floats(0.0, 20.0),
-       orders=st.lists(st.floats(min_value=1.0001, max_value=1e5), min_size=1, max_size=5),
-       count=st.integers(1, 10**8))
+@given(
+    n=st.integers(min_value=1, max_value=10**12),
+    eps0=st.floats(0.0, 20.0),
+    orders=st.lists(st.floats(min_value=1.0001, max_value=1e5), min_size=1, max_size=5),
+    count=st.integers(1, 10**8),
+)
 def test_never_nan_inf_or_negative(n, eps0, orders, count):
     ev = {"mechanism": "shuffle", "n": n, "epsilon0": eps0, "count": count}
     r = A.event_rdp(ev, orders)
@@ -75,8 +82,12 @@ def test_never_nan_inf_or_negative(n, eps0, orders, count):
 
 
 @settings(max_examples=40, deadline=None)
-@given(n=st.integers(min_value=1, max_value=10**12), frac=st.floats(1e-6, 1.0), eps0=st.floats(0.0, 20.0),
-       count=st.integers(1, 10**8))
+@given(
+    n=st.integers(min_value=1, max_value=10**12),
+    frac=st.floats(1e-6, 1.0),
+    eps0=st.floats(0.0, 20.0),
+    count=st.integers(1, 10**8),
+)
 def test_subsampled_never_nan_inf_or_negative(n, frac, eps0, count):
     k = max(1, min(n, int(n * frac)))
     ev = {"mechanism": "subsampled_shuffle", "n": n, "k": k, "epsilon0": eps0, "count": count}

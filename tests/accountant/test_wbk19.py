@@ -93,7 +93,9 @@ def test_headline_subsampled_composition():
     ints = np.arange(2.0, 257.0)
     curve = wbk19_rdp(1e-3, lambda js: clone_rdp(1000, 2.0, js), 2.0, ints)
     delta = 1e-8
-    eps = np.min(1e5 * curve + (math.log(1 / delta) + (ints - 1) * np.log1p(-1 / ints) - np.log(ints)) / (ints - 1))
+    eps = np.min(
+        1e5 * curve + (math.log(1 / delta) + (ints - 1) * np.log1p(-1 / ints) - np.log(ints)) / (ints - 1)
+    )
     assert eps == pytest.approx(0.53, rel=0.015)
 
 
@@ -102,6 +104,8 @@ def test_truncated_sum_at_large_orders_matches_mpmath(gamma, eps_inf, alpha):
     """The j-sum stops at J = ⌈2eλ⌉ + 60 (λ = γ·α·e^{ε∞}) and adds a geometric bound of the rest:
     still the full 50-digit sum to 1e-10, and never below it."""
     inner = _inner_factory(2, 0.01, eps_inf)
-    got = wbk19_rdp(gamma, lambda js: np.array([inner(int(j)) for j in js]), eps_inf, np.array([float(alpha)]))[0]
+    got = wbk19_rdp(
+        gamma, lambda js: np.array([inner(int(j)) for j in js]), eps_inf, np.array([float(alpha)])
+    )[0]
     ref = mp_wbk19(gamma, inner, eps_inf, alpha)
     assert ref <= got <= ref * (1 + 1e-10)

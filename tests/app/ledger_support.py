@@ -25,13 +25,25 @@ from app.db.migrate import upgrade_to_head
 from app.db.session import Database, normalize_url
 
 PG_ENV = "TEST_POSTGRES_URL"
-KEYS = {"admin-key-0123456789": "admin", "pipeline-key-0123456789": "pipeline", "viewer-key-0123456789": "viewer"}
+KEYS = {
+    "admin-key-0123456789": "admin",
+    "pipeline-key-0123456789": "pipeline",
+    "viewer-key-0123456789": "viewer",
+}
 KEYS_ENV = ",".join(f"{k}:{r}" for k, r in KEYS.items())
 ADMIN = {"Authorization": "Bearer admin-key-0123456789"}
 PIPE = {"Authorization": "Bearer pipeline-key-0123456789"}
 VIEW = {"Authorization": "Bearer viewer-key-0123456789"}
-LEDGER_TABLES = ("ledger_refusals", "ledger_charge_users", "ledger_charges", "ledger_memberships", "ledger_class_cohorts",
-                 "ledger_cohorts", "ledger_users", "ledger_classes")
+LEDGER_TABLES = (
+    "ledger_refusals",
+    "ledger_charge_users",
+    "ledger_charges",
+    "ledger_memberships",
+    "ledger_class_cohorts",
+    "ledger_cohorts",
+    "ledger_users",
+    "ledger_classes",
+)
 
 ORDERS = np.asarray(DEFAULT_ORDERS, dtype=float)
 
@@ -90,10 +102,16 @@ def truncate_pg(url: str) -> None:
 
 BACKENDS = [
     pytest.param("sqlite", id="sqlite"),
-    pytest.param("postgres", id="postgres", marks=[
-        pytest.mark.postgres,
-        pytest.mark.skipif(not os.environ.get(PG_ENV), reason=f"{PG_ENV} is not set (no PostgreSQL server)"),
-    ]),
+    pytest.param(
+        "postgres",
+        id="postgres",
+        marks=[
+            pytest.mark.postgres,
+            pytest.mark.skipif(
+                not os.environ.get(PG_ENV), reason=f"{PG_ENV} is not set (no PostgreSQL server)"
+            ),
+        ],
+    ),
 ]
 
 

@@ -21,9 +21,15 @@ from app.client import (
     ValidationFailed,
 )
 
-RDP_OK = {"orders": [2.0], "rdp": [0.1], "bound": "upper",
-          "event": {"mechanism": "shuffle", "n": 10, "epsilon0": 1.0, "count": 1},
-          "sources": ["u1"], "notes": [], "default_orders": False}
+RDP_OK = {
+    "orders": [2.0],
+    "rdp": [0.1],
+    "bound": "upper",
+    "event": {"mechanism": "shuffle", "n": 10, "epsilon0": 1.0, "count": 1},
+    "sources": ["u1"],
+    "notes": [],
+    "default_orders": False,
+}
 SHUFFLE = {"mechanism": "shuffle", "n": 10, "epsilon0": 1.0}
 
 
@@ -50,15 +56,27 @@ def client(script: Script, **kw) -> AccountantClient:
 @pytest.mark.parametrize(
     "status, body, cls",
     [
-        (400, {"detail": "bound 'u1' holds only at integer orders", "error": "BoundNotApplicable"}, BadRequest),
+        (
+            400,
+            {"detail": "bound 'u1' holds only at integer orders", "error": "BoundNotApplicable"},
+            BadRequest,
+        ),
         (401, {"detail": "missing API key"}, Unauthorized),
         (403, {"detail": "viewer may not charge"}, Forbidden),
         (404, {"detail": "unknown users: ['x']"}, NotFound),
         (409, {"detail": "idempotency key reused with another body"}, Conflict),
         (409, {"status": "refused", "refused_users": ["u2"], "detail": "over budget"}, BudgetExceeded),
         (413, {"detail": "request body too large"}, PayloadTooLarge),
-        (422, {"detail": [{"loc": ["body", "event", "n"], "msg": "too small", "type": "x"}]}, ValidationFailed),
-        (422, {"detail": "no epsilon0 meets", "error": "InfeasibleTarget", "best_epsilon": 1.5}, InfeasibleTarget),
+        (
+            422,
+            {"detail": [{"loc": ["body", "event", "n"], "msg": "too small", "type": "x"}]},
+            ValidationFailed,
+        ),
+        (
+            422,
+            {"detail": "no epsilon0 meets", "error": "InfeasibleTarget", "best_epsilon": 1.5},
+            InfeasibleTarget,
+        ),
         (500, {"detail": "internal error"}, ServerError),
     ],
 )
@@ -112,7 +130,9 @@ def test_charges_are_retried_with_the_same_idempotency_key():
 
 
 def test_api_key_and_timeouts():
-    s = Script((200, {"status": "ok", "version": "0", "calibration": True, "default_orders": 81, "grid_version": 1}))
+    s = Script(
+        (200, {"status": "ok", "version": "0", "calibration": True, "default_orders": 81, "grid_version": 1})
+    )
     c = client(s, api_key="k-123", timeout=3.0)
     assert c.health().status == "ok"
     req = s.requests[0]
@@ -121,12 +141,20 @@ def test_api_key_and_timeouts():
 
 
 def test_calibrate_uses_the_longer_timeout():
-    body = {"event": {"mechanism": "gaussian", "noise_multiplier": 3.0, "count": 5}, "epsilon": 1.0, "delta": 1e-6,
-            "order": 10.0, "solve_for": "count", "value": 5, "target": {"epsilon": 1.0, "delta": 1e-6},
-            "default_orders": True}
+    body = {
+        "event": {"mechanism": "gaussian", "noise_multiplier": 3.0, "count": 5},
+        "epsilon": 1.0,
+        "delta": 1e-6,
+        "order": 10.0,
+        "solve_for": "count",
+        "value": 5,
+        "target": {"epsilon": 1.0, "delta": 1e-6},
+        "default_orders": True,
+    }
     s = Script((200, body))
-    r = client(s, timeout=2.0, calibrate_timeout=77.0).calibrate({"mechanism": "gaussian", "noise_multiplier": 3.0},
-                                                                  "count", 1.0, 1e-6)
+    r = client(s, timeout=2.0, calibrate_timeout=77.0).calibrate(
+        {"mechanism": "gaussian", "noise_multiplier": 3.0}, "count", 1.0, 1e-6
+    )
     assert r.value == 5 and s.requests[0].extensions["timeout"]["read"] == 77.0
 
 
@@ -138,9 +166,15 @@ def test_accountant_event_objects_are_accepted():
     assert __import__("json").loads(s.requests[0].content)["event"]["mechanism"] == "shuffle"
 
 
-@pytest.mark.parametrize("user_id, path", [
-    ("..", "/v1/users/%2E%2E"), (".", "/v1/users/%2E"), ("a.b c", "/v1/users/a%2Eb%20c"), ("x/y", "/v1/users/x%2Fy"),
-])
+@pytest.mark.parametrize(
+    "user_id, path",
+    [
+        ("..", "/v1/users/%2E%2E"),
+        (".", "/v1/users/%2E"),
+        ("a.b c", "/v1/users/a%2Eb%20c"),
+        ("x/y", "/v1/users/x%2Fy"),
+    ],
+)
 def test_user_ids_are_sent_as_one_path_segment(user_id, path):
     """Regression (red-team): '.' and '..' were sent literally and removed as dot segments by httpx
     (GET /v1/users/.. became GET /v1 → 404 'Not Found' for a user that exists)."""

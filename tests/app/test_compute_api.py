@@ -44,15 +44,28 @@ def _clear_4xx(r, status=None):
 # ------------------------------------------------------------------------------------- odd inputs
 ODD_JSON = [
     ("string for n", "/v1/rdp", {"event": {"mechanism": "shuffle", "n": "1000", "epsilon0": 1.0}}, 422),
-    ("string for epsilon0", "/v1/rdp", {"event": {"mechanism": "shuffle", "n": 1000, "epsilon0": "0.5"}}, 422),
+    (
+        "string for epsilon0",
+        "/v1/rdp",
+        {"event": {"mechanism": "shuffle", "n": 1000, "epsilon0": "0.5"}},
+        422,
+    ),
     ("string for delta", "/v1/epsilon", {"events": [SMALL], "delta": "1e-8"}, 422),
     ("boolean for n", "/v1/rdp", {"event": {"mechanism": "shuffle", "n": True, "epsilon0": 1.0}}, 422),
     ("n = 0", "/v1/rdp", {"event": {"mechanism": "shuffle", "n": 0, "epsilon0": 1.0}}, 422),
     ("n = 1e15", "/v1/rdp", {"event": {"mechanism": "shuffle", "n": 10**15, "epsilon0": 1.0}}, 422),
-    ("n = 1e15 as a float", "/v1/epsilon", {"events": [{"mechanism": "shuffle", "n": 1e15, "epsilon0": 1.0}],
-                                            "delta": 1e-6}, 422),
-    ("k = 1e15", "/v1/rdp", {"event": {"mechanism": "subsampled_shuffle", "n": 10**12, "k": 10**15, "epsilon0": 1}},
-     422),
+    (
+        "n = 1e15 as a float",
+        "/v1/epsilon",
+        {"events": [{"mechanism": "shuffle", "n": 1e15, "epsilon0": 1.0}], "delta": 1e-6},
+        422,
+    ),
+    (
+        "k = 1e15",
+        "/v1/rdp",
+        {"event": {"mechanism": "subsampled_shuffle", "n": 10**12, "k": 10**15, "epsilon0": 1}},
+        422,
+    ),
     ("n = 1e300", "/v1/rdp", {"event": {"mechanism": "shuffle", "n": 1e300, "epsilon0": 1.0}}, 422),
     ("n fractional", "/v1/rdp", {"event": {"mechanism": "shuffle", "n": 10.5, "epsilon0": 1.0}}, 422),
     ("epsilon0 = 1e308", "/v1/rdp", {"event": {"mechanism": "shuffle", "n": 1000, "epsilon0": 1e308}}, 422),
@@ -69,30 +82,71 @@ ODD_JSON = [
     ("delta = 1", "/v1/epsilon", {"events": [SMALL], "delta": 1}, 422),
     ("delta < 0", "/v1/epsilon", {"events": [SMALL], "delta": -1e-6}, 422),
     ("epsilon < 0", "/v1/delta", {"events": [SMALL], "epsilon": -1}, 422),
-    ("unknown mechanism", "/v1/rdp", {"event": {"mechanism": "poisson_shuffle", "n": 10, "epsilon0": 1}}, 422),
+    (
+        "unknown mechanism",
+        "/v1/rdp",
+        {"event": {"mechanism": "poisson_shuffle", "n": 10, "epsilon0": 1}},
+        422,
+    ),
     ("no mechanism", "/v1/rdp", {"event": {"n": 10, "epsilon0": 1}}, 422),
     ("unknown field", "/v1/rdp", {"event": {**SMALL, "users": 5}}, 422),
     ("unknown top-level field", "/v1/rdp", {"event": SMALL, "order": [2]}, 422),
-    ("k > n", "/v1/rdp", {"event": {"mechanism": "subsampled_shuffle", "n": 10, "k": 11, "epsilon0": 1}}, 400),
-    ("poisson sampling", "/v1/rdp",
-     {"event": {"mechanism": "subsampled_shuffle", "n": 10, "k": 5, "epsilon0": 1, "sampling": "poisson"}}, 422),
+    (
+        "k > n",
+        "/v1/rdp",
+        {"event": {"mechanism": "subsampled_shuffle", "n": 10, "k": 11, "epsilon0": 1}},
+        400,
+    ),
+    (
+        "poisson sampling",
+        "/v1/rdp",
+        {"event": {"mechanism": "subsampled_shuffle", "n": 10, "k": 5, "epsilon0": 1, "sampling": "poisson"}},
+        422,
+    ),
     ("unknown bound", "/v1/rdp", {"event": SMALL, "bound": "tightest"}, 422),
     ("count = 0", "/v1/rdp", {"event": {**SMALL, "count": 0}}, 422),
-    ("curve lengths differ", "/v1/rdp", {"event": {"mechanism": "rdp_curve", "orders": [2, 3], "rdp": [0.1]}}, 400),
+    (
+        "curve lengths differ",
+        "/v1/rdp",
+        {"event": {"mechanism": "rdp_curve", "orders": [2, 3], "rdp": [0.1]}},
+        400,
+    ),
     ("negative rdp", "/v1/rdp", {"event": {"mechanism": "rdp_curve", "orders": [2], "rdp": [-0.1]}}, 422),
     ("event is a list", "/v1/rdp", {"event": [SMALL]}, 422),
     ("body is a list", "/v1/rdp", [SMALL], 422),
     ("body is a number", "/v1/epsilon", 3, 422),
-    ("calibrate: target delta 1", "/v1/calibrate",
-     {"solve_for": "count", "target": {"epsilon": 1, "delta": 1}, "event": SMALL}, 422),
-    ("calibrate: target epsilon 0", "/v1/calibrate",
-     {"solve_for": "count", "target": {"epsilon": 0, "delta": 1e-6}, "event": {"mechanism": "shuffle", "n": 10,
-                                                                                "epsilon0": 1}}, 422),
-    ("calibrate: unknown unknown", "/v1/calibrate",
-     {"solve_for": "delta", "target": {"epsilon": 1, "delta": 1e-6}, "event": SMALL}, 422),
-    ("calibrate: k for shuffle", "/v1/calibrate",
-     {"solve_for": "k", "target": {"epsilon": 1, "delta": 1e-6}, "event": {"mechanism": "shuffle", "n": 100,
-                                                                            "epsilon0": 1}}, 400),
+    (
+        "calibrate: target delta 1",
+        "/v1/calibrate",
+        {"solve_for": "count", "target": {"epsilon": 1, "delta": 1}, "event": SMALL},
+        422,
+    ),
+    (
+        "calibrate: target epsilon 0",
+        "/v1/calibrate",
+        {
+            "solve_for": "count",
+            "target": {"epsilon": 0, "delta": 1e-6},
+            "event": {"mechanism": "shuffle", "n": 10, "epsilon0": 1},
+        },
+        422,
+    ),
+    (
+        "calibrate: unknown unknown",
+        "/v1/calibrate",
+        {"solve_for": "delta", "target": {"epsilon": 1, "delta": 1e-6}, "event": SMALL},
+        422,
+    ),
+    (
+        "calibrate: k for shuffle",
+        "/v1/calibrate",
+        {
+            "solve_for": "k",
+            "target": {"epsilon": 1, "delta": 1e-6},
+            "event": {"mechanism": "shuffle", "n": 100, "epsilon0": 1},
+        },
+        400,
+    ),
 ]
 
 
@@ -107,8 +161,14 @@ def test_odd_input_is_a_clear_4xx(client, name, path, body, status):
 ODD_RAW = [
     ("NaN", b'{"event": {"mechanism": "shuffle", "n": 100, "epsilon0": NaN}}'),
     ("Infinity", b'{"event": {"mechanism": "shuffle", "n": 100, "epsilon0": Infinity}}'),
-    ("-Infinity in orders", b'{"event": {"mechanism": "shuffle", "n": 100, "epsilon0": 1}, "orders": [-Infinity]}'),
-    ("overflowing exponent", b'{"event": {"mechanism": "shuffle", "n": 100, "epsilon0": 1}, "orders": [1e999]}'),
+    (
+        "-Infinity in orders",
+        b'{"event": {"mechanism": "shuffle", "n": 100, "epsilon0": 1}, "orders": [-Infinity]}',
+    ),
+    (
+        "overflowing exponent",
+        b'{"event": {"mechanism": "shuffle", "n": 100, "epsilon0": 1}, "orders": [1e999]}',
+    ),
     ("truncated JSON", b'{"event": {"mechanism": "shuffle", "n": 100'),
     ("not JSON", b"hello"),
     ("empty body", b""),
@@ -124,19 +184,28 @@ def test_odd_raw_body_is_a_clear_4xx(client, name, raw):
 
 
 def test_wrong_content_type_is_a_4xx(client):
-    _clear_4xx(client.post("/v1/rdp", content=json.dumps({"event": SMALL}), headers={"content-type": "text/plain"}))
+    _clear_4xx(
+        client.post("/v1/rdp", content=json.dumps({"event": SMALL}), headers={"content-type": "text/plain"})
+    )
 
 
 def test_body_over_the_cap_is_413(client):
-    r = client.post("/v1/rdp", content=b"[" + b"1," * 600_000 + b"1]", headers={"content-type": "application/json"})
+    r = client.post(
+        "/v1/rdp", content=b"[" + b"1," * 600_000 + b"1]", headers={"content-type": "application/json"}
+    )
     body = _clear_4xx(r, 413)
     assert "at most" in body["detail"]
 
 
 def test_validation_errors_are_bounded_and_json_safe(client):
     """Thousands of bad items do not echo back a megabyte; non-finite inputs never reach the JSON."""
-    r = client.post("/v1/epsilon", json={"events": [{"mechanism": "shuffle", "n": -i, "epsilon0": 1} for i in range(900)],
-                                         "delta": 1e-8})
+    r = client.post(
+        "/v1/epsilon",
+        json={
+            "events": [{"mechanism": "shuffle", "n": -i, "epsilon0": 1} for i in range(900)],
+            "delta": 1e-8,
+        },
+    )
     body = _clear_4xx(r, 422)
     assert len(body["detail"]) == 20 and body["errors_omitted"] == 880
     assert len(r.content) < 20_000
@@ -168,13 +237,20 @@ def test_rdp_sources_and_notes(client):
 def test_rdp_named_bound_matches_the_accountant(client):
     for bound in ("u1", "u2", "cap", "lower"):
         body = client.post("/v1/rdp", json={"event": SHUFFLE, "orders": [2, 5, 9], "bound": bound}).json()
-        assert body["rdp"] == pytest.approx(accountant.event_rdp(SHUFFLE, [2, 5, 9], bound).tolist(), rel=1e-12)
+        assert body["rdp"] == pytest.approx(
+            accountant.event_rdp(SHUFFLE, [2, 5, 9], bound).tolist(), rel=1e-12
+        )
         assert body["sources"] == [bound] * 3
 
 
 def test_rdp_curve_above_its_largest_order_is_null_not_infinity(client):
-    r = client.post("/v1/rdp", json={"event": {"mechanism": "rdp_curve", "orders": [2, 4], "rdp": [0.1, 0.2]},
-                                     "orders": [3, 4, 100]})
+    r = client.post(
+        "/v1/rdp",
+        json={
+            "event": {"mechanism": "rdp_curve", "orders": [2, 4], "rdp": [0.1, 0.2]},
+            "orders": [3, 4, 100],
+        },
+    )
     body = _no_nan(r.text)
     assert body["rdp"][2] is None and body["rdp"][1] == pytest.approx(0.2)
     assert any("unknown above" in n for n in body["notes"])
@@ -182,11 +258,16 @@ def test_rdp_curve_above_its_largest_order_is_null_not_infinity(client):
 
 def test_huge_parameters_give_finite_numbers(client):
     """n = 10¹² and count = 10¹² are allowed and must give finite curves (the pure-DP cap exists)."""
-    body = _no_nan(client.post("/v1/rdp", json={"event": {"mechanism": "shuffle", "n": 10**12, "epsilon0": 50,
-                                                          "count": 10**12}}).text)
+    body = _no_nan(
+        client.post(
+            "/v1/rdp", json={"event": {"mechanism": "shuffle", "n": 10**12, "epsilon0": 50, "count": 10**12}}
+        ).text
+    )
     assert all(x is not None and math.isfinite(x) for x in body["rdp"])
-    r = client.post("/v1/epsilon", json={"events": [{"mechanism": "pure_dp", "epsilon": 50, "count": 10**12}],
-                                         "delta": 1e-300})
+    r = client.post(
+        "/v1/epsilon",
+        json={"events": [{"mechanism": "pure_dp", "epsilon": 50, "count": 10**12}], "delta": 1e-300},
+    )
     assert r.status_code in (200, 400)
     _no_nan(r.text)
 
@@ -200,8 +281,14 @@ def test_epsilon_sources_name_the_bound_of_each_event(client):
 
 
 def test_calibrated_n_above_the_cap_is_infeasible(client):
-    r = client.post("/v1/calibrate", json={"solve_for": "n", "target": {"epsilon": 1e-4, "delta": 1e-12},
-                                           "event": {"mechanism": "shuffle", "epsilon0": 1.0, "count": 10}})
+    r = client.post(
+        "/v1/calibrate",
+        json={
+            "solve_for": "n",
+            "target": {"epsilon": 1e-4, "delta": 1e-12},
+            "event": {"mechanism": "shuffle", "epsilon0": 1.0, "count": 10},
+        },
+    )
     body = _clear_4xx(r, 422)
     assert body["error"] == "InfeasibleTarget" and body["best_epsilon"] > 1e-4
 
@@ -224,10 +311,17 @@ def test_repeated_request_is_served_from_the_cache(client):
 
 def test_cache_key_is_the_canonical_request(client):
     """Field order and whitespace do not matter; a different value does."""
-    a = client.post("/v1/rdp", content=b'{"orders":[2],"event":{"epsilon0":0.5,"n":999,"mechanism":"shuffle"}}',
-                    headers={"content-type": "application/json"}).json()
-    b = client.post("/v1/rdp", json={"event": {"mechanism": "shuffle", "n": 999, "epsilon0": 0.5}, "orders": [2]}).json()
-    c = client.post("/v1/rdp", json={"event": {"mechanism": "shuffle", "n": 998, "epsilon0": 0.5}, "orders": [2]}).json()
+    a = client.post(
+        "/v1/rdp",
+        content=b'{"orders":[2],"event":{"epsilon0":0.5,"n":999,"mechanism":"shuffle"}}',
+        headers={"content-type": "application/json"},
+    ).json()
+    b = client.post(
+        "/v1/rdp", json={"event": {"mechanism": "shuffle", "n": 999, "epsilon0": 0.5}, "orders": [2]}
+    ).json()
+    c = client.post(
+        "/v1/rdp", json={"event": {"mechanism": "shuffle", "n": 998, "epsilon0": 0.5}, "orders": [2]}
+    ).json()
     assert a == b and a != c
 
 
@@ -238,9 +332,12 @@ def test_unknown_path_and_method_are_json(client):
 
 
 def test_every_error_carries_the_request_id(client):
-    r = client.post("/v1/rdp", json={"event": SMALL, "orders": [2.5], "bound": "u1"},
-                    headers={"X-Request-ID": "req-42"})
-    assert r.status_code == 400 and r.json()["request_id"] == "req-42" and r.headers["x-request-id"] == "req-42"
+    r = client.post(
+        "/v1/rdp", json={"event": SMALL, "orders": [2.5], "bound": "u1"}, headers={"X-Request-ID": "req-42"}
+    )
+    assert (
+        r.status_code == 400 and r.json()["request_id"] == "req-42" and r.headers["x-request-id"] == "req-42"
+    )
 
 
 def test_health_is_static_and_fast(client):
@@ -254,10 +351,13 @@ def test_infeasible_n_reports_the_best_epsilon_within_the_http_cap(client):
     """Regression (red-team): when no n ≤ 10¹⁵ (the accountant's cap) met the target, the 422 quoted the
     accountant's best ε at n = 10¹⁵ — an n the HTTP API refuses (n ≤ 10¹²) — as 'the best achievable'."""
     event = {"mechanism": "shuffle", "epsilon0": 5.0, "count": 10**6}
-    r = client.post("/v1/calibrate", json={"solve_for": "n", "target": {"epsilon": 0.01, "delta": 1e-12},
-                                           "event": event})
+    r = client.post(
+        "/v1/calibrate", json={"solve_for": "n", "target": {"epsilon": 0.01, "delta": 1e-12}, "event": event}
+    )
     body = _clear_4xx(r, 422)
-    at_cap = client.post("/v1/epsilon", json={"events": [{**event, "n": 10**12}], "delta": 1e-12}).json()["epsilon"]
+    at_cap = client.post("/v1/epsilon", json={"events": [{**event, "n": 10**12}], "delta": 1e-12}).json()[
+        "epsilon"
+    ]
     assert body["error"] == "InfeasibleTarget"
     assert body["best_epsilon"] == pytest.approx(at_cap, rel=1e-9)
     assert "1e+12" in body["detail"] and "1,000,000,000,000,000" not in body["detail"]
@@ -268,6 +368,8 @@ def test_a_json_body_without_the_json_content_type_says_so(client, content_type)
     """Regression (red-team): `curl -d '{...}'` (a form content type by default) got 'Input should be a
     valid dictionary', which does not say what to change."""
     headers = {} if content_type is None else {"content-type": content_type}
-    r = client.post("/v1/epsilon", content=json.dumps({"events": [SMALL], "delta": 1e-6}).encode(), headers=headers)
+    r = client.post(
+        "/v1/epsilon", content=json.dumps({"events": [SMALL], "delta": 1e-6}).encode(), headers=headers
+    )
     body = _clear_4xx(r, 422)
     assert "Content-Type: application/json" in body["detail"][0]["msg"], body

@@ -98,8 +98,14 @@ def test_rdp_default_orders_are_reported(http):
 
 @pytest.mark.parametrize("bound", SHUFFLE_BOUNDS)
 def test_rdp_every_shuffle_bound_name(http, bound):
-    r = http.post("/v1/rdp", json={"event": {"mechanism": "shuffle", "n": 10**8, "epsilon0": 0.5},
-                                   "orders": [2, 3, 10], "bound": bound})
+    r = http.post(
+        "/v1/rdp",
+        json={
+            "event": {"mechanism": "shuffle", "n": 10**8, "epsilon0": 0.5},
+            "orders": [2, 3, 10],
+            "bound": bound,
+        },
+    )
     assert r.status_code == 200, r.text
     body = _strict_json(r)
     assert body["bound"] == bound and all(x is not None and x >= 0 for x in body["rdp"])
@@ -117,10 +123,22 @@ def test_rdp_every_subsampled_bound_name(http, bound):
     "req, words",
     [
         ({"event": SHUFFLE, "orders": [2, 3, 10.5], "bound": "u1"}, ["integer", "10.5"]),
-        ({"event": {"mechanism": "subsampled_shuffle", "n": 1000, "k": 1, "epsilon0": 1.0}, "orders": [2, 3],
-          "bound": "su"}, ["k >= 2"]),
-        ({"event": {"mechanism": "shuffle", "n": 100, "epsilon0": 3.0}, "orders": [2, 30], "bound": "u1_simplified"},
-         ["u1_simplified"]),
+        (
+            {
+                "event": {"mechanism": "subsampled_shuffle", "n": 1000, "k": 1, "epsilon0": 1.0},
+                "orders": [2, 3],
+                "bound": "su",
+            },
+            ["k >= 2"],
+        ),
+        (
+            {
+                "event": {"mechanism": "shuffle", "n": 100, "epsilon0": 3.0},
+                "orders": [2, 30],
+                "bound": "u1_simplified",
+            },
+            ["u1_simplified"],
+        ),
         ({"event": {**SHUFFLE, "output": "continuous"}, "orders": [2, 3], "bound": "u2"}, ["discrete"]),
         ({"event": SUBSAMPLED, "orders": [2, 3], "bound": "u1"}, ["unknown bound", "subsampled_shuffle"]),
         ({"event": CURVE, "orders": [2, 3], "bound": "cap"}, ["upper"]),
@@ -172,19 +190,29 @@ def test_delta_api_md_example(http):
 
 
 def test_custom_orders_are_used_and_reported(http):
-    body = _strict_json(http.post("/v1/epsilon", json={"events": [SHUFFLE], "delta": 1e-6, "orders": [2, 4, 8, 16]}))
+    body = _strict_json(
+        http.post("/v1/epsilon", json={"events": [SHUFFLE], "delta": 1e-6, "orders": [2, 4, 8, 16]})
+    )
     assert body["orders"] == [2, 4, 8, 16] and body["default_orders"] is False
 
 
 # ------------------------------------------------------------------------------------- /v1/calibrate
 def test_calibrate_api_md_example(http):
-    req = {"solve_for": "epsilon0", "target": {"epsilon": 4.0, "delta": 1e-5},
-           "event": {"mechanism": "subsampled_shuffle", "n": 100000, "k": 1000, "count": 1000}}
+    req = {
+        "solve_for": "epsilon0",
+        "target": {"epsilon": 4.0, "delta": 1e-5},
+        "event": {"mechanism": "subsampled_shuffle", "n": 100000, "k": 1000, "count": 1000},
+    }
     r = http.post("/v1/calibrate", json=req)
     assert r.status_code == 200, r.text
     body = _strict_json(r)
     ev = body["event"]
-    assert ev["mechanism"] == "subsampled_shuffle" and ev["n"] == 100000 and ev["k"] == 1000 and ev["count"] == 1000
+    assert (
+        ev["mechanism"] == "subsampled_shuffle"
+        and ev["n"] == 100000
+        and ev["k"] == 1000
+        and ev["count"] == 1000
+    )
     assert 0 < ev["epsilon0"] <= 50
     assert body["delta"] == 1e-5 and body["epsilon"] <= 4.0 and body["order"] > 1
     # the reported guarantee is the recomputed one, and one nudge up misses the target
@@ -204,8 +232,10 @@ def test_calibrate_api_md_example(http):
     ],
 )
 def test_calibrate_each_unknown(http, solve_for, event):
-    r = http.post("/v1/calibrate", json={"solve_for": solve_for, "target": {"epsilon": 4.0, "delta": 1e-5},
-                                         "event": event})
+    r = http.post(
+        "/v1/calibrate",
+        json={"solve_for": solve_for, "target": {"epsilon": 4.0, "delta": 1e-5}, "event": event},
+    )
     assert r.status_code == 200, r.text
     body = _strict_json(r)
     assert body["solve_for"] == solve_for and body["event"][solve_for] == body["value"]
@@ -215,8 +245,14 @@ def test_calibrate_each_unknown(http, solve_for, event):
 
 
 def test_calibrate_infeasible_is_422_with_best_epsilon(http):
-    r = http.post("/v1/calibrate", json={"solve_for": "epsilon0", "target": {"epsilon": 1e-6, "delta": 1e-10},
-                                         "event": {"mechanism": "shuffle", "n": 100, "count": 10**6}})
+    r = http.post(
+        "/v1/calibrate",
+        json={
+            "solve_for": "epsilon0",
+            "target": {"epsilon": 1e-6, "delta": 1e-10},
+            "event": {"mechanism": "shuffle", "n": 100, "count": 10**6},
+        },
+    )
     assert r.status_code == 422, r.text
     body = _strict_json(r)
     assert isinstance(body["detail"], str) and body["error"] == "InfeasibleTarget"
@@ -224,14 +260,20 @@ def test_calibrate_infeasible_is_422_with_best_epsilon(http):
 
 
 def test_calibrate_with_the_unknown_given_is_400(http):
-    r = http.post("/v1/calibrate", json={"solve_for": "epsilon0", "target": {"epsilon": 4.0, "delta": 1e-5},
-                                         "event": SHUFFLE})
+    r = http.post(
+        "/v1/calibrate",
+        json={"solve_for": "epsilon0", "target": {"epsilon": 4.0, "delta": 1e-5}, "event": SHUFFLE},
+    )
     assert r.status_code == 400 and "leave out" in r.json()["detail"]
 
 
 # ----------------------------------------------------------------------------- what only HTTP shows
 def test_ten_megabyte_body_is_413_without_reading_it_all(http):
-    big = b'{"event": {"mechanism": "shuffle", "n": 10, "epsilon0": 1}, "orders": [' + b"2," * (5 * 2**20) + b"2]}"
+    big = (
+        b'{"event": {"mechanism": "shuffle", "n": 10, "epsilon0": 1}, "orders": ['
+        + b"2," * (5 * 2**20)
+        + b"2]}"
+    )
     t0 = time.monotonic()
     r = http.post("/v1/rdp", content=big, headers={"content-type": "application/json"})
     assert r.status_code == 413
@@ -258,11 +300,13 @@ def test_million_orders_is_a_clear_4xx(http):
 
 
 def test_nan_and_infinity_on_the_wire_are_422(http):
-    for raw in (b'{"event": {"mechanism": "shuffle", "n": 10, "epsilon0": NaN}}',
-                b'{"event": {"mechanism": "shuffle", "n": 10, "epsilon0": Infinity}}',
-                b'{"event": {"mechanism": "shuffle", "n": 10, "epsilon0": -Infinity}}',
-                b'{"event": {"mechanism": "shuffle", "n": 10, "epsilon0": 1e400}}',
-                b'{"events": [{"mechanism": "shuffle", "n": 10, "epsilon0": 1}], "delta": NaN}'):
+    for raw in (
+        b'{"event": {"mechanism": "shuffle", "n": 10, "epsilon0": NaN}}',
+        b'{"event": {"mechanism": "shuffle", "n": 10, "epsilon0": Infinity}}',
+        b'{"event": {"mechanism": "shuffle", "n": 10, "epsilon0": -Infinity}}',
+        b'{"event": {"mechanism": "shuffle", "n": 10, "epsilon0": 1e400}}',
+        b'{"events": [{"mechanism": "shuffle", "n": 10, "epsilon0": 1}], "delta": NaN}',
+    ):
         path = "/v1/epsilon" if b"events" in raw else "/v1/rdp"
         r = http.post(path, content=raw, headers={"content-type": "application/json"})
         assert r.status_code == 422, (raw, r.text)
@@ -299,8 +343,11 @@ def test_health_stays_fast_during_a_long_calibration():
         started, finished = {}, {}
 
         def run(i):
-            body = {"solve_for": "epsilon0", "target": {"epsilon": 1.0 + i / 100, "delta": 1e-9},
-                    "event": {"mechanism": "shuffle", "n": 10**8 - 7 * i, "count": 1000}}
+            body = {
+                "solve_for": "epsilon0",
+                "target": {"epsilon": 1.0 + i / 100, "delta": 1e-9},
+                "event": {"mechanism": "shuffle", "n": 10**8 - 7 * i, "count": 1000},
+            }
             started[i] = time.monotonic()
             try:
                 r = c.post("/v1/calibrate", json=body)
@@ -321,8 +368,13 @@ def test_health_stays_fast_during_a_long_calibration():
             time.sleep(0.02)
         still_running = sum(t.is_alive() for t in threads)
         slow_done = [d for _, d in finished.values() if d > 1.0]
-        assert still_running or slow_done, f"calibrations too fast to test anything: {finished} {srv.log_text()[-3000:]}"
-        assert all(status in (200, 422) for status, _ in finished.values()), (finished, srv.log_text()[-3000:])
+        assert still_running or slow_done, (
+            f"calibrations too fast to test anything: {finished} {srv.log_text()[-3000:]}"
+        )
+        assert all(status in (200, 422) for status, _ in finished.values()), (
+            finished,
+            srv.log_text()[-3000:],
+        )
         assert len(latencies) >= 10
         latencies.sort()
         assert latencies[len(latencies) // 2] < 0.05, latencies
@@ -349,8 +401,10 @@ def test_serve_refuses_a_malformed_api_key_setting(tmp_path):
     from ..helpers.server import ServerStartError
 
     with pytest.raises(ServerStartError) as exc:
-        start_server({"DATABASE_URL": f"sqlite:///{tmp_path}/x.db", "ACCOUNTANT_API_KEYS": "s3cr3t-key:superuser"},
-                     timeout=20)
+        start_server(
+            {"DATABASE_URL": f"sqlite:///{tmp_path}/x.db", "ACCOUNTANT_API_KEYS": "s3cr3t-key:superuser"},
+            timeout=20,
+        )
     assert "unknown role" in str(exc.value)
     assert "s3cr3t-key" not in str(exc.value)
 
@@ -367,8 +421,9 @@ def test_sdk_against_the_real_server():
         assert e.epsilon > 0 and e.order > 1
         d = c.delta([SHUFFLE], epsilon=e.epsilon)
         assert 0 < d.delta < 1
-        cal = c.calibrate({"mechanism": "subsampled_shuffle", "n": 100000, "k": 1000, "count": 1000},
-                          "epsilon0", 4.0, 1e-5)
+        cal = c.calibrate(
+            {"mechanism": "subsampled_shuffle", "n": 100000, "k": 1000, "count": 1000}, "epsilon0", 4.0, 1e-5
+        )
         assert cal.epsilon <= 4.0 and cal.event.epsilon0 == cal.value
         with pytest.raises(BadRequest) as exc:
             c.rdp(SHUFFLE, orders=[10.5], bound="u1")
@@ -383,12 +438,17 @@ def test_sdk_against_the_real_server():
 
 def test_two_workers_share_one_metrics_view(tmp_path):
     """`serve --workers 2`: requests land on either worker; /metrics aggregates both."""
-    with start_server({"DATABASE_URL": f"sqlite:///{tmp_path}/w.db"}, workers=2) as srv, \
-            httpx.Client(base_url=srv.url, timeout=30) as c:
+    with (
+        start_server({"DATABASE_URL": f"sqlite:///{tmp_path}/w.db"}, workers=2) as srv,
+        httpx.Client(base_url=srv.url, timeout=30) as c,
+    ):
         for _ in range(30):
             with httpx.Client(base_url=srv.url) as fresh:  # new connections spread over the workers
                 assert fresh.post("/v1/rdp", json={"event": SHUFFLE, "orders": [2]}).status_code == 200
         text = c.get("/metrics").text
-    line = next(x for x in text.splitlines()
-                if x.startswith('accountant_http_requests_total{endpoint="/v1/rdp",method="POST",status="200"}'))
+    line = next(
+        x
+        for x in text.splitlines()
+        if x.startswith('accountant_http_requests_total{endpoint="/v1/rdp",method="POST",status="200"}')
+    )
     assert float(line.rsplit(" ", 1)[1]) == 30

@@ -85,7 +85,10 @@ def test_serve_keeps_curves_across_a_restart(tmp_path):
         deadline = time.monotonic() + 10
         while True:
             rows = sqlite3.connect(db).execute("select key from accountant_curve_cache").fetchall()
-            if any(k.startswith("clones/") and "n=98765" in k for (k,) in rows) or time.monotonic() > deadline:
+            if (
+                any(k.startswith("clones/") and "n=98765" in k for (k,) in rows)
+                or time.monotonic() > deadline
+            ):
                 break
             time.sleep(0.05)
         assert any(k.startswith("clones/") and "n=98765" in k for (k,) in rows), rows

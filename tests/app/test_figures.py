@@ -23,7 +23,10 @@ def _page_points() -> list[tuple[str, str, int, str, float, float]]:
     section = text.split("### Quoted points", 1)[1].split("\n## ", 1)[0]
     rows = []
     for line in section.splitlines():
-        m = re.match(r"\|\s*(5\.\d)\s*\|\s*([a-f])\s*\|\s*(\d+)\s*\|\s*([^|]+?)\s*\|\s*([0-9.e+-]+)\s*\|\s*([0-9.e+-]+)\s*\|", line)
+        m = re.match(
+            r"\|\s*(5\.\d)\s*\|\s*([a-f])\s*\|\s*(\d+)\s*\|\s*([^|]+?)\s*\|\s*([0-9.e+-]+)\s*\|\s*([0-9.e+-]+)\s*\|",
+            line,
+        )
         if m:
             rows.append((m[1], m[2], int(m[3]), m[4], float(m[5]), float(m[6])))
     return rows
@@ -78,8 +81,17 @@ def test_quoted_points_order_the_accountings(quick_run):
     thesis's own bound and the approximate-DP baselines, above the clone PLD (never more than 15%)."""
     out, _ = quick_run
     f4 = {c: v for (p, c, x), v in _csv(out, "5.4").items() if p == "a" and x == 1e5}
-    assert f4["default (tightest valid)"] < f4["Thm 5.3.1 (U1)"] < f4["FMT21 + KOV15"] < f4["FMT21 closed form + KOV15"]
-    assert f4["FMT21 clone PLD (T-fold)"] <= f4["default (tightest valid)"] <= 1.15 * f4["FMT21 clone PLD (T-fold)"]
+    assert (
+        f4["default (tightest valid)"]
+        < f4["Thm 5.3.1 (U1)"]
+        < f4["FMT21 + KOV15"]
+        < f4["FMT21 closed form + KOV15"]
+    )
+    assert (
+        f4["FMT21 clone PLD (T-fold)"]
+        <= f4["default (tightest valid)"]
+        <= 1.15 * f4["FMT21 clone PLD (T-fold)"]
+    )
     f6 = {c: v for (p, c, x), v in _csv(out, "5.6").items() if p == "a" and x == 1e5}
     assert f6["default (tightest valid)"] < f6["Thm 5.4.1 (SU)"] < f6["FMT21 + BBG18 + KOV15"]
     assert f6["FMT21 closed form + BBG18 + KOV15"] > 10 * f6["Thm 5.4.1 (SU)"]  # the thesis's "14×" regime

@@ -20,13 +20,15 @@ ADMIN_KEY = "fuzz-admin-key"
 @pytest.fixture(scope="module")
 def fuzz_server(tmp_path_factory):
     db = tmp_path_factory.mktemp("fuzz") / "fuzz.db"
-    srv = start_server({
-        "DATABASE_URL": f"sqlite:///{db}",
-        "ACCOUNTANT_API_KEYS": f"{ADMIN_KEY}:admin",
-        "ACCOUNTANT_LOG_LEVEL": "warning",
-        # keep each generated request cheap: fuzzing is about shapes, not about big compositions
-        "ACCOUNTANT_COMPUTE_TIME_LIMIT": "2",
-    })
+    srv = start_server(
+        {
+            "DATABASE_URL": f"sqlite:///{db}",
+            "ACCOUNTANT_API_KEYS": f"{ADMIN_KEY}:admin",
+            "ACCOUNTANT_LOG_LEVEL": "warning",
+            # keep each generated request cheap: fuzzing is about shapes, not about big compositions
+            "ACCOUNTANT_COMPUTE_TIME_LIMIT": "2",
+        }
+    )
     yield srv
     srv.stop()
 

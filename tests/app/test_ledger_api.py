@@ -18,7 +18,9 @@ db_url, db, client = ls.db_url, ls.db, ls.client
 
 
 def put(client, uid, eps=8.0, delta=1e-6, **kw):
-    return client.put(f"/v1/users/{uid}", json={"budget": {"epsilon": eps, "delta": delta}, **kw}, headers=ADMIN)
+    return client.put(
+        f"/v1/users/{uid}", json={"budget": {"epsilon": eps, "delta": delta}, **kw}, headers=ADMIN
+    )
 
 
 def charge(client, users=None, event=None, key=None, cohort=None, headers=PIPE):
@@ -106,18 +108,27 @@ def test_filter_policy_uses_one_order_and_its_budget(client):
     assert info["order_budget"] == pytest.approx(filter_B(3.0, 1e-6, alpha), rel=1e-12)
     i = int(np.where(ORDERS == alpha)[0][0])
     # an event costing almost nothing at α_f but a lot elsewhere is admitted (only α_f counts) ...
-    cheap_at_f = {"mechanism": "rdp_curve", "orders": ORDERS.tolist(),
-                  "rdp": [1e-9 if j == i else 50.0 for j in range(ORDERS.size)]}
+    cheap_at_f = {
+        "mechanism": "rdp_curve",
+        "orders": ORDERS.tolist(),
+        "rdp": [1e-9 if j == i else 50.0 for j in range(ORDERS.size)],
+    }
     assert charge(client, ["f"], cheap_at_f).status_code == 201
     # ... and one exceeding B(α_f) at α_f is refused even though every other order has room
     B = info["order_budget"]
-    over = {"mechanism": "rdp_curve", "orders": ORDERS.tolist(),
-            "rdp": [B * 1.01 if j == i else 1e-6 for j in range(ORDERS.size)]}
+    over = {
+        "mechanism": "rdp_curve",
+        "orders": ORDERS.tolist(),
+        "rdp": [B * 1.01 if j == i else 1e-6 for j in range(ORDERS.size)],
+    }
     r = charge(client, ["f"], over)
     assert r.status_code == 409 and r.json()["refused_users"] == ["f"]
     # filling up to exactly B at α_f is admitted
-    rest = {"mechanism": "rdp_curve", "orders": ORDERS.tolist(),
-            "rdp": [B * 0.999 if j == i else 0.0 for j in range(ORDERS.size)]}
+    rest = {
+        "mechanism": "rdp_curve",
+        "orders": ORDERS.tolist(),
+        "rdp": [B * 0.999 if j == i else 0.0 for j in range(ORDERS.size)],
+    }
     assert charge(client, ["f"], rest).status_code == 201
     g = client.get("/v1/users/f", headers=VIEW).json()
     assert g["spent"]["order"] == alpha
@@ -170,7 +181,9 @@ def test_idempotency_same_body_replays_different_body_conflicts(client):
     r1 = charge(client, ["a", "b"], shuffle(), key="job-17-round-3")
     assert r1.status_code == 201 and r1.json()["status"] == "admitted" and r1.json()["users"] == 2
     r2 = charge(client, ["a", "b"], shuffle(), key="job-17-round-3")
-    assert r2.status_code == 201 and r2.json()["charge_id"] == r1.json()["charge_id"] and r2.json()["replayed"]
+    assert (
+        r2.status_code == 201 and r2.json()["charge_id"] == r1.json()["charge_id"] and r2.json()["replayed"]
+    )
     assert client.get("/v1/users/a", headers=VIEW).json()["charges"] == 1
     r3 = charge(client, ["a"], shuffle(), key="job-17-round-3")
     assert r3.status_code == 409 and r3.json()["status"] == "conflict"
@@ -216,8 +229,11 @@ def test_malformed_charges_are_422(client):
         r = client.post("/v1/charges", json=b, headers=PIPE)
         assert r.status_code == 422, (b, r.text)
         assert "detail" in r.json()
-    r = client.post("/v1/charges", content=b'{"users": ["a"], "event": {"mechanism": "shuffle", "n": 10, '
-                                            b'"epsilon0": NaN}}', headers={**PIPE, "content-type": "application/json"})
+    r = client.post(
+        "/v1/charges",
+        content=b'{"users": ["a"], "event": {"mechanism": "shuffle", "n": 10, "epsilon0": NaN}}',
+        headers={**PIPE, "content-type": "application/json"},
+    )
     assert r.status_code == 422
     assert client.get("/v1/users/a", headers=VIEW).json()["charges"] == 0
 
@@ -245,8 +261,12 @@ def test_roles_and_keys(client):
     assert client.post("/v1/cohorts", json={"cohort_id": "c"}, headers=VIEW).status_code == 403
     assert client.post("/v1/cohorts", json={"cohort_id": "c"}, headers=ADMIN).status_code == 201
     assert client.post("/v1/cohorts/c/members", json={"users": ["x"]}, headers=PIPE).status_code == 403
-    assert client.post("/v1/users/bulk", json={"users": ["y"], "budget": body["budget"]},
-                       headers=PIPE).status_code == 403
+    assert (
+        client.post(
+            "/v1/users/bulk", json={"users": ["y"], "budget": body["budget"]}, headers=PIPE
+        ).status_code
+        == 403
+    )
     assert client.get("/v1/cohorts/c", headers=VIEW).status_code == 200
     # the compute endpoints need no key
     assert client.post("/v1/epsilon", json={"events": [shuffle()], "delta": 1e-6}).status_code == 200
@@ -305,13 +325,17 @@ def test_cohort_charge_is_all_or_nothing(client):
 
 def test_large_cohort_is_one_class(client, db):
     budget = {"epsilon": 8.0, "delta": 1e-6}
-    r = client.post("/v1/users/bulk", json={"id_range": {"prefix": "d", "count": 5000}, "budget": budget},
-                    headers=ADMIN)
+    r = client.post(
+        "/v1/users/bulk", json={"id_range": {"prefix": "d", "count": 5000}, "budget": budget}, headers=ADMIN
+    )
     assert r.status_code == 201 and r.json()["created"] == 5000
     r = client.post("/v1/users/bulk", json={"users": ["d1", "new1"], "budget": budget}, headers=ADMIN)
     assert r.status_code == 409 and r.json()["existing_users"] == ["d1"]
-    r = client.post("/v1/users/bulk", json={"users": ["d1", "new1"], "budget": budget, "on_conflict": "skip"},
-                    headers=ADMIN)
+    r = client.post(
+        "/v1/users/bulk",
+        json={"users": ["d1", "new1"], "budget": budget, "on_conflict": "skip"},
+        headers=ADMIN,
+    )
     assert r.json() == {"created": 1, "skipped": 1, "requested": 2}
     client.post("/v1/cohorts", json={"cohort_id": "pop"}, headers=ADMIN)
     client.post("/v1/cohorts/pop/members", json={"id_range": {"prefix": "d", "count": 5000}}, headers=ADMIN)
@@ -342,8 +366,15 @@ def test_nearest_exhaustion_and_history(client):
 
 def test_openapi_documents_the_ledger(client):
     spec = client.get("/openapi.json").json()
-    for path in ("/v1/users/{user_id}", "/v1/charges", "/v1/users/{user_id}/charges", "/v1/cohorts",
-                 "/v1/cohorts/{cohort_id}/members", "/v1/users/bulk", "/v1/dashboard/nearest-exhaustion"):
+    for path in (
+        "/v1/users/{user_id}",
+        "/v1/charges",
+        "/v1/users/{user_id}/charges",
+        "/v1/cohorts",
+        "/v1/cohorts/{cohort_id}/members",
+        "/v1/users/bulk",
+        "/v1/dashboard/nearest-exhaustion",
+    ):
         assert path in spec["paths"], path
     post = spec["paths"]["/v1/charges"]["post"]
     assert {"201", "401", "403", "404", "409", "422"} <= set(post["responses"])
@@ -380,7 +411,10 @@ def test_ids_that_could_not_be_addressed_in_a_path_are_refused_on_creation(clien
     """Regression (red-team): bulk creation and POST /v1/cohorts accepted ids with '/', which no
     /v1/users/{user_id} or /v1/cohorts/{cohort_id} request can name (404 'Not Found' forever)."""
     budget = {"epsilon": 8.0, "delta": 1e-6}
-    for body in ({"users": ["ok", "s/l"], "budget": budget}, {"id_range": {"prefix": "a/", "count": 2}, "budget": budget}):
+    for body in (
+        {"users": ["ok", "s/l"], "budget": budget},
+        {"id_range": {"prefix": "a/", "count": 2}, "budget": budget},
+    ):
         r = client.post("/v1/users/bulk", json=body, headers=ADMIN)
         assert r.status_code == 422, r.text
     assert client.get("/v1/users/ok", headers=VIEW).status_code == 404  # nothing was created
@@ -401,7 +435,14 @@ def test_filter_planned_event_that_costs_nothing_picks_an_order_with_room(client
     """Regression (red-team): a planned event with a zero curve (pure_dp ε = 0) tied at ε = 0 on every
     order, the first grid order (1.1) won and its B(α_f) < 0 made PUT a 422 that told the user to
     'choose another order' although they had not chosen one."""
-    r = put(client, "z", eps=4.0, delta=1e-6, policy="filter", planned_event={"mechanism": "pure_dp", "epsilon": 0.0})
+    r = put(
+        client,
+        "z",
+        eps=4.0,
+        delta=1e-6,
+        policy="filter",
+        planned_event={"mechanism": "pure_dp", "epsilon": 0.0},
+    )
     assert r.status_code == 201, r.text
     info = r.json()["filter"]
     assert info["order_budget"] == max(filter_B(4.0, 1e-6, a) for a in ORDERS)

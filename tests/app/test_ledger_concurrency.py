@@ -79,7 +79,9 @@ def _setup_users(url: str, n: int, rng: random.Random) -> dict[str, float]:
             assert r.status_code == 201, r.text
             budgets[f"u{i}"] = eps
         assert c.post("/v1/cohorts", json={"cohort_id": "pop"}, headers=ADMIN).status_code == 201
-        r = c.post("/v1/cohorts/pop/members", json={"users": [f"u{i}" for i in range(0, n, 2)]}, headers=ADMIN)
+        r = c.post(
+            "/v1/cohorts/pop/members", json={"users": [f"u{i}" for i in range(0, n, 2)]}, headers=ADMIN
+        )
         assert r.status_code == 200
     return budgets
 
@@ -96,15 +98,26 @@ def _check_ledger(url: str, budgets: dict[str, float]) -> None:
             assert audit.charges_in_log == audit.charges_counted, u
         with db.read() as s:
             # explicit charges: one charge_users row per user counted; cohort charges: none
-            bad = s.execute(text(
-                "SELECT c.id FROM ledger_charges c WHERE c.cohort_id IS NULL AND c.n_users <> "
-                "(SELECT count(*) FROM ledger_charge_users cu WHERE cu.charge_id = c.id)")).all()
+            bad = s.execute(
+                text(
+                    "SELECT c.id FROM ledger_charges c WHERE c.cohort_id IS NULL AND c.n_users <> "
+                    "(SELECT count(*) FROM ledger_charge_users cu WHERE cu.charge_id = c.id)"
+                )
+            ).all()
             assert bad == []
-            rounds = s.execute(text("SELECT co.seq, (SELECT count(*) FROM ledger_charges c WHERE c.cohort_id = co.id) "
-                                    "FROM ledger_cohorts co")).all()
+            rounds = s.execute(
+                text(
+                    "SELECT co.seq, (SELECT count(*) FROM ledger_charges c WHERE c.cohort_id = co.id) "
+                    "FROM ledger_cohorts co"
+                )
+            ).all()
             assert all(a == b for a, b in rounds)
-            classes = s.execute(text("SELECT c.n_users, (SELECT count(*) FROM ledger_users u WHERE u.class_id = c.id) "
-                                     "FROM ledger_classes c")).all()
+            classes = s.execute(
+                text(
+                    "SELECT c.n_users, (SELECT count(*) FROM ledger_users u WHERE u.class_id = c.id) "
+                    "FROM ledger_classes c"
+                )
+            ).all()
             assert all(a == b and a > 0 for a, b in classes)
     finally:
         db.dispose()

@@ -29,7 +29,19 @@ from tests.helpers.server import start_server
 
 CHEAP = {"mechanism": "gaussian", "noise_multiplier": 12.0}
 STEP = {"mechanism": "gaussian", "noise_multiplier": 20.0}
-EDGE_IDS = ["a", "ab", "a\U0010ffffb", "a\U0010ffff", "\U0010ffff", "\ud7ffx", "\ue000y", "\uffff", "é1", "é2", "z"]
+EDGE_IDS = [
+    "a",
+    "ab",
+    "a\U0010ffffb",
+    "a\U0010ffff",
+    "\U0010ffff",
+    "\ud7ffx",
+    "\ue000y",
+    "\uffff",
+    "é1",
+    "é2",
+    "z",
+]
 SORTS = ["user_id", "remaining", "-remaining", "spent", "-spent", "last_charge", "-last_charge"]
 
 
@@ -60,19 +72,44 @@ def _seed(c: httpx.Client, seeded: Seeded) -> None:
         return r
 
     budget = {"epsilon": 8.0, "delta": 1e-6}
-    ok(c.post("/v1/users/bulk", json={"id_range": {"prefix": "dev-", "start": 100, "count": 30}, "budget": budget},
-              headers=ADMIN), 201)
-    ok(c.post("/v1/users/bulk", json={"users": EDGE_IDS, "budget": {"epsilon": 4.0, "delta": 1e-5}},
-              headers=ADMIN), 201)
+    ok(
+        c.post(
+            "/v1/users/bulk",
+            json={"id_range": {"prefix": "dev-", "start": 100, "count": 30}, "budget": budget},
+            headers=ADMIN,
+        ),
+        201,
+    )
+    ok(
+        c.post(
+            "/v1/users/bulk",
+            json={"users": EDGE_IDS, "budget": {"epsilon": 4.0, "delta": 1e-5}},
+            headers=ADMIN,
+        ),
+        201,
+    )
     for i in range(1, 6):
-        ok(c.put(f"/v1/users/p-{i}", json={"budget": {"epsilon": float(i), "delta": 1e-6}}, headers=ADMIN), 201)
+        ok(
+            c.put(f"/v1/users/p-{i}", json={"budget": {"epsilon": float(i), "delta": 1e-6}}, headers=ADMIN),
+            201,
+        )
     for i in (1, 2):
-        ok(c.put(f"/v1/users/f-{i}", json={"budget": {"epsilon": 6.0, "delta": 1e-6}, "policy": "filter",
-                                            "filter_order": 16.0}, headers=ADMIN), 201)
+        ok(
+            c.put(
+                f"/v1/users/f-{i}",
+                json={"budget": {"epsilon": 6.0, "delta": 1e-6}, "policy": "filter", "filter_order": 16.0},
+                headers=ADMIN,
+            ),
+            201,
+        )
     for cid, members in (("pop", range(100, 115)), ("pop-b", range(110, 120)), ("other", [])):
         ok(c.post("/v1/cohorts", json={"cohort_id": cid}, headers=ADMIN), 201)
         if members:
-            ok(c.post(f"/v1/cohorts/{cid}/members", json={"users": [f"dev-{i}" for i in members]}, headers=ADMIN))
+            ok(
+                c.post(
+                    f"/v1/cohorts/{cid}/members", json={"users": [f"dev-{i}" for i in members]}, headers=ADMIN
+                )
+            )
     for _ in range(2):
         charge({"cohort": "pop", "event": CHEAP})
     charge({"cohort": "pop-b", "event": CHEAP})
@@ -84,14 +121,17 @@ def _seed(c: httpx.Client, seeded: Seeded) -> None:
     while charge({"users": ["p-1"], "event": STEP}).status_code == 201:
         pass
     charge({"users": ["p-4", "f-2"], "event": {"mechanism": "gaussian", "noise_multiplier": 0.3}})  # refused
-    names = [f"dev-{i}" for i in range(100, 130)] + EDGE_IDS + [f"p-{i}" for i in range(1, 6)] + ["f-1", "f-2"]
+    names = (
+        [f"dev-{i}" for i in range(100, 130)] + EDGE_IDS + [f"p-{i}" for i in range(1, 6)] + ["f-1", "f-2"]
+    )
     for u in names:
         seeded.views[u] = ok(c.get(f"/v1/users/{quote(u, safe='')}", headers=VIEW))
         log = ok(c.get(f"/v1/users/{quote(u, safe='')}/charges", params={"limit": 10000}, headers=VIEW))
         assert log["total"] == seeded.views[u]["charges"]
         seeded.history[u] = tuple(x["charge_id"] for x in log["charges"])
-        seeded.last_charge[u] = max((x["created_at"] for x in log["charges"]), default=None,
-                                    key=lambda s: datetime.fromisoformat(s))
+        seeded.last_charge[u] = max(
+            (x["created_at"] for x in log["charges"]), default=None, key=lambda s: datetime.fromisoformat(s)
+        )
 
 
 @pytest.fixture(scope="module", params=ls.BACKENDS)
@@ -123,8 +163,11 @@ def _all(seeded: Seeded, sort: str, **filters) -> list[dict]:
 
 def _key(item: dict, sort: str):
     k = sort.lstrip("-")
-    return {"remaining": item["remaining_epsilon"], "spent": item["spent"]["epsilon"],
-            "last_charge": item["last_charge_at"] and datetime.fromisoformat(item["last_charge_at"])}.get(k)
+    return {
+        "remaining": item["remaining_epsilon"],
+        "spent": item["spent"]["epsilon"],
+        "last_charge": item["last_charge_at"] and datetime.fromisoformat(item["last_charge_at"]),
+    }.get(k)
 
 
 # ---------------------------------------------------------------------------------------------- users
@@ -152,7 +195,7 @@ def test_sorted_by_a_class_key(seeded, sort):
     assert sorted(i["user_id"] for i in items) == sorted(seeded.views)
     keys = [_key(i, sort) for i in items]
     charged = [k for k in keys if k is not None]
-    assert keys[:len(charged)] == charged  # never-charged users (last_charge null) come last
+    assert keys[: len(charged)] == charged  # never-charged users (last_charge null) come last
     assert charged == sorted(charged, reverse=sort.startswith("-"))
     # users sharing budget and charge history (one budget class in this seed) are listed together,
     # by user id (reversed for a descending sort)
@@ -197,8 +240,25 @@ def test_pages_concatenate_to_the_full_listing(seeded, sort):
         assert got == expected and offset >= len(expected)
 
 
-@pytest.mark.parametrize("prefix", ["", "dev-", "dev-12", "dev-129", "p-", "a", "a\U0010ffff", "\U0010ffff",
-                                    "\ud7ff", "\ue000", "é", "\uffff", "zz", "ä"])
+@pytest.mark.parametrize(
+    "prefix",
+    [
+        "",
+        "dev-",
+        "dev-12",
+        "dev-129",
+        "p-",
+        "a",
+        "a\U0010ffff",
+        "\U0010ffff",
+        "\ud7ff",
+        "\ue000",
+        "é",
+        "\uffff",
+        "zz",
+        "ä",
+    ],
+)
 def test_prefix_filter_is_exact_at_code_point_edges(seeded, prefix):
     for sort in ("user_id", "remaining"):
         items = _all(seeded, sort, prefix=prefix)
@@ -207,13 +267,20 @@ def test_prefix_filter_is_exact_at_code_point_edges(seeded, prefix):
 
 def test_policy_and_remaining_filters_alone_and_combined(seeded):
     v = seeded.views
-    cases = [({"policy": "filter"}, lambda x: x["policy"] == "filter"),
-             ({"policy": "declared"}, lambda x: x["policy"] == "declared"),
-             ({"remaining_below": 3.5}, lambda x: x["remaining_epsilon"] < 3.5),
-             ({"remaining_below": 0.0}, lambda x: x["remaining_epsilon"] < 0.0),
-             ({"remaining_below": 7.9, "prefix": "dev-1"},
-              lambda x: x["remaining_epsilon"] < 7.9 and x["user_id"].startswith("dev-1")),
-             ({"policy": "filter", "remaining_below": 6.0}, lambda x: x["policy"] == "filter" and x["remaining_epsilon"] < 6)]
+    cases = [
+        ({"policy": "filter"}, lambda x: x["policy"] == "filter"),
+        ({"policy": "declared"}, lambda x: x["policy"] == "declared"),
+        ({"remaining_below": 3.5}, lambda x: x["remaining_epsilon"] < 3.5),
+        ({"remaining_below": 0.0}, lambda x: x["remaining_epsilon"] < 0.0),
+        (
+            {"remaining_below": 7.9, "prefix": "dev-1"},
+            lambda x: x["remaining_epsilon"] < 7.9 and x["user_id"].startswith("dev-1"),
+        ),
+        (
+            {"policy": "filter", "remaining_below": 6.0},
+            lambda x: x["policy"] == "filter" and x["remaining_epsilon"] < 6,
+        ),
+    ]
     for filters, pred in cases:
         expected = sorted(u for u, x in v.items() if pred(x))
         for sort in ("user_id", "-spent", "last_charge"):
@@ -223,7 +290,7 @@ def test_policy_and_remaining_filters_alone_and_combined(seeded):
                 assert got == expected
                 for offset in range(0, len(expected), 3):
                     page = _get(seeded, "/v1/users", limit=3, offset=offset, **filters).json()
-                    assert [i["user_id"] for i in page["items"]] == expected[offset:offset + 3]
+                    assert [i["user_id"] for i in page["items"]] == expected[offset : offset + 3]
                     assert page["total"] == len(expected)
     assert any(x["remaining_epsilon"] < 3.5 for x in v.values())  # the filters select something
 
@@ -237,10 +304,24 @@ def test_every_role_may_list_and_a_missing_key_may_not(seeded):
         assert _get(seeded, path, headers={"Authorization": "Bearer nope"}).status_code == 401
 
 
-@pytest.mark.parametrize("params", [{"limit": 0}, {"limit": 501}, {"offset": -1}, {"sort": "remaining_epsilon"},
-                                    {"sort": "-user_id"}, {"policy": "other"}, {"remaining_below": "nan"},
-                                    {"remaining_below": "inf"}, {"remaining_below": "x"}, {"prefix": "a\x00"},
-                                    {"prefix": "x" * 257}, {"remaining": 1.0}, {"": "x"}])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"limit": 0},
+        {"limit": 501},
+        {"offset": -1},
+        {"sort": "remaining_epsilon"},
+        {"sort": "-user_id"},
+        {"policy": "other"},
+        {"remaining_below": "nan"},
+        {"remaining_below": "inf"},
+        {"remaining_below": "x"},
+        {"prefix": "a\x00"},
+        {"prefix": "x" * 257},
+        {"remaining": 1.0},
+        {"": "x"},
+    ],
+)
 def test_invalid_listing_parameters_are_422(seeded, params):
     r = _get(seeded, "/v1/users", **params)
     assert r.status_code == 422, (params, r.text)
@@ -267,7 +348,12 @@ def test_cohort_listing(seeded):
     assert [c["cohort_id"] for c in r["items"]] == ["pop", "pop-b"] and r["total"] == 2
     r = _get(seeded, "/v1/cohorts", prefix="pop", limit=1, offset=1).json()
     assert [c["cohort_id"] for c in r["items"]] == ["pop-b"] and r["total"] == 2
-    assert _get(seeded, "/v1/cohorts", prefix="nope").json() == {"items": [], "total": 0, "limit": 50, "offset": 0}
+    assert _get(seeded, "/v1/cohorts", prefix="nope").json() == {
+        "items": [],
+        "total": 0,
+        "limit": 50,
+        "offset": 0,
+    }
     assert _get(seeded, "/v1/cohorts", limit=0).status_code == 422
     assert _get(seeded, "/v1/cohorts", prefx="pop").status_code == 422
 
@@ -305,10 +391,15 @@ def test_postgres_ids_collate_by_code_point(seeded):
     eng = create_engine(seeded.db_url)
     try:
         with eng.connect() as c:
-            rows = dict(c.execute(text(
-                "SELECT table_name, collation_name FROM information_schema.columns WHERE table_schema = "
-                "current_schema() AND ((table_name = 'ledger_users' AND column_name = 'user_id') OR "
-                "(table_name = 'ledger_cohorts' AND column_name = 'cohort_id'))")).all())
+            rows = dict(
+                c.execute(
+                    text(
+                        "SELECT table_name, collation_name FROM information_schema.columns WHERE table_schema = "
+                        "current_schema() AND ((table_name = 'ledger_users' AND column_name = 'user_id') OR "
+                        "(table_name = 'ledger_cohorts' AND column_name = 'cohort_id'))"
+                    )
+                ).all()
+            )
     finally:
         eng.dispose()
     assert rows == {"ledger_users": "C", "ledger_cohorts": "C"}

@@ -45,8 +45,10 @@ def test_concurrent_migrations_on_a_new_sqlite_file(tmp_path):
     """Several processes (like several ``serve`` processes starting at once) migrate one new file."""
     url = f"sqlite:///{tmp_path}/race.db"
     code = "import sys; from app.db.migrate import upgrade_to_head; upgrade_to_head(sys.argv[1])"
-    procs = [subprocess.Popen([sys.executable, "-c", code, url], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-             for _ in range(4)]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code, url], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        for _ in range(4)
+    ]
     outs = [p.communicate(timeout=120)[0].decode(errors="replace") for p in procs]
     assert [p.returncode for p in procs] == [0] * 4, outs
     assert current_revision(url) == head_revision()
@@ -62,7 +64,9 @@ def test_upgrade_fills_each_users_last_charge_from_the_charge_log(db_url):
     try:
         actor = svc.Actor("t", "pipeline")
         ev = {"mechanism": "gaussian", "noise_multiplier": 10.0}
-        svc.bulk_create_users(db, [f"m{i}" for i in range(6)], svc.make_budget(8.0, 1e-6, "declared", None, None))
+        svc.bulk_create_users(
+            db, [f"m{i}" for i in range(6)], svc.make_budget(8.0, 1e-6, "declared", None, None)
+        )
         svc.create_cohort(db, "c", None)
         svc.change_members(db, "c", ["m0", "m1", "m2"], join=True)
         svc.charge(db, event=ev, actor=actor, cohort="c")
@@ -78,8 +82,10 @@ def test_upgrade_fills_each_users_last_charge_from_the_charge_log(db_url):
             return {u.user_id: u.last_charge_at for u in page.items}
 
         before = listed()
-        from_log = {u: max((c.created_at for c in svc.list_user_charges(db, u, 1000).items), default=None)
-                    for u in before}
+        from_log = {
+            u: max((c.created_at for c in svc.list_user_charges(db, u, 1000).items), default=None)
+            for u in before
+        }
         assert before == from_log and from_log["m5"] is None and from_log["m0"] < from_log["m1"]
         command.downgrade(alembic_config(db_url), "0002_curve_cache")
         db.dispose()

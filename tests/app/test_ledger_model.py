@@ -66,8 +66,9 @@ def test_random_operations_agree_with_reference(db, seed):
         ref.cohorts[c] = set()
     checked = 0
     for _step in range(260):
-        op = rng.choices(["create", "bulk", "budget", "join", "leave", "charge", "cohort"],
-                         weights=[3, 1, 1, 3, 2, 6, 5])[0]
+        op = rng.choices(
+            ["create", "bulk", "budget", "join", "leave", "charge", "cohort"], weights=[3, 1, 1, 3, 2, 6, 5]
+        )[0]
         if op == "create" or not ref.users:
             uid = f"u{n_users}"
             n_users += 1
@@ -75,7 +76,13 @@ def test_random_operations_agree_with_reference(db, seed):
             if rng.random() < 0.3:
                 order = rng.choice(FILTER_ORDERS)
                 b = svc.make_budget(eps, delta, "filter", order, None)
-                ref.users[uid] = {"eps": eps, "delta": delta, "policy": "filter", "order": order, "curves": []}
+                ref.users[uid] = {
+                    "eps": eps,
+                    "delta": delta,
+                    "policy": "filter",
+                    "order": order,
+                    "curves": [],
+                }
             else:
                 b = svc.make_budget(eps, delta, "declared", None, None)
                 ref.users[uid] = {"eps": eps, "delta": delta, "policy": "declared", "curves": []}
@@ -136,7 +143,7 @@ def test_random_operations_agree_with_reference(db, seed):
             i = int(np.where(ORDERS == d["order"])[0][0])
             from accountant.conversion import epsilon_vector
 
-            exp = max(0.0, float(epsilon_vector(ORDERS[i:i + 1], total[i:i + 1], d["delta"])[0]))
+            exp = max(0.0, float(epsilon_vector(ORDERS[i : i + 1], total[i : i + 1], d["delta"])[0]))
         else:
             exp = eps_declared(total, d["delta"])
         assert view.spent.epsilon == pytest.approx(exp, rel=1e-9, abs=1e-12), u
@@ -145,14 +152,24 @@ def test_random_operations_agree_with_reference(db, seed):
         assert audit.max_relative_excess < 1e-12
     # class bookkeeping: n_users matches, no empty classes, class cohorts == members' cohorts
     with db.read() as s:
-        rows = s.execute(text("SELECT c.id, c.n_users, (SELECT count(*) FROM ledger_users u WHERE u.class_id = c.id) "
-                              "FROM ledger_classes c")).all()
+        rows = s.execute(
+            text(
+                "SELECT c.id, c.n_users, (SELECT count(*) FROM ledger_users u WHERE u.class_id = c.id) "
+                "FROM ledger_classes c"
+            )
+        ).all()
         assert all(n == actual and n > 0 for _, n, actual in rows)
-        members = s.execute(text(
-            "SELECT co.cohort_id, u.user_id FROM ledger_users u JOIN ledger_class_cohorts cc ON cc.class_id = u.class_id "
-            "JOIN ledger_cohorts co ON co.id = cc.cohort_id")).all()
-        active = s.execute(text(
-            "SELECT co.cohort_id, u.user_id FROM ledger_memberships m JOIN ledger_users u ON u.id = m.user_pk "
-            "JOIN ledger_cohorts co ON co.id = m.cohort_id WHERE m.leave_seq IS NULL")).all()
+        members = s.execute(
+            text(
+                "SELECT co.cohort_id, u.user_id FROM ledger_users u JOIN ledger_class_cohorts cc ON cc.class_id = u.class_id "
+                "JOIN ledger_cohorts co ON co.id = cc.cohort_id"
+            )
+        ).all()
+        active = s.execute(
+            text(
+                "SELECT co.cohort_id, u.user_id FROM ledger_memberships m JOIN ledger_users u ON u.id = m.user_pk "
+                "JOIN ledger_cohorts co ON co.id = m.cohort_id WHERE m.leave_seq IS NULL"
+            )
+        ).all()
     assert sorted(members) == sorted(active) == sorted((c, u) for c, us in ref.cohorts.items() for u in us)
     assert len(rows) <= len(ref.users)

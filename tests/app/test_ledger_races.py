@@ -24,8 +24,11 @@ db_url, db = ls.db_url, ls.db  # fixtures
 pytestmark = pytest.mark.slow
 
 ACTOR = svc.Actor("race", "pipeline")
-EVENTS = [{"mechanism": "gaussian", "noise_multiplier": 6.0}, {"mechanism": "gaussian", "noise_multiplier": 9.0},
-          {"mechanism": "pure_dp", "epsilon": 0.05}]
+EVENTS = [
+    {"mechanism": "gaussian", "noise_multiplier": 6.0},
+    {"mechanism": "gaussian", "noise_multiplier": 9.0},
+    {"mechanism": "pure_dp", "epsilon": 0.05},
+]
 
 
 def test_all_writes_racing_keep_the_ledger_consistent(db):
@@ -49,14 +52,21 @@ def test_all_writes_racing_keep_the_ledger_consistent(db):
             while time.monotonic() < deadline:
                 op = rng.choices(["join", "leave", "charge", "cohort", "budget"], weights=[3, 2, 5, 5, 1])[0]
                 if op in ("join", "leave"):
-                    svc.change_members(db, rng.choice(cohorts), rng.sample(users, rng.randint(1, 4)), join=op == "join")
+                    svc.change_members(
+                        db, rng.choice(cohorts), rng.sample(users, rng.randint(1, 4)), join=op == "join"
+                    )
                 elif op == "budget":
                     u = rng.choice(users)
-                    budgets_now = budgets[u]  # unchanged value: exercises the no-op path and the lock protocol
+                    budgets_now = budgets[
+                        u
+                    ]  # unchanged value: exercises the no-op path and the lock protocol
                     svc.put_user(db, u, svc.make_budget(budgets_now, 1e-6, "declared", None, None))
                 else:
-                    kw = ({"users": rng.sample(users, rng.randint(1, 5))} if op == "charge"
-                          else {"cohort": rng.choice(cohorts)})
+                    kw = (
+                        {"users": rng.sample(users, rng.randint(1, 5))}
+                        if op == "charge"
+                        else {"cohort": rng.choice(cohorts)}
+                    )
                     try:
                         svc.charge(db, event=rng.choice(EVENTS), actor=ACTOR, **kw)
                         with lock:
@@ -84,20 +94,38 @@ def test_all_writes_racing_keep_the_ledger_consistent(db):
         assert audit.charges_in_log == audit.charges_counted, u
         assert audit.recomputed_spent.epsilon <= budgets[u] + 1e-12, u
     with db.read() as s:
-        classes = s.execute(text("SELECT c.n_users, (SELECT count(*) FROM ledger_users u WHERE u.class_id = c.id) "
-                                 "FROM ledger_classes c")).all()
+        classes = s.execute(
+            text(
+                "SELECT c.n_users, (SELECT count(*) FROM ledger_users u WHERE u.class_id = c.id) "
+                "FROM ledger_classes c"
+            )
+        ).all()
         assert all(a == b and a > 0 for a, b in classes)
-        by_class = sorted(s.execute(text(
-            "SELECT co.cohort_id, u.user_id FROM ledger_users u JOIN ledger_class_cohorts cc ON cc.class_id = u.class_id "
-            "JOIN ledger_cohorts co ON co.id = cc.cohort_id")).all())
-        by_history = sorted(s.execute(text(
-            "SELECT co.cohort_id, u.user_id FROM ledger_memberships m JOIN ledger_users u ON u.id = m.user_pk "
-            "JOIN ledger_cohorts co ON co.id = m.cohort_id WHERE m.leave_seq IS NULL")).all())
+        by_class = sorted(
+            s.execute(
+                text(
+                    "SELECT co.cohort_id, u.user_id FROM ledger_users u JOIN ledger_class_cohorts cc ON cc.class_id = u.class_id "
+                    "JOIN ledger_cohorts co ON co.id = cc.cohort_id"
+                )
+            ).all()
+        )
+        by_history = sorted(
+            s.execute(
+                text(
+                    "SELECT co.cohort_id, u.user_id FROM ledger_memberships m JOIN ledger_users u ON u.id = m.user_pk "
+                    "JOIN ledger_cohorts co ON co.id = m.cohort_id WHERE m.leave_seq IS NULL"
+                )
+            ).all()
+        )
         assert by_class == by_history
         members = dict(s.execute(text("SELECT cohort_id, n_members FROM ledger_cohorts")).all())
         for c in cohorts:
             assert members[c] == sum(1 for cc, _ in by_history if cc == c)
-        rounds = s.execute(text("SELECT co.seq, (SELECT count(*) FROM ledger_charges c WHERE c.cohort_id = co.id) "
-                                "FROM ledger_cohorts co")).all()
+        rounds = s.execute(
+            text(
+                "SELECT co.seq, (SELECT count(*) FROM ledger_charges c WHERE c.cohort_id = co.id) "
+                "FROM ledger_cohorts co"
+            )
+        ).all()
         assert all(a == b for a, b in rounds)
     assert counts["admitted"] > 10 and counts["ops"] > 50, counts  # the races did happen

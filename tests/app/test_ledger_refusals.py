@@ -55,7 +55,7 @@ def _summary(c) -> dict:
 
 def _filter_eps(curve_: np.ndarray, delta: float, alpha: float) -> float:
     i = int(np.where(ORDERS == alpha)[0][0])
-    return max(0.0, float(epsilon_vector(ORDERS[i:i + 1], curve_[i:i + 1], delta)[0]))
+    return max(0.0, float(epsilon_vector(ORDERS[i : i + 1], curve_[i : i + 1], delta)[0]))
 
 
 def test_a_refusal_says_what_the_charge_costs_and_what_each_user_has_left(server):
@@ -65,7 +65,12 @@ def test_a_refusal_says_what_the_charge_costs_and_what_each_user_has_left(server
     _put(c, "r-f", 3.0, 1e-6, policy="filter", filter_order=16.0)
     _put(c, "r-rich", 1e5, 1e-6)
     small = {"mechanism": "gaussian", "noise_multiplier": 6.0}
-    assert c.post("/v1/charges", json={"users": ["r-d1", "r-d2", "r-f"], "event": small}, headers=PIPE).status_code == 201
+    assert (
+        c.post(
+            "/v1/charges", json={"users": ["r-d1", "r-d2", "r-f"], "event": small}, headers=PIPE
+        ).status_code
+        == 201
+    )
     before = {u: c.get(f"/v1/users/{u}", headers=VIEW).json() for u in ("r-d1", "r-d2", "r-f", "r-rich")}
     s0 = _summary(c)
 
@@ -76,8 +81,11 @@ def test_a_refusal_says_what_the_charge_costs_and_what_each_user_has_left(server
     assert body["status"] == "refused" and body["refused_users"] == ["r-f", "r-d2", "r-d1"]
     assert body["refused_count"] == 3 and "nothing was recorded" in body["detail"]
     cost = curve(ev)
-    expected = {"r-d1": eps_declared(cost, 1e-6), "r-d2": eps_declared(cost, 1e-9),
-                "r-f": _filter_eps(cost, 1e-6, 16.0)}
+    expected = {
+        "r-d1": eps_declared(cost, 1e-6),
+        "r-d2": eps_declared(cost, 1e-9),
+        "r-f": _filter_eps(cost, 1e-6, 16.0),
+    }
     assert set(body["cost"]["by_user"]) == set(expected)
     for u, e in expected.items():
         assert body["cost"]["by_user"][u] == pytest.approx(e, rel=1e-12), u
@@ -98,11 +106,21 @@ def test_a_refusal_says_what_the_charge_costs_and_what_each_user_has_left(server
 def test_cohort_refusal_lists_at_most_1000_users_and_counts_all(server):
     c = server.http
     budget = {"epsilon": 0.5, "delta": 1e-6}
-    assert c.post("/v1/users/bulk", json={"id_range": {"prefix": "rc-", "count": 1500}, "budget": budget},
-                  headers=ADMIN).status_code == 201
+    assert (
+        c.post(
+            "/v1/users/bulk",
+            json={"id_range": {"prefix": "rc-", "count": 1500}, "budget": budget},
+            headers=ADMIN,
+        ).status_code
+        == 201
+    )
     assert c.post("/v1/cohorts", json={"cohort_id": "rc"}, headers=ADMIN).status_code == 201
-    assert c.post("/v1/cohorts/rc/members", json={"id_range": {"prefix": "rc-", "count": 1500}},
-                  headers=ADMIN).status_code == 200
+    assert (
+        c.post(
+            "/v1/cohorts/rc/members", json={"id_range": {"prefix": "rc-", "count": 1500}}, headers=ADMIN
+        ).status_code
+        == 200
+    )
     s0 = _summary(c)
     ev = {"mechanism": "gaussian", "noise_multiplier": 1.0}
     r = c.post("/v1/charges", json={"cohort": "rc", "event": ev}, headers=PIPE)
@@ -124,12 +142,21 @@ def test_conflicts_and_unknown_users_are_not_refusals(server):
     _put(c, "k-1", 10.0, 1e-6)
     ev = {"mechanism": "gaussian", "noise_multiplier": 10.0}
     s0 = _summary(c)
-    assert c.post("/v1/charges", json={"users": ["k-1"], "event": ev, "idempotency_key": "k-1-a"},
-                  headers=PIPE).status_code == 201
-    r = c.post("/v1/charges", json={"users": ["k-1"], "event": {**ev, "count": 2}, "idempotency_key": "k-1-a"},
-               headers=PIPE)
+    assert (
+        c.post(
+            "/v1/charges", json={"users": ["k-1"], "event": ev, "idempotency_key": "k-1-a"}, headers=PIPE
+        ).status_code
+        == 201
+    )
+    r = c.post(
+        "/v1/charges",
+        json={"users": ["k-1"], "event": {**ev, "count": 2}, "idempotency_key": "k-1-a"},
+        headers=PIPE,
+    )
     assert r.status_code == 409 and r.json()["status"] == "conflict" and r.json()["detail"]
-    assert c.post("/v1/charges", json={"users": ["k-1", "nobody"], "event": ev}, headers=PIPE).status_code == 404
+    assert (
+        c.post("/v1/charges", json={"users": ["k-1", "nobody"], "event": ev}, headers=PIPE).status_code == 404
+    )
     s1 = _summary(c)
     assert s1["refusals"] == s0["refusals"] and s1["charges"] == s0["charges"] + 1
 
@@ -150,8 +177,9 @@ def test_a_refusal_that_cannot_be_recorded_is_still_the_same_refusal(server):
             r = c.post("/v1/charges", json={"users": ["x-1"], "event": ev}, headers=PIPE)
             assert r.status_code == 409, r.text
             strip = ("request_id",)
-            assert {k: v for k, v in r.json().items() if k not in strip} == \
-                   {k: v for k, v in first.json().items() if k not in strip}
+            assert {k: v for k, v in r.json().items() if k not in strip} == {
+                k: v for k, v in first.json().items() if k not in strip
+            }
             assert c.get("/v1/users/x-1", headers=VIEW).json()["charges"] == 0
         finally:
             with eng.begin() as conn:
@@ -194,8 +222,14 @@ def test_listing_ten_thousand_users_stays_fast(server):
     c = server.http
     n = 10_000
     budget = {"epsilon": 8.0, "delta": 1e-6}
-    assert c.post("/v1/users/bulk", json={"id_range": {"prefix": "big-", "count": n}, "budget": budget},
-                  headers=ADMIN).status_code == 201
+    assert (
+        c.post(
+            "/v1/users/bulk",
+            json={"id_range": {"prefix": "big-", "count": n}, "budget": budget},
+            headers=ADMIN,
+        ).status_code
+        == 201
+    )
     rng = random.Random(7)
     ev = {"mechanism": "gaussian", "noise_multiplier": 30.0}
     for _ in range(40):
@@ -207,7 +241,9 @@ def test_listing_ten_thousand_users_stays_fast(server):
             best = math.inf
             for _ in range(2):
                 t0 = time.perf_counter()
-                r = c.get("/v1/users", params={"sort": sort, "limit": 100, "offset": 900, **params}, headers=VIEW)
+                r = c.get(
+                    "/v1/users", params={"sort": sort, "limit": 100, "offset": 900, **params}, headers=VIEW
+                )
                 best = min(best, time.perf_counter() - t0)
                 assert r.status_code == 200, r.text
             body = r.json()

@@ -15,7 +15,11 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     d = tmp_path_factory.mktemp("sdk")
-    env = {"DATABASE_URL": f"sqlite:///{d}/sdk.db", "ACCOUNTANT_API_KEYS": KEYS_ENV, "ACCOUNTANT_LOG_LEVEL": "DEBUG"}
+    env = {
+        "DATABASE_URL": f"sqlite:///{d}/sdk.db",
+        "ACCOUNTANT_API_KEYS": KEYS_ENV,
+        "ACCOUNTANT_LOG_LEVEL": "DEBUG",
+    }
     with start_server(env) as srv:
         yield srv
 
@@ -37,7 +41,9 @@ def test_sdk_ledger_round_trip(server):
                 pipe.charge(ev, ["a", "b"])
         assert exc.value.refused_users == ["a"] and exc.value.status_code == 409
         with pytest.raises(Conflict) as exc2:
-            pipe.charge({"mechanism": "pure_dp", "epsilon": 0.1}, ["b"], idempotency_key=first["idempotency_key"])
+            pipe.charge(
+                {"mechanism": "pure_dp", "epsilon": 0.1}, ["b"], idempotency_key=first["idempotency_key"]
+            )
         assert not isinstance(exc2.value, BudgetExceeded)
         with pytest.raises(NotFound):
             pipe.charge(ev, ["ghost"])
@@ -45,7 +51,10 @@ def test_sdk_ledger_round_trip(server):
             viewer.charge(ev, ["b"])
 
         assert admin.bulk_create_users(8.0, 1e-6, id_prefix="dev-", count=50)["created"] == 50
-        assert admin.bulk_create_users(8.0, 1e-6, id_prefix="dev-", count=60, on_conflict="skip")["created"] == 10
+        assert (
+            admin.bulk_create_users(8.0, 1e-6, id_prefix="dev-", count=60, on_conflict="skip")["created"]
+            == 10
+        )
         admin.create_cohort("pop", "test population")
         assert admin.add_members("pop", id_prefix="dev-", count=60)["added"] == 60
         assert admin.add_members("pop", ["dev-1"])["already_members"] == 1
@@ -79,5 +88,10 @@ def test_no_api_key_in_the_server_log(server):
         with pytest.raises(NotFound):
             c.get_user("nobody")
     log = server.log_text()
-    for key in ("admin-key-0123456789", "pipeline-key-0123456789", "viewer-key-0123456789", "wrong-secret-key-42"):
+    for key in (
+        "admin-key-0123456789",
+        "pipeline-key-0123456789",
+        "viewer-key-0123456789",
+        "wrong-secret-key-42",
+    ):
         assert key not in log

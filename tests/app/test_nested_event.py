@@ -16,14 +16,23 @@ from app.client import AccountantClient, BudgetExceeded
 from tests.app.ledger_support import KEYS_ENV
 from tests.helpers.server import start_server
 
-ROUND = {"mechanism": "subsampled", "n": 100_000, "k": 1000, "count": 50,
-         "inner": [{"mechanism": "shuffle", "epsilon0": 0.5, "count": 4}]}
+ROUND = {
+    "mechanism": "subsampled",
+    "n": 100_000,
+    "k": 1000,
+    "count": 50,
+    "inner": [{"mechanism": "shuffle", "epsilon0": 0.5, "count": 4}],
+}
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     d = tmp_path_factory.mktemp("nested")
-    env = {"DATABASE_URL": f"sqlite:///{d}/n.db", "ACCOUNTANT_API_KEYS": KEYS_ENV, "ACCOUNTANT_LOG_LEVEL": "WARNING"}
+    env = {
+        "DATABASE_URL": f"sqlite:///{d}/n.db",
+        "ACCOUNTANT_API_KEYS": KEYS_ENV,
+        "ACCOUNTANT_LOG_LEVEL": "WARNING",
+    }
     with start_server(env) as srv:
         yield srv
 
@@ -42,8 +51,10 @@ def test_compute_endpoints(server):
         r = c.post("/v1/delta", json={"events": [ROUND], "epsilon": 0.05})
         assert r.status_code == 200 and 0 < r.json()["delta"] < 1
         part = {k: v for k, v in ROUND.items() if k != "count"}
-        r = c.post("/v1/calibrate", json={"solve_for": "count", "target": {"epsilon": 2.0, "delta": 1e-6},
-                                          "event": part})
+        r = c.post(
+            "/v1/calibrate",
+            json={"solve_for": "count", "target": {"epsilon": 2.0, "delta": 1e-6}, "event": part},
+        )
         assert r.status_code == 200, r.text
         got = r.json()
         assert got["epsilon"] <= 2.0
@@ -52,9 +63,15 @@ def test_compute_endpoints(server):
         bad = {**ROUND, "inner": [{"mechanism": "shuffle", "n": 7, "epsilon0": 0.5}]}
         r = c.post("/v1/epsilon", json={"events": [bad], "delta": 1e-6})
         assert r.status_code == 400 and "must be 1000" in r.json()["detail"]
-        r = c.post("/v1/epsilon", json={"events": [{**ROUND, "inner": [{"mechanism": "subsampled_shuffle",
-                                                                         "n": 5, "k": 2, "epsilon0": 1}]}],
-                                        "delta": 1e-6})
+        r = c.post(
+            "/v1/epsilon",
+            json={
+                "events": [
+                    {**ROUND, "inner": [{"mechanism": "subsampled_shuffle", "n": 5, "k": 2, "epsilon0": 1}]}
+                ],
+                "delta": 1e-6,
+            },
+        )
         assert r.status_code in (400, 422)
 
 
@@ -83,9 +100,28 @@ def test_ledger_charges_the_sampled_round(server):
 def test_cli(tmp_path):
     inner = json.dumps(ROUND["inner"])
     out = subprocess.run(
-        [sys.executable, "-c", "import sys; from app.cli import main; sys.exit(main())", "epsilon",
-         "--mechanism", "subsampled", "--n", "100000", "--k", "1000", "--count", "50", "--inner", inner,
-         "--delta", "1e-6", "--json"],
-        capture_output=True, text=True, timeout=120)
+        [
+            sys.executable,
+            "-c",
+            "import sys; from app.cli import main; sys.exit(main())",
+            "epsilon",
+            "--mechanism",
+            "subsampled",
+            "--n",
+            "100000",
+            "--k",
+            "1000",
+            "--count",
+            "50",
+            "--inner",
+            inner,
+            "--delta",
+            "1e-6",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["epsilon"] == pytest.approx(accountant.epsilon([ROUND], 1e-6)[0], rel=1e-12)

@@ -26,7 +26,10 @@ def test_every_model_example_is_accepted_by_the_accountant():
         for ex in model.model_config["json_schema_extra"]["examples"]:
             ev = parse_event(ex)
             assert ev.mechanism == name
-            assert accountant.event_from_dict(ev.to_accountant()).to_dict() == accountant.event_from_dict(ex).to_dict()
+            assert (
+                accountant.event_from_dict(ev.to_accountant()).to_dict()
+                == accountant.event_from_dict(ex).to_dict()
+            )
 
 
 @pytest.mark.parametrize("d", API_MD_EVENTS)

@@ -96,8 +96,14 @@ def kary_rr(epsilon0: float, k: int, others: int = 0) -> Case:
         return v
 
     msg = MessagePair(others=law(others), user=law(0), user_prime=law(1))
-    return Case(mech, [msg], 0, 1, lambda rep: np.asarray(rep, dtype=np.int64)[:, None],
-                f"u: 0 → 1, others hold {others}")
+    return Case(
+        mech,
+        [msg],
+        0,
+        1,
+        lambda rep: np.asarray(rep, dtype=np.int64)[:, None],
+        f"u: 0 → 1, others hold {others}",
+    )
 
 
 def binary_vector(epsilon0: float, d: int, s: int) -> Case:
@@ -109,8 +115,14 @@ def binary_vector(epsilon0: float, d: int, s: int) -> Case:
     for j in range(mech.s):
         ones = [1.0 if j * a + c < d else 0.0 for c in range(a)]
         msgs.append(MessagePair(others=_slot_law([0.0] * a, a, p), user_prime=_slot_law(ones, a, p)))
-    return Case(mech, msgs, np.zeros(d, dtype=np.uint8), np.ones(d, dtype=np.uint8),
-                lambda rep: _slot_cells(rep, mech.s), "0…0 → 1…1")
+    return Case(
+        mech,
+        msgs,
+        np.zeros(d, dtype=np.uint8),
+        np.ones(d, dtype=np.uint8),
+        lambda rep: _slot_cells(rep, mech.s),
+        "0…0 → 1…1",
+    )
 
 
 def l1(epsilon0: float, d: int, i: int = 0, r1: float = 1.0) -> Case:
@@ -129,9 +141,14 @@ def l1(epsilon0: float, d: int, i: int = 0, r1: float = 1.0) -> Case:
 
     x0 = np.zeros(d)
     x0[i] = r1
-    return Case(mech, [MessagePair(others=law(+1), user_prime=law(-1))], x0, -x0,
-                lambda rep: (2 * np.asarray(rep["index"], dtype=np.int64) + (np.asarray(rep["sign"]) > 0))[:, None],
-                f"+r1·e_{i} → −r1·e_{i}")
+    return Case(
+        mech,
+        [MessagePair(others=law(+1), user_prime=law(-1))],
+        x0,
+        -x0,
+        lambda rep: (2 * np.asarray(rep["index"], dtype=np.int64) + (np.asarray(rep["sign"]) > 0))[:, None],
+        f"+r1·e_{i} → −r1·e_{i}",
+    )
 
 
 def _box_messages(flips: list[float], a: int, s: int, d: int) -> list[MessagePair]:
@@ -149,8 +166,14 @@ def linf(epsilon0: float, d: int, m: int, s: int, r_inf: float = 1.0) -> Case:
     mech = mechanisms.get("linf", epsilon0=epsilon0, d=d, m=m, s=s, r_inf=r_inf)
     it = mech.internals()
     msgs = _box_messages(it["flip_probabilities"], it["block_size"], mech.s, d)
-    return Case(mech, msgs, np.full(d, -r_inf), np.full(d, r_inf), lambda rep: _slot_cells(rep, m * mech.s),
-                "−r∞·1 → +r∞·1")
+    return Case(
+        mech,
+        msgs,
+        np.full(d, -r_inf),
+        np.full(d, r_inf),
+        lambda rep: _slot_cells(rep, m * mech.s),
+        "−r∞·1 → +r∞·1",
+    )
 
 
 def l2(epsilon0: float, d: int, m: int, s: int, rotation_seed: int = 0, r2: float = 1.0) -> Case:
@@ -159,7 +182,9 @@ def l2(epsilon0: float, d: int, m: int, s: int, rotation_seed: int = 0, r2: floa
     assert d & (d - 1) == 0
     c = r2 / math.sqrt(d)
     r_inf = c * (1 - 1e-9)
-    mech = mechanisms.get("l2", epsilon0=epsilon0, d=d, m=m, s=s, r2=r2, r_inf=r_inf, rotation_seed=rotation_seed)
+    mech = mechanisms.get(
+        "l2", epsilon0=epsilon0, d=d, m=m, s=s, r2=r2, r_inf=r_inf, rotation_seed=rotation_seed
+    )
     H = hadamard(d)
     U = H * mech.signs[None, :] / math.sqrt(d)  # U = H·diag(signs)/√d (public seed)
     x1 = U.T @ np.full(d, c)
@@ -196,8 +221,14 @@ def user_range(epsilon0: float, B: float, tau: float) -> Case:
     q = math.exp(epsilon0) / (math.exp(epsilon0) + 1)
     last = min(math.floor(2 * B / (2 * tau)), bins - 1)
     msg = MessagePair(others=_hr_law(0, K, q), user_prime=_hr_law(last, K, q))
-    return Case(mech, [msg], np.array([-B]), np.array([B]), lambda rep: _slot_cells(rep, 1),
-                f"mean −B (bin 0) → +B (bin {last})")
+    return Case(
+        mech,
+        [msg],
+        np.array([-B]),
+        np.array([B]),
+        lambda rep: _slot_cells(rep, 1),
+        f"mean −B (bin 0) → +B (bin {last})",
+    )
 
 
 def user_mean_interval(epsilon0: float, m: int, lo: float, hi: float, B: float = 1.0) -> Case:
@@ -205,8 +236,14 @@ def user_mean_interval(epsilon0: float, m: int, lo: float, hi: float, B: float =
     mech = mechanisms.get("user_mean", epsilon0=epsilon0, B=B, tau=0.1, m=m, interval=[lo, hi])
     flips = mech.internals()["mean_report"]["flip_probabilities"]
     msgs = _box_messages(flips, 1, 1, 1)
-    return Case(mech, msgs, np.array([lo]), np.array([hi]), lambda rep: _slot_cells(rep["mean"], m),
-                f"interval [{lo}, {hi}]: mean lo → hi")
+    return Case(
+        mech,
+        msgs,
+        np.array([lo]),
+        np.array([hi]),
+        lambda rep: _slot_cells(rep["mean"], m),
+        f"interval [{lo}, {hi}]: mean lo → hi",
+    )
 
 
 def user_mean_two_rounds(epsilon0: float, m: int, B: float, tau: float) -> Case:
@@ -235,14 +272,23 @@ def user_mean_two_rounds(epsilon0: float, m: int, B: float, tau: float) -> Case:
         top = int(np.argmax((HK @ S)[:bins]))
         centre = -B + (2 * top + 1) * tau
         po, pu = bit_probs(-B, centre), bit_probs(B, centre)
-        return [MessagePair(others=_slot_law([po[i]], 1, p), user_prime=_slot_law([pu[i]], 1, p))
-                for i, p in enumerate(flips)]
+        return [
+            MessagePair(others=_slot_law([po[i]], 1, p), user_prime=_slot_law([pu[i]], 1, p))
+            for i, p in enumerate(flips)
+        ]
 
     def no_cells(rep):  # both rounds' laws are checked against the sampler through user_range and linf
         raise NotImplementedError
 
-    return Case(mech, [stage1], np.array([-B]), np.array([B]), no_cells,
-                "two rounds (adaptive), mean −B → +B", stage2=stage2)
+    return Case(
+        mech,
+        [stage1],
+        np.array([-B]),
+        np.array([B]),
+        no_cells,
+        "two rounds (adaptive), mean −B → +B",
+        stage2=stage2,
+    )
 
 
 def laplace_mean(epsilon0: float, d: int, r: float, edges: tuple) -> Case:
@@ -258,12 +304,17 @@ def laplace_mean(epsilon0: float, d: int, r: float, edges: tuple) -> Case:
 
     x0 = np.zeros(d)
     x0[0] = r
-    return Case(mech, [MessagePair(others=law(r), user_prime=law(-r))], x0, -x0,
-                lambda rep: np.searchsorted(e[1:-1], np.asarray(rep)[:, 0])[:, None],
-                f"+r·e1 → −r·e1, first coordinate binned at {tuple(edges)}·b")
+    return Case(
+        mech,
+        [MessagePair(others=law(r), user_prime=law(-r))],
+        x0,
+        -x0,
+        lambda rep: np.searchsorted(e[1:-1], np.asarray(rep)[:, 0])[:, None],
+        f"+r·e1 → −r·e1, first coordinate binned at {tuple(edges)}·b",
+    )
 
 
 NOT_EXACT = {
     "user_mean (d > 1)": "d' range messages plus m·s mean messages with a per-coordinate adaptive broadcast: "
-                         "too large to enumerate exactly; its d = 1 forms are audited",
+    "too large to enumerate exactly; its d = 1 forms are audited",
 }

@@ -53,8 +53,14 @@ class Discrete:
         return X.product_size(self.factors * rounds)
 
 
-def violations(events: Sequence[dict], exact: ExactPair, rounds: int = 1, deltas=DELTAS,
-               epsilons: Sequence[float] = (0.5,), orders=ORDERS) -> list[str]:
+def violations(
+    events: Sequence[dict],
+    exact: ExactPair,
+    rounds: int = 1,
+    deltas=DELTAS,
+    epsilons: Sequence[float] = (0.5,),
+    orders=ORDERS,
+) -> list[str]:
     """Every way in which the accountant's answer for ``events`` (already covering ``rounds`` rounds)
     is below the exact privacy loss of ``exact`` composed ``rounds`` times; empty when sound."""
     out: list[str] = []
@@ -72,15 +78,19 @@ def violations(events: Sequence[dict], exact: ExactPair, rounds: int = 1, deltas
         for rev in (False, True):
             hs = exact.hockey_stick(g.epsilon, rev, rounds)
             if hs > delta * (1 + REL):
-                out.append(f"accountant (ε = {g.epsilon:.6g}, δ = {delta:g}) but the exact δ at that ε is "
-                           f"{hs:.6g} (×{hs / delta:.3g}){' [reverse]' if rev else ''}")
+                out.append(
+                    f"accountant (ε = {g.epsilon:.6g}, δ = {delta:g}) but the exact δ at that ε is "
+                    f"{hs:.6g} (×{hs / delta:.3g}){' [reverse]' if rev else ''}"
+                )
     for eps in eps_points:
         d_acc = accountant.delta_guarantee(events, eps).delta
         for rev in (False, True):
             hs = exact.hockey_stick(eps, rev, rounds)
             if hs > d_acc * (1 + REL):
-                out.append(f"accountant δ = {d_acc:.6g} at ε = {eps:.6g} but the exact δ is {hs:.6g}"
-                           f"{' [reverse]' if rev else ''}")
+                out.append(
+                    f"accountant δ = {d_acc:.6g} at ε = {eps:.6g} but the exact δ is {hs:.6g}"
+                    f"{' [reverse]' if rev else ''}"
+                )
     return out
 
 

@@ -31,14 +31,26 @@ eps0s = st.floats(0.05, 8.0)
 
 # every mechanism of the catalog is audited by at least one test below (or listed in C.NOT_EXACT)
 COVERED = {
-    "binary_rr", "kary_rr", "binary_vector", "l1", "linf", "l2", "hadamard_response", "user_range",
-    "user_mean", "laplace_mean", "gaussian", "laplace",
+    "binary_rr",
+    "kary_rr",
+    "binary_vector",
+    "l1",
+    "linf",
+    "l2",
+    "hadamard_response",
+    "user_range",
+    "user_mean",
+    "laplace_mean",
+    "gaussian",
+    "laplace",
 }
 
 
 def test_catalog_is_covered():
     missing = sorted(set(mechanisms.names()) - COVERED)
-    assert not missing, f"mechanisms without an exact audit: {missing} — add a pair to tests/audit/_catalog.py"
+    assert not missing, (
+        f"mechanisms without an exact audit: {missing} — add a pair to tests/audit/_catalog.py"
+    )
 
 
 def valid_slots(d: int) -> list[int]:
@@ -99,7 +111,10 @@ def test_pairs_are_the_real_randomizers(name, make):
     strongest one: every message attains its accounted ε (binned continuous reports: at most it)."""
     case = make()
     rng = np.random.default_rng(sum(map(ord, name)))
-    for x, laws in ((case.x0, [m.user for m in case.messages]), (case.x1, [m.user_prime for m in case.messages])):
+    for x, laws in (
+        (case.x0, [m.user for m in case.messages]),
+        (case.x1, [m.user_prime for m in case.messages]),
+    ):
         cells = case.cells(case.mech.randomize(_batch(x, 40_000), rng))
         assert cells.shape == (40_000, len(laws))
         for ell, law in enumerate(laws):
@@ -129,8 +144,19 @@ def _n_for(factors: int, classes: int) -> int:
 @st.composite
 def local_case(draw, sampled: bool, multi: bool | None):
     """A catalog case; ``multi``: True = several messages per round, False = one, None = either."""
-    names = ["binary_rr", "kary_rr", "binary_vector", "l1", "linf", "l2", "hadamard_response", "user_range",
-             "user_mean", "user_mean_two_rounds", "laplace_mean"]
+    names = [
+        "binary_rr",
+        "kary_rr",
+        "binary_vector",
+        "l1",
+        "linf",
+        "l2",
+        "hadamard_response",
+        "user_range",
+        "user_mean",
+        "user_mean_two_rounds",
+        "laplace_mean",
+    ]
     if multi is True:
         names = ["binary_vector", "linf", "l2", "user_mean", "user_mean_two_rounds"]
     elif multi is False:
@@ -213,8 +239,13 @@ def test_sampled_single_message_rounds_are_sound(setting):
 
 
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.sampled_from(["replace", "add_remove"]), st.floats(0.3, 30.0), st.floats(0.1, 10.0),
-       st.integers(1, 4), st.integers(1, 500))
+@given(
+    st.sampled_from(["replace", "add_remove"]),
+    st.floats(0.3, 30.0),
+    st.floats(0.1, 10.0),
+    st.integers(1, 4),
+    st.integers(1, 500),
+)
 def test_central_mechanisms_are_sound(neighbouring, knob, clip, d, rounds):
     """Central Gaussian / Laplace on the clipped sum, two datasets that differ in one user's vector
     by the largest change its declared relation allows (replace: clip·e₁ → −clip·e₁; add/remove: one
@@ -245,7 +276,9 @@ SHARED_SAMPLE_CASES = [
 ]
 
 
-@pytest.mark.parametrize("label,make,n,k,rounds", SHARED_SAMPLE_CASES, ids=[c[0] for c in SHARED_SAMPLE_CASES])
+@pytest.mark.parametrize(
+    "label,make,n,k,rounds", SHARED_SAMPLE_CASES, ids=[c[0] for c in SHARED_SAMPLE_CASES]
+)
 def test_sampled_multi_message_rounds_share_one_sample(label, make, n, k, rounds):
     """All messages of a round come from the same k sampled users: the exact law is the mixture over
     u's inclusion of the product over shufflers — not a product of per-message mixtures. Accounting
@@ -254,8 +287,12 @@ def test_sampled_multi_message_rounds_share_one_sample(label, make, n, k, rounds
     audit(make(), n, k, rounds)
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow],
-          phases=[Phase.explicit, Phase.reuse, Phase.generate])  # no shrinking: report the first failure
+@settings(
+    max_examples=8,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],
+)  # no shrinking: report the first failure
 @given(local_case(sampled=True, multi=True))
 def test_sampled_multi_message_rounds_share_one_sample_explored(setting):
     """The same property over random multi-message mechanisms, sizes and ε0."""

@@ -42,6 +42,7 @@ def kary(eps: float, k: int, others: int) -> X.MessagePair:
         v = np.full(k, 1.0 / (e + k - 1))
         v[x] = e / (e + k - 1)
         return v
+
     return X.MessagePair(others=law(others), user=law(0), user_prime=law(1))
 
 
@@ -66,8 +67,12 @@ def test_shuffle_binary_rr(setting, output):
 @given(st.integers(1, 40), eps0s, st.integers(3, 5), st.sampled_from([0, 2]), st.integers(1, 2))
 def test_shuffle_kary_rr(n, eps0, k, others, rounds):
     ev = {"mechanism": "shuffle", "n": n, "epsilon0": eps0, "count": rounds}
-    assert_sound([ev], Discrete(X.shuffled([kary(eps0, k, others)], n)), rounds,
-                 f"shuffle, {k}-ary RR pair (others hold {others})")
+    assert_sound(
+        [ev],
+        Discrete(X.shuffled([kary(eps0, k, others)], n)),
+        rounds,
+        f"shuffle, {k}-ary RR pair (others hold {others})",
+    )
 
 
 @st.composite
@@ -90,8 +95,12 @@ def test_subsampled_shuffle_binary_rr(setting):
 def test_subsampled_shuffle_kary_rr(setting, kk, others):
     n, k, eps0, rounds = setting
     ev = {"mechanism": "subsampled_shuffle", "n": n, "k": k, "epsilon0": eps0, "count": rounds}
-    assert_sound([ev], Discrete(X.shuffled([kary(eps0, kk, others)], n, k)), rounds,
-                 f"subsampled shuffle, {kk}-ary RR pair")
+    assert_sound(
+        [ev],
+        Discrete(X.shuffled([kary(eps0, kk, others)], n, k)),
+        rounds,
+        f"subsampled shuffle, {kk}-ary RR pair",
+    )
 
 
 @SET
@@ -124,9 +133,11 @@ def _nested_available() -> bool:
     return "subsampled" in accountant.EVENT_TYPES
 
 
-@pytest.mark.skipif(not _nested_available(),
-                    reason="accountant.EVENT_TYPES has no nested 'subsampled' event (several shuffled messages "
-                           "sharing one sample of k users) yet")
+@pytest.mark.skipif(
+    not _nested_available(),
+    reason="accountant.EVENT_TYPES has no nested 'subsampled' event (several shuffled messages "
+    "sharing one sample of k users) yet",
+)
 @SET
 @given(sampled_setting(max_k=4), st.lists(st.floats(0.05, 6.0), min_size=1, max_size=3))
 def test_nested_subsampled_several_messages(setting, message_eps):
@@ -134,7 +145,16 @@ def test_nested_subsampled_several_messages(setting, message_eps):
     shuffle event (one shuffler each): the exact law is the mixture over u's inclusion of the product
     over shufflers."""
     n, k, _, rounds = setting
-    ev = {"mechanism": "subsampled", "n": n, "k": k, "count": rounds,
-          "inner": [{"mechanism": "shuffle", "n": k, "epsilon0": e} for e in message_eps]}
-    assert_sound([ev], Discrete(X.shuffled([rr(e) for e in message_eps], n, k)), rounds,
-                 "nested subsampled, binary RR messages")
+    ev = {
+        "mechanism": "subsampled",
+        "n": n,
+        "k": k,
+        "count": rounds,
+        "inner": [{"mechanism": "shuffle", "n": k, "epsilon0": e} for e in message_eps],
+    }
+    assert_sound(
+        [ev],
+        Discrete(X.shuffled([rr(e) for e in message_eps], n, k)),
+        rounds,
+        "nested subsampled, binary RR messages",
+    )

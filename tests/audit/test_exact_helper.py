@@ -100,6 +100,7 @@ def _radix_decoder(base: int, L: int):
             c, r = divmod(c, base)
             out.append(r)
         return tuple(reversed(out))  # _mech_tables' products put the first message most significant
+
     return decode
 
 
@@ -124,8 +125,15 @@ def test_binary_vector_against_brute_force(n, k, d, s):
     compare(case.pair(n, k), P, Q)
 
 
-@pytest.mark.parametrize("n,k,d,m,s", [(n, k, d, m, s) for n, k in SAMPLINGS
-                                       for d, m, s in [(1, 2, 1), (2, 1, 2), (1, 3, 1)] if n < 4 or m * s < 3])
+@pytest.mark.parametrize(
+    "n,k,d,m,s",
+    [
+        (n, k, d, m, s)
+        for n, k in SAMPLINGS
+        for d, m, s in [(1, 2, 1), (2, 1, 2), (1, 3, 1)]
+        if n < 4 or m * s < 3
+    ],
+)
 def test_linf_against_brute_force(n, k, d, m, s):
     eps = 3.1
     case = C.linf(eps, d, m, s)
@@ -210,8 +218,15 @@ def test_user_mean_two_rounds_against_brute_force(n, k, B, tau):
                     rep = {"index": np.array([c // 2 for c in c1]), "bit": np.array([c % 2 for c in c1])}
                     lo, hi = rng_mech.interval(rep)
                     centre = (lo + hi) / 2
-                    rows = [T.linf_row(eps / 2, [Fraction((min(max(means[i] - centre, -half), half) + half)
-                                                           / (2 * half))], m, 1) for i in S]
+                    rows = [
+                        T.linf_row(
+                            eps / 2,
+                            [Fraction((min(max(means[i] - centre, -half), half) + half) / (2 * half))],
+                            m,
+                            1,
+                        )
+                        for i in S
+                    ]
                     h1 = tuple(sorted(c1))
                     for c2 in itertools.product(range(4), repeat=len(S)):
                         pr = p1
@@ -232,6 +247,7 @@ def test_laplace_mean_binned_against_brute_force(k):
     case = C.laplace_mean(eps, 2, r, edges)
     b = 2 * r / eps
     with mp.workdps(40):
+
         def law(mu):
             e = [mp.ninf] + [mp.mpf(x) * b for x in edges] + [mp.inf]
 
@@ -242,7 +258,9 @@ def test_laplace_mean_binned_against_brute_force(k):
                     return mp.mpf(1)
                 z = (y - mu) / b
                 return mp.e**z / 2 if z < 0 else 1 - mp.e ** (-z) / 2
+
             return [cdf(e[i + 1]) - cdf(e[i]) for i in range(len(e) - 1)]
+
         l0, l1 = law(mp.mpf(r)), law(-mp.mpf(r))
     P, Q = _brute([float(x) for x in l0], [float(x) for x in l1], 3, k, lambda c: (c,))
     compare(case.pair(3, k), P, Q)
@@ -291,17 +309,28 @@ def test_heterogeneous_product_hockey_stick_against_product_laws():
 def test_gaussian_against_quadrature(mu):
     g = X.Gaussian(mu)
     for a in (2.0, 5.0, 16.0):
+
         def logf(y, a=a):
             return a * norm.logpdf(y, mu, 1.0) + (1 - a) * norm.logpdf(y, 0.0, 1.0)
+
         # log-concave integrand: scale by its numerically located maximum, integrate ±40 around it
         top = minimize_scalar(lambda y: -logf(y), bracket=(-1.0, 1.0 + a * mu)).x
         shift = logf(top)
-        val = quad(lambda y, s=shift, f=logf: math.exp(f(y) - s), top - 40, top + 40, epsabs=0, epsrel=1e-13,
-                   limit=200, points=[top])[0]
+        val = quad(
+            lambda y, s=shift, f=logf: math.exp(f(y) - s),
+            top - 40,
+            top + 40,
+            epsabs=0,
+            epsrel=1e-13,
+            limit=200,
+            points=[top],
+        )[0]
         assert rel_close(g.renyi([a])[0], (math.log(val) + shift) / (a - 1), 1e-10)
     for e in (0.0, 0.3, 2.0):
+
         def h(y, e=e):
             return max(0.0, norm.pdf(y, mu, 1.0) - math.exp(e) * norm.pdf(y, 0.0, 1.0))
+
         cut = e / mu + mu / 2  # P > e^ε Q  ⇔  y > ε/μ + μ/2
         val = quad(h, cut, np.inf, epsabs=1e-16, epsrel=1e-12)[0]
         assert abs(g.hockey_stick(e) - val) <= 1e-10 * val + 1e-15
@@ -315,13 +344,17 @@ def test_laplace_against_mpmath_quadrature(lam):
     with mp.workdps(30):
         b = 1 / mp.mpf(lam)
         for a in (2, 5, 16):
+
             def f(y, a=a):
                 return mp.e ** (-(a * abs(y - 1) + (1 - a) * abs(y)) / b) / (2 * b)
+
             val = mp.quad(f, [mp.ninf, 0, 1, mp.inf])
             assert rel_close(L.renyi([a])[0], mp.log(val) / (a - 1), 1e-11)
         for e in (0.0, 0.4 * lam, lam):
+
             def h(y, e=e):
                 return max(mp.mpf(0), (mp.e ** (-abs(y - 1) / b) - mp.e ** (e - abs(y) / b)) / (2 * b))
+
             val = mp.quad(h, [mp.ninf, 0, (1 + e * b) / 2, 1, mp.inf])
             assert abs(L.hockey_stick(e) - float(val)) <= 1e-10 * float(val) + 1e-14
             # the binned (post-processed) law is a lower bound, and close to the exact value

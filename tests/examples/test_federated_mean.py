@@ -29,10 +29,18 @@ def run_example(*args: str) -> tuple[subprocess.CompletedProcess, list[tuple[int
     env.pop("ACCOUNTANT_API_KEY", None)
     proc = subprocess.run(
         [sys.executable, str(SCRIPT), "--clients", str(N), "--dim", str(D), "--delta", str(DELTA), *args],
-        cwd=ROOT, env=env, capture_output=True, text=True, encoding="utf-8", timeout=120,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=120,
     )
-    rows = [(int(m[1]), float(m[2]), float(m[3]), float(m[4]))
-            for m in (ROW.match(line) for line in proc.stdout.splitlines()) if m]
+    rows = [
+        (int(m[1]), float(m[2]), float(m[3]), float(m[4]))
+        for m in (ROW.match(line) for line in proc.stdout.splitlines())
+        if m
+    ]
     return proc, rows
 
 
@@ -46,8 +54,18 @@ def mse_bound(k: int, epsilon0: float) -> float:
 
 def test_rounds_within_budget_and_error_matches_closed_form():
     k, eps0, rounds, budget = 1000, 2.0, 30, 20.0
-    proc, rows = run_example("--k", str(k), "--rounds", str(rounds), "--epsilon0", str(eps0),
-                             "--budget-epsilon", str(budget), "--seed", "3")
+    proc, rows = run_example(
+        "--k",
+        str(k),
+        "--rounds",
+        str(rounds),
+        "--epsilon0",
+        str(eps0),
+        "--budget-epsilon",
+        str(budget),
+        "--seed",
+        "3",
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = proc.stdout
     assert "Federated mean estimation" in out and "Summary" in out
@@ -75,8 +93,9 @@ def test_rounds_within_budget_and_error_matches_closed_form():
 
 def test_small_budget_ledger_refuses_and_run_stops_cleanly():
     k, eps0, rounds, budget = 400, 1.0, 10, 0.6  # 3 rounds cost ε ≈ 0.52, 4 rounds ≈ 0.64
-    proc, rows = run_example("--k", str(k), "--rounds", str(rounds), "--epsilon0", str(eps0),
-                             "--budget-epsilon", str(budget))
+    proc, rows = run_example(
+        "--k", str(k), "--rounds", str(rounds), "--epsilon0", str(eps0), "--budget-epsilon", str(budget)
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = proc.stdout
     assert [r[0] for r in rows] == [1, 2, 3], out

@@ -106,8 +106,10 @@ class MessagePair:
 
 def rr_message(p_flip: float, bit: int = 0, bit_prime: int = 1, others_bit: int | None = None) -> MessagePair:
     """A binary randomized-response message: y = bit ⊕ Bern(p_flip)."""
+
     def law(b):
         return np.array([1 - p_flip, p_flip]) if b == 0 else np.array([p_flip, 1 - p_flip])
+
     ob = bit if others_bit is None else others_bit
     return MessagePair(others=law(ob), user=law(bit), user_prime=law(bit_prime))
 
@@ -140,7 +142,7 @@ def multinomial_pmf(H: np.ndarray, pi: np.ndarray) -> np.ndarray:
     left = H.sum(axis=1)
     for i in range(H.shape[1] - 1):
         rest = math.fsum(pi[i:])
-        after = math.fsum(pi[i + 1:])
+        after = math.fsum(pi[i + 1 :])
         if pi[i] <= after:
             out *= binom.pmf(H[:, i], left, pi[i] / rest)
         else:
@@ -198,7 +200,9 @@ class ShuffledPair:
 
     @staticmethod
     def concat(parts: Sequence[ShuffledPair]) -> ShuffledPair:
-        return ShuffledPair(*(np.concatenate([getattr(p, f) for p in parts]) for f in ("w", "la", "lb", "diff")))
+        return ShuffledPair(
+            *(np.concatenate([getattr(p, f) for p in parts]) for f in ("w", "la", "lb", "diff"))
+        )
 
     def __len__(self) -> int:
         return self.w.size
@@ -266,8 +270,9 @@ def shuffled(messages: Sequence[MessagePair], n: int, k: int | None = None) -> S
     return ShuffledPair.mixture(w, la, lb, gamma)
 
 
-def two_stage(stage1: MessagePair, stage2: Callable[[np.ndarray], Sequence[MessagePair]], n: int,
-              k: int | None = None) -> ShuffledPair:
+def two_stage(
+    stage1: MessagePair, stage2: Callable[[np.ndarray], Sequence[MessagePair]], n: int, k: int | None = None
+) -> ShuffledPair:
     """Exact views of an adaptive round: one shuffled message, then L shuffled messages whose laws
     depend on the first shuffler's full histogram (``stage2(h1)``, h1 over stage1's alphabet, not
     merged). The same users (the same sample) take part in both stages."""
@@ -279,8 +284,12 @@ def two_stage(stage1: MessagePair, stage2: Callable[[np.ndarray], Sequence[Messa
     l1a = _log_ratio(H1, stage1.user_prime / pi)
     parts = []
     for i, h1 in enumerate(H1):
-        w, lb, la = _joint((_slot_arrays(m, N) for m in stage2(h1)),
-                           np.array([w1[i]]), np.array([l1b[i]]), np.array([l1a[i]]))
+        w, lb, la = _joint(
+            (_slot_arrays(m, N) for m in stage2(h1)),
+            np.array([w1[i]]),
+            np.array([l1b[i]]),
+            np.array([l1a[i]]),
+        )
         parts.append(ShuffledPair.mixture(w, la, lb, gamma))
     return ShuffledPair.concat(parts)
 
@@ -418,9 +427,11 @@ def laplace_renyi_quad(lam: float, alpha: float) -> float:
     def f(y):  # p = Lap(1, b) density, q = Lap(0, b); p^α q^{1−α}
         return math.exp(-(alpha * abs(y - 1.0) + (1.0 - alpha) * abs(y)) / b) / (2 * b)
 
-    pieces = [quad(f, -np.inf, 0.0, epsabs=0, epsrel=1e-13, limit=200)[0],
-              quad(f, 0.0, 1.0, epsabs=0, epsrel=1e-13, limit=200)[0],
-              quad(f, 1.0, np.inf, epsabs=0, epsrel=1e-13, limit=200)[0]]
+    pieces = [
+        quad(f, -np.inf, 0.0, epsabs=0, epsrel=1e-13, limit=200)[0],
+        quad(f, 0.0, 1.0, epsabs=0, epsrel=1e-13, limit=200)[0],
+        quad(f, 1.0, np.inf, epsabs=0, epsrel=1e-13, limit=200)[0],
+    ]
     return math.log(math.fsum(pieces)) / (alpha - 1.0)
 
 
@@ -462,8 +473,9 @@ class Laplace:
 # ---------------------------------------------------------------------------------------------------
 
 
-def brute_force_views(tables: Sequence[Sequence], k: int | None, decode: Callable[[int], tuple],
-                      dps: int = 40) -> dict:
+def brute_force_views(
+    tables: Sequence[Sequence], k: int | None, decode: Callable[[int], tuple], dps: int = 40
+) -> dict:
     """Exact law of the view when user i's whole report is cell c with probability tables[i][c],
     ``decode(c)`` gives the report's L messages, k users are sampled (all when None), and shuffler ℓ
     outputs the multiset (sorted tuple) of the ℓ-th messages of the sampled users. Every sample and
@@ -511,12 +523,33 @@ def binomial_pair_mp(n: int, eps0, dps: int = 40) -> tuple[dict, dict]:
         P = {}
         for c in range(n + 1):
             base = mp.binomial(n - 1, c) * p**c * (1 - p) ** (n - 1 - c) * p if c <= n - 1 else mp.mpf(0)
-            one = mp.binomial(n - 1, c - 1) * p ** (c - 1) * (1 - p) ** (n - c) * (1 - p) if c >= 1 else mp.mpf(0)
+            one = (
+                mp.binomial(n - 1, c - 1) * p ** (c - 1) * (1 - p) ** (n - c) * (1 - p)
+                if c >= 1
+                else mp.mpf(0)
+            )
             P[c] = base + one
         return P, Q
 
 
 __all__ = [
-    "Gaussian", "Laplace", "laplace_renyi_quad", "MessagePair", "ShuffledPair", "binomial_pair_mp", "brute_force_views", "compositions", "hockey_stick",
-    "hockey_stick_mp", "hockey_stick_product", "product_size", "multinomial_pmf", "phi", "renyi", "renyi_mp", "rr_message", "shuffled", "two_stage",
+    "Gaussian",
+    "Laplace",
+    "laplace_renyi_quad",
+    "MessagePair",
+    "ShuffledPair",
+    "binomial_pair_mp",
+    "brute_force_views",
+    "compositions",
+    "hockey_stick",
+    "hockey_stick_mp",
+    "hockey_stick_product",
+    "product_size",
+    "multinomial_pmf",
+    "phi",
+    "renyi",
+    "renyi_mp",
+    "rr_message",
+    "shuffled",
+    "two_stage",
 ]

@@ -79,13 +79,28 @@ class ServerHandle:
     def start(self) -> ServerHandle:
         env = {**os.environ, **{k: str(v) for k, v in self.env.items()}}
         env.setdefault("PYTHONUNBUFFERED", "1")
-        cmd = [*_command(), "serve", "--host", self.host, "--port", str(self.port),
-               "--workers", str(self.workers), *self.extra_args]
+        cmd = [
+            *_command(),
+            "serve",
+            "--host",
+            self.host,
+            "--port",
+            str(self.port),
+            "--workers",
+            str(self.workers),
+            *self.extra_args,
+        ]
         log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the process
         try:
             # own process group, so stop() reaches uvicorn's worker processes too
-            self.proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, start_new_session=True)
+            self.proc = subprocess.Popen(
+                cmd,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         finally:
             log.close()
         self._wait_healthy()
@@ -108,7 +123,9 @@ class ServerHandle:
                 last = repr(exc)
             time.sleep(0.05)
         self.kill()
-        raise ServerStartError(f"/health did not answer within {self.timeout} s ({last}):\n{self.log_text()[-4000:]}")
+        raise ServerStartError(
+            f"/health did not answer within {self.timeout} s ({last}):\n{self.log_text()[-4000:]}"
+        )
 
     def _signal_group(self, sig: int) -> None:
         if self.proc is None:
@@ -160,8 +177,15 @@ class ServerHandle:
             pass
 
 
-def start_server(env: dict | None = None, port: int | None = None, *, host: str = "127.0.0.1", workers: int = 1,
-                 extra_args: list[str] | None = None, timeout: float = 60.0) -> ServerHandle:
+def start_server(
+    env: dict | None = None,
+    port: int | None = None,
+    *,
+    host: str = "127.0.0.1",
+    workers: int = 1,
+    extra_args: list[str] | None = None,
+    timeout: float = 60.0,
+) -> ServerHandle:
     """Start ``privacy-accountant serve`` with ``env`` (added to os.environ) and wait for /health.
 
     Give ``env["DATABASE_URL"]`` (e.g. a temp SQLite file) so tests never touch ./accountant.db.

@@ -28,6 +28,7 @@ def check_rows(table: np.ndarray) -> None:
 
 # --- binary / k-ary -----------------------------------------------------------------------------------
 
+
 def binary_rr_table(eps: float) -> np.ndarray:
     p = rr_p(eps)
     return np.array([[1 - p, p], [p, 1 - p]])  # rows b = 0, 1; columns y = 0, 1
@@ -65,7 +66,9 @@ def binary_vector_table(eps: float, d: int, s: int) -> tuple[list, np.ndarray]:
     rows = []
     for b in inputs:
         padded = list(b) + [0] * (a * s - d)
-        rows.append(_product([_slot_table([float(v) for v in padded[j * a:(j + 1) * a]], a, p) for j in range(s)]))
+        rows.append(
+            _product([_slot_table([float(v) for v in padded[j * a : (j + 1) * a]], a, p) for j in range(s)])
+        )
     return inputs, np.array(rows)
 
 
@@ -81,6 +84,7 @@ def slot_cells(index: np.ndarray, bit: np.ndarray, a: int) -> np.ndarray:
 
 # --- ℓ1 ------------------------------------------------------------------------------------------------
 
+
 def l1_table(eps: float, xs: np.ndarray, r1: float) -> np.ndarray:
     d = xs.shape[1]
     D = 1 << (d - 1).bit_length()
@@ -94,12 +98,13 @@ def l1_table(eps: float, xs: np.ndarray, r1: float) -> np.ndarray:
         pp = 0.5 + hx / (2 * r1 * c)
         row = np.empty(2 * D)
         row[0::2] = (1 - pp) / D  # cell 2j: sign −1
-        row[1::2] = pp / D        # cell 2j+1: sign +1
+        row[1::2] = pp / D  # cell 2j+1: sign +1
         rows.append(row)
     return np.array(rows)
 
 
 # --- ℓ∞ --------------------------------------------------------------------------------------------------
+
 
 def thesis_digits(z: Fraction, m: int) -> tuple[list[int], Fraction]:
     """b^(1..m−1) and ρ = 2^{m−1}(z − z^{(m−1)}) by the recursion of §3.5 (digit clamped at 1 for z = 1)."""
@@ -127,7 +132,7 @@ def linf_row(eps: float, z: list[Fraction], m: int, s: int) -> np.ndarray:
         p = rr_p(eps * f / s)
         probs = [float(dg[0][k - 1]) if k < m else float(dg[1]) for dg in digs] + [0.0] * (a * s - d)
         for j in range(s):
-            tabs.append(_slot_table(probs[j * a:(j + 1) * a], a, p))
+            tabs.append(_slot_table(probs[j * a : (j + 1) * a], a, p))
     return _product(tabs)
 
 
@@ -135,11 +140,14 @@ def dyadic_grid(d: int, m: int, per_axis: int = 5) -> list[list[Fraction]]:
     """Points of [0,1]^d on a dyadic grid finer than the quantizer (so ρ takes non-trivial values),
     always including the two corners 0 and 1."""
     den = 2 ** (m + 1)
-    axis = sorted({Fraction(0), Fraction(1)} | {Fraction(v, den) for v in np.linspace(0, den, per_axis).astype(int)})
+    axis = sorted(
+        {Fraction(0), Fraction(1)} | {Fraction(v, den) for v in np.linspace(0, den, per_axis).astype(int)}
+    )
     return [list(p) for p in itertools.product(axis, repeat=d)]
 
 
 # --- Hadamard response ------------------------------------------------------------------------------------
+
 
 def hr_table(eps: float, k: int) -> np.ndarray:
     K = 1 << (k - 1).bit_length()

@@ -11,8 +11,20 @@ import pytest
 import mechanisms
 from mechanisms import InputError, ParameterError, UnknownMechanismError
 
-REQUIRED = ["binary_rr", "kary_rr", "binary_vector", "l1", "linf", "l2", "hadamard_response", "user_range",
-            "user_mean", "laplace_mean", "gaussian", "laplace"]
+REQUIRED = [
+    "binary_rr",
+    "kary_rr",
+    "binary_vector",
+    "l1",
+    "linf",
+    "l2",
+    "hadamard_response",
+    "user_range",
+    "user_mean",
+    "laplace_mean",
+    "gaussian",
+    "laplace",
+]
 
 EXAMPLES = {
     "binary_rr": {"epsilon0": 1.0},
@@ -32,19 +44,34 @@ EXAMPLES = {
 
 # --- events -------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name,params", [("binary_rr", {"epsilon0": 0.8}), ("kary_rr", {"epsilon0": 0.8, "k": 5}),
-                                         ("l1", {"epsilon0": 0.8, "d": 7}),
-                                         ("hadamard_response", {"epsilon0": 0.8, "k": 9}),
-                                         ("user_range", {"epsilon0": 0.8, "B": 2.0, "tau": 0.3}),
-                                         ("binary_vector", {"epsilon0": 0.8, "d": 9, "s": 1}),
-                                         ("linf", {"epsilon0": 0.8, "d": 9, "m": 1, "s": 1})])
+
+@pytest.mark.parametrize(
+    "name,params",
+    [
+        ("binary_rr", {"epsilon0": 0.8}),
+        ("kary_rr", {"epsilon0": 0.8, "k": 5}),
+        ("l1", {"epsilon0": 0.8, "d": 7}),
+        ("hadamard_response", {"epsilon0": 0.8, "k": 9}),
+        ("user_range", {"epsilon0": 0.8, "B": 2.0, "tau": 0.3}),
+        ("binary_vector", {"epsilon0": 0.8, "d": 9, "s": 1}),
+        ("linf", {"epsilon0": 0.8, "d": 9, "m": 1, "s": 1}),
+    ],
+)
 def test_single_report_events(name, params):
     mech = mechanisms.get(name, **params)
-    assert mech.events(n=5000, count=40) == [{"mechanism": "shuffle", "n": 5000, "epsilon0": 0.8, "count": 40}]
+    assert mech.events(n=5000, count=40) == [
+        {"mechanism": "shuffle", "n": 5000, "epsilon0": 0.8, "count": 40}
+    ]
     assert mech.events(5000) == [{"mechanism": "shuffle", "n": 5000, "epsilon0": 0.8, "count": 1}]
     assert mech.events(n=5000, k=100, count=7) == [
-        {"mechanism": "subsampled", "n": 5000, "k": 100, "count": 7,
-         "inner": [{"mechanism": "shuffle", "epsilon0": 0.8, "count": 1}]}]
+        {
+            "mechanism": "subsampled",
+            "n": 5000,
+            "k": 100,
+            "count": 7,
+            "inner": [{"mechanism": "shuffle", "epsilon0": 0.8, "count": 1}],
+        }
+    ]
 
 
 def test_binary_vector_events_one_per_slot():
@@ -100,7 +127,8 @@ def test_user_mean_events_both_rounds():
 def test_continuous_and_central_events():
     lm = mechanisms.get("laplace_mean", epsilon0=1.5, d=2)
     assert lm.events(n=300, count=4) == [
-        {"mechanism": "shuffle", "n": 300, "epsilon0": 1.5, "count": 4, "output": "continuous"}]
+        {"mechanism": "shuffle", "n": 300, "epsilon0": 1.5, "count": 4, "output": "continuous"}
+    ]
     assert lm.events(n=300, k=30)[0]["inner"][0]["output"] == "continuous"
     g = mechanisms.get("gaussian", noise_multiplier=1.7, clip=3.0)
     assert g.events(count=12) == [{"mechanism": "gaussian", "noise_multiplier": 1.7, "count": 12}]
@@ -108,7 +136,9 @@ def test_continuous_and_central_events():
     ar = mechanisms.get("gaussian", noise_multiplier=1.7, clip=3.0, neighbouring="add_remove")
     assert ar.sigma == pytest.approx(5.1)
     # the ledger protects replace-one: σ = 5.1 over Δ₂ = 2·clip = 6 is a multiplier of 0.85, not 1.7
-    assert ar.events(count=2) == [{"mechanism": "gaussian", "noise_multiplier": pytest.approx(0.85), "count": 2}]
+    assert ar.events(count=2) == [
+        {"mechanism": "gaussian", "noise_multiplier": pytest.approx(0.85), "count": 2}
+    ]
     lp = mechanisms.get("laplace", scale=2.0, clip=0.5)
     assert lp.events(n=10, count=3) == [{"mechanism": "laplace", "scale": 2.0, "count": 3}]
     assert lp.b == pytest.approx(2.0) and lp.epsilon0 == pytest.approx(0.5)
@@ -118,7 +148,9 @@ def test_continuous_and_central_events():
         g.events(n=100, k=10)
 
 
-@pytest.mark.parametrize("bad", [dict(n=0), dict(n=10, k=11), dict(n=10, count=0), dict(n=2.5), dict(n=10, k=True)])
+@pytest.mark.parametrize(
+    "bad", [dict(n=0), dict(n=10, k=11), dict(n=10, count=0), dict(n=2.5), dict(n=10, k=True)]
+)
 def test_events_validation(bad):
     with pytest.raises(ParameterError):
         mechanisms.get("binary_rr", epsilon0=1.0).events(**bad)
@@ -127,9 +159,10 @@ def test_events_validation(bad):
 # --- composition through the accountant -----------------------------------------------------------------
 
 accountant = pytest.importorskip("accountant")
-needs_accountant = pytest.mark.skipif(not all(hasattr(accountant, f) for f in ("epsilon", "compose", "event_rdp",
-                                                                                 "epsilon_from_rdp")),
-                                      reason="accountant core API not available yet")
+needs_accountant = pytest.mark.skipif(
+    not all(hasattr(accountant, f) for f in ("epsilon", "compose", "event_rdp", "epsilon_from_rdp")),
+    reason="accountant core API not available yet",
+)
 
 
 def _same_event(a, b):
@@ -155,6 +188,7 @@ def _by_hand(events, delta):
 
 def _hand_events(name, params, n, k, T):
     """The events written out by hand from the spec (independently of ``mech.events``)."""
+
     def ev(e0, output=None):
         out = {"mechanism": "shuffle", "n": n, "epsilon0": e0, "count": T}
         if output:
@@ -195,20 +229,23 @@ def _hand_events(name, params, n, k, T):
 
 
 @needs_accountant
-@pytest.mark.parametrize("name,params,n,k,T", [
-    ("binary_rr", {"epsilon0": 1.0}, 10_000, None, 50),
-    ("binary_vector", {"epsilon0": 2.0, "d": 64, "s": 4}, 20_000, None, 20),
-    ("linf", {"epsilon0": 3.0, "d": 64, "m": 3, "s": 2}, 50_000, None, 10),
-    ("linf", {"epsilon0": 3.0, "d": 64, "m": 3, "s": 2}, 100_000, 5_000, 100),
-    ("l2", {"epsilon0": 2.0, "d": 32, "m": 2, "s": 4}, 50_000, 2_000, 30),
-    ("user_mean", {"epsilon0": 2.0, "B": 1.0, "tau": 0.1, "m": 3}, 10_000, None, 5),
-    ("laplace_mean", {"epsilon0": 1.0}, 10_000, None, 10),
-    ("binary_vector", {"epsilon0": 6.0, "d": 4, "s": 4}, 1000, 2, 1),
-    ("user_mean", {"epsilon0": 2.0, "B": 1.0, "tau": 0.1, "m": 3}, 10_000, 100, 5),
-    ("binary_rr", {"epsilon0": 1.0}, 10_000, 100, 50),
-    ("gaussian", {"noise_multiplier": 2.0}, None, None, 100),
-    ("laplace", {"scale": 3.0}, None, None, 10),
-])
+@pytest.mark.parametrize(
+    "name,params,n,k,T",
+    [
+        ("binary_rr", {"epsilon0": 1.0}, 10_000, None, 50),
+        ("binary_vector", {"epsilon0": 2.0, "d": 64, "s": 4}, 20_000, None, 20),
+        ("linf", {"epsilon0": 3.0, "d": 64, "m": 3, "s": 2}, 50_000, None, 10),
+        ("linf", {"epsilon0": 3.0, "d": 64, "m": 3, "s": 2}, 100_000, 5_000, 100),
+        ("l2", {"epsilon0": 2.0, "d": 32, "m": 2, "s": 4}, 50_000, 2_000, 30),
+        ("user_mean", {"epsilon0": 2.0, "B": 1.0, "tau": 0.1, "m": 3}, 10_000, None, 5),
+        ("laplace_mean", {"epsilon0": 1.0}, 10_000, None, 10),
+        ("binary_vector", {"epsilon0": 6.0, "d": 4, "s": 4}, 1000, 2, 1),
+        ("user_mean", {"epsilon0": 2.0, "B": 1.0, "tau": 0.1, "m": 3}, 10_000, 100, 5),
+        ("binary_rr", {"epsilon0": 1.0}, 10_000, 100, 50),
+        ("gaussian", {"noise_multiplier": 2.0}, None, None, 100),
+        ("laplace", {"scale": 3.0}, None, None, 10),
+    ],
+)
 def test_composition_matches_hand(name, params, n, k, T):
     mech = mechanisms.get(name, **params)
     evs = mech.events(n=n, k=k, count=T)
@@ -258,6 +295,7 @@ def test_calibrate_meets_target():
 
 # --- catalog ----------------------------------------------------------------------------------------------
 
+
 def test_available_lists_everything():
     cat = mechanisms.available()
     names = [c["name"] for c in cat]
@@ -281,15 +319,25 @@ def test_available_lists_everything():
 def test_every_mechanism_has_the_api(name):
     mech = mechanisms.get(name, **EXAMPLES[name])
     assert mech.name == name
-    for attr in ("epsilon0", "bits_per_report", "output_alphabet_size", "randomize", "estimate", "mse", "events"):
+    for attr in (
+        "epsilon0",
+        "bits_per_report",
+        "output_alphabet_size",
+        "randomize",
+        "estimate",
+        "mse",
+        "events",
+    ):
         assert hasattr(mech, attr)
     desc = mech.describe()
     import json
+
     json.dumps(desc)  # JSON-ready
     assert desc["name"] == name
 
 
 # --- errors ------------------------------------------------------------------------------------------------
+
 
 def test_errors_say_what_to_change():
     with pytest.raises(UnknownMechanismError, match="available"):
@@ -333,12 +381,15 @@ def test_fwht_matches_dense_hadamard():
     from scipy.linalg import hadamard
 
     from mechanisms._hadamard import fwht, hadamard_coefficients, hadamard_entries
+
     rng = np.random.default_rng(0)
     for d in (1, 2, 8, 64, 256, 2048):
         x = rng.normal(size=(5, d))
         np.testing.assert_allclose(fwht(x), x @ hadamard(d).T, atol=1e-9)
         jj = rng.integers(0, d, 5)
-        np.testing.assert_allclose(hadamard_coefficients(x, jj), (x @ hadamard(d).T)[np.arange(5), jj], atol=1e-9)
+        np.testing.assert_allclose(
+            hadamard_coefficients(x, jj), (x @ hadamard(d).T)[np.arange(5), jj], atol=1e-9
+        )
         i = rng.integers(0, d, 50)
         j = rng.integers(0, d, 50)
         np.testing.assert_array_equal(hadamard_entries(i, j), hadamard(d)[i, j])

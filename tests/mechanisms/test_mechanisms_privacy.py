@@ -42,6 +42,7 @@ def chi2_agrees(cells: np.ndarray, probs: np.ndarray, alpha: float = 1e-6) -> No
 
 # ------------------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("eps", EPS)
 def test_binary_rr_exact(eps):
     mech = mechanisms.get("binary_rr", epsilon0=eps)
@@ -218,18 +219,31 @@ def test_user_mean_exact(eps):
     centre = -0.1  # some broadcast interval centre; the mean report of a user given it:
     half = 0.3
     bins = np.clip(np.floor((means + 1.0) / 0.2), 0, 9).astype(int)
-    mean_rows = np.array([T.linf_row(eps / 2, [Fraction((float(np.clip(y - centre, -half, half)) + half) / (2 * half))],
-                                     m, 1) for y in means])
+    mean_rows = np.array(
+        [
+            T.linf_row(
+                eps / 2, [Fraction((float(np.clip(y - centre, -half, half)) + half) / (2 * half))], m, 1
+            )
+            for y in means
+        ]
+    )
     joint = np.array([np.outer(rng_tab[b], r).ravel() for b, r in zip(bins, mean_rows)])
     assert_tight(joint, two.epsilon0)
 
 
 def test_events_epsilon_matches_table_epsilon():
     """What the ledger is charged (the events' ε0) sums to the ε0 the tables certify."""
-    for name, kw in [("binary_rr", {}), ("kary_rr", {"k": 4}), ("binary_vector", {"d": 6, "s": 3}),
-                     ("l1", {"d": 8}), ("linf", {"d": 6, "m": 3, "s": 2}), ("l2", {"d": 8, "m": 2, "s": 2}),
-                     ("hadamard_response", {"k": 6}), ("user_range", {"B": 1.0, "tau": 0.1}),
-                     ("user_mean", {"B": 1.0, "tau": 0.1, "m": 3})]:
+    for name, kw in [
+        ("binary_rr", {}),
+        ("kary_rr", {"k": 4}),
+        ("binary_vector", {"d": 6, "s": 3}),
+        ("l1", {"d": 8}),
+        ("linf", {"d": 6, "m": 3, "s": 2}),
+        ("l2", {"d": 8, "m": 2, "s": 2}),
+        ("hadamard_response", {"k": 6}),
+        ("user_range", {"B": 1.0, "tau": 0.1}),
+        ("user_mean", {"B": 1.0, "tau": 0.1, "m": 3}),
+    ]:
         mech = mechanisms.get(name, epsilon0=1.3, **kw)
         evs = mech.events(n=1000, count=1)
         assert sum(e["epsilon0"] for e in evs) == pytest.approx(1.3, rel=1e-12), name
@@ -239,6 +253,7 @@ def test_events_epsilon_matches_table_epsilon():
 # Exact unbiasedness and MSE: the estimators are linear in the reports, so the expectation of a single
 # report's estimate is the table-weighted sum over the whole output alphabet — no sampling error.
 # ------------------------------------------------------------------------------------------------------
+
 
 def _decode_slots(cell: int, a: int, shape: tuple[int, ...]):
     n_msg = int(np.prod(shape))
@@ -270,21 +285,37 @@ def test_exact_unbiased_and_mse_single_report(eps):
     bv = mechanisms.get("binary_vector", epsilon0=eps, d=5, s=2)
     inputs, tab = T.binary_vector_table(eps, 5, 2)
     for i in (0, 7, 31):
-        cases.append((bv, tab[i], lambda o: _decode_slots(o, 3, (2,)), np.array(inputs[i], float), [inputs[i]]))
+        cases.append(
+            (bv, tab[i], lambda o: _decode_slots(o, 3, (2,)), np.array(inputs[i], float), [inputs[i]])
+        )
     l1 = mechanisms.get("l1", epsilon0=eps, d=3, r1=1.5)
     xs = np.array([[1.5, 0, 0], [0.2, -0.5, 0.3], [0, 0, 0]])
     tab = T.l1_table(eps, xs, 1.5)
     for i in range(3):
-        cases.append((l1, tab[i], lambda o: {"index": np.array([o // 2]), "sign": np.array([1 if o % 2 else -1])},
-                      xs[i], [xs[i]]))
+        cases.append(
+            (
+                l1,
+                tab[i],
+                lambda o: {"index": np.array([o // 2]), "sign": np.array([1 if o % 2 else -1])},
+                xs[i],
+                [xs[i]],
+            )
+        )
     lin = mechanisms.get("linf", epsilon0=eps, d=3, m=3, s=2, r_inf=2.0)
     for z in ([Fraction(0), Fraction(1), Fraction(3, 8)], [Fraction(5, 16), Fraction(1, 2), Fraction(7, 9)]):
         x = np.array([float(4 * zi - 2) for zi in z])
         cases.append((lin, T.linf_row(eps, z, 3, 2), lambda o: _decode_slots(o, 2, (3, 2)), x, [x]))
     hr = mechanisms.get("hadamard_response", epsilon0=eps, k=5)
     for x in range(5):
-        cases.append((hr, T.hr_table(eps, 5)[x], lambda o: {"index": np.array([o // 2]), "bit": np.array([o % 2])},
-                      np.eye(5)[x], [x]))
+        cases.append(
+            (
+                hr,
+                T.hr_table(eps, 5)[x],
+                lambda o: {"index": np.array([o // 2]), "bit": np.array([o % 2])},
+                np.eye(5)[x],
+                [x],
+            )
+        )
     for mech, row, decode, truth, xin in cases:
         bias, mse = _exact_moments(mech, row, decode, truth)
         np.testing.assert_allclose(bias, 0.0, atol=1e-10, err_msg=mech.name)

@@ -31,8 +31,12 @@ def simulate(mech, x, truth, trials, seed):
         return np.array([np.atleast_1d(mech.estimate(mech.randomize(x, rng))) - truth for _ in range(trials)])
     big = np.concatenate([x] * trials)
     rep = mech.randomize(big, rng)
-    errs = np.array([np.atleast_1d(mech.estimate(slice_reports(rep, slice(t * n, (t + 1) * n)))) - truth
-                     for t in range(trials)])
+    errs = np.array(
+        [
+            np.atleast_1d(mech.estimate(slice_reports(rep, slice(t * n, (t + 1) * n)))) - truth
+            for t in range(trials)
+        ]
+    )
     return errs
 
 
@@ -46,9 +50,13 @@ def check_stats(errs, mse_formula, label, upper_bound=False, unbiased=True):
     sq = np.sum(errs**2, axis=1)
     emp, se_sq = sq.mean(), sq.std(ddof=1) / np.sqrt(trials)
     if upper_bound:
-        assert emp < mse_formula + Z * se_sq, f"{label}: empirical MSE {emp:.6g} above the bound {mse_formula:.6g}"
+        assert emp < mse_formula + Z * se_sq, (
+            f"{label}: empirical MSE {emp:.6g} above the bound {mse_formula:.6g}"
+        )
         return
-    assert abs(emp - mse_formula) < Z * se_sq, f"{label}: empirical MSE {emp:.6g} vs closed form {mse_formula:.6g} (se {se_sq:.3g})"
+    assert abs(emp - mse_formula) < Z * se_sq, (
+        f"{label}: empirical MSE {emp:.6g} vs closed form {mse_formula:.6g} (se {se_sq:.3g})"
+    )
     # the closed form must be informative: the tolerance is a small fraction of the value
     assert Z * se_sq < 0.25 * mse_formula, f"{label}: too few trials for a meaningful check"
 
@@ -67,23 +75,47 @@ case("kary_rr", {"epsilon0": 1.0, "k": 5}, lambda: rs.integers(0, 5, 300), truth
 case("kary_rr", {"epsilon0": 3.0, "k": 12}, lambda: rs.integers(0, 3, 300), truth="freq12")
 case("binary_vector", {"epsilon0": 2.0, "d": 10, "s": 3}, lambda: (rs.random((200, 10)) < 0.4).astype(int))
 case("binary_vector", {"epsilon0": 6.0, "d": 16, "s": 16}, lambda: (rs.random((200, 16)) < 0.7).astype(int))
-case("l1", {"epsilon0": 1.0, "d": 12, "r1": 2.0},
-     lambda: (lambda v: 2.0 * v / np.abs(v).sum(1, keepdims=True) * rs.random((200, 1)))(rs.normal(size=(200, 12))))
-case("linf", {"epsilon0": 2.0, "d": 10, "m": 3, "s": 2, "r_inf": 1.5}, lambda: rs.uniform(-1.5, 1.5, (200, 10)))
+case(
+    "l1",
+    {"epsilon0": 1.0, "d": 12, "r1": 2.0},
+    lambda: (lambda v: 2.0 * v / np.abs(v).sum(1, keepdims=True) * rs.random((200, 1)))(
+        rs.normal(size=(200, 12))
+    ),
+)
+case(
+    "linf", {"epsilon0": 2.0, "d": 10, "m": 3, "s": 2, "r_inf": 1.5}, lambda: rs.uniform(-1.5, 1.5, (200, 10))
+)
 case("linf", {"epsilon0": 8.0, "d": 7, "m": 5, "s": 7, "r_inf": 1.0}, lambda: rs.uniform(-1, 1, (200, 7)))
-case("linf", {"epsilon0": 1.0, "d": 1, "m": 4, "s": 1, "r_inf": 1.0}, lambda: np.concatenate(
-    [np.ones((50, 1)), -np.ones((50, 1)), rs.uniform(-1, 1, (100, 1))]))
-case("l2", {"epsilon0": 3.0, "d": 16, "m": 2, "s": 4, "r2": 1.0, "r_inf": 1.0, "rotation_seed": 7},
-     lambda: (lambda v: v / np.linalg.norm(v, axis=1, keepdims=True))(rs.normal(size=(200, 16))))
-case("l2", {"epsilon0": 3.0, "d": 16, "m": 3, "s": 2, "r2": 1.0, "n": 200, "rotation_seed": 1},
-     lambda: (lambda v: v / np.linalg.norm(v, axis=1, keepdims=True))(rs.normal(size=(200, 16))))
+case(
+    "linf",
+    {"epsilon0": 1.0, "d": 1, "m": 4, "s": 1, "r_inf": 1.0},
+    lambda: np.concatenate([np.ones((50, 1)), -np.ones((50, 1)), rs.uniform(-1, 1, (100, 1))]),
+)
+case(
+    "l2",
+    {"epsilon0": 3.0, "d": 16, "m": 2, "s": 4, "r2": 1.0, "r_inf": 1.0, "rotation_seed": 7},
+    lambda: (lambda v: v / np.linalg.norm(v, axis=1, keepdims=True))(rs.normal(size=(200, 16))),
+)
+case(
+    "l2",
+    {"epsilon0": 3.0, "d": 16, "m": 3, "s": 2, "r2": 1.0, "n": 200, "rotation_seed": 1},
+    lambda: (lambda v: v / np.linalg.norm(v, axis=1, keepdims=True))(rs.normal(size=(200, 16))),
+)
 case("hadamard_response", {"epsilon0": 1.0, "k": 6}, lambda: rs.integers(0, 6, 300), truth="freq6")
 case("hadamard_response", {"epsilon0": 2.5, "k": 16}, lambda: rs.integers(0, 4, 300), truth="freq16")
-case("user_range", {"epsilon0": 2.0, "B": 1.0, "tau": 0.25}, lambda: rs.normal(0.3, 0.05, (300, 6)), truth="bins")
+case(
+    "user_range",
+    {"epsilon0": 2.0, "B": 1.0, "tau": 0.25},
+    lambda: rs.normal(0.3, 0.05, (300, 6)),
+    truth="bins",
+)
 case("laplace_mean", {"epsilon0": 1.0, "d": 3, "r": 1.0}, lambda: rs.uniform(-0.3, 0.3, (300, 3)))
 case("gaussian", {"noise_multiplier": 1.3, "clip": 1.0, "d": 4}, lambda: rs.uniform(-0.4, 0.4, (100, 4)))
-case("laplace", {"scale": 0.7, "clip": 1.0, "d": 2, "neighbouring": "add_remove"},
-     lambda: rs.uniform(-0.4, 0.4, (100, 2)))
+case(
+    "laplace",
+    {"scale": 0.7, "clip": 1.0, "d": 2, "neighbouring": "add_remove"},
+    lambda: rs.uniform(-0.4, 0.4, (100, 2)),
+)
 
 
 def _truth(mech, name, x, truth):
@@ -180,6 +212,7 @@ def test_sup_mse_attained():
 def test_thesis_mse_formulas():
     """Closed forms against the thesis's printed expressions."""
     import math
+
     e = 1.0
     brr = mechanisms.get("binary_rr", epsilon0=e)
     p = 1 / (1 + math.exp(e))
@@ -187,7 +220,9 @@ def test_thesis_mse_formulas():
     bv = mechanisms.get("binary_vector", epsilon0=2.0, d=12, s=3)
     ps = 1 / (1 + math.exp(2.0 / 3))
     a = 4
-    assert bv.mse(n=1) == pytest.approx(3 * a * a * ps * (1 - ps) / (1 - 2 * ps) ** 2 + (a - 1) * 12)  # (3.10)
+    assert bv.mse(n=1) == pytest.approx(
+        3 * a * a * ps * (1 - ps) / (1 - 2 * ps) ** 2 + (a - 1) * 12
+    )  # (3.10)
     l1 = mechanisms.get("l1", epsilon0=e, d=8, r1=1.0)
     c = (math.exp(e) + 1) / (math.exp(e) - 1)
     assert l1.mse(n=1) == pytest.approx(8 * c * c)  # Lemma 3.4.1

@@ -98,8 +98,21 @@ def _limiter() -> anyio.CapacityLimiter:
     response_model=HealthResponse,
     tags=["operations"],
     summary="Liveness: 200 once the service can serve",
-    responses={200: {"content": {"application/json": {"example": {
-        "status": "ok", "version": "0.1.0", "calibration": True, "default_orders": 81, "grid_version": 1}}}}},
+    responses={
+        200: {
+            "content": {
+                "application/json": {
+                    "example": {
+                        "status": "ok",
+                        "version": "0.1.0",
+                        "calibration": True,
+                        "default_orders": 81,
+                        "grid_version": 1,
+                    }
+                }
+            }
+        }
+    },
 )
 async def health() -> dict:
     """Always fast: never waits for a computation (those run in worker threads)."""
@@ -131,8 +144,16 @@ _HEALTH = _health_body()
     summary="Prometheus metrics",
     description="Requests, latency and errors by endpoint (route template), in the Prometheus text format.",
     response_class=Response,
-    responses={200: {"content": {"text/plain": {"schema": {"type": "string"}, "example":
-        'accountant_http_requests_total{endpoint="/v1/rdp",method="POST",status="200"} 3.0\n'}}}},
+    responses={
+        200: {
+            "content": {
+                "text/plain": {
+                    "schema": {"type": "string"},
+                    "example": 'accountant_http_requests_total{endpoint="/v1/rdp",method="POST",status="200"} 3.0\n',
+                }
+            }
+        }
+    },
 )
 def metrics() -> Response:
     data, ctype = render()
@@ -173,8 +194,14 @@ async def rdp(req: RdpRequest) -> Response:
     responses=COMPUTE_ERRORS,
 )
 async def epsilon(req: EpsilonRequest) -> Response:
-    fn = partial(compute.epsilon_result, [e.to_accountant() for e in req.events], req.delta, req.orders, _mass(),
-                 _time_limit())
+    fn = partial(
+        compute.epsilon_result,
+        [e.to_accountant() for e in req.events],
+        req.delta,
+        req.orders,
+        _mass(),
+        _time_limit(),
+    )
     return await _cached("epsilon", req.model_dump_json(), fn)
 
 
@@ -190,8 +217,14 @@ async def epsilon(req: EpsilonRequest) -> Response:
     responses=COMPUTE_ERRORS,
 )
 async def delta(req: DeltaRequest) -> Response:
-    fn = partial(compute.delta_result, [e.to_accountant() for e in req.events], req.epsilon, req.orders, _mass(),
-                 _time_limit())
+    fn = partial(
+        compute.delta_result,
+        [e.to_accountant() for e in req.events],
+        req.epsilon,
+        req.orders,
+        _mass(),
+        _time_limit(),
+    )
     return await _cached("delta", req.model_dump_json(), fn)
 
 
@@ -201,14 +234,34 @@ CALIBRATE_ERRORS = {
         "model": UnprocessableResponse,
         "description": "Malformed input (FastAPI's validation shape), or no value of the unknown meets the "
         "target: `detail` says why and `best_epsilon` gives the best achievable ε.",
-        "content": {"application/json": {"examples": {
-            "infeasible": {"summary": "infeasible target", "value": {
-                "detail": "no epsilon0 meets ε ≤ 0.001 at δ = 1e-05: even ε0 → 0 gives ε = 0.0012; raise the "
-                "target ε or δ, or use fewer rounds",
-                "error": "InfeasibleTarget", "best_epsilon": 0.0012}},
-            "malformed": {"summary": "malformed input", "value": {"detail": [{
-                "type": "missing", "loc": ["body", "target"], "msg": "Field required", "input": {}}]}},
-        }}},
+        "content": {
+            "application/json": {
+                "examples": {
+                    "infeasible": {
+                        "summary": "infeasible target",
+                        "value": {
+                            "detail": "no epsilon0 meets ε ≤ 0.001 at δ = 1e-05: even ε0 → 0 gives ε = 0.0012; raise the "
+                            "target ε or δ, or use fewer rounds",
+                            "error": "InfeasibleTarget",
+                            "best_epsilon": 0.0012,
+                        },
+                    },
+                    "malformed": {
+                        "summary": "malformed input",
+                        "value": {
+                            "detail": [
+                                {
+                                    "type": "missing",
+                                    "loc": ["body", "target"],
+                                    "msg": "Field required",
+                                    "input": {},
+                                }
+                            ]
+                        },
+                    },
+                }
+            }
+        },
     },
 }
 
@@ -231,7 +284,12 @@ CALIBRATE_ERRORS = {
 )
 async def calibrate(req: CalibrateRequest) -> Response:
     fn = partial(
-        compute.calibrate_result, req.event.to_accountant(), req.solve_for, req.target.epsilon, req.target.delta,
-        req.orders, _mass(),
+        compute.calibrate_result,
+        req.event.to_accountant(),
+        req.solve_for,
+        req.target.epsilon,
+        req.target.delta,
+        req.orders,
+        _mass(),
     )
     return await _cached("calibrate", req.model_dump_json(), fn)

@@ -17,15 +17,20 @@ from app.ledger import service as svc
 from app.schemas import ledger as sch
 from app.schemas import ledger_views as views
 
-UserPath = Annotated[str, Path(min_length=1, max_length=256, pattern=sch.ID_PATTERN,
-                               description="user (data subject) id")]
-CohortPath = Annotated[str, Path(min_length=1, max_length=256, pattern=sch.ID_PATTERN, description="cohort id")]
+UserPath = Annotated[
+    str, Path(min_length=1, max_length=256, pattern=sch.ID_PATTERN, description="user (data subject) id")
+]
+CohortPath = Annotated[
+    str, Path(min_length=1, max_length=256, pattern=sch.ID_PATTERN, description="cohort id")
+]
 
 AUTH_ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"model": views.ErrorBody, "description": "missing or invalid API key"},
     403: {"model": views.ErrorBody, "description": "the key's role may not do this"},
-    422: {"description": "malformed request (FastAPI validation shape) or an invalid budget/event "
-                         "(`detail` says what to change)"},
+    422: {
+        "description": "malformed request (FastAPI validation shape) or an invalid budget/event "
+        "(`detail` says what to change)"
+    },
 }
 
 REFUSAL_DOC = (
@@ -47,32 +52,48 @@ def _budget(req: sch.UserPut | sch.BulkUsersRequest) -> svc.Budget:
 
 
 @router.put(
-    "/users/{user_id}", response_model=views.UserView, status_code=200,
+    "/users/{user_id}",
+    response_model=views.UserView,
+    status_code=200,
     summary="Create or update a user's budget (admin)",
     description="Creates the user (`201`) or changes its budget/policy (`200`); the spent curve is kept. "
-                "Policies: see the request schema (`declared` vs the Rényi `filter`).",
+    "Policies: see the request schema (`declared` vs the Rényi `filter`).",
     responses={201: {"model": views.UserView, "description": "user created"}, **AUTH_ERRORS},
 )
-def put_user(user_id: UserPath, body: sch.UserPut, response: Response, db: Database = Depends(get_db),
-             _actor=Depends(require_admin)):
+def put_user(
+    user_id: UserPath,
+    body: sch.UserPut,
+    response: Response,
+    db: Database = Depends(get_db),
+    _actor=Depends(require_admin),
+):
     created, status = svc.put_user(db, user_id, _budget(body))
     response.status_code = 201 if created else 200
     return views.UserView.of(status)
 
 
 @router.post(
-    "/users/bulk", response_model=views.BulkUsersResult, status_code=201,
+    "/users/bulk",
+    response_model=views.BulkUsersResult,
+    status_code=201,
     summary="Create many users with one budget (admin)",
     description="All or nothing. Users created together share one budget class, so a later cohort "
-                "charge over them costs O(1). Give `users` (≤ 100,000 ids) or an `id_range`.",
-    responses={409: {"model": views.ErrorBody, "description": "some ids exist (on_conflict='error')"}, **AUTH_ERRORS},
+    "charge over them costs O(1). Give `users` (≤ 100,000 ids) or an `id_range`.",
+    responses={
+        409: {"model": views.ErrorBody, "description": "some ids exist (on_conflict='error')"},
+        **AUTH_ERRORS,
+    },
 )
 def bulk_users(body: sch.BulkUsersRequest, db: Database = Depends(get_db), _actor=Depends(require_admin)):
-    return views.BulkUsersResult.of(svc.bulk_create_users(db, body.all_ids(), _budget(body), body.on_conflict))
+    return views.BulkUsersResult.of(
+        svc.bulk_create_users(db, body.all_ids(), _budget(body), body.on_conflict)
+    )
 
 
 @router.get(
-    "/users", response_model=views.UserPage, summary="List users: filter, sort, page (any role)",
+    "/users",
+    response_model=views.UserPage,
+    summary="List users: filter, sort, page (any role)",
     description=(
         "Users matching every given filter — `prefix` (user ids starting with it), `policy`, `remaining_below` "
         "(remaining ε < the value) — in the order `sort`: `user_id` (code-point order), `remaining`, `spent` "
@@ -81,32 +102,41 @@ def bulk_users(body: sch.BulkUsersRequest, db: Database = Depends(get_db), _acto
         "sorting by `last_charge`. `total` counts every matching user. Each item is the user's "
         "`GET /v1/users/{user_id}` view plus `last_charge_at`. Pages are cheap at any population size: "
         "remaining, spent and last charge are stored per budget class, and sorted listings walk the classes. "
-        "Unknown query parameters are refused (`422`)."),
+        "Unknown query parameters are refused (`422`)."
+    ),
     responses=AUTH_ERRORS,
 )
-def list_users(q: Annotated[sch.UserListQuery, Query()], db: Database = Depends(get_db),
-               _actor=Depends(require_reader)):
+def list_users(
+    q: Annotated[sch.UserListQuery, Query()], db: Database = Depends(get_db), _actor=Depends(require_reader)
+):
     f = svc.UserFilter(prefix=q.prefix, policy=q.policy, remaining_below=q.remaining_below)
     return views.UserPage.of(svc.list_users(db, f, q.sort, q.limit, q.offset))
 
 
 @router.get(
-    "/summary", response_model=views.LedgerSummary, summary="Dashboard overview: counts and a timeline (any role)",
+    "/summary",
+    response_model=views.LedgerSummary,
+    summary="Dashboard overview: counts and a timeline (any role)",
     description=(
         "Users, cohorts, admitted charges, refused charge requests, users near exhaustion (remaining ε below "
         "`near_exhaustion_fraction` = 0.1 of their budget ε), and per UTC hour (`bucket=hour`, default the "
         "last 48) or day (`bucket=day`, default the last 30) the charges admitted and the charge requests "
-        "refused. The last bucket is the current one."),
+        "refused. The last bucket is the current one."
+    ),
     responses=AUTH_ERRORS,
 )
-def summary(q: Annotated[sch.SummaryQuery, Query()], db: Database = Depends(get_db), _actor=Depends(require_reader)):
+def summary(
+    q: Annotated[sch.SummaryQuery, Query()], db: Database = Depends(get_db), _actor=Depends(require_reader)
+):
     return views.LedgerSummary.of(svc.summary(db, q.bucket, q.buckets))
 
 
 @router.get(
-    "/users/{user_id}", response_model=views.UserView, summary="A user's budget, spent and remaining ε (any role)",
+    "/users/{user_id}",
+    response_model=views.UserView,
+    summary="A user's budget, spent and remaining ε (any role)",
     description="`spent.epsilon` is the ε at the budget's δ of everything charged so far (declared: "
-                "minimised over the grid; filter: at α_f); `charges` counts the charges that reached the user.",
+    "minimised over the grid; filter: at α_f); `charges` counts the charges that reached the user.",
     responses={404: {"model": views.ErrorBody, "description": "unknown user"}, **AUTH_ERRORS},
 )
 def get_user(user_id: UserPath, db: Database = Depends(get_db), _actor=Depends(require_reader)):
@@ -114,18 +144,25 @@ def get_user(user_id: UserPath, db: Database = Depends(get_db), _actor=Depends(r
 
 
 @router.get(
-    "/users/{user_id}/charges", response_model=views.ChargeList,
+    "/users/{user_id}/charges",
+    response_model=views.ChargeList,
     summary="A user's charges, oldest first, each with its event (any role)",
     description="Explicit charges naming the user and cohort rounds charged while the user was a member.",
     responses={404: {"model": views.ErrorBody, "description": "unknown user"}, **AUTH_ERRORS},
 )
-def user_charges(user_id: UserPath, limit: int = Query(100, ge=1, le=10_000), offset: int = Query(0, ge=0, le=10**12),
-                 db: Database = Depends(get_db), _actor=Depends(require_reader)):
+def user_charges(
+    user_id: UserPath,
+    limit: int = Query(100, ge=1, le=10_000),
+    offset: int = Query(0, ge=0, le=10**12),
+    db: Database = Depends(get_db),
+    _actor=Depends(require_reader),
+):
     return views.ChargeList.of(user_id, svc.list_user_charges(db, user_id, limit, offset))
 
 
 @router.get(
-    "/users/{user_id}/cohorts", response_model=views.UserCohorts,
+    "/users/{user_id}/cohorts",
+    response_model=views.UserCohorts,
     summary="A user's cohort memberships with join/leave history (any role)",
     responses={404: {"model": views.ErrorBody, "description": "unknown user"}, **AUTH_ERRORS},
 )
@@ -134,21 +171,27 @@ def user_cohorts(user_id: UserPath, db: Database = Depends(get_db), _actor=Depen
 
 
 @router.get(
-    "/users/{user_id}/history", response_model=views.UserHistory,
+    "/users/{user_id}/history",
+    response_model=views.UserHistory,
     summary="Dashboard: a user's spent ε after each charge (any role)",
     description="At most `limit` points, evenly subsampled (the last charge always included).",
     responses={404: {"model": views.ErrorBody, "description": "unknown user"}, **AUTH_ERRORS},
 )
-def user_history(user_id: UserPath, limit: int = Query(500, ge=2, le=10_000), db: Database = Depends(get_db),
-                 _actor=Depends(require_reader)):
+def user_history(
+    user_id: UserPath,
+    limit: int = Query(500, ge=2, le=10_000),
+    db: Database = Depends(get_db),
+    _actor=Depends(require_reader),
+):
     return views.UserHistory.of(svc.user_history(db, user_id, limit))
 
 
 @router.get(
-    "/users/{user_id}/audit", response_model=views.Audit,
+    "/users/{user_id}/audit",
+    response_model=views.Audit,
     summary="The running spent curve against its recomputation from the charge log (any role)",
     description="The event log is the truth; the running sum is rounded outward and must never be below "
-                "the exactly rounded recomputation (`running_not_below_recomputed`). `null` = +∞.",
+    "the exactly rounded recomputation (`running_not_below_recomputed`). `null` = +∞.",
     responses={404: {"model": views.ErrorBody, "description": "unknown user"}, **AUTH_ERRORS},
 )
 def user_audit(user_id: UserPath, db: Database = Depends(get_db), _actor=Depends(require_reader)):
@@ -156,12 +199,14 @@ def user_audit(user_id: UserPath, db: Database = Depends(get_db), _actor=Depends
 
 
 @router.get(
-    "/dashboard/nearest-exhaustion", response_model=views.ExhaustionList,
+    "/dashboard/nearest-exhaustion",
+    response_model=views.ExhaustionList,
     summary="Dashboard: the users with the smallest remaining fraction of their budget (any role)",
     responses=AUTH_ERRORS,
 )
-def nearest_exhaustion(limit: int = Query(20, ge=1, le=1000), db: Database = Depends(get_db),
-                       _actor=Depends(require_reader)):
+def nearest_exhaustion(
+    limit: int = Query(20, ge=1, le=1000), db: Database = Depends(get_db), _actor=Depends(require_reader)
+):
     return views.ExhaustionList.of(svc.nearest_exhaustion(db, limit))
 
 
@@ -169,7 +214,9 @@ def nearest_exhaustion(limit: int = Query(20, ge=1, le=1000), db: Database = Dep
 
 
 @router.post(
-    "/charges", response_model=views.ChargeAdmitted, status_code=201,
+    "/charges",
+    response_model=views.ChargeAdmitted,
+    status_code=201,
     summary="Charge one event to users or to a cohort, all or nothing (admin, pipeline)",
     description=(
         "Admits the event only if **every** affected user can afford it under their policy, then records "
@@ -178,15 +225,16 @@ def nearest_exhaustion(limit: int = Query(20, ge=1, le=1000), db: Database = Dep
         "recorded. A `cohort` charge reaches the cohort's members at the time of the charge. Unknown users "
         "or cohort: `404` naming them, nothing recorded. The same `idempotency_key` with the same body "
         "returns the original result (`replayed: true`) without charging again, also when requests race; "
-        "with a different body it is a `409` (`status: \"conflict\"`). A `201` is durable (committed before "
+        'with a different body it is a `409` (`status: "conflict"`). A `201` is durable (committed before '
         "the response is sent).\n\n" + REFUSAL_DOC
     ),
     responses={
-        409: {"model": views.ChargeRefused | views.IdempotencyConflict,
-              "description": "refused (`status: \"refused\"`, nothing recorded; `cost` is what the event alone "
-                             "would have cost the refused users, `remaining` what each has left) — or the "
-                             "idempotency key was used with a different body (`status: \"conflict\"`). "
-                             + REFUSAL_DOC},
+        409: {
+            "model": views.ChargeRefused | views.IdempotencyConflict,
+            "description": 'refused (`status: "refused"`, nothing recorded; `cost` is what the event alone '
+            "would have cost the refused users, `remaining` what each has left) — or the "
+            'idempotency key was used with a different body (`status: "conflict"`). ' + REFUSAL_DOC,
+        },
         404: {"model": views.UnknownUsers, "description": "unknown users or cohort (nothing recorded)"},
         **AUTH_ERRORS,
     },
@@ -194,8 +242,15 @@ def nearest_exhaustion(limit: int = Query(20, ge=1, le=1000), db: Database = Dep
 def post_charge(body: sch.ChargeRequest, db: Database = Depends(get_db), actor=Depends(require_charger)):
     event = body.event.model_dump(mode="json", exclude_unset=True)
     event["mechanism"] = body.event.mechanism
-    result = svc.charge(db, event=event, cost_event=body.event.to_accountant(), actor=actor, users=body.users,
-                        cohort=body.cohort, idempotency_key=body.idempotency_key)
+    result = svc.charge(
+        db,
+        event=event,
+        cost_event=body.event.to_accountant(),
+        actor=actor,
+        users=body.users,
+        cohort=body.cohort,
+        idempotency_key=body.idempotency_key,
+    )
     return views.ChargeAdmitted.of(result)
 
 
@@ -203,9 +258,12 @@ def post_charge(body: sch.ChargeRequest, db: Database = Depends(get_db), actor=D
 
 
 @router.post(
-    "/cohorts", response_model=views.CohortView, status_code=201, summary="Create a cohort (admin)",
+    "/cohorts",
+    response_model=views.CohortView,
+    status_code=201,
+    summary="Create a cohort (admin)",
     description="A named population. Charges naming it reach its members at the time of the charge; members "
-                "who join later are not charged for earlier rounds, members who leave stop being charged.",
+    "who join later are not charged for earlier rounds, members who leave stop being charged.",
     responses={409: {"model": views.ErrorBody, "description": "the cohort exists"}, **AUTH_ERRORS},
 )
 def create_cohort(body: sch.CohortCreate, db: Database = Depends(get_db), _actor=Depends(require_admin)):
@@ -213,18 +271,23 @@ def create_cohort(body: sch.CohortCreate, db: Database = Depends(get_db), _actor
 
 
 @router.get(
-    "/cohorts", response_model=views.CohortPage, summary="List cohorts by id (any role)",
+    "/cohorts",
+    response_model=views.CohortPage,
+    summary="List cohorts by id (any role)",
     description="Cohorts whose id starts with `prefix` (all when empty), in code-point order of their ids; "
-                "`total` counts every match.",
+    "`total` counts every match.",
     responses=AUTH_ERRORS,
 )
-def list_cohorts(q: Annotated[sch.CohortListQuery, Query()], db: Database = Depends(get_db),
-                 _actor=Depends(require_reader)):
+def list_cohorts(
+    q: Annotated[sch.CohortListQuery, Query()], db: Database = Depends(get_db), _actor=Depends(require_reader)
+):
     return views.CohortPage.of(svc.list_cohorts(db, q.prefix, q.limit, q.offset))
 
 
 @router.get(
-    "/cohorts/{cohort_id}", response_model=views.CohortView, summary="A cohort (any role)",
+    "/cohorts/{cohort_id}",
+    response_model=views.CohortView,
+    summary="A cohort (any role)",
     responses={404: {"model": views.ErrorBody, "description": "unknown cohort"}, **AUTH_ERRORS},
 )
 def get_cohort(cohort_id: CohortPath, db: Database = Depends(get_db), _actor=Depends(require_reader)):
@@ -232,55 +295,80 @@ def get_cohort(cohort_id: CohortPath, db: Database = Depends(get_db), _actor=Dep
 
 
 @router.post(
-    "/cohorts/{cohort_id}/members", response_model=views.MembersChanged, summary="Add members (admin)",
+    "/cohorts/{cohort_id}/members",
+    response_model=views.MembersChanged,
+    summary="Add members (admin)",
     description="All or nothing; users already members are counted in `already_members`. Unknown users: `404`.",
     responses={404: {"model": views.UnknownUsers, "description": "unknown cohort or users"}, **AUTH_ERRORS},
 )
-def add_members(cohort_id: CohortPath, body: sch.MembersRequest, db: Database = Depends(get_db),
-                _actor=Depends(require_admin)):
+def add_members(
+    cohort_id: CohortPath,
+    body: sch.MembersRequest,
+    db: Database = Depends(get_db),
+    _actor=Depends(require_admin),
+):
     return views.MembersChanged.of(svc.change_members(db, cohort_id, body.all_ids(), join=True))
 
 
 @router.post(
-    "/cohorts/{cohort_id}/members/remove", response_model=views.MembersChanged, summary="Remove members (admin)",
+    "/cohorts/{cohort_id}/members/remove",
+    response_model=views.MembersChanged,
+    summary="Remove members (admin)",
     description="All or nothing; users who are not members are counted in `not_members`. The join/leave "
-                "history is kept (see `GET …/members?history=true`).",
+    "history is kept (see `GET …/members?history=true`).",
     responses={404: {"model": views.UnknownUsers, "description": "unknown cohort or users"}, **AUTH_ERRORS},
 )
-def remove_members(cohort_id: CohortPath, body: sch.MembersRequest, db: Database = Depends(get_db),
-                   _actor=Depends(require_admin)):
+def remove_members(
+    cohort_id: CohortPath,
+    body: sch.MembersRequest,
+    db: Database = Depends(get_db),
+    _actor=Depends(require_admin),
+):
     return views.MembersChanged.of(svc.change_members(db, cohort_id, body.all_ids(), join=False))
 
 
 @router.delete(
-    "/cohorts/{cohort_id}/members/{user_id}", response_model=views.MembersChanged,
+    "/cohorts/{cohort_id}/members/{user_id}",
+    response_model=views.MembersChanged,
     summary="Remove one member (admin)",
     responses={404: {"model": views.UnknownUsers, "description": "unknown cohort or user"}, **AUTH_ERRORS},
 )
-def remove_member(cohort_id: CohortPath, user_id: UserPath, db: Database = Depends(get_db),
-                  _actor=Depends(require_admin)):
+def remove_member(
+    cohort_id: CohortPath, user_id: UserPath, db: Database = Depends(get_db), _actor=Depends(require_admin)
+):
     return views.MembersChanged.of(svc.change_members(db, cohort_id, [user_id], join=False))
 
 
 @router.get(
-    "/cohorts/{cohort_id}/members", response_model=views.MemberList,
+    "/cohorts/{cohort_id}/members",
+    response_model=views.MemberList,
     summary="A cohort's members (any role); `history=true` includes past memberships",
     responses={404: {"model": views.ErrorBody, "description": "unknown cohort"}, **AUTH_ERRORS},
 )
-def list_members(cohort_id: CohortPath, limit: int = Query(100, ge=1, le=10_000),
-                 offset: int = Query(0, ge=0, le=10**12), history: bool = False,
-                 db: Database = Depends(get_db), _actor=Depends(require_reader)):
+def list_members(
+    cohort_id: CohortPath,
+    limit: int = Query(100, ge=1, le=10_000),
+    offset: int = Query(0, ge=0, le=10**12),
+    history: bool = False,
+    db: Database = Depends(get_db),
+    _actor=Depends(require_reader),
+):
     return views.MemberList.of(svc.list_members(db, cohort_id, limit, offset, history))
 
 
 @router.get(
-    "/cohorts/{cohort_id}/history", response_model=views.CohortHistory,
+    "/cohorts/{cohort_id}/history",
+    response_model=views.CohortHistory,
     summary="Dashboard: a cohort's cumulative spent ε after each round (any role)",
     description="ε at `delta` of the cohort's cumulative curve: what a member present since the first round has "
-                "spent through this cohort.",
+    "spent through this cohort.",
     responses={404: {"model": views.ErrorBody, "description": "unknown cohort"}, **AUTH_ERRORS},
 )
-def cohort_history(cohort_id: CohortPath, delta: float = Query(1e-6, gt=0, lt=1),
-                   limit: int = Query(500, ge=2, le=10_000), db: Database = Depends(get_db),
-                   _actor=Depends(require_reader)):
+def cohort_history(
+    cohort_id: CohortPath,
+    delta: float = Query(1e-6, gt=0, lt=1),
+    limit: int = Query(500, ge=2, le=10_000),
+    db: Database = Depends(get_db),
+    _actor=Depends(require_reader),
+):
     return views.CohortHistory.of(svc.cohort_history(db, cohort_id, delta, limit))

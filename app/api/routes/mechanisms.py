@@ -72,10 +72,13 @@ async def _in_thread(fn, *args):
     try:
         return await anyio.to_thread.run_sync(fn, *args, limiter=_limiter())
     except ArithmeticError as exc:  # ZeroDivisionError / OverflowError from degenerate but in-range numbers
-        raise HTTPException(422, (  # at most 200 characters: longer details are cut by app.main
-            f"the parameters are beyond double precision ({type(exc).__name__}); use a larger epsilon0 (>= 1e-12 "
-            "per message) or smaller radii, bounds, intervals and populations (<= 1e12)"
-        )) from None
+        raise HTTPException(
+            422,
+            (  # at most 200 characters: longer details are cut by app.main
+                f"the parameters are beyond double precision ({type(exc).__name__}); use a larger epsilon0 (>= 1e-12 "
+                "per message) or smaller radii, bounds, intervals and populations (<= 1e12)"
+            ),
+        ) from None
 
 
 def _errors(*codes: int) -> dict:
@@ -84,7 +87,7 @@ def _errors(*codes: int) -> dict:
         404: "Unknown mechanism name; `detail` lists the available ones.",
         413: "Request body too large.",
         422: "Bad parameters, inputs or reports (`detail` says which and what to change), an infeasible "
-             "calibration target, or a malformed body (FastAPI's validation shape: `detail` is a list).",
+        "calibration target, or a malformed body (FastAPI's validation shape: `detail` is a list).",
     }
     models = {400: ErrorResponse, 404: ErrorResponse, 413: ErrorResponse, 422: UnprocessableResponse}
     return {c: {"model": models[c], "description": desc[c]} for c in codes}
@@ -97,7 +100,7 @@ def _errors(*codes: int) -> dict:
 PARAMS_FIELD = Field(
     default_factory=dict,
     description="The mechanism's parameters by name (see `GET /v1/mechanisms` for each mechanism's list, "
-                "types, defaults and bounds), e.g. `{\"epsilon0\": 1.0, \"k\": 8}`.",
+    'types, defaults and bounds), e.g. `{"epsilon0": 1.0, "k": 8}`.',
 )
 
 
@@ -123,12 +126,34 @@ class CatalogEntry(BaseModel):
 
 
 class CatalogResponse(BaseModel):
-    model_config = ConfigDict(json_schema_extra={"examples": [{"mechanisms": [
-        {"name": "binary_rr", "description": "Binary randomized response on one bit per client; …",
-         "parameters": {"epsilon0": {"type": "number", "description": "local privacy level ε0 …", "required": True,
-                                     "default": None, "exclusive_minimum": 0.0, "maximum": 50.0}},
-         "output": "discrete", "kind": "local",
-         "source": "Girgis thesis, Algorithm 2.2.1 and Theorem 2.4.1"}], "note": SIMULATION_NOTE}]})
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "mechanisms": [
+                        {
+                            "name": "binary_rr",
+                            "description": "Binary randomized response on one bit per client; …",
+                            "parameters": {
+                                "epsilon0": {
+                                    "type": "number",
+                                    "description": "local privacy level ε0 …",
+                                    "required": True,
+                                    "default": None,
+                                    "exclusive_minimum": 0.0,
+                                    "maximum": 50.0,
+                                }
+                            },
+                            "output": "discrete",
+                            "kind": "local",
+                            "source": "Girgis thesis, Algorithm 2.2.1 and Theorem 2.4.1",
+                        }
+                    ],
+                    "note": SIMULATION_NOTE,
+                }
+            ]
+        }
+    )
     mechanisms: list[CatalogEntry]
     note: str
 
@@ -136,10 +161,16 @@ class CatalogResponse(BaseModel):
 class Accounting(BaseModel):
     model_config = ConfigDict(extra="forbid")
     n: int = Field(description="users taking part (the shuffle population)", ge=1, le=MAX_EVENTS_N)
-    k: int | None = Field(None, description="users sampled per round (subsampled shuffle); omit for all n",
-                          ge=1, le=MAX_EVENTS_N)
+    k: int | None = Field(
+        None,
+        description="users sampled per round (subsampled shuffle); omit for all n",
+        ge=1,
+        le=MAX_EVENTS_N,
+    )
     count: int = Field(1, description="rounds (each round is one use of the mechanism)", ge=1, le=10**12)
-    delta: float | None = Field(None, gt=0, lt=1, description="when given, the composed ε at this δ is computed")
+    delta: float | None = Field(
+        None, gt=0, lt=1, description="when given, the composed ε at this δ is computed"
+    )
 
 
 class CalibrationTarget(BaseModel):
@@ -149,65 +180,111 @@ class CalibrationTarget(BaseModel):
 
 
 class ParametersRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
-        {"params": {"epsilon0": 2.0, "d": 1024, "m": 3, "s": 8},
-         "accounting": {"n": 100000, "k": 5000, "count": 100, "delta": 1e-6}},
-    ]})
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "params": {"epsilon0": 2.0, "d": 1024, "m": 3, "s": 8},
+                    "accounting": {"n": 100000, "k": 5000, "count": 100, "delta": 1e-6},
+                },
+            ]
+        },
+    )
     params: dict[str, Any] = PARAMS_FIELD
-    accounting: Accounting | None = Field(None, description="population and rounds: adds `events`, the MSE at n, "
-                                                            "and ε at δ")
+    accounting: Accounting | None = Field(
+        None, description="population and rounds: adds `events`, the MSE at n, and ε at δ"
+    )
     calibrate: CalibrationTarget | None = Field(
         None,
         description="solve for ε0 (local mechanisms: the largest ε0 whose composed events meet the target; "
-                    "leave `epsilon0` out of `params`) or for the noise (`gaussian`: smallest "
-                    "`noise_multiplier`; `laplace`: smallest `scale`). Needs `accounting` (n for local).",
+        "leave `epsilon0` out of `params`) or for the noise (`gaussian`: smallest "
+        "`noise_multiplier`; `laplace`: smallest `scale`). Needs `accounting` (n for local).",
     )
 
 
 class ParametersResponse(BaseModel):
-    model_config = ConfigDict(json_schema_extra={"examples": [{
-        "name": "kary_rr", "params": {"epsilon0": 1.0, "k": 8}, "epsilon0": 1.0, "message_epsilons": [1.0],
-        "bits_per_report": 3, "output_alphabet_size": 8, "output_alphabet_log2": 3.0, "output": "discrete",
-        "kind": "local", "internals": {"keep_probability": 0.28, "each_other_symbol_probability": 0.103},
-        "mse_per_client": 8.2, "mse": 0.00082,
-        "events": [{"mechanism": "shuffle", "n": 10000, "epsilon0": 1.0, "count": 100}],
-        "epsilon": 1.9, "delta": 1e-6, "order": 14.0}]})
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "name": "kary_rr",
+                    "params": {"epsilon0": 1.0, "k": 8},
+                    "epsilon0": 1.0,
+                    "message_epsilons": [1.0],
+                    "bits_per_report": 3,
+                    "output_alphabet_size": 8,
+                    "output_alphabet_log2": 3.0,
+                    "output": "discrete",
+                    "kind": "local",
+                    "internals": {"keep_probability": 0.28, "each_other_symbol_probability": 0.103},
+                    "mse_per_client": 8.2,
+                    "mse": 0.00082,
+                    "events": [{"mechanism": "shuffle", "n": 10000, "epsilon0": 1.0, "count": 100}],
+                    "epsilon": 1.9,
+                    "delta": 1e-6,
+                    "order": 14.0,
+                }
+            ]
+        }
+    )
     name: str
     params: dict[str, Any] = Field(description="the validated parameters, defaults filled in")
     epsilon0: float | None = Field(description="ε0 of one whole report (null for the Gaussian)")
     message_epsilons: list[float] = Field(description="ε0 of each separately shuffled message of one report")
     bits_per_report: int | None
-    output_alphabet_size: int | None = Field(description="letters of the report alphabet (null when continuous "
-                                                         "or beyond 2⁵³ — see the log2)")
+    output_alphabet_size: int | None = Field(
+        description="letters of the report alphabet (null when continuous or beyond 2⁵³ — see the log2)"
+    )
     output_alphabet_log2: float | None
     output: str
     kind: str
-    internals: dict[str, Any] = Field(description="calibrated internals: flip probabilities, budget split, radii …")
-    mse_per_client: float = Field(description="closed-form supremum MSE with one client (the MSE at n is this / n "
-                                              "for local mechanisms)")
+    internals: dict[str, Any] = Field(
+        description="calibrated internals: flip probabilities, budget split, radii …"
+    )
+    mse_per_client: float = Field(
+        description="closed-form supremum MSE with one client (the MSE at n is this / n for local mechanisms)"
+    )
     mse: float | None = Field(None, description="closed-form supremum MSE with `accounting.n` clients")
-    events: list[dict[str, Any]] | None = Field(None, description="accountant events of `count` rounds over n "
-                                                                  "users (api.md form), one per shuffled message")
+    events: list[dict[str, Any]] | None = Field(
+        None,
+        description="accountant events of `count` rounds over n "
+        "users (api.md form), one per shuffled message",
+    )
     epsilon: float | None = Field(None, description="composed ε at `accounting.delta` (or the calibration δ)")
     delta: float | None = None
     order: float | None = None
 
 
 class RandomizeRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
-        {"params": {"epsilon0": 1.0, "k": 4}, "inputs": [0, 1, 3, 3, 2], "seed": 7},
-        {"params": {"epsilon0": 2.0, "d": 4, "m": 2, "s": 2}, "inputs": [[0.1, -0.5, 0.9, 0.0], [1, 1, -1, 0.3]],
-         "seed": 1},
-    ]})
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {"params": {"epsilon0": 1.0, "k": 4}, "inputs": [0, 1, 3, 3, 2], "seed": 7},
+                {
+                    "params": {"epsilon0": 2.0, "d": 4, "m": 2, "s": 2},
+                    "inputs": [[0.1, -0.5, 0.9, 0.0], [1, 1, -1, 0.3]],
+                    "seed": 1,
+                },
+            ]
+        },
+    )
     params: dict[str, Any] = PARAMS_FIELD
     inputs: list[Any] = Field(
-        min_length=1, max_length=MAX_CLIENTS,
+        min_length=1,
+        max_length=MAX_CLIENTS,
         description=f"One input per client (at most {MAX_CLIENTS:,} clients and {MAX_INPUT_NUMBERS:,} numbers): "
-                    "a bit, a symbol, a number, a vector, or — for `user_range`/`user_mean` — a user's whole "
-                    "dataset (list of samples).",
+        "a bit, a symbol, a number, a vector, or — for `user_range`/`user_mean` — a user's whole "
+        "dataset (list of samples).",
     )
-    seed: int | None = Field(None, ge=0, lt=2**63, strict=True, description="seed of the numpy Generator (omit for a fresh "
-                                                               "one; the seed used is returned)")
+    seed: int | None = Field(
+        None,
+        ge=0,
+        lt=2**63,
+        strict=True,
+        description="seed of the numpy Generator (omit for a fresh one; the seed used is returned)",
+    )
 
 
 class RandomizeResponse(BaseModel):
@@ -219,10 +296,15 @@ class RandomizeResponse(BaseModel):
 
 
 class EstimateRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
-        {"params": {"epsilon0": 1.0, "k": 4}, "reports": [0, 1, 3, 3, 2, 3, 3, 1]},
-        {"params": {"epsilon0": 1.0, "d": 8}, "reports": {"index": [0, 5, 2], "sign": [1, -1, 1]}},
-    ]})
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {"params": {"epsilon0": 1.0, "k": 4}, "reports": [0, 1, 3, 3, 2, 3, 3, 1]},
+                {"params": {"epsilon0": 1.0, "d": 8}, "reports": {"index": [0, 5, 2], "sign": [1, -1, 1]}},
+            ]
+        },
+    )
     params: dict[str, Any] = PARAMS_FIELD
     reports: Any = Field(description="the shuffled reports: what `randomize` returned (any order)")
 
@@ -253,24 +335,40 @@ def _build(name: str, params: dict[str, Any]):
     for key in ("d", "k"):
         v = params.get(key)
         if isinstance(v, (int, float)) and not isinstance(v, bool) and v > MAX_DIMENSION:
-            raise HTTPException(422, f"parameter '{key}' must be <= {MAX_DIMENSION} on this endpoint (got {v})")
+            raise HTTPException(
+                422, f"parameter '{key}' must be <= {MAX_DIMENSION} on this endpoint (got {v})"
+            )
     m, sl, d = params.get("m", 1), params.get("s", 1), params.get("d", 1)
-    if all(isinstance(v, int) and not isinstance(v, bool) for v in (m, sl, d)) and name in ("linf", "l2", "user_mean"):
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in (m, sl, d)) and name in (
+        "linf",
+        "l2",
+        "user_mean",
+    ):
         extra = (1 << max(d - 1, 0).bit_length()) if name == "user_mean" and d > 1 else 0
         if m * sl + extra > MAX_MESSAGES:
-            raise HTTPException(422, f"this configuration sends {m * sl + extra} messages per report; at most "
-                                     f"{MAX_MESSAGES} on this endpoint — lower m·s (or d for user_mean)")
+            raise HTTPException(
+                422,
+                f"this configuration sends {m * sl + extra} messages per report; at most "
+                f"{MAX_MESSAGES} on this endpoint — lower m·s (or d for user_mean)",
+            )
     if name in ("user_range", "user_mean"):
         b, tau = params.get("B"), params.get("tau")
-        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (b, tau)) and tau > 0 and b / tau > MAX_SYMBOLS:
+        if (
+            all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (b, tau))
+            and tau > 0
+            and b / tau > MAX_SYMBOLS
+        ):
             raise HTTPException(422, f"B/tau must be <= {MAX_SYMBOLS} bins on this endpoint; increase tau")
     try:
         mech = cls(**params)
     except MechanismError as exc:
         raise HTTPException(422, str(exc)) from None
     if len(mech.message_epsilons) > MAX_MESSAGES:
-        raise HTTPException(422, f"this configuration sends {len(mech.message_epsilons)} messages per report; "
-                                 f"at most {MAX_MESSAGES} on this endpoint — lower m·s (or d for user_mean)")
+        raise HTTPException(
+            422,
+            f"this configuration sends {len(mech.message_epsilons)} messages per report; "
+            f"at most {MAX_MESSAGES} on this endpoint — lower m·s (or d for user_mean)",
+        )
     return mech
 
 
@@ -327,8 +425,11 @@ def _run(fn, *args):
     except MechanismError as exc:
         raise HTTPException(422, str(exc)) from None
     except (TypeError, ValueError, IndexError) as exc:  # odd JSON the validators did not anticipate
-        raise HTTPException(422, f"could not interpret the request's arrays ({exc}); send what the "
-                                 "mechanism documents (see GET /v1/mechanisms and the examples)") from None
+        raise HTTPException(
+            422,
+            f"could not interpret the request's arrays ({exc}); send what the "
+            "mechanism documents (see GET /v1/mechanisms and the examples)",
+        ) from None
 
 
 def _describe(mech) -> dict:
@@ -352,8 +453,10 @@ def _log2_int(v: int) -> float:
 # Endpoints
 # ----------------------------------------------------------------------------------------------------
 
-NAME = Path(description="mechanism name, e.g. `kary_rr`, `linf`, `l2` (see `GET /v1/mechanisms`)",
-            examples=["kary_rr"])
+NAME = Path(
+    description="mechanism name, e.g. `kary_rr`, `linf`, `l2` (see `GET /v1/mechanisms`)",
+    examples=["kary_rr"],
+)
 
 
 @router.get(
@@ -378,7 +481,9 @@ def _parameters(name: str, req: ParametersRequest) -> dict:
         kind = _mechanism_class(name).kind
         knob = {"gaussian": "noise_multiplier", "laplace": "scale"}.get(name, "epsilon0")
         if knob in params:
-            raise HTTPException(422, f"leave '{knob}' out of params when calibrating: it is what is solved for")
+            raise HTTPException(
+                422, f"leave '{knob}' out of params when calibrating: it is what is solved for"
+            )
         if kind == "local" and acc is None:
             raise HTTPException(422, "calibrating a local mechanism needs 'accounting' with the population n")
         probe = dict(params)
@@ -386,10 +491,15 @@ def _parameters(name: str, req: ParametersRequest) -> dict:
         _build(name, probe)  # validate the other parameters and the size bounds first
         try:
             mech = mech_pkg.calibrate(
-                name, epsilon=req.calibrate.epsilon, delta=req.calibrate.delta,
-                n=None if acc is None else acc.n, k=None if acc is None else acc.k,
-                count=1 if acc is None else acc.count, deadline=time.monotonic() + _time_limit(),
-                mechanism_params=params)
+                name,
+                epsilon=req.calibrate.epsilon,
+                delta=req.calibrate.delta,
+                n=None if acc is None else acc.n,
+                k=None if acc is None else acc.k,
+                count=1 if acc is None else acc.count,
+                deadline=time.monotonic() + _time_limit(),
+                mechanism_params=params,
+            )
         except CalibrationTimeout as exc:
             raise HTTPException(400, str(exc)) from None
         except MechanismError as exc:
@@ -414,8 +524,13 @@ def _parameters(name: str, req: ParametersRequest) -> dict:
         import accountant
 
         eps, order = accountant.epsilon(out["events"], delta)
-        out.update({"epsilon": float(eps) if math.isfinite(eps) else None, "delta": delta,
-                    "order": float(order) if order is not None and math.isfinite(order) else None})
+        out.update(
+            {
+                "epsilon": float(eps) if math.isfinite(eps) else None,
+                "delta": delta,
+                "order": float(order) if order is not None and math.isfinite(order) else None,
+            }
+        )
     return out
 
 
@@ -443,12 +558,17 @@ async def parameters(name: str = NAME, req: ParametersRequest = Body(...)) -> di
 def _randomize(name: str, req: RandomizeRequest) -> dict:
     mech = _build(name, req.params)
     if _count_numbers(req.inputs, MAX_INPUT_NUMBERS) > MAX_INPUT_NUMBERS:
-        raise HTTPException(422, f"inputs hold more than {MAX_INPUT_NUMBERS:,} numbers; send fewer clients per request")
+        raise HTTPException(
+            422, f"inputs hold more than {MAX_INPUT_NUMBERS:,} numbers; send fewer clients per request"
+        )
     n_clients = len(req.inputs)
     n_msgs = max(1, len(mech.message_epsilons))
     if n_clients * 2 * n_msgs > MAX_OUTPUT_NUMBERS:
-        raise HTTPException(422, f"{n_clients} clients × {n_msgs} messages is too many reports for one response; "
-                                 f"send at most {MAX_OUTPUT_NUMBERS // (2 * n_msgs):,} clients")
+        raise HTTPException(
+            422,
+            f"{n_clients} clients × {n_msgs} messages is too many reports for one response; "
+            f"send at most {MAX_OUTPUT_NUMBERS // (2 * n_msgs):,} clients",
+        )
     seed = req.seed if req.seed is not None else secrets.randbits(63)
     rng = np.random.default_rng(seed)
     x = _as_array_input(req.inputs)
@@ -498,13 +618,17 @@ def _estimate(name: str, req: EstimateRequest) -> dict:
         raise HTTPException(422, f"reports hold more than {MAX_OUTPUT_NUMBERS:,} numbers; aggregate in parts")
     reports = req.reports
     if isinstance(reports, dict):
-        reports = {k: (_as_array_input(v) if isinstance(v, list) and k != "range" else v) for k, v in reports.items()}
+        reports = {
+            k: (_as_array_input(v) if isinstance(v, list) and k != "range" else v) for k, v in reports.items()
+        }
         if isinstance(req.reports.get("range"), dict):
-            reports["range"] = {k: _as_array_input(v) if isinstance(v, list) else v
-                                for k, v in req.reports["range"].items()}
+            reports["range"] = {
+                k: _as_array_input(v) if isinstance(v, list) else v for k, v in req.reports["range"].items()
+            }
         if isinstance(req.reports.get("mean"), dict):
-            reports["mean"] = {k: _as_array_input(v) if isinstance(v, list) else v
-                               for k, v in req.reports["mean"].items()}
+            reports["mean"] = {
+                k: _as_array_input(v) if isinstance(v, list) else v for k, v in req.reports["mean"].items()
+            }
     elif isinstance(reports, list):
         reports = _as_array_input(reports)
     else:
@@ -533,7 +657,9 @@ def _check_numeric(reports: Any) -> None:
         elif isinstance(v, np.ndarray) and v.dtype.kind not in "biuf":
             raise HTTPException(422, "reports must contain numbers only, as returned by randomize")
         elif isinstance(v, list):
-            raise HTTPException(422, "report arrays must be rectangular lists of numbers, as returned by randomize")
+            raise HTTPException(
+                422, "report arrays must be rectangular lists of numbers, as returned by randomize"
+            )
 
 
 def _report_count(mech, reports: Any) -> int:
