@@ -20,7 +20,7 @@ from . import subsampled as _ss
 from ._numerics import convex_tighten, interpolate_integer_bound, round_up
 from ._validation import check_epsilon0, check_int, check_n, check_orders
 from .errors import BoundNotApplicable, InvalidParameter
-from .store import LRUCache, cached_curve
+from .store import BoundedCache, MiB, cached_curve, checkpoint
 
 try:  # tighter bounds of bounds.md §8
     from .clones import CLONES_MAX_N, clone_rdp
@@ -68,7 +68,7 @@ def _hull(o: np.ndarray, vals: np.ndarray, sources: list[str]) -> tuple[np.ndarr
     return tight, [s if t >= v else "convex hull" for s, t, v in zip(sources, tight, vals)]
 
 
-_DETAILS = LRUCache(256)
+_DETAILS = BoundedCache(256, 32 * MiB, name="shuffle_details")
 
 
 def _cached_detail(kind: str, compute, *params, orders):
@@ -87,6 +87,7 @@ def _cached_detail(kind: str, compute, *params, orders):
     )
     got = _DETAILS.get(key)
     if got is None:
+        checkpoint()
         got = compute()
         got.rdp.setflags(write=False)
         _DETAILS.put(key, got)

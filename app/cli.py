@@ -364,25 +364,20 @@ def cmd_calibrate(a) -> tuple[dict, str]:
 
 
 def cmd_serve(a) -> int:
-    import tempfile
+    import logging
 
     import uvicorn
     from pydantic import ValidationError
 
-    from app.core.config import get_settings
-    from app.core.logging import configure_logging, logging_config
+    from app.core.config import Settings, settings_errors
+    from app.core.logging import configure_logging
 
     try:
-        settings = get_settings()
+        settings = Settings()
     except ValidationError as exc:
-        raise CliError(
-            "invalid settings:\n"
-            + "\n".join(f"  {'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        ) from None
+        raise CliError("invalid settings:\n" + settings_errors(exc)) from None
     level = (a.log_level or settings.log_level).upper()
     configure_logging(level)
-    import logging
-
     log = logging.getLogger("app.serve")
     try:
         _migrate(settings.database_url, log)
@@ -396,37 +391,63 @@ def cmd_serve(a) -> int:
             file=sys.stderr,
         )
         return 1
-    if a.workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="accountant-metrics-")
+    options = uvicorn_options(settings, level)
     log.info("starting", extra={"host": a.host, "port": a.port, "workers": a.workers})
+    if a.workers == 1:
+        from app.main import create_app
+
+        uvicorn.run(create_app(settings, served=True), host=a.host, port=a.port, **options)
+        return 0
+    # several workers: uvicorn starts each from an import string, and each reads the same environment
+    # the settings above came from; prometheus-client reads its multiprocess directory from the
+    # environment when it is first imported, so that one variable is set for the workers here
+    if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        import tempfile
+
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="accountant-metrics-")
     uvicorn.run(
-        "app.main:app",
-        host=a.host,
-        port=a.port,
-        workers=a.workers,
-        log_config=logging_config(level),
-        log_level=level.lower(),
-        access_log=False,
-        server_header=False,
-        timeout_graceful_shutdown=10,
+        "app.main:create_served_app", factory=True, host=a.host, port=a.port, workers=a.workers, **options
     )
     return 0
 
 
-def _migrate(database_url: str, log) -> None:
-    """Bring the ledger schema to head before accepting requests (api.md "Starting it")."""
-    try:
-        from app.db.migrate import upgrade_to_head
-    except ModuleNotFoundError as exc:  # the ledger is not in this build
-        log.warning("ledger migrations unavailable; serving without a database", extra={"error": str(exc)})
-        return
-    t0 = time.monotonic()
-    head = upgrade_to_head(database_url)
-    # the schema now has the curve cache: every worker shares expensive curves through it
-    os.environ.setdefault("ACCOUNTANT_CURVE_STORE", "database")
-    from app.core.config import get_settings
+def uvicorn_options(settings, level: str) -> dict:
+    """uvicorn's settings, each on purpose (README "Operating it"):
 
-    get_settings.cache_clear()
+    * ``limit_concurrency``: connections + requests in progress per worker; beyond it uvicorn answers
+      ``503`` at once instead of queueing without bound;
+    * ``timeout_keep_alive``: an idle keep-alive connection is closed after this many seconds;
+    * ``backlog``: connections the kernel queues before ``accept`` (uvicorn's default, stated);
+    * ``h11_max_incomplete_event_size``: the request line + headers may hold 16 KiB (the same cap as
+      the httptools parser's default header buffer, for the h11 parser);
+    * ``timeout_graceful_shutdown``: requests in progress get 10 s to finish on SIGTERM;
+    * no access log from uvicorn (the service's middleware writes one JSON line per request), no
+      ``server`` header.
+    """
+    from app.core.logging import logging_config
+
+    return {
+        "log_config": logging_config(level),
+        "log_level": level.lower(),
+        "access_log": False,
+        "server_header": False,
+        "limit_concurrency": settings.limit_concurrency,
+        "timeout_keep_alive": settings.keepalive_timeout,
+        "backlog": 2048,
+        "h11_max_incomplete_event_size": 16 * 1024,
+        "timeout_graceful_shutdown": 10,
+    }
+
+
+def _migrate(database_url: str, log) -> None:
+    """Bring the ledger schema to head before accepting requests (api.md "Starting it"), in a
+    short-lived child process: the server itself never loads Alembic."""
+    import multiprocessing
+
+    t0 = time.monotonic()
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(1) as pool:
+        head = pool.apply(_upgrade, (database_url,))
     log.info(
         "database at head",
         extra={
@@ -435,6 +456,12 @@ def _migrate(database_url: str, log) -> None:
             "database": _redact(database_url),
         },
     )
+
+
+def _upgrade(database_url: str) -> str:
+    from app.db.migrate import upgrade_to_head
+
+    return upgrade_to_head(database_url)
 
 
 def _redact(url: str) -> str:
@@ -553,9 +580,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except accountant.AccountantError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except RuntimeError as exc:  # e.g. calibration unavailable in this build
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

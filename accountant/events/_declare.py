@@ -24,13 +24,13 @@ import math
 import numbers
 from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, fields
-from functools import lru_cache
 from typing import Any, ClassVar
 
 import numpy as np
 
 from .._validation import check_float, check_int
 from ..errors import InvalidEvent, InvalidParameter
+from ..store import MiB, memoize
 
 #: most users (n, k) an event may describe: 10¹² is already ~100× any real population
 MAX_USERS = 10**12
@@ -267,7 +267,7 @@ class Event:
         return d
 
 
-@lru_cache(maxsize=4096)
+@memoize("unit_curves", max_entries=4096, max_bytes=64 * MiB)
 def cached_unit_curve(event: Event, orders_key: tuple, bound: str) -> np.ndarray:
     """Curve of ONE repetition (``event`` has count 1) at ``orders_key``, cached; read-only."""
     if bound not in event.BOUNDS:

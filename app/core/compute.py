@@ -21,6 +21,7 @@ import numpy as np
 import accountant
 from accountant import AccountantError, InvalidParameter
 from accountant._validation import check_orders
+from app.core.admission import current_deadline
 from app.schemas.events import MAX_USERS
 
 #: per-order cost floor in the work estimate (small orders cost about as much as α = 1000)
@@ -162,7 +163,7 @@ def _guarantee_result(
 ) -> dict:
     if not events:
         raise InvalidParameter("events must not be empty: give at least one event to compose")
-    deadline = None if time_limit is None else time.monotonic() + time_limit
+    deadline = current_deadline() if time_limit is None else time.monotonic() + time_limit
     evs = [accountant.event_from_dict(e) for e in events]
     grid = _orders_array(orders)
     check_work(evs, grid, max_mass, convert=True)

@@ -11,7 +11,6 @@ import pytest
 from fastapi.testclient import TestClient
 
 import accountant
-from app.api.routes.compute import CACHE
 from app.core import compute
 from app.main import create_app
 
@@ -299,7 +298,7 @@ def test_delta_zero_epsilon_is_allowed(client):
 
 
 def test_repeated_request_is_served_from_the_cache(client):
-    CACHE.clear()
+    client.app.state.services.compute.cache.clear()
     req = {"event": {"mechanism": "shuffle", "n": 1234, "epsilon0": 0.77}, "orders": [2, 3]}
     a = client.post("/v1/rdp", json=req)
     t0 = time.perf_counter()
