@@ -7,9 +7,10 @@ Pure ASGI (not ``BaseHTTPMiddleware``) so the per-request overhead stays in the 
 Bodies are bounded three ways, so a client that declares or trickles large bodies cannot hold the
 server's memory: at most ``max_body_bytes`` per request (``413``); the whole body within
 ``body_timeout`` seconds of the request's start (``408``); at most ``max_inflight_body_bytes``
-bytes of bodies held by all requests in progress at once (a new body that does not fit is a
-``503`` with ``Retry-After``). Each of these answers closes the connection (the rest of the body
-is never read).
+bytes of bodies over :data:`SMALL_BODY` held by all requests in progress at once (a new large body
+that does not fit is a ``503`` with ``Retry-After``; small bodies are always received, so ordinary
+requests keep being served). Each of these answers closes the connection (the rest of the body is
+never read).
 
 A ``POST`` to a computation endpoint whose exact body bytes were answered before is answered
 from the response cache here, without routing or validation (the same caller rules apply: no
@@ -38,6 +39,9 @@ _SUSPECT = re.compile(rb"NaN|Infinity|[eE][+]?0*[0-9]{3,}")
 # a JSON escape of a UTF-16 surrogate (lone ones are not text: UTF-8 cannot encode them)
 _SURROGATE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 _BODY_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
+#: bodies up to this size are not counted against the in-flight budget (the server buffers that
+#: much per connection anyway), so small requests are served while large uploads are refused
+SMALL_BODY = 64 * 1024
 #: computation endpoints answered from the response cache by exact body bytes
 FAST_PATHS = frozenset({"/v1/rdp", "/v1/epsilon", "/v1/delta", "/v1/calibrate"})
 
@@ -242,7 +246,7 @@ class ServiceMiddleware:
         if declared is not None and declared > limit:
             raise _Refused(self._too_large(rid), "too_large")
         held = 0
-        if declared:
+        if declared is not None and declared > SMALL_BODY:
             held = self._reserve(declared, rid)
         chunks: list[bytes] = []
         size = 0
@@ -258,8 +262,11 @@ class ServiceMiddleware:
                     size += len(chunk)
                     if size > limit:
                         raise _Refused(self._too_large(rid), "too_large")
-                    if size > held:  # undeclared (chunked) or longer than declared
-                        held += self._reserve(size - held, rid)
+                    needed = (
+                        size - SMALL_BODY if declared is None else 0
+                    )  # chunked: what exceeds the small size
+                    if needed > held:
+                        held += self._reserve(needed - held, rid)
                     chunks.append(chunk)
                     more = message.get("more_body", False)
         except TimeoutError:

@@ -10,6 +10,7 @@ when the client leaves), and the answer serialized once as strict JSON.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import json
@@ -203,19 +204,21 @@ class Services:
     db_options: DbOptions | None = None
     served: bool = False
 
-    _ready_at: float = 0.0
-    _ready: dict[str, Any] | None = None
+    _ready_check: Any = None
     _ready_limiter: Any = None
 
     def database(self) -> Database:
         return get_database(self.settings.database_url, self.db_options)
 
     async def readiness(self, timeout: float = 2.0) -> dict[str, Any]:
-        """The database check of ``/health/ready`` (at most one per second; never more than
-        ``timeout`` seconds, whatever the database does)."""
-        now = time.monotonic()
-        if self._ready is not None and now - self._ready_at < 1.0:
-            return self._ready
+        """The database check of ``/health/ready``: never more than ``timeout`` seconds, whatever
+        the database does; probes that arrive while a check runs share its answer."""
+        if self._ready_check is not None and not self._ready_check.done():
+            return await asyncio.shield(self._ready_check)
+        self._ready_check = asyncio.ensure_future(self._check_database(timeout))
+        return await asyncio.shield(self._ready_check)
+
+    async def _check_database(self, timeout: float) -> dict[str, Any]:
         if self._ready_limiter is None:
             self._ready_limiter = anyio.CapacityLimiter(1)
         out: dict[str, Any] = {"dialect": "unknown", "reachable": False, "writes": "unknown"}
@@ -228,7 +231,6 @@ class Services:
             out["detail"] = f"no answer within {timeout:g} s"
         except Exception as exc:  # noqa: BLE001 - a broken URL or driver: not ready, and why
             out["detail"] = f"{type(exc).__name__}: {exc}"[:200]
-        self._ready, self._ready_at = out, time.monotonic()
         return out
 
     @classmethod

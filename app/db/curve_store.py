@@ -16,6 +16,7 @@ Reads and writes have a short time limit, and after a failure the store is skipp
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import threading
 import time
 from pathlib import Path
@@ -139,4 +140,13 @@ def install(database_url: str, memory_bytes: int = 64 << 20, max_rows: int = 50_
     if url is None:
         set_store(memory)
         return
-    set_store(LayeredStore(DatabaseCurveStore(url, max_rows), memory))
+    try:
+        backing = DatabaseCurveStore(url, max_rows)
+    except Exception as exc:  # noqa: BLE001 - e.g. a read-only location: curves stay in memory
+        logging.getLogger("app").warning(
+            "the shared curve store is unavailable; curves are kept in this process only",
+            extra={"error": f"{type(exc).__name__}: {exc}"[:300]},
+        )
+        set_store(memory)
+        return
+    set_store(LayeredStore(backing, memory))

@@ -540,7 +540,7 @@ class Database:
         return out
 
     def _sqlite_write_probe(self, timeout: float) -> str:
-        """Take and release the write lock (``BEGIN IMMEDIATE``; ``ROLLBACK``) within ``timeout``."""
+        """Take the write lock within ``timeout`` (``BEGIN IMMEDIATE``), write nothing new, and roll back."""
         if self.writes.waiting or not self.writes.acquire(0.0):
             return "busy"
         try:
@@ -550,7 +550,11 @@ class Database:
                 cur.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
                 try:
                     cur.execute("BEGIN IMMEDIATE")
-                    cur.execute("ROLLBACK")
+                    try:  # a write that changes nothing, rolled back: refused on a read-only file
+                        version = cur.execute("PRAGMA user_version").fetchone()[0]
+                        cur.execute(f"PRAGMA user_version = {int(version)}")
+                    finally:
+                        cur.execute("ROLLBACK")
                     return "ok"
                 except Exception as exc:  # noqa: BLE001 - classified below
                     msg = str(exc).lower()
