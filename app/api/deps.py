@@ -16,13 +16,14 @@ capacity (:mod:`app.core.admission`), and an invalid one is a ``401``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
+from collections.abc import AsyncIterator, Callable
 
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from app.core.services import ANONYMOUS, ApiKey, Caller, Services, match_key
-from app.db.session import Database, get_database
+from app.db.session import Database, get_database, operation_deadline
 from app.ledger.service import Actor
 
 ROLES = ("admin", "pipeline", "viewer")
@@ -67,6 +68,25 @@ def get_db(request: Request) -> Database:
         return db
     svc = services(request)
     return get_database(svc.settings.database_url, svc.db_options)
+
+
+async def write_turn(request: Request, db: Database = Depends(get_db)) -> AsyncIterator[None]:
+    """A ledger write waits its turn here, on the event loop, before its handler takes a worker
+    thread (:meth:`app.core.services.Services.write_gate`); the wait counts against the database
+    time limit (then ``503``)."""
+    gate = services(request).write_gate(db)
+    deadline = time.monotonic() + db.options.timeout
+    await gate.acquire(db.options.timeout)
+    operation_deadline.set(deadline)  # the handler's database operations end by then
+    try:
+        yield
+    finally:
+        operation_deadline.set(None)
+        gate.release()
+
+
+#: the dependency of every ledger write route (after authentication, so only known callers queue)
+WRITE_TURN = Depends(write_turn, scope="function")
 
 
 def _as_api_keys(keys: list) -> list[ApiKey]:

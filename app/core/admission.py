@@ -183,6 +183,27 @@ class Admission:
             self.waiting[w.kind].remove(w)
             COMPUTE_WAITING.labels(w.kind).dec()
 
+    def full(self, kind: Kind) -> bool:
+        """Whether a request of ``kind`` arriving now would be refused (no slot, queue full)."""
+        return not self._fits(kind) and len(self.waiting[kind]) >= self.queue_limit[kind]
+
+    def refusal(self, kind: Kind) -> Overloaded:
+        """The refusal of a request of ``kind`` that finds its queue full (counted)."""
+        ADMISSIONS.labels(kind, "queue_full").inc()
+        if kind == "anonymous":
+            return Overloaded(
+                429,
+                "too many anonymous computations are waiting; retry after the time in the Retry-After "
+                "header, or send an API key (Authorization: Bearer <key>), which has reserved capacity",
+                self.retry_after(kind),
+            )
+        return Overloaded(
+            503,
+            "the service is busy: too many computations are waiting; retry after the time in the "
+            "Retry-After header",
+            self.retry_after(kind),
+        )
+
     def retry_after(self, kind: Kind) -> int:
         """Seconds after which a retry has a fair chance: the queue ahead × the mean computation
         time over the slots this class may use (1 … 60)."""
@@ -207,20 +228,7 @@ class Admission:
             ADMISSION_WAIT.labels(kind).observe(0.0)
             return
         if len(self.waiting[kind]) >= self.queue_limit[kind]:
-            ADMISSIONS.labels(kind, "queue_full").inc()
-            if kind == "anonymous":
-                raise Overloaded(
-                    429,
-                    "too many anonymous computations are waiting; retry after the time in the Retry-After "
-                    "header, or send an API key (Authorization: Bearer <key>), which has reserved capacity",
-                    self.retry_after(kind),
-                )
-            raise Overloaded(
-                503,
-                "the service is busy: too many computations are waiting; retry after the time in the "
-                "Retry-After header",
-                self.retry_after(kind),
-            )
+            raise self.refusal(kind)
         loop = asyncio.get_running_loop()
         w = _Waiter(kind, loop.create_future())
         self.waiting[kind].append(w)

@@ -15,7 +15,7 @@ Computation (``app.core.admission``)
                                    ``key-required``
 ``ACCOUNTANT_COMPUTE_CONCURRENCY`` computations at once per process (default: CPU count, ≥ 2)
 ``ACCOUNTANT_KEYED_RESERVED``      of those, slots only requests with a valid key may use (1)
-``ACCOUNTANT_ANONYMOUS_QUEUE``     anonymous requests that may wait for a slot (8); more: ``429``
+``ACCOUNTANT_ANONYMOUS_QUEUE``     anonymous requests that may wait for a slot (4); more: ``429``
 ``ACCOUNTANT_KEYED_QUEUE``         keyed requests that may wait for a slot (64); more: ``503``
 ``ACCOUNTANT_QUEUE_TIMEOUT``       seconds a request may wait for a slot (10); then ``503``
 ``ACCOUNTANT_COMPUTE_TIME_LIMIT``  seconds from arrival (queue time included) a computation may
@@ -27,7 +27,7 @@ Connections and memory
 =================================  ==============================================================
 ``ACCOUNTANT_MAX_BODY_BYTES``      request body cap, default 1 MiB (larger bodies: ``413``)
 ``ACCOUNTANT_BODY_TIMEOUT``        seconds to receive a whole body (10); then ``408``, closed
-``ACCOUNTANT_MAX_INFLIGHT_BODY_BYTES``  bytes of request bodies being received at once (64 MiB);
+``ACCOUNTANT_MAX_INFLIGHT_BODY_BYTES``  bytes of large request bodies held at once (32 MiB);
                                    beyond: ``503``, closed
 ``ACCOUNTANT_RESPONSE_CACHE_BYTES``  bytes of cached computation answers (32 MiB)
 ``ACCOUNTANT_CURVE_CACHE_BYTES``   bytes of expensive curves kept in memory (64 MiB)
@@ -44,6 +44,8 @@ Database faults (``app.db.session``)
                                    a lock or a statement (5); then ``503``, nothing recorded
 ``ACCOUNTANT_DB_CONCURRENCY``      database operations at once per process (16); more wait
 ``ACCOUNTANT_DB_QUEUE``            database operations that may wait (256); more: ``503``
+``ACCOUNTANT_DB_WRITE_LANES``      PostgreSQL: write units at once per process (4); the others
+                                   queue in arrival order (SQLite: always one)
 =================================  ==============================================================
 """
 
@@ -82,7 +84,7 @@ class Settings(BaseSettings):
         0, ge=0, le=1024, validation_alias=_env("ACCOUNTANT_COMPUTE_CONCURRENCY")
     )
     keyed_reserved: int = Field(1, ge=0, le=1024, validation_alias=_env("ACCOUNTANT_KEYED_RESERVED"))
-    anonymous_queue: int = Field(8, ge=0, le=100_000, validation_alias=_env("ACCOUNTANT_ANONYMOUS_QUEUE"))
+    anonymous_queue: int = Field(4, ge=0, le=100_000, validation_alias=_env("ACCOUNTANT_ANONYMOUS_QUEUE"))
     keyed_queue: int = Field(64, ge=0, le=100_000, validation_alias=_env("ACCOUNTANT_KEYED_QUEUE"))
     queue_timeout: float = Field(10.0, gt=0, le=3600, validation_alias=_env("ACCOUNTANT_QUEUE_TIMEOUT"))
     #: seconds from a computation request's arrival (queue time included) until it is stopped
@@ -99,7 +101,7 @@ class Settings(BaseSettings):
     )
     body_timeout: float = Field(10.0, gt=0, le=3600, validation_alias=_env("ACCOUNTANT_BODY_TIMEOUT"))
     max_inflight_body_bytes: int = Field(
-        64 * MiB, ge=1024, validation_alias=_env("ACCOUNTANT_MAX_INFLIGHT_BODY_BYTES")
+        32 * MiB, ge=1024, validation_alias=_env("ACCOUNTANT_MAX_INFLIGHT_BODY_BYTES")
     )
     response_cache_bytes: int = Field(
         32 * MiB, ge=0, validation_alias=_env("ACCOUNTANT_RESPONSE_CACHE_BYTES")
@@ -128,6 +130,7 @@ class Settings(BaseSettings):
     db_timeout: float = Field(5.0, gt=0, le=600, validation_alias=_env("ACCOUNTANT_DB_TIMEOUT"))
     db_concurrency: int = Field(16, ge=1, le=1024, validation_alias=_env("ACCOUNTANT_DB_CONCURRENCY"))
     db_queue: int = Field(256, ge=0, le=1_000_000, validation_alias=_env("ACCOUNTANT_DB_QUEUE"))
+    db_write_lanes: int = Field(4, ge=1, le=64, validation_alias=_env("ACCOUNTANT_DB_WRITE_LANES"))
 
     @field_validator("log_level")
     @classmethod

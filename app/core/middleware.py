@@ -142,7 +142,7 @@ class ServiceMiddleware:
         st = services.settings if services is not None else None
         self.max_body_bytes = max_body_bytes or (st.max_body_bytes if st else 1_048_576)
         self.body_timeout = st.body_timeout if st else 10.0
-        self.max_inflight = st.max_inflight_body_bytes if st else 64 << 20
+        self.max_inflight = st.max_inflight_body_bytes if st else 32 << 20
         self.inflight = 0  # bytes of bodies held by the requests in progress (event loop only)
 
     async def __call__(self, scope, receive, send):
@@ -341,7 +341,24 @@ class ServiceMiddleware:
         if svc is None or scope.get("method") != "POST" or path not in FAST_PATHS:
             return False
         hit = svc.compute.raw_hit(path, body)
-        if hit is None or not self._caller_allowed(authorization):
+        if hit is None:
+            if authorization is None and svc.compute.admission.full("anonymous"):
+                # refused before parsing: a flood of anonymous requests costs little to turn away
+                refusal = svc.compute.admission.refusal("anonymous")
+                await self._send_all(
+                    _json_response(
+                        refusal.status,
+                        {"detail": refusal.detail, "error": "Overloaded", "request_id": rid},
+                        rid,
+                        headers=[(b"retry-after", str(refusal.retry_after).encode())],
+                    ),
+                    send,
+                    state,
+                )
+                state["endpoint"] = path
+                return True
+            return False
+        if not self._caller_allowed(authorization):
             return False
         state["endpoint"] = path
         state["status"], state["started"] = 200, True

@@ -15,6 +15,7 @@ import hashlib
 import hmac
 import json
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,7 +29,7 @@ from accountant.store import BoundedCache
 from app.core.admission import Admission, ClientGone, DeadlineExceeded, Kind
 from app.core.config import Settings
 from app.core.metrics import COMPUTE_CACHE
-from app.db.session import Database, DbOptions, get_database
+from app.db.session import Database, DatabaseUnavailable, DbOptions, get_database
 from app.ledger.records import Actor
 
 #: answers larger than this are not cached (a default-grid answer is ~3–10 KB)
@@ -194,6 +195,50 @@ class ComputeService:
         return self.cache.get((path, body))
 
 
+class AsyncGate:
+    """At most ``width`` holders; the rest wait in arrival order *on the event loop* (holding no
+    worker thread); at most ``max_waiting`` wait, each at most ``timeout`` seconds. Full or timed
+    out: :class:`DatabaseUnavailable` (busy)."""
+
+    def __init__(self, width: int, max_waiting: int):
+        self.width = max(1, int(width))
+        self.max_waiting = int(max_waiting)
+        self.held = 0
+        self._waiters: deque[asyncio.Future] = deque()
+
+    async def acquire(self, timeout: float) -> None:
+        if self.held < self.width and not self._waiters:
+            self.held += 1
+            return
+        if len(self._waiters) >= self.max_waiting:
+            raise DatabaseUnavailable("busy", "too many database writes are waiting", retry_after=1)
+        fut = asyncio.get_running_loop().create_future()
+        self._waiters.append(fut)
+        try:
+            await asyncio.wait_for(asyncio.shield(fut), timeout)
+        except BaseException as exc:
+            if fut.done() and not fut.cancelled():
+                self.release()  # handed over as the wait ended: pass it on
+            else:
+                fut.cancel()
+                self._waiters.remove(fut)
+            if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
+                raise DatabaseUnavailable(
+                    "busy",
+                    "the writes queued ahead of this one did not finish within the time limit",
+                    retry_after=1,
+                ) from None
+            raise
+
+    def release(self) -> None:
+        while self._waiters:
+            fut = self._waiters.popleft()
+            if not fut.done():
+                fut.set_result(None)  # handed over: still held
+                return
+        self.held -= 1
+
+
 @dataclass
 class Services:
     """Everything an app instance holds (``app.state.services``)."""
@@ -204,11 +249,21 @@ class Services:
     db_options: DbOptions | None = None
     served: bool = False
 
+    _write_gates: dict[int, tuple[Database, AsyncGate]] = field(default_factory=dict)
     _ready_check: Any = None
     _ready_limiter: Any = None
 
     def database(self) -> Database:
         return get_database(self.settings.database_url, self.db_options)
+
+    def write_gate(self, db: Database) -> AsyncGate:
+        """The event-loop queue of ``db``'s write units: as wide as the database takes writes (SQLite
+        one, PostgreSQL its write lanes), so waiting writes hold no worker thread and reads always
+        find one."""
+        got = self._write_gates.get(id(db))
+        if got is None or got[0] is not db:
+            got = self._write_gates[id(db)] = (db, AsyncGate(db.writes.width, db.options.queue))
+        return got[1]
 
     async def readiness(self, timeout: float = 2.0) -> dict[str, Any]:
         """The database check of ``/health/ready``: never more than ``timeout`` seconds, whatever

@@ -23,8 +23,9 @@ Every operation (:meth:`Database.read`, :meth:`Database.write`, :meth:`Database.
 deadline of ``DbOptions.timeout`` seconds, waiting included:
 
 * write units of one process queue on one FIFO (:class:`FifoGate`) before they take a
-  connection, so they reach the database one at a time, in arrival order, with no busy-handler
-  sleeps and no deadlocks between them;
+  connection, so they reach the database in arrival order — on SQLite one at a time, with no
+  busy-handler sleeps; on PostgreSQL at most ``write_lanes`` at once (few deadlocks, few
+  retries);
 * at most ``DbOptions.concurrency`` operations use the database at once; at most
   ``DbOptions.queue`` wait;
 * a database that is unreachable, frozen, locked by another process beyond the deadline, or
@@ -36,6 +37,7 @@ deadline of ``DbOptions.timeout`` seconds, waiting included:
 
 from __future__ import annotations
 
+import contextvars
 import heapq
 import itertools
 import math
@@ -98,15 +100,16 @@ class DatabaseUnavailable(Exception):
 @dataclass(frozen=True)
 class DbOptions:
     """Time limit (seconds) of one operation, waiting included; operations at once; operations
-    that may wait."""
+    that may wait; write units at once on PostgreSQL (SQLite: always one)."""
 
     timeout: float = 5.0
     concurrency: int = 16
     queue: int = 256
+    write_lanes: int = 4
 
     @classmethod
     def from_settings(cls, settings: Any) -> DbOptions:
-        return cls(settings.db_timeout, settings.db_concurrency, settings.db_queue)
+        return cls(settings.db_timeout, settings.db_concurrency, settings.db_queue, settings.db_write_lanes)
 
 
 def normalize_url(url: str) -> str:
@@ -235,6 +238,9 @@ def _shutdown(fd: int) -> None:
 
 _WATCHDOG = _Watchdog()
 _local = threading.local()
+#: an outer deadline (``time.monotonic()``) for the operations of the current request: time spent
+#: waiting before the operation started (e.g. in the write queue of the event loop) counts
+operation_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("db_deadline", default=None)
 
 
 def _current_op() -> _Op | None:
@@ -326,6 +332,13 @@ def make_engine(url: str, options: DbOptions | None = None) -> Engine:
             cur.execute("PRAGMA foreign_keys=ON")
             cur.close()
 
+        @event.listens_for(engine, "checkout")
+        def _sqlite_checkout(dbapi_conn, _record, _proxy):
+            # the busy handler waits no longer than the operation has left
+            op = _current_op()
+            remaining = t if op is None else max(0.0, op.deadline - time.monotonic())
+            dbapi_conn.execute(f"PRAGMA busy_timeout={int(remaining * 1000)}")
+
         @event.listens_for(engine, "begin")
         def _sqlite_begin(conn):
             if conn.get_execution_options().get("ledger_write"):
@@ -392,7 +405,8 @@ class Database:
         self.write_engine = self.engine.execution_options(ledger_write=True)
         self._read_factory = sessionmaker(bind=self.engine, expire_on_commit=False, autoflush=False)
         self._write_factory = sessionmaker(bind=self.write_engine, expire_on_commit=False, autoflush=False)
-        self.writes = FifoGate(1, self.options.queue)
+        # SQLite has one writer at a time anyway; PostgreSQL locks rows, so a few units may overlap
+        self.writes = FifoGate(1 if self.is_sqlite else self.options.write_lanes, self.options.queue)
         self.gate = FifoGate(self.options.concurrency, self.options.queue)
         self._watch = not self.is_sqlite
 
@@ -410,6 +424,13 @@ class Database:
                 op.depth -= 1
             return
         timeout = self.options.timeout if timeout is None else timeout
+        outer = operation_deadline.get()
+        if outer is not None:
+            timeout = min(timeout, outer - time.monotonic())
+        if timeout <= 0:
+            raise DatabaseUnavailable(
+                "busy", "the request's time for the database ran out while it waited", retry_after=1
+            )
         op = _Op(deadline=time.monotonic() + timeout)
         if not self.gate.acquire(timeout):
             raise DatabaseUnavailable(

@@ -137,7 +137,7 @@ class _Request:
         """The stored result under this request's key (None: not charged yet)."""
         if self.key is None:
             return None
-        row = repo.charge_by_key(s, self.stored_key) or repo.charge_by_key(s, self.key)
+        row = repo.charge_by_key(s, self.stored_key, self.key)  # scoped, or stored before scoping
         if row is None:
             return None
         if row.request_hash not in (self.hash, self.legacy_hash):

@@ -372,13 +372,17 @@ def visible_key(stored: str | None, response: str | None = None) -> str | None:
     return key
 
 
-def charge_by_key(s: Session, key: str) -> Row | None:
-    """(id, request_hash, response) of the charge recorded under an idempotency key."""
-    return s.execute(
-        select(T_CHARGES.c.id, T_CHARGES.c.request_hash, T_CHARGES.c.response).where(
-            T_CHARGES.c.idempotency_key == key
-        )
-    ).first()
+def charge_by_key(s: Session, key: str, *others: str) -> Row | None:
+    """(id, request_hash, response) of the charge recorded under an idempotency key (the first of
+    ``key, *others`` that has one)."""
+    keys = [key, *others]
+    rows = s.execute(
+        select(
+            T_CHARGES.c.id, T_CHARGES.c.request_hash, T_CHARGES.c.response, T_CHARGES.c.idempotency_key
+        ).where(T_CHARGES.c.idempotency_key.in_(keys))
+    ).all()
+    by_key = {r.idempotency_key: r for r in rows}
+    return next((by_key[k] for k in keys if k in by_key), None)
 
 
 def insert_charge(

@@ -53,7 +53,8 @@ def available() -> bool:
 
 
 class PrivatePostgres:
-    def __init__(self) -> None:
+    def __init__(self, fsync: bool = False) -> None:
+        self.fsync = fsync
         bindir = _bindir()
         if bindir is None:
             raise RuntimeError("PostgreSQL server binaries not found")
@@ -88,7 +89,7 @@ class PrivatePostgres:
             raise RuntimeError(f"initdb failed: {r.stderr.decode(errors='replace')}")
         conf = (
             f"\nport = {self.port}\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '{self.root}'\n"
-            "fsync = off\nmax_connections = 60\nshared_buffers = 16MB\n"
+            f"fsync = {'on' if self.fsync else 'off'}\nmax_connections = 60\nshared_buffers = 16MB\n"
         )
         with open(self.data / "postgresql.conf", "a") as f:
             f.write(conf)
@@ -168,9 +169,10 @@ class PrivatePostgres:
         self.destroy()
 
 
-def private_postgres() -> PrivatePostgres:
-    """A new initialised and started private server (use as a context manager)."""
-    pg = PrivatePostgres()
+def private_postgres(fsync: bool = False) -> PrivatePostgres:
+    """A new initialised and started private server (use as a context manager); ``fsync`` off by
+    default (tests need no durability against power loss; benchmarks turn it on)."""
+    pg = PrivatePostgres(fsync)
     try:
         return pg.init()
     except BaseException:
