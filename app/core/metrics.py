@@ -102,12 +102,26 @@ CACHE_ENTRIES = Gauge(
 )
 
 
+_CHILDREN: dict[tuple[str, str, int], tuple] = {}
+
+
 def observe(method: str, endpoint: str, status: int, seconds: float) -> None:
-    s = str(status)
-    REQUESTS.labels(method, endpoint, s).inc()
-    LATENCY.labels(method, endpoint).observe(seconds)
-    if status >= 400:
-        ERRORS.labels(method, endpoint, s).inc()
+    """Count one request (the labelled children are looked up once per (method, endpoint, status):
+    endpoints are route templates, so the set is small)."""
+    key = (method, endpoint, status)
+    children = _CHILDREN.get(key)
+    if children is None:
+        s = str(status)
+        children = (
+            REQUESTS.labels(method, endpoint, s),
+            LATENCY.labels(method, endpoint),
+            ERRORS.labels(method, endpoint, s) if status >= 400 else None,
+        )
+        _CHILDREN[key] = children
+    children[0].inc()
+    children[1].observe(seconds)
+    if children[2] is not None:
+        children[2].inc()
 
 
 def _update_cache_gauges(extra: dict[str, tuple[int, int]] | None = None) -> None:

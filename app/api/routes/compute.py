@@ -60,9 +60,9 @@ CALLER = Depends(compute_caller)
         }
     },
 )
-async def health() -> dict:
-    """Always fast: never waits for a computation (those run in worker threads)."""
-    return _HEALTH
+async def health() -> Response:
+    """Always fast: never waits for a computation (those run in worker threads) or the database."""
+    return Response(_HEALTH_BYTES, media_type="application/json")
 
 
 def _health_body() -> dict:
@@ -81,7 +81,7 @@ def _health_body() -> dict:
     }
 
 
-_HEALTH = _health_body()
+_HEALTH_BYTES = dumps(_health_body())
 
 
 @router.get(
