@@ -418,15 +418,22 @@ def uvicorn_options(settings, level: str) -> dict:
       ``503`` at once instead of queueing without bound;
     * ``timeout_keep_alive``: an idle keep-alive connection is closed after this many seconds;
     * ``backlog``: connections the kernel queues before ``accept`` (uvicorn's default, stated);
-    * ``h11_max_incomplete_event_size``: the request line + headers may hold 16 KiB (the same cap as
-      the httptools parser's default header buffer, for the h11 parser);
+    * ``http``: uvicorn's httptools protocol with a bound on the request head (16 KiB, ``431``) and
+      on the time to receive it (10 s, ``408``), which uvicorn itself lacks
+      (:mod:`app.core.protocol`); ``h11_max_incomplete_event_size`` gives the h11 parser the same
+      16 KiB where httptools is not installed;
     * ``timeout_graceful_shutdown``: requests in progress get 10 s to finish on SIGTERM;
     * no access log from uvicorn (the service's middleware writes one JSON line per request), no
       ``server`` header.
     """
     from app.core.logging import logging_config
 
+    try:
+        from app.core.protocol import BoundedHttpToolsProtocol as http
+    except ImportError:  # pragma: no cover - httptools not installed: uvicorn's h11 protocol
+        http = "auto"
     return {
+        "http": http,
         "log_config": logging_config(level),
         "log_level": level.lower(),
         "access_log": False,

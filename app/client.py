@@ -19,7 +19,8 @@ state: GETs, the pure computation POSTs (``/v1/rdp``, ``/v1/epsilon``, ``/v1/del
 ``/v1/calibrate``), ``PUT /v1/users/{id}`` (a full replacement), and ``POST /v1/charges`` because
 the client always sends an idempotency key (generated when not given), so a retried charge is
 answered from the original result and never charged twice. They are triggered by connection
-errors, timeouts and 502/503/504 — never by a 4xx.
+errors, timeouts, 502/503/504 and 429 (a full queue of anonymous computations) — never by another
+4xx — and wait at least the ``Retry-After`` the server sent (up to 30 s).
 """
 
 from __future__ import annotations
@@ -51,7 +52,9 @@ __all__ = [
     "TransportError",
 ]
 
-_RETRY_STATUS = {502, 503, 504}
+_RETRY_STATUS = {429, 502, 503, 504}
+#: longest wait a ``Retry-After`` header may ask for between two attempts (seconds)
+_MAX_RETRY_AFTER = 30.0
 _PURE_POSTS = {"/v1/rdp", "/v1/epsilon", "/v1/delta", "/v1/calibrate"}
 
 
@@ -215,6 +218,14 @@ def _orders(orders: Iterable[float] | None) -> list[float] | None:
 
 
 # ------------------------------------------------------------------------------------------ client
+def _retry_after(resp: httpx.Response) -> float:
+    """Seconds the server asked to wait (``Retry-After``, in seconds), capped; 0 if none."""
+    try:
+        return min(_MAX_RETRY_AFTER, max(0.0, float(resp.headers.get("retry-after", "0"))))
+    except ValueError:
+        return 0.0
+
+
 class AccountantClient:
     """Synchronous client. ``timeout`` (seconds) applies to connect, read and write;
     ``calibrate_timeout`` to ``/v1/calibrate`` (searches can take longer)."""
@@ -273,15 +284,17 @@ class AccountantClient:
         if timeout is not None:
             kw["timeout"] = timeout
         last_exc: Exception | None = None
+        asked = 0.0  # the server's Retry-After, when it gave one
         for i in range(attempts):
             if i:
-                time.sleep(self.backoff * (2 ** (i - 1)) * (1 + random.random() / 2))
+                time.sleep(max(asked, self.backoff * (2 ** (i - 1)) * (1 + random.random() / 2)))
             try:
                 resp = self._http.request(method, path, **kw)
             except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
                 last_exc = exc
                 continue
             if resp.status_code in _RETRY_STATUS and i + 1 < attempts:
+                asked = _retry_after(resp)
                 continue
             if resp.status_code >= 400:
                 raise error_from_response(resp)

@@ -430,3 +430,30 @@ def test_json_of_the_fault_answers_is_strict():
     exc = DatabaseUnavailable("timeout", "no answer within the time limit", in_commit=True)
     assert "outcome is unknown" in exc.detail and "same idempotency key" in exc.detail
     assert json.loads(json.dumps({"detail": exc.detail}))["detail"] == exc.detail
+
+
+def test_request_heads_are_bounded_in_size_and_time(tmp_path):
+    """uvicorn's httptools parser bounds neither (app.core.protocol adds both): a 1 MB header and a
+    header that never ends are answered and closed instead of held."""
+    from app.core.protocol import HEAD_TIMEOUT, MAX_HEAD_BYTES
+
+    with start_server(_env(f"sqlite:///{tmp_path}/head.db")) as srv:
+
+        def ask(head: bytes, wait: float) -> tuple[bytes, float]:
+            s = socket.create_connection(("127.0.0.1", srv.port), timeout=wait)
+            t0 = time.monotonic()
+            try:
+                s.sendall(head)
+                return s.recv(200), time.monotonic() - t0
+            finally:
+                s.close()
+
+        ok, _ = ask(
+            b"GET /health HTTP/1.1\r\nHost: x\r\nX-A: " + b"a" * (MAX_HEAD_BYTES // 2) + b"\r\n\r\n", 10
+        )
+        assert ok.startswith(b"HTTP/1.1 200")
+        for size in (MAX_HEAD_BYTES + 100, 1_000_000):
+            big, _ = ask(b"GET /health HTTP/1.1\r\nHost: x\r\nX-A: " + b"a" * size + b"\r\n\r\n", 10)
+            assert big.startswith(b"HTTP/1.1 431"), big
+        slow, dt = ask(b"GET /health HTTP/1.1\r\nHost: x\r\nX-A: a", HEAD_TIMEOUT + 10)
+        assert slow.startswith(b"HTTP/1.1 408") and dt < HEAD_TIMEOUT + 3, (slow, dt)

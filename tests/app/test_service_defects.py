@@ -172,3 +172,30 @@ def test_uvicorn_settings_are_set_on_purpose():
     assert o["limit_concurrency"] == 321 and o["timeout_keep_alive"] == 7.5
     assert o["h11_max_incomplete_event_size"] == 16 * 1024 and o["backlog"] == 2048
     assert o["access_log"] is False and o["server_header"] is False and o["timeout_graceful_shutdown"] == 10
+    from app.core.protocol import BoundedHttpToolsProtocol
+
+    assert o["http"] is BoundedHttpToolsProtocol
+
+
+def test_the_sdk_retries_a_503_with_the_same_key_after_retry_after(monkeypatch):
+    """What README "Operating it" tells a pipeline to do, done by the SDK: a 503 with Retry-After is
+    retried after (at least) that many seconds, with the same idempotency key."""
+    import httpx
+
+    from app import client as sdk
+
+    sent, slept = [], []
+    answers = [
+        httpx.Response(503, json={"detail": "the database is unavailable"}, headers={"Retry-After": "3"}),
+        httpx.Response(201, json={"status": "admitted"}),
+    ]
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(json.loads(request.content))
+        return answers.pop(0)
+
+    monkeypatch.setattr(sdk.time, "sleep", slept.append)
+    c = sdk.AccountantClient("http://test", api_key="k", transport=httpx.MockTransport(handler), backoff=0.0)
+    c.request("POST", "/v1/charges", json={"idempotency_key": "job-1", "users": ["a"]}, retry=True)
+    assert [b["idempotency_key"] for b in sent] == ["job-1", "job-1"]
+    assert slept and slept[0] >= 3
