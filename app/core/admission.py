@@ -237,7 +237,9 @@ class Admission:
         wait = min(self.queue_timeout, deadline - t0)
         gone_task = asyncio.ensure_future(gone.wait())
         try:
-            await asyncio.wait({w.future, gone_task}, timeout=max(0.0, wait))
+            await asyncio.wait(
+                {w.future, gone_task}, timeout=max(0.0, wait), return_when=asyncio.FIRST_COMPLETED
+            )
         except BaseException:  # cancelled (shutdown): never leave a slot or a waiter behind
             self._give_up(w)
             raise

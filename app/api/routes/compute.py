@@ -16,6 +16,7 @@ from fastapi.responses import Response
 import accountant
 from app.api.deps import compute_caller, services
 from app.core import compute
+from app.core.admission import checkpoint
 from app.core.metrics import render
 from app.core.services import Caller, dumps
 from app.schemas.compute import (
@@ -265,5 +266,11 @@ async def calibrate(req: CalibrateRequest, request: Request, caller: Caller = CA
         req.target.delta,
         req.orders,
         svc.settings.max_order_mass,
+        progress=_checkpoint,
     )
     return await svc.compute.answer("calibrate", req.model_dump_json(), caller, request, fn)
+
+
+def _checkpoint(_fraction: float, _epsilon: float) -> None:
+    """After each evaluation of a search: stop if its time is up or its client left."""
+    checkpoint()
