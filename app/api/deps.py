@@ -1,5 +1,6 @@
 """FastAPI dependencies: the app's services, the ledger database, API-key authentication and the
-caller class of a computation.
+caller class of a computation. They only look things up, so they are ``async`` (run on the event
+loop, no worker-thread hop per dependency).
 
 Keys come from ``ACCOUNTANT_API_KEYS`` (``key:role,...``; roles ``admin``, ``pipeline``,
 ``viewer``). A request presents ``Authorization: Bearer <key>``. The presented key is compared
@@ -56,12 +57,12 @@ def services(request: Request) -> Services:
     return svc
 
 
-def get_api_keys(request: Request) -> list[ApiKey]:
+async def get_api_keys(request: Request) -> list[ApiKey]:
     """Configured keys (from the app's settings). Overridable in tests."""
     return services(request).keys
 
 
-def get_db(request: Request) -> Database:
+async def get_db(request: Request) -> Database:
     """The ledger database: ``app.state.ledger_db`` if set (tests), else the settings' URL."""
     db = getattr(request.app.state, "ledger_db", None)
     if db is not None:
@@ -103,7 +104,7 @@ def _as_api_keys(keys: list) -> list[ApiKey]:
     return out
 
 
-def authenticate(
+async def authenticate(
     credentials: HTTPAuthorizationCredentials | None = Depends(_bearer),
     keys: list = Depends(get_api_keys),
 ) -> Actor:
@@ -120,7 +121,7 @@ def authenticate(
 def require_roles(*roles: str) -> Callable[..., Actor]:
     allowed = tuple(roles)
 
-    def dep(actor: Actor = Depends(authenticate)) -> Actor:
+    async def dep(actor: Actor = Depends(authenticate)) -> Actor:
         if actor.role not in allowed:
             raise AuthError(403, f"role {actor.role!r} may not do this; allowed roles: {list(allowed)}")
         return actor
@@ -134,7 +135,7 @@ require_charger = require_roles(*CHARGE_ROLES)
 require_admin = require_roles(*ADMIN_ROLES)
 
 
-def compute_caller(request: Request, keys: list = Depends(get_api_keys)) -> Caller:
+async def compute_caller(request: Request, keys: list = Depends(get_api_keys)) -> Caller:
     """The class of a computation request: ``keyed`` with a valid key, ``anonymous`` without one
     (``401`` when anonymous computation is switched off, or the key presented is not valid)."""
     header = request.headers.get("authorization")

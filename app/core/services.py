@@ -262,7 +262,7 @@ class Services:
         find one."""
         got = self._write_gates.get(id(db))
         if got is None or got[0] is not db:
-            got = self._write_gates[id(db)] = (db, AsyncGate(db.writes.width, db.options.queue))
+            got = self._write_gates[id(db)] = (db, AsyncGate(db.writes.width + 1, db.options.queue))
         return got[1]
 
     async def readiness(self, timeout: float = 2.0) -> dict[str, Any]:
