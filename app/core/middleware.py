@@ -153,6 +153,7 @@ class ServiceMiddleware:
         rid = None
         content_length = None
         authorization = None
+        json_body = False
         for k, v in scope.get("headers", ()):
             if k == b"x-request-id":
                 s = v.decode("latin-1").strip()
@@ -162,6 +163,8 @@ class ServiceMiddleware:
                 content_length = v
             elif k == b"authorization":
                 authorization = v
+            elif k == b"content-type":
+                json_body = b"json" in v.lower()
         if rid is None:
             rid = uuid.uuid4().hex
         token = request_id_var.set(rid)
@@ -191,7 +194,7 @@ class ServiceMiddleware:
                 if early is not None:
                     await self._send_all(early, send, state)
                     return
-                if await self._fast_path(scope, body, authorization, send, state, rid):
+                if json_body and await self._fast_path(scope, body, authorization, send, state, rid):
                     return
                 scope["state"]["raw_body"] = body
                 receive = _replay(body, receive)
