@@ -11,6 +11,9 @@ gave each value.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -19,18 +22,42 @@ from . import shuffle as _sh
 from . import subsampled as _ss
 from ._numerics import convex_tighten, interpolate_integer_bound, round_up
 from ._validation import check_epsilon0, check_int, check_n, check_orders
+from .clones import CLONES_MAX_N, clone_rdp
 from .errors import BoundNotApplicable, InvalidParameter
+from .nested import wbk19_over, wbk_inner_orders
 from .store import LRUCache, cached_curve
 
-try:  # tighter bounds of bounds.md §8
-    from .clones import CLONES_MAX_N, clone_rdp
-except ImportError:  # pragma: no cover - during development only
-    clone_rdp = None
-    CLONES_MAX_N = 0
-try:
-    from .wbk19 import wbk19_rdp
-except ImportError:  # pragma: no cover
-    wbk19_rdp = None
+#: whether the default curves include the tighter bounds of bounds.md §8 (clones, WBK19)
+_TIGHT: ContextVar[bool] = ContextVar("accountant_tight_bounds", default=True)
+
+
+def tight_bounds() -> bool:
+    """Whether the default (``upper``) curves use the bounds beyond the thesis (bounds.md §8)."""
+    return _TIGHT.get()
+
+
+@contextmanager
+def _tight() -> Iterator[None]:
+    """Named bounds (``clones``, ``wbk19``) are computed whatever the default's setting."""
+    token = _TIGHT.set(True)
+    try:
+        yield
+    finally:
+        _TIGHT.reset(token)
+
+
+@contextmanager
+def thesis_only() -> Iterator[None]:
+    """Within this block (this thread or task only), the default ``upper`` curves use the
+    thesis's bounds and the pure-DP caps alone — no clone reduction, no WBK19: for comparisons
+    with the thesis and for fast tests of the machinery around the curves. Cached curves are
+    keyed by this setting, so the two never mix."""
+    token = _TIGHT.set(False)
+    try:
+        yield
+    finally:
+        _TIGHT.reset(token)
+
 
 OUTPUTS = ("discrete", "continuous")
 SHUFFLE_BOUNDS = (
@@ -47,7 +74,6 @@ SHUFFLE_BOUNDS = (
     "fmt23",
 )
 SUBSAMPLED_BOUNDS = ("upper", "su", "wbk19", "cap", "thesis", "lower")
-UPPER_BOUNDS = {"upper", "u1", "u1_simplified", "u2", "cap", "clones", "thesis", "su", "wbk19"}
 # bounds of ch. 5 that need a discrete output range
 _DISCRETE_ONLY = {"u1", "u1_simplified", "u2", "thesis", "su", "lower", "lower_simplified"}
 
@@ -73,18 +99,10 @@ _DETAILS = LRUCache(256)
 
 def _cached_detail(kind: str, compute, *params, orders):
     """The default curves with their sources are asked for twice per answer (the composition,
-    then the per-order sources of the response): kept in a small LRU. The key includes the
-    identity of the optional bound functions, so a build without them (or a test replacing them)
-    never sees another's curve."""
+    then the per-order sources of the response): kept in a small LRU, keyed by the parameters,
+    the orders and :func:`tight_bounds`."""
     o = np.ascontiguousarray(orders, dtype=float)
-    key = (
-        kind,
-        *params,
-        o.tobytes(),
-        id(clone_rdp),
-        id(wbk19_rdp),
-        CLONES_MAX_N if clone_rdp is not None else 0,
-    )
+    key = (kind, *params, o.tobytes(), _TIGHT.get())
     got = _DETAILS.get(key)
     if got is None:
         got = compute()
@@ -117,7 +135,7 @@ CLONES_VERSION = 2  # bump when the clone evaluation changes, so stored curves a
 
 def _clones(n: int, epsilon0: float, orders: np.ndarray) -> np.ndarray:
     """The clone bound, from the curve store when this (n, ε0, orders) was computed before."""
-    if clone_rdp is None or n > CLONES_MAX_N:
+    if not _TIGHT.get() or n > CLONES_MAX_N:
         return np.full(orders.shape, np.inf)
     if epsilon0 == 0.0:
         return np.zeros(orders.shape)
@@ -160,8 +178,10 @@ def _safe(compute, name: str, orders: np.ndarray, params) -> np.ndarray:
 
 
 def _clone_note(n: int) -> list[str]:
-    if clone_rdp is None:
-        return ["the clone bound is not available in this build; thesis bounds only"]
+    if not _TIGHT.get():
+        return [
+            "the bounds beyond the thesis are switched off (thesis_only): thesis bounds and pure-DP caps only"
+        ]
     if n > CLONES_MAX_N:
         return [
             f"the clone bound is certified only up to n = {CLONES_MAX_N:,} within the time budget; "
@@ -228,9 +248,10 @@ def shuffle_rdp(n, epsilon0, orders, bound: str = "upper", output: str = "discre
     if bound == "upper":
         return shuffle_upper_detail(n, epsilon0, o, output).rdp
     if bound == "clones":
-        if clone_rdp is None or n > CLONES_MAX_N:
+        if n > CLONES_MAX_N:
             raise BoundNotApplicable(_clone_note(n)[0])
-        return _clones(n, epsilon0, o)
+        with _tight():
+            return _clones(n, epsilon0, o)
     if bound == "cap":
         return _sh.cap(epsilon0, o)
     fn = {
@@ -252,49 +273,25 @@ def _check_nk(n, k) -> tuple[int, int]:
     return n, k
 
 
-_WBK_DENSE = 16  # the inner curve is evaluated at every integer up to here and on the (rounded) grid above,
-# interpolated in between by convexity: on random events it gives the same ε as every integer to 256 at half the cost
-
-
-def _wbk_inner_orders(jmax: float) -> np.ndarray:
-    """Orders at which WBK19's inner (k-user shuffle) curve is evaluated tightly: every integer up
-    to ``_WBK_DENSE``, the rounded default grid above, and the largest integer needed."""
-    from .orders import DEFAULT_ORDERS
-
-    sparse = np.unique(
-        np.concatenate(
-            [np.arange(2.0, _WBK_DENSE + 1.0), np.round(DEFAULT_ORDERS[DEFAULT_ORDERS >= 2]), [jmax]]
-        )
-    )
-    return sparse[sparse <= jmax]
-
-
 def _wbk19(n: int, k: int, epsilon0: float, ints: np.ndarray, output: str, k_curve=None) -> np.ndarray:
-    """WBK19 Thm 9 with the tightest inner curve of the k-user shuffle at integer orders.
+    """WBK19 Thm 9 with the tightest inner curve of the k-user shuffle at integer orders
+    (:func:`accountant.nested.wbk19_over`; any valid inner curve is allowed, since WBK19's bound
+    is increasing in each ε(j)).
 
     ``k_curve(orders)`` returns that inner curve at given orders (default: the k-user shuffle's
     default upper bound, computed here); the subsampled default passes one it shares with its
     own "k-user shuffle" candidate, so the costly clone curve of k users is computed once."""
-    if wbk19_rdp is None or epsilon0 == 0.0:
-        return np.full(ints.shape, np.inf) if epsilon0 else np.zeros(ints.shape)
+    if epsilon0 == 0.0:
+        return np.zeros(ints.shape)
+    if not _TIGHT.get():
+        return np.full(ints.shape, np.inf)
     if k_curve is None:
 
         def k_curve(os_):
             return shuffle_upper_detail(k, epsilon0, os_, output).rdp
 
-    def inner(js):
-        js = np.asarray(js, dtype=float)
-        # the tight (costly) inner curve on a sparse grid, extended to every integer by convexity
-        # of (α−1)ε(α); closed-form bounds at every integer directly. Any valid inner curve is
-        # allowed (WBK19's bound is increasing in each ε(j)).
-        known = _wbk_inner_orders(float(js.max()))
-        vals = np.asarray(k_curve(known), dtype=float)
-        # linear interpolation of (j−1)ε(j) between consecutive known integers
-        lin = np.interp(js, known, (known - 1.0) * vals) / (js - 1.0)
-        return np.minimum.reduce([lin, _sh.cap(epsilon0, js)])
-
     return _safe(
-        lambda: _checked(wbk19_rdp(k / n, inner, epsilon0, ints.astype(float)), ints),
+        lambda: _checked(wbk19_over(k / n, k_curve, epsilon0, ints.astype(float)), ints),
         "wbk19",
         ints,
         (n, k, epsilon0),
@@ -327,7 +324,7 @@ def _subsampled_upper_detail(n: int, k: int, epsilon0: float, o: np.ndarray, out
     # "k-user shuffle" candidate (the requested orders) — so it is computed once, on the union.
     shared: dict[float, float] = {}
     if epsilon0 > 0:
-        union = np.unique(np.concatenate([o, _wbk_inner_orders(float(np.ceil(o.max())))]))
+        union = np.unique(np.concatenate([o, wbk_inner_orders(float(np.ceil(o.max())))]))
         shared = dict(zip(union.tolist(), shuffle_upper_detail(k, epsilon0, union, output).rdp.tolist()))
 
     def k_curve(os_):
@@ -367,8 +364,7 @@ def _subsampled_upper_detail(n: int, k: int, epsilon0: float, o: np.ndarray, out
         else:
             sources.append("interpolated")
     vals, sources = _hull(o, vals, sources)
-    notes = _clone_note(k) if wbk19_rdp is not None else ["WBK19 is not available in this build"]
-    return CurveDetail(o, vals, sources, notes)
+    return CurveDetail(o, vals, sources, _clone_note(k))
 
 
 def subsampled_shuffle_rdp(
@@ -409,9 +405,8 @@ def subsampled_shuffle_rdp(
     from ._validation import integer_orders
 
     if bound == "wbk19":
-        if wbk19_rdp is None:
-            raise BoundNotApplicable("bound 'wbk19' is not available in this build")
-        return _wbk19(n, k, epsilon0, integer_orders(o, "wbk19"), output)
+        with _tight():
+            return _wbk19(n, k, epsilon0, integer_orders(o, "wbk19"), output)
     # thesis: min(SU, cap) at integers, interpolated, min cap
     if k < 2:
         return _ss.cap(n, k, epsilon0, o)

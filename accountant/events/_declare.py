@@ -30,6 +30,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .._validation import check_float, check_int
+from ..bounds import tight_bounds
 from ..errors import InvalidEvent, InvalidParameter
 
 #: most users (n, k) an event may describe: 10¹² is already ~100× any real population
@@ -228,7 +229,8 @@ class Event:
 
     def curve(self, orders: np.ndarray, bound: str = "upper") -> np.ndarray:
         """RDP at ``orders`` of all ``count`` repetitions (RDP adds up: thesis Lemma 2.1.4)."""
-        unit = cached_unit_curve(self.unit, tuple(np.asarray(orders, dtype=float).tolist()), bound)
+        key = tuple(np.asarray(orders, dtype=float).tolist())
+        unit = cached_unit_curve(self.unit, key, bound, tight_bounds())
         with np.errstate(invalid="ignore"):
             return np.where(unit == 0, 0.0, unit * self.count)
 
@@ -268,8 +270,9 @@ class Event:
 
 
 @lru_cache(maxsize=4096)
-def cached_unit_curve(event: Event, orders_key: tuple, bound: str) -> np.ndarray:
-    """Curve of ONE repetition (``event`` has count 1) at ``orders_key``, cached; read-only."""
+def cached_unit_curve(event: Event, orders_key: tuple, bound: str, tight: bool = True) -> np.ndarray:
+    """Curve of ONE repetition (``event`` has count 1) at ``orders_key``, cached (keyed also by
+    :func:`accountant.bounds.tight_bounds`, the setting it was computed under); read-only."""
     if bound not in event.BOUNDS:
         raise InvalidParameter(
             f"unknown bound {bound!r} for {event.mechanism!r} events; choose one of {list(event.BOUNDS)}"

@@ -1,4 +1,4 @@
-"""Calibration (issue 3): solve ε0, count, n or k against a target (ε, δ).
+"""Calibration: solve ε0, count, n or k against a target (ε, δ).
 
 The acceptance property, on random events and targets: the returned guarantee — recomputed here
 with ``epsilon_guarantee`` for the returned event — is ≤ the target, and nudging the answer one
@@ -27,19 +27,15 @@ from hypothesis import strategies as st
 
 import accountant as A
 from accountant import bounds as _bounds
-from accountant.composition import _cached_unit_curve
 
 NUDGE = 1e-5
 
 
 @pytest.fixture
-def thesis_default(monkeypatch):
-    """The thesis bounds as the default upper curve (fast); restored afterwards."""
-    monkeypatch.setattr(_bounds, "clone_rdp", None, raising=False)
-    monkeypatch.setattr(_bounds, "wbk19_rdp", None, raising=False)
-    _cached_unit_curve.cache_clear()
-    yield
-    _cached_unit_curve.cache_clear()
+def thesis_default():
+    """The thesis bounds as the default upper curve (fast) within the test."""
+    with _bounds.thesis_only():
+        yield
 
 
 def _eps(event: dict, delta: float, orders=None) -> float:

@@ -1,4 +1,4 @@
-"""The thesis's headline compositions (issue 2 acceptance) with the thesis bounds, and the
+"""The thesis's headline compositions with the thesis bounds, and the
 default (tightest valid) bounds never being looser than them."""
 
 import pytest
@@ -36,7 +36,7 @@ def test_default_is_never_looser_than_the_thesis(ev, thesis):
 
 @pytest.mark.parametrize("ev,want", [(SHUFFLE, 1.08), (SUBSAMPLED, 0.53)])
 def test_headline_with_the_tightest_valid_default(ev, want):
-    """Issue 7: with the clone reduction (shuffle) and WBK19 over the clone curve (subsampled),
+    """With the clone reduction (shuffle) and WBK19 over the clone curve (subsampled),
     the default bound gives ≈ 1.08 and ≈ 0.53 (within 1.5%)."""
     eps, _ = A.epsilon([ev], 1e-8)
     assert eps == pytest.approx(want, rel=0.015)

@@ -1,4 +1,4 @@
-"""The database-backed curve store (issue 7: the clone curve is computed once per (n, ε0) and kept
+"""The database-backed curve store (the clone curve is computed once per (n, ε0) and kept
 in the database, so a restart or a second process does not recompute)."""
 
 from __future__ import annotations
