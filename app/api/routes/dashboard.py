@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Annotated
 
 import numpy as np
-from fastapi import APIRouter, Depends, FastAPI, Path as PathParam
+from fastapi import APIRouter, Depends, FastAPI
+from fastapi import Path as PathParam
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
