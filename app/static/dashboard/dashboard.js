@@ -147,6 +147,7 @@
   function destroyCharts() {
     charts.forEach(function (c) { if (c.ro) c.ro.disconnect(); c.plot.destroy(); });
     charts = [];
+    window.dashboardCharts = {};
   }
 
   var UTC = function (ts) { return uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC"); };
@@ -176,6 +177,9 @@
     };
     var plot = new uPlot(o, data, box);
     var entry = { plot: plot };
+    // read-only handle for tests and the curious: the exact series each chart draws
+    window.dashboardCharts = window.dashboardCharts || {};
+    if (box.id) window.dashboardCharts[box.id] = plot;
     if (window.ResizeObserver) {
       entry.ro = new ResizeObserver(function () {
         var w = Math.max(box.clientWidth, 320);
@@ -504,8 +508,8 @@
             x: { label: "Rényi order α", log: true, value: function (p, v) { return v === null ? "–" : "α = " + fmt(v); } },
             y: { label: "RDP ε(α)", range: function () { return [0, top * 1.15]; } },
             series: [
-              { label: "spent ε(α)", stroke: "#3b5bdb", width: 2, points: { show: false }, value: function (p, v) { return fmt(v); } },
-              { label: "budget B(α)", stroke: "#e03131", width: 1.5, dash: [6, 4], points: { show: false }, value: function (p, v) { return fmt(v); } },
+              { label: "spent ε(α)", stroke: "#3b5bdb", width: 2, points: { show: false }, value: function (p, v, si, i) { return i === null || i === undefined ? "–" : fmt(v); } },
+              { label: "budget B(α)", stroke: "#e03131", width: 1.5, dash: [6, 4], points: { show: false }, value: function (p, v, si, i) { return i === null || i === undefined ? "–" : fmt(v); } },
             ],
           }, [curve.orders, curve.spent, curve.budget_curve]);
         },
