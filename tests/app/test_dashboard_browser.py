@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import os
 import re
-from datetime import datetime
 import shutil
 import tempfile
+from datetime import datetime
 from pathlib import Path
 
 import pytest
