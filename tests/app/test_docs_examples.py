@@ -32,7 +32,9 @@ from tests.helpers.server import start_server
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ["docs/api.md", "docs/ledger.md", "docs/sdk.md", "README.md"]
 KEYS = "admin-secret:admin,pipeline-secret:pipeline,viewer-secret:viewer"
-SHOWN_ONLY = re.compile(r"privacy-accountant serve|pip install|^\s*python -m pytest|docker|\.ci/run|examples/", re.M)
+SHOWN_ONLY = re.compile(
+    r"privacy-accountant serve|pip install|^\s*python -m pytest|docker|\.ci/run|examples/", re.M
+)
 
 pytestmark = pytest.mark.slow
 
