@@ -29,6 +29,7 @@ from starlette.routing import Route
 
 from accountant.conversion import _MIN_CONVERSION_ORDER, epsilon_vector
 from app.api.deps import get_db, require_reader
+from app.api.routes.ledger import AUTH_ERRORS
 from app.db.session import Database
 from app.ledger import curves as cv
 from app.ledger import repository as repo
@@ -157,7 +158,7 @@ UserPath = Annotated[
     summary="Dashboard: a user's spent RDP curve against its budget, order by order (any role)",
     description="The running spent curve ε(α) on the ledger's order grid, the budget curve B(α) (the largest "
     "ε(α) that converts to ε_B at δ_B), and the ε each order would give. `null` = unbounded.",
-    responses={404: {"model": views.ErrorBody, "description": "unknown user"}},
+    responses={404: {"model": views.ErrorBody, "description": "unknown user"}, **AUTH_ERRORS},
 )
 def get_user_curve(user_id: UserPath, db: Database = Depends(get_db), _actor=Depends(require_reader)):
     return user_curve(db, user_id)
