@@ -212,6 +212,7 @@ def create_app() -> FastAPI:
     app.include_router(compute.router)
     app.include_router(importlib.import_module("app.api.routes.ledger").router)
     app.include_router(importlib.import_module("app.api.routes.mechanisms").router)
+    importlib.import_module("app.api.routes.dashboard").install(app)  # /dashboard, /static, offline /docs
     return app
 
 
