@@ -57,7 +57,9 @@ def test_zeta_costs_exactly_the_conversion_at_delta_minus_zeta(evs, zeta, delta)
             accountant.epsilon_guarantee(evz, delta)
         return
     g = accountant.epsilon_guarantee(evz, delta, refine=False)
-    assert g.epsilon == pytest.approx(epsilon_from_rdp(accountant.DEFAULT_ORDERS, accountant.compose(evs), delta - z)[0], rel=1e-12)
+    assert g.epsilon == pytest.approx(
+        epsilon_from_rdp(accountant.DEFAULT_ORDERS, accountant.compose(evs), delta - z)[0], rel=1e-12
+    )
     assert g.epsilon >= accountant.epsilon_guarantee(evs, delta, refine=False).epsilon
     assert g.zeta == pytest.approx(z, rel=1e-12) and g.zeta >= z
     d = accountant.delta_guarantee(evz, g.epsilon)
@@ -66,7 +68,9 @@ def test_zeta_costs_exactly_the_conversion_at_delta_minus_zeta(evs, zeta, delta)
 
 
 @SET
-@given(st.lists(approx, min_size=1, max_size=3), st.lists(gaussians, max_size=2), st.sampled_from([1e-5, 1e-3]))
+@given(
+    st.lists(approx, min_size=1, max_size=3), st.lists(gaussians, max_size=2), st.sampled_from([1e-5, 1e-3])
+)
 def test_the_two_directions_agree(apx, gs, delta):
     """δ at the ε reported for δ is δ up to the search grids (both come from the same bounds; the
     split of the budget is searched on a grid in each direction, the orders likewise)."""
@@ -84,7 +88,9 @@ def test_the_two_directions_agree(apx, gs, delta):
 def test_adding_a_release_never_lowers_the_loss(apx, gs, eps):
     evs = apx + gs
     base = accountant.delta_guarantee(evs, eps).delta
-    more = accountant.delta_guarantee(evs + [{"mechanism": "approx_dp", "epsilon": 0.1, "delta": 1e-9}], eps).delta
+    more = accountant.delta_guarantee(
+        evs + [{"mechanism": "approx_dp", "epsilon": 0.1, "delta": 1e-9}], eps
+    ).delta
     assert more >= base * (1 - 1e-9)
 
 
@@ -130,7 +136,9 @@ def test_approx_only_and_zero_curve():
     g = accountant.epsilon_guarantee([ev], 1e-6)
     assert g.epsilon <= 0.6 * (1 + 1e-12)
     assert accountant.delta_guarantee([ev], 0.6 * (1 + 1e-9)).delta <= 3e-7 * (1 + 1e-9)
-    acc = Account(accountant.DEFAULT_ORDERS, np.zeros(accountant.DEFAULT_ORDERS.size), 0.0, ApproxPart.of(0.2, 1e-7, 3))
+    acc = Account(
+        accountant.DEFAULT_ORDERS, np.zeros(accountant.DEFAULT_ORDERS.size), 0.0, ApproxPart.of(0.2, 1e-7, 3)
+    )
     assert epsilon_of(acc, 1e-6).epsilon == g.epsilon
     assert delta_of(acc, 10.0).delta == pytest.approx(3e-7, rel=1e-9)
 
@@ -141,11 +149,17 @@ def test_calibration_handles_the_additive_delta():
     assert r.value == 99  # 100·1e-7 = δ: no ε exists
     assert r.epsilon <= 100.0
     r2 = accountant.calibrate({"mechanism": "approx_dp", "epsilon": 0.01, "delta": 1e-9}, "count", 1.0, 1e-6)
-    g = accountant.epsilon_guarantee([{"mechanism": "approx_dp", "epsilon": 0.01, "delta": 1e-9, "count": r2.value + 1}], 1e-6)
+    g = accountant.epsilon_guarantee(
+        [{"mechanism": "approx_dp", "epsilon": 0.01, "delta": 1e-9, "count": r2.value + 1}], 1e-6
+    )
     assert r2.epsilon <= 1.0 < g.epsilon
-    curve = accountant.epsilon_over_rounds({"mechanism": "laplace", "scale": 50.0, "zeta": 1e-7}, 1e-5, [1, 10, 50])
+    curve = accountant.epsilon_over_rounds(
+        {"mechanism": "laplace", "scale": 50.0, "zeta": 1e-7}, 1e-5, [1, 10, 50]
+    )
     assert np.all(np.diff(curve.epsilon) > 0)
-    single = accountant.epsilon_guarantee([{"mechanism": "laplace", "scale": 50.0, "zeta": 1e-7, "count": 50}], 1e-5)
+    single = accountant.epsilon_guarantee(
+        [{"mechanism": "laplace", "scale": 50.0, "zeta": 1e-7, "count": 50}], 1e-5
+    )
     assert curve.epsilon[-1] == single.epsilon
 
 

@@ -56,7 +56,9 @@ def em_law(scores: np.ndarray, eps: float) -> np.ndarray:
 def test_exponential_mechanism(eps, base, data, rounds):
     """u(x, ·) arbitrary integers, u(x', ·) = u(x, ·) + d with d ∈ {−1, 0, 1}: P_x vs P_x'."""
     u = np.array(base, dtype=float)
-    d = np.array(data.draw(st.lists(st.sampled_from([-1, 0, 1]), min_size=u.size, max_size=u.size)), dtype=float)
+    d = np.array(
+        data.draw(st.lists(st.sampled_from([-1, 0, 1]), min_size=u.size, max_size=u.size)), dtype=float
+    )
     pair = X.ShuffledPair.from_laws(em_law(u + d, eps), em_law(u, eps))
     ev = {"mechanism": "exponential", "epsilon": eps, "count": rounds}
     assert_sound([ev], Discrete(pair), rounds, f"exponential, u = {u}, d = {d}")
@@ -127,7 +129,8 @@ def at_law(q: np.ndarray, threshold: float, eps: float, sens: float) -> np.ndarr
     for k in range(T + 1):
         f = piece(k)
         tot = math.fsum(
-            integrate.quad(f, lo, hi, epsabs=0, epsrel=1e-13, limit=400)[0] for lo, hi in zip(edges[:-1], edges[1:])
+            integrate.quad(f, lo, hi, epsabs=0, epsrel=1e-13, limit=400)[0]
+            for lo, hi in zip(edges[:-1], edges[1:])
         )
         out.append(tot)
     law = np.array(out)
@@ -165,7 +168,7 @@ def rr_product_hockey(groups: list[tuple[float, float, int]], eps_g: float, gaus
     privacy loss Σ ε_i(c_i − 2l_i) for l_i flips (binomial). mpmath, 40 digits."""
     mp.mp.dps = 40
     atoms_free = mp.mpf(1)
-    for e, d, c in groups:
+    for _e, d, c in groups:
         atoms_free *= (1 - mp.mpf(d)) ** c
     total = mp.mpf(0)
     ranges = [range(c + 1) for _, _, c in groups]
@@ -227,7 +230,9 @@ def test_approx_dp_homogeneous_is_kov15():
     from accountant.baselines.composition import kov15_epsilon
 
     for eps, dlt, k, delta in ((0.1, 1e-8, 30, 1e-5), (0.5, 0.0, 12, 1e-6), (0.02, 1e-9, 2000, 1e-4)):
-        g = accountant.epsilon_guarantee([{"mechanism": "approx_dp", "epsilon": eps, "delta": dlt, "count": k}], delta)
+        g = accountant.epsilon_guarantee(
+            [{"mechanism": "approx_dp", "epsilon": eps, "delta": dlt, "count": k}], delta
+        )
         opt = kov15_epsilon(k, eps, dlt, delta)
         assert g.epsilon == pytest.approx(opt, rel=1e-6)
         if k <= 40:
@@ -254,7 +259,9 @@ def mixture_hockey(mu: float, zeta: float, far: float, eps: float, reverse: bool
     edges = [-np.inf, -far - 40, *pts, far + 40, np.inf]
     tot = 0.0
     for lo, hi in zip(edges[:-1], edges[1:]):
-        tot += integrate.quad(lambda y: max(0.0, a(y) - math.exp(eps) * b(y)), lo, hi, limit=400, epsabs=1e-16)[0]
+        tot += integrate.quad(
+            lambda y: max(0.0, a(y) - math.exp(eps) * b(y)), lo, hi, limit=400, epsabs=1e-16
+        )[0]
     return tot
 
 
