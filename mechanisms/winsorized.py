@@ -287,12 +287,14 @@ class WinsorizedMean(CentralMechanism):
 
     # ------------------------------------------------------------------------------------------ utility
     def mse(self, n: int | None = None, x: Any = None) -> float:
-        """The Laplace noise's E‖noise‖² = d'·2b² with b = 2w/(nε) (the rotation is orthogonal): the
-        whole error when nothing is clipped and the ranges succeed (Thm 1/Thm 2's β-closeness)."""
+        """The Laplace noise's E‖noise‖² = d·2b² with b = 2w/(nε): i.i.d. noise of variance 2b² on the d'
+        rotated coordinates stays isotropic after the orthogonal un-rotation, and d of the d'
+        coordinates are kept. The whole error when nothing is clipped and the ranges succeed (Thm 1/
+        Thm 2's β-closeness)."""
         if x is not None:
             n = self._inputs(x).shape[0]
         n = 1 if n is None else int(n)
-        return self.D * 2.0 * self.laplace_scale(n) ** 2
+        return self.d * 2.0 * self.laplace_scale(n) ** 2
 
     def failure_probability(self, n: int) -> float:
         """Probability that some coordinate's private range picks a centre outside the data's bins,

@@ -131,6 +131,14 @@ class WinsorizedSGD(CentralMechanism):
             default="last",
             choices=("last", "average"),
         ),
+        "rotation_seed": Param(
+            "integer",
+            "seed of the public random signs, the same at every step (default: fresh signs per step from the "
+            "run's generator)",
+            default=None,
+            minimum=0,
+            nullable=True,
+        ),
     }
 
     def _setup(self) -> None:
@@ -152,6 +160,7 @@ class WinsorizedSGD(CentralMechanism):
             n=p["n"],
             gamma=p["gamma"],
             tau_rotated=tau_r if self.d > 1 else None,
+            rotation_seed=p["rotation_seed"],
         )
 
     def internals(self) -> dict:
