@@ -88,7 +88,9 @@ def test_private_range(eps, values, replacement, tau, rounds):
     xp = x.copy()
     xp[0] = replacement
     mech = mechanisms.get("private_range", epsilon=eps, tau=tau, B=1.0)
-    pair = X.ShuffledPair.from_laws(range_law(xp, eps, tau, 1.0), range_law(x, eps, tau, 1.0))
+    p, q = range_law(xp, eps, tau, 1.0), range_law(x, eps, tau, 1.0)
+    assert np.max(np.abs(np.log(p / q))) <= eps * (1 + 1e-12)  # within e^ε on neighbours
+    pair = X.ShuffledPair.from_laws(p, q)
     assert_sound(mech.events(count=rounds), Discrete(pair), rounds, f"private_range {x} → {xp}")
 
 

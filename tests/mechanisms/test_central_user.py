@@ -255,3 +255,60 @@ def test_central_events_refuse_sampling_and_bad_targets():
         type(m).calibrated(-1.0, 1e-6, tau=0.1, B=1.0)
     with pytest.raises(mechanisms.ParameterError, match="mode"):
         type(m).calibrated(1.0, 1e-6, mode="loose", tau=0.1, B=1.0)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Through the service: catalog, calibration, randomize → estimate
+# ----------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def http():
+    from fastapi.testclient import TestClient
+
+    from app.main import app
+
+    return TestClient(app)
+
+
+CENTRAL = [
+    ("private_range", {"tau": 0.1, "B": 1.0}, None),
+    ("winsorized_mean", {"tau": 0.1, "B": 1.0, "d": 4}, {"n": 1000, "count": 2}),
+    ("outlier_removal_mean", {"tau": 0.1, "T": 10}, {"n": 20_000}),
+    ("winsorized_sgd", {"T": 5, "d": 4, "G": 1.0, "tau": 0.5, "n": 500}, None),
+]
+
+
+@pytest.mark.parametrize("name,params,acc", CENTRAL, ids=[c[0] for c in CENTRAL])
+def test_service_calibrates_central_mechanisms(http, name, params, acc):
+    entry = {m["name"]: m for m in http.get("/v1/mechanisms").json()["mechanisms"]}[name]
+    assert entry["kind"] == "central" and entry["source"]
+    body = {"params": params, "calibrate": {"epsilon": 1.0, "delta": 1e-6}}
+    if acc:
+        body["accounting"] = acc
+    r = http.post(f"/v1/mechanisms/{name}/parameters", json=body)
+    assert r.status_code == 200, r.text
+    out = r.json()
+    assert out["kind"] == "central" and out["epsilon"] <= 1.0
+    assert out["epsilon"] == pytest.approx(accountant.epsilon(out["events"], 1e-6)[0], rel=1e-12)
+    knob = mechanisms.calibration_probe(name)
+    bad = http.post(f"/v1/mechanisms/{name}/parameters", json={**body, "params": {**params, **knob}})
+    assert bad.status_code == 422 and "leave" in bad.json()["detail"]
+
+
+def test_service_randomize_then_estimate_central(http):
+    p = {"epsilon": 2.0, "tau": 0.1, "B": 1.0, "d": 2, "n": 6}
+    xs = [[0.1, 0.2], [0.15, 0.12], [0.1, 0.1], [0.2, 0.2], [0.12, 0.18], [0.11, 0.14]]
+    r = http.post("/v1/mechanisms/winsorized_mean/randomize", json={"params": p, "inputs": xs, "seed": 3})
+    assert r.status_code == 200, r.text
+    again = http.post("/v1/mechanisms/winsorized_mean/randomize", json={"params": p, "inputs": xs, "seed": 3})
+    assert again.json()["reports"] == r.json()["reports"]  # the seed reproduces the release
+    est = http.post(
+        "/v1/mechanisms/winsorized_mean/estimate", json={"params": p, "reports": r.json()["reports"]}
+    )
+    assert est.status_code == 200 and len(est.json()["estimate"]) == 2
+    small = http.post(
+        "/v1/mechanisms/outlier_removal_mean/randomize",
+        json={"params": {"epsilon_gate": 1.0, "sigma": 1.0, "tau": 0.1, "T": 1, "n": 3}, "inputs": [1, 2, 3]},
+    )
+    assert small.status_code == 422 and "too small" in small.json()["detail"]
