@@ -17,6 +17,11 @@ nothing is charged, no data is used, and the pipeline stops cleanly.
 or, one round at a time, ``with pipe.round(events) as rnd: ...`` (raises :class:`RoundRefused`
 before the body runs when the ledger refuses).
 
+The helper needs only ``charge``/``charge_cohort``/``get_user`` of the SDK client and reads their
+answers either as dicts or as typed models (attribute access), so it works with either form of
+the SDK; it moves next to the client (``privacy_accountant.pipeline``, importing
+``.client``/``.errors``) without other changes.
+
 Each round's charge carries the idempotency key ``{run_id}-round-{t}``: re-running a run id after a
 crash replays the rounds already charged (``replayed``) instead of charging them twice. A round's
 events are charged as ONE request when they are a single event; several events of one round are
@@ -38,6 +43,15 @@ from app.client import AccountantClient, BudgetExceeded
 EventsFn = Callable[[int], Sequence[dict]]
 
 
+def field_of(obj: Any, *path: str) -> Any:
+    """``obj[a][b]…`` for dict answers, ``obj.a.b…`` for typed ones (None when absent)."""
+    for name in path:
+        if obj is None:
+            return None
+        obj = obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+    return obj
+
+
 class RoundRefused(Exception):
     """The ledger refused a round's charge: nothing of it was recorded and no data may be used."""
 
@@ -54,7 +68,7 @@ class Round:
 
     index: int
     events: list[dict]
-    charges: list[dict] = field(default_factory=list)
+    charges: list[Any] = field(default_factory=list)
     outcome: dict[str, Any] = field(default_factory=dict)
     spent_epsilon: float | None = None
     remaining_epsilon: float | None = None
@@ -64,7 +78,7 @@ class Round:
 
     @property
     def replayed(self) -> bool:
-        return bool(self.charges) and all(c.get("replayed") for c in self.charges)
+        return bool(self.charges) and all(field_of(c, "replayed") for c in self.charges)
 
     def record(self, **outcome: Any) -> None:
         """Attach what the round produced (loss, accuracy, …)."""
@@ -98,7 +112,7 @@ class Pipeline:
         self.stopped: RoundRefused | None = None
         self._next = 1
 
-    def _charge(self, event: dict, key: str) -> dict:
+    def _charge(self, event: dict, key: str) -> Any:
         if self.cohort is not None:
             return self.client.charge_cohort(event, self.cohort, idempotency_key=key)
         return self.client.charge(event, self.users, idempotency_key=key)
@@ -121,8 +135,8 @@ class Pipeline:
         rnd.seconds = time.monotonic() - t0
         if self.probe_user is not None:
             user = self.client.get_user(self.probe_user)
-            rnd.spent_epsilon = float(user["spent"]["epsilon"])
-            rnd.remaining_epsilon = float(user["remaining_epsilon"])
+            rnd.spent_epsilon = float(field_of(user, "spent", "epsilon"))
+            rnd.remaining_epsilon = float(field_of(user, "remaining_epsilon"))
         self.history.append(rnd)
 
     @contextlib.contextmanager
@@ -159,4 +173,4 @@ class Pipeline:
         return [p[0] for p in pts], [p[1] for p in pts]
 
 
-__all__ = ["Pipeline", "Round", "RoundRefused"]
+__all__ = ["Pipeline", "Round", "RoundRefused", "field_of"]

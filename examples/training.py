@@ -51,7 +51,7 @@ import numpy as np
 
 import mechanisms
 from app.client import AccountantClient, AccountantHTTPError, Conflict, TransportError
-from app.pipeline import Pipeline
+from app.pipeline import Pipeline, field_of
 from mechanisms.winsorized_sgd import WinsorizedSGD, clip_rows_l2, project_l2_ball
 
 HERE = Path(__file__).resolve().parent
@@ -209,7 +209,7 @@ def cldp_run(a, client, cohort, probe, users_X, users_y, Xte, yte, rng) -> dict:
         rnd.record(accuracy=accuracy(avg, Xte, yte), accuracy_last=accuracy(theta, Xte, yte), run_epsilon=own)
         print(
             f"{rnd.index:>6} | {rnd.outcome['accuracy']:>31.4f} | {rnd.outcome['accuracy_last']:>14.4f} | "
-            f"{own:>13.4f} | {client.get_user(probe)['spent']['epsilon']:>16.4f}"
+            f"{own:>13.4f} | {field_of(client.get_user(probe), 'spent', 'epsilon'):>16.4f}"
         )
     if pipe.stopped is not None:
         print(
@@ -314,6 +314,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return a
 
 
+def _create_users(client: AccountantClient, epsilon: float, delta: float, prefix: str, n: int) -> None:
+    """n users with one budget (the SDK's keyword form, or the older positional one)."""
+    try:
+        client.bulk_create_users(
+            budget={"epsilon": epsilon, "delta": delta}, id_prefix=prefix, count=n, on_conflict="skip"
+        )
+    except TypeError:
+        client.bulk_create_users(epsilon, delta, id_prefix=prefix, count=n, on_conflict="skip")
+
+
 def run(a: argparse.Namespace, url: str, api_key: str) -> int:
     rng = np.random.default_rng(a.seed)
     Xtr, ytr, Xte, yte = load(a.dataset, rng)
@@ -333,7 +343,7 @@ def run(a: argparse.Namespace, url: str, api_key: str) -> int:
     )
     results = []
     with AccountantClient(url, api_key=api_key) as client:
-        client.bulk_create_users(a.budget_epsilon, a.delta, id_prefix=prefix, count=n, on_conflict="skip")
+        _create_users(client, a.budget_epsilon, a.delta, prefix, n)
         with contextlib.suppress(Conflict):
             client.create_cohort(cohort, description=f"training example, {n} users")
         client.add_members(cohort, id_prefix=prefix, count=n)
@@ -361,8 +371,8 @@ def run(a: argparse.Namespace, url: str, api_key: str) -> int:
         else:
             print(f"  {res['run']:>7}: no round admitted ({how})")
     print(
-        f"  ledger: each user has spent ε = {user['spent']['epsilon']:.4f} of {a.budget_epsilon:g} at δ = {a.delta:g} "
-        f"over {user['charges']} charge(s) — both runs composed"
+        f"  ledger: each user has spent ε = {field_of(user, 'spent', 'epsilon'):.4f} of {a.budget_epsilon:g} at "
+        f"δ = {a.delta:g} over {field_of(user, 'charges')} charge(s) — both runs composed"
     )
     if a.plot:
         plot(results, a.plot, f"{a.dataset}: {n} users × {m} samples, logistic regression, δ = {a.delta:g}")
@@ -371,7 +381,7 @@ def run(a: argparse.Namespace, url: str, api_key: str) -> int:
         out = {
             "args": {k: v for k, v in vars(a).items() if k not in ("api_key", "url")},
             "results": results,
-            "ledger_epsilon": user["spent"]["epsilon"],
+            "ledger_epsilon": field_of(user, "spent", "epsilon"),
             "users": n,
         }
         Path(a.json).write_text(json.dumps(out, indent=1, default=float))

@@ -88,3 +88,25 @@ def test_several_events_per_round_get_their_own_keys_and_refusal_raises_before_t
     assert not body_ran
     with pytest.raises(ValueError):
         Pipeline(c, run_id="x")
+
+
+def test_typed_answers_are_read_like_dicts():
+    """The SDK may answer with typed models (attribute access) instead of dicts."""
+    from types import SimpleNamespace
+
+    class Typed(FakeClient):
+        def charge(self, event, users=None, *, cohort=None, idempotency_key=None):
+            d = super().charge(event, users, cohort=cohort, idempotency_key=idempotency_key)
+            return SimpleNamespace(replayed=bool(d.get("replayed")))
+
+        def get_user(self, user_id):
+            d = super().get_user(user_id)
+            return SimpleNamespace(
+                spent=SimpleNamespace(epsilon=d["spent"]["epsilon"]), remaining_epsilon=1.0
+            )
+
+    c = Typed(capacity=2)
+    pipe = Pipeline(c, run_id="t", users=["a"])
+    assert [r.spent_epsilon for r in pipe.rounds(5, EV)] == [None, None]  # read after each round ends
+    assert [r.spent_epsilon for r in pipe.history] == [0.5, 1.0] and pipe.stopped.round == 3
+    assert Pipeline(c, run_id="t", users=["a"]).charge(EV).replayed
