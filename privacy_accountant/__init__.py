@@ -49,11 +49,15 @@ from privacy_accountant.errors import (
     ValidationFailed,
     error_from_response,
 )
+from privacy_accountant.pipeline import Pipeline, Round, RoundRefused
 
 __all__ = [
     "__version__",
     "AccountantClient",
     "AsyncAccountantClient",
+    "Pipeline",
+    "Round",
+    "RoundRefused",
     "models",
     "AccountantError",
     "AccountantHTTPError",

@@ -166,7 +166,10 @@ def calibrate(
         raise InvalidParameter("progress must be a callable progress(fraction, epsilon) or None")
     dom = field_domain(base.to_dict(), solve_for)
     ev = Evaluator(base, solve_for, delta, grid, progress)
-    if solve_for == "count":  # RDP is linear in the count: closed form, then verified
+    if solve_for == "count" and (base.APPROX or base.zeta > 0):
+        # the additive δ grows with the count too: no closed form, the verified search
+        value, g, at_limit = solve(ev, dom, t, start=1)
+    elif solve_for == "count":  # RDP is linear in the count: closed form, then verified
         T = closed_form_count(base.with_count(1), grid, delta, t)
         first = Crossing(T or None, T + 1 if T < dom.hi else None, {})
         value, g, at_limit = solve(ev, dom, t, first=first)

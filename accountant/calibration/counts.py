@@ -17,13 +17,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._validation import MAX_COUNT, check_orders
-from ..composition import UNBOUNDED, _refine_orders, event_rdp
+from ..composition import UNBOUNDED, _refine_orders, epsilon_guarantee, event_rdp
 from ..conversion import epsilon_vector
 from ..errors import InvalidParameter
 from ..events import Event
 
 _REFINEMENT_RUNS = 12  # runs of counts with one grid minimiser followed through the refinement
 _CHUNK = 2_000_000  # matrix entries per block in epsilon_over_rounds
+_MAX_SLOW_COUNTS = 200  # counts evaluated one by one (events with an additive δ)
 
 
 def _conversion_offsets(orders: np.ndarray, delta: float) -> np.ndarray:
@@ -181,7 +182,24 @@ def _rows(
 
 
 def rounds_curve(unit_ev: Event, grid: np.ndarray, delta: float, counts: np.ndarray) -> RoundsCurve:
-    """ε at ``delta`` after each count of ``counts`` (see :func:`epsilon_over_rounds`)."""
+    """ε at ``delta`` after each count of ``counts`` (see :func:`epsilon_over_rounds`).
+
+    Events with an additive δ or (ε, δ) releases (not linear in the count alone) are evaluated
+    count by count with :func:`~accountant.composition.epsilon_guarantee`."""
+    if unit_ev.APPROX or unit_ev.zeta > 0:
+        if counts.size > _MAX_SLOW_COUNTS:
+            raise InvalidParameter(
+                f"ε over rounds of an event with an additive δ is computed count by count: ask for at most "
+                f"{_MAX_SLOW_COUNTS} counts, got {counts.size}"
+            )
+        gs = [epsilon_guarantee([unit_ev.with_count(int(c))], delta, grid) for c in counts]
+        return RoundsCurve(
+            counts=counts,
+            epsilon=np.array([g.epsilon for g in gs]),
+            order=np.array([g.order for g in gs]),
+            delta=delta,
+            orders=grid,
+        )
     unit = np.asarray(event_rdp(unit_ev, tuple(grid.tolist())), dtype=float)
     out_eps = np.empty(counts.size)
     out_ord = np.empty(counts.size)

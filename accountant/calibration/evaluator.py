@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from ..combination import ZetaExceedsDelta
 from ..composition import Guarantee, epsilon_guarantee, event_rdp
 from ..conversion import epsilon_vector
 from ..errors import AccountantError
@@ -62,12 +63,22 @@ class Evaluator:
         if self.progress is not None:
             self.progress(min(0.95, self.evaluations / (self.evaluations + 8.0)), float(eps))
 
+    def _f(self, x, key) -> Guarantee:
+        """epsilon_guarantee of event(x) on ``key``; +inf where the event's additive δ alone
+        reaches δ (no ε exists there: that value of the unknown is infeasible)."""
+        try:
+            return epsilon_guarantee([self.event(x)], self.delta, key)
+        except ZetaExceedsDelta:
+            grid = np.asarray(key, dtype=float)
+            return Guarantee(float("inf"), self.delta, float(grid[0]), grid, np.full(grid.size, np.inf))
+
     def guarantee(self, x) -> Guarantee:
         """F(x) with its order and curve."""
         g = self._full.get(x)
         if g is None:
-            g = self._full[x] = epsilon_guarantee([self.event(x)], self.delta, self.key)
-            self._place_top(self.grid, g)
+            g = self._full[x] = self._f(x, self.key)
+            if np.isfinite(g.epsilon):
+                self._place_top(self.grid, g)
             self._tick(g.epsilon)
         return g
 
@@ -113,7 +124,9 @@ class Evaluator:
         top = self._top
         while top < last:
             sub = self.grid[: top + 1]
-            g = epsilon_guarantee([self.event(x)], self.delta, sub)
+            g = self._f(x, sub)
+            if not np.isfinite(g.epsilon):
+                break
             i = self._place_top(sub, g)
             if i < top - 1:
                 break

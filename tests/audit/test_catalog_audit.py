@@ -43,6 +43,11 @@ COVERED = {
     "laplace_mean",
     "gaussian",
     "laplace",
+    # central user-level mechanisms: tests/audit/test_central_mechanisms.py
+    "private_range",
+    "winsorized_mean",
+    "winsorized_sgd",
+    "outlier_removal_mean",
 }
 
 

@@ -130,8 +130,11 @@ def user_curve(db: Database, user_id: str) -> UserCurve:
             for o in orders
         ]
     )
+    # the RDP part of the stored vector (side slots — additive δ, (ε, δ) releases — follow it; the
+    # policy's own ε, spent_epsilon, accounts for them)
+    spent = cv.rdp_part(c.spent)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        eps = epsilon_vector(orders, c.spent, b.delta)
+        eps = epsilon_vector(orders, spent, b.delta)
     return UserCurve(
         user_id=user_id,
         policy=b.policy,
@@ -139,7 +142,7 @@ def user_curve(db: Database, user_id: str) -> UserCurve:
         filter=views.FilterInfo.of(b) if b.policy == "filter" else None,
         grid_version=c.grid_version,
         orders=[float(o) for o in orders],
-        spent=_json_list(c.spent),
+        spent=_json_list(spent),
         budget_curve=_json_list(budget_curve),
         epsilon=_json_list(np.maximum(eps, 0.0)),
         spent_epsilon=c.spent_epsilon,

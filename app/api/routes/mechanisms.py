@@ -479,16 +479,15 @@ def _parameters(name: str, req: ParametersRequest) -> dict:
     if req.calibrate is not None:
         acc = req.accounting
         kind = _mechanism_class(name).kind
-        knob = {"gaussian": "noise_multiplier", "laplace": "scale"}.get(name, "epsilon0")
-        if knob in params:
-            raise HTTPException(
-                422, f"leave '{knob}' out of params when calibrating: it is what is solved for"
-            )
+        knobs = mech_pkg.calibration_probe(name)
+        for knob in knobs:
+            if knob in params:
+                raise HTTPException(
+                    422, f"leave '{knob}' out of params when calibrating: it is what is solved for"
+                )
         if kind == "local" and acc is None:
             raise HTTPException(422, "calibrating a local mechanism needs 'accounting' with the population n")
-        probe = dict(params)
-        probe[knob] = 1.0
-        _build(name, probe)  # validate the other parameters and the size bounds first
+        _build(name, mech_pkg.probe_params(name, params, None if acc is None else acc.n))  # validate first
         try:
             mech = mech_pkg.calibrate(
                 name,
