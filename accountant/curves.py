@@ -12,17 +12,18 @@
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ._numerics import round_up
 
 
-def gaussian_rdp(noise_multiplier: float, orders: np.ndarray) -> np.ndarray:
+def gaussian_rdp(noise_multiplier: float, orders: ArrayLike) -> NDArray[np.float64]:
     """Exact RDP of the Gaussian mechanism with σ = noise_multiplier × ℓ2 sensitivity
     (Mironov 2017, Prop. 7): α/(2z²)."""
     return round_up(np.asarray(orders, dtype=float) / (2.0 * noise_multiplier**2))
 
 
-def laplace_rdp(scale: float, orders: np.ndarray) -> np.ndarray:
+def laplace_rdp(scale: float, orders: ArrayLike) -> NDArray[np.float64]:
     """Exact RDP of the Laplace mechanism, b = scale·Δ₁ (Mironov 2017, Prop. 6), in log space.
 
     D_α is non-decreasing in α: orders within 1e-3 of 1 use the value at 1.001, away from the
@@ -34,7 +35,9 @@ def laplace_rdp(scale: float, orders: np.ndarray) -> np.ndarray:
     return round_up(np.maximum(np.logaddexp(t1, t2), 0.0) / (a - 1))
 
 
-def _sorted_points(known_orders, known_rdp) -> tuple[np.ndarray, np.ndarray]:
+def _sorted_points(
+    known_orders: ArrayLike, known_rdp: ArrayLike
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     ko = np.asarray(known_orders, dtype=float)
     kr = np.asarray(known_rdp, dtype=float)
     srt = np.lexsort((kr, ko))
@@ -43,7 +46,9 @@ def _sorted_points(known_orders, known_rdp) -> tuple[np.ndarray, np.ndarray]:
     return ko[keep], kr[keep]
 
 
-def curve_from_points(known_orders, known_rdp, orders: np.ndarray) -> np.ndarray:
+def curve_from_points(
+    known_orders: ArrayLike, known_rdp: ArrayLike, orders: ArrayLike
+) -> NDArray[np.float64]:
     """Valid upper bound at ``orders`` from a curve known at ``known_orders``: convex
     interpolation of (α−1)ε(α) and monotonicity of ε(α) between known orders, ε(α_min) below the
     smallest, +inf above the largest (unknown there)."""
@@ -63,7 +68,7 @@ def curve_from_points(known_orders, known_rdp, orders: np.ndarray) -> np.ndarray
     return out
 
 
-def curve_point_sources(known_orders, orders: np.ndarray) -> tuple[list[str], list[str]]:
+def curve_point_sources(known_orders: ArrayLike, orders: ArrayLike) -> tuple[list[str], list[str]]:
     """For :func:`curve_from_points`: how each value was obtained, and a note when some orders lie
     above the largest known one."""
     ko = np.unique(np.asarray(known_orders, dtype=float))
