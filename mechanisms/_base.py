@@ -78,38 +78,23 @@ class Param:
         return out
 
     def coerce(self, name: str, value: Any) -> Any:
+        """``value`` converted to the declared type and checked against the declared limits."""
         if value is None:
             if self.nullable:
                 return None
             raise ParameterError(f"parameter '{name}' must not be null")
+        if self.type == "interval":
+            return _as_interval(name, value)
         if self.type == "integer":
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer, float, np.floating)):
-                raise ParameterError(f"parameter '{name}' must be an integer (got {value!r})")
-            if isinstance(value, (float, np.floating)):
-                if not math.isfinite(value) or value != int(value):
-                    raise ParameterError(f"parameter '{name}' must be an integer (got {value!r})")
-            value = int(value)
+            value = _as_integer(name, value)
         elif self.type == "number":
-            if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-                raise ParameterError(f"parameter '{name}' must be a number (got {value!r})")
-            value = float(value)
-            if not math.isfinite(value):
-                raise ParameterError(f"parameter '{name}' must be a finite number (got {value!r})")
-        elif self.type == "string":
-            if not isinstance(value, str):
-                raise ParameterError(f"parameter '{name}' must be a string (got {value!r})")
-        elif self.type == "interval":
-            try:
-                lo, hi = (float(v) for v in value)
-            except (TypeError, ValueError):
-                raise ParameterError(
-                    f"parameter '{name}' must be a pair [low, high] of finite numbers (got {value!r})"
-                ) from None
-            if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-                raise ParameterError(
-                    f"parameter '{name}' must be a pair [low, high] with finite low < high (got {value!r})"
-                )
-            return (lo, hi)
+            value = _as_number(name, value)
+        elif self.type == "string" and not isinstance(value, str):
+            raise ParameterError(f"parameter '{name}' must be a string (got {value!r})")
+        self._check_limits(name, value)
+        return value
+
+    def _check_limits(self, name: str, value: Any) -> None:
         if self.choices is not None and value not in self.choices:
             raise ParameterError(f"parameter '{name}' must be one of {list(self.choices)} (got {value!r})")
         if self.minimum is not None:
@@ -119,7 +104,37 @@ class Param:
                 raise ParameterError(f"parameter '{name}' must be >= {self.minimum} (got {value!r})")
         if self.maximum is not None and not value <= self.maximum:
             raise ParameterError(f"parameter '{name}' must be <= {self.maximum} (got {value!r})")
-        return value
+
+
+def _as_integer(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer, float, np.floating)):
+        raise ParameterError(f"parameter '{name}' must be an integer (got {value!r})")
+    if isinstance(value, (float, np.floating)) and (not math.isfinite(value) or value != int(value)):
+        raise ParameterError(f"parameter '{name}' must be an integer (got {value!r})")
+    return int(value)
+
+
+def _as_number(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ParameterError(f"parameter '{name}' must be a number (got {value!r})")
+    v = float(value)
+    if not math.isfinite(v):
+        raise ParameterError(f"parameter '{name}' must be a finite number (got {v!r})")
+    return v
+
+
+def _as_interval(name: str, value: Any) -> tuple[float, float]:
+    try:
+        lo, hi = (float(v) for v in value)
+    except (TypeError, ValueError):
+        raise ParameterError(
+            f"parameter '{name}' must be a pair [low, high] of finite numbers (got {value!r})"
+        ) from None
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise ParameterError(
+            f"parameter '{name}' must be a pair [low, high] with finite low < high (got {value!r})"
+        )
+    return (lo, hi)
 
 
 EPS0_MAX = 50.0  # e^{50} is still comfortably finite; larger local budgets are meaningless

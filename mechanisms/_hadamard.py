@@ -66,10 +66,7 @@ def fwht(x: ArrayLike) -> NDArray[np.float64]:
         f = 1 << b
         post //= f
         h = _factor(b)
-        if post == 1:
-            y = y.reshape(-1, f) @ h
-        else:
-            y = np.matmul(h, y.reshape(rows * pre, f, post))
+        y = y.reshape(-1, f) @ h if post == 1 else np.matmul(h, y.reshape(rows * pre, f, post))
         pre *= f
     if y is x.reshape(rows, d) or np.shares_memory(y, x):
         y = y.copy()

@@ -86,7 +86,7 @@ class L1Ball(Mechanism):
         rng = check_rng(rng)
         xs = self._project(x)
         n: int = xs.shape[0]
-        if self.D == self.d:
+        if self.d == self.D:
             xp = xs
         else:
             xp = np.zeros((n, self.D))

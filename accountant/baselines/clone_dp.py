@@ -330,7 +330,7 @@ class ClonePair:
         certified value is :meth:`epsilon`."""
         eps0 = self.epsilon0
         if eps0 == 0.0:
-            return lambda d: 0.0
+            return lambda _delta: 0.0
         start = min(loss_scale(self.n, eps0) / 20.0, eps0 / 100.0)
         grid = np.concatenate([[0.0], np.geomspace(start, eps0 * (1 - 1e-9), num)])
         coarse = ClonePair(self.n, eps0, max(self.rel, 1e-4))  # ~10× fewer bins; approximate anyway

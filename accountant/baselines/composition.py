@@ -170,10 +170,7 @@ def best_split_epsilon(
     dt = check_delta(delta_total)
     k = int(k)
     search = search_eps_of_delta or eps_of_delta
-    if method == "kov15":
-        d_max = -math.expm1(math.log1p(-dt) / k)
-    else:
-        d_max = dt / k
+    d_max = -math.expm1(math.log1p(-dt) / k) if method == "kov15" else dt / k
     hi = math.log(d_max) - 1e-6
     lo = hi - log10_range * math.log(10.0)
 

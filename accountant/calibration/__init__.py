@@ -170,8 +170,8 @@ def calibrate(
     dom = field_domain(base.to_dict(), solve_for)
     ev = Evaluator(base, solve_for, delta, grid, progress)
     if solve_for == "count":  # RDP is linear in the count: closed form, then verified
-        T = closed_form_count(base.with_count(1), grid, delta, t)
-        first = Crossing(T or None, T + 1 if T < dom.hi else None, {})
+        count = closed_form_count(base.with_count(1), grid, delta, t)
+        first = Crossing(count or None, count + 1 if count < dom.hi else None, {})
         value, g, at_limit = solve(ev, dom, t, first=first)
     else:
         value, g, at_limit = solve(ev, dom, t, start=guess)

@@ -32,6 +32,7 @@ caller with the function it is judged by (the calibration verifies with the full
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -281,14 +282,10 @@ def _brent(f: _Values, dom: Domain, t: float, good: Number, bad: Number) -> None
             x = min(max(dom.clamp(dom.inv(u)), lo_x), hi_x)
         return _y(f(x), t)
 
-    if dom.integer:
-        xtol = 0.5 / (max(abs(good), abs(bad)) + 1.0)  # adjacent integers in log x
-    else:
-        xtol = 0.5 * math.log1p(dom.rtol)  # |Δ log x| ≤ |Δu| for both coordinates
-    try:
+    # integers: adjacent integers in log x; reals: |Δ log x| ≤ |Δu| for both coordinates
+    xtol = 0.5 / (max(abs(good), abs(bad)) + 1.0) if dom.integer else 0.5 * math.log1p(dom.rtol)
+    with contextlib.suppress(RuntimeError):  # not converged in maxiter: the bisection below finishes
         optimize.brentq(y, ua, ub, xtol=xtol, maxiter=100)
-    except RuntimeError:  # not converged in maxiter: the bisection below finishes
-        pass
 
 
 def _bisect(f: _Values, dom: Domain, t: float) -> tuple[Number | None, Number | None]:
