@@ -24,7 +24,7 @@ from ._base import (
     rr_variance,
     weighted_counts,
 )
-from ._hadamard import log2_ceil
+from .hadamard import log2_ceil
 
 
 def as_bits(x: ArrayLike, what: str, shape_tail: tuple[int, ...] = ()) -> NDArray[np.uint8]:

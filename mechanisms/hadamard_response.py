@@ -20,8 +20,8 @@ from ._base import (
     eps0_param,
     weighted_counts,
 )
-from ._hadamard import fwht, hadamard_entries, log2_ceil, next_power_of_two
 from .binary import _n_from
+from .hadamard import fwht, hadamard_entries, log2_ceil, next_power_of_two
 
 
 def hr_randomize(

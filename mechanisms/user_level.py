@@ -22,8 +22,8 @@ from ._base import (
     eps0_param,
     weighted_counts,
 )
-from ._hadamard import fwht, log2_ceil, next_power_of_two
 from .binary import _n_from
+from .hadamard import fwht, log2_ceil, next_power_of_two
 from .hadamard_response import check_index_bit, hr_frequencies_from_sums, hr_randomize, hr_sign_sums
 from .vectors import LEVELS_MAX, LinfBox
 

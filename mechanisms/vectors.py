@@ -24,8 +24,8 @@ from ._base import (
     rr_variance,
     weighted_counts,
 )
-from ._hadamard import fwht, hadamard_coefficients, log2_ceil, next_power_of_two
 from .binary import _n_from, block_layout, check_slot_reports
+from .hadamard import fwht, hadamard_coefficients, log2_ceil, next_power_of_two
 
 LEVELS_MAX = 24
 
