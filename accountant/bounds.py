@@ -11,12 +11,13 @@ gave each value.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from . import shuffle as _sh
 from . import subsampled as _ss
@@ -82,13 +83,15 @@ _DISCRETE_ONLY = {"u1", "u1_simplified", "u2", "thesis", "su", "lower", "lower_s
 class CurveDetail:
     """An upper curve with, per order, the name of the bound that gave it, and notes."""
 
-    orders: np.ndarray
-    rdp: np.ndarray
+    orders: NDArray[np.float64]
+    rdp: NDArray[np.float64]
     sources: list[str]
     notes: list[str] = field(default_factory=list)
 
 
-def _hull(o: np.ndarray, vals: np.ndarray, sources: list[str]) -> tuple[np.ndarray, list[str]]:
+def _hull(
+    o: NDArray[np.float64], vals: NDArray[np.float64], sources: list[str]
+) -> tuple[NDArray[np.float64], list[str]]:
     """Apply the convexity tightening (see :func:`accountant._numerics.convex_tighten`)."""
     tight = convex_tighten(o, vals)
     return tight, [s if t >= v else "convex hull" for s, t, v in zip(sources, tight, vals)]
@@ -97,7 +100,9 @@ def _hull(o: np.ndarray, vals: np.ndarray, sources: list[str]) -> tuple[np.ndarr
 _DETAILS = LRUCache(256)
 
 
-def _cached_detail(kind: str, compute, *params, orders):
+def _cached_detail(
+    kind: str, compute: Callable[[], CurveDetail], *params: object, orders: ArrayLike
+) -> CurveDetail:
     """The default curves with their sources are asked for twice per answer (the composition,
     then the per-order sources of the response): kept in a small LRU, keyed by the parameters,
     the orders and :func:`tight_bounds`."""
@@ -133,7 +138,7 @@ def _check_bound(bound: str, allowed: tuple[str, ...], model: str, output: str) 
 CLONES_VERSION = 2  # bump when the clone evaluation changes, so stored curves are not reused
 
 
-def _clones(n: int, epsilon0: float, orders: np.ndarray) -> np.ndarray:
+def _clones(n: int, epsilon0: float, orders: NDArray[np.float64]) -> NDArray[np.float64]:
     """The clone bound, from the curve store when this (n, ε0, orders) was computed before."""
     if not _TIGHT.get() or n > CLONES_MAX_N:
         return np.full(orders.shape, np.inf)
@@ -157,14 +162,19 @@ def _clones(n: int, epsilon0: float, orders: np.ndarray) -> np.ndarray:
     )
 
 
-def _checked(values, orders: np.ndarray) -> np.ndarray:
+def _checked(values: ArrayLike, orders: NDArray[np.float64] | NDArray[np.int64]) -> NDArray[np.float64]:
     out = np.asarray(values, dtype=float)
     if out.shape != orders.shape or np.any(np.isnan(out)) or np.any(out < 0):
         raise FloatingPointError("the bound returned an invalid curve")
     return out
 
 
-def _safe(compute, name: str, orders: np.ndarray, params) -> np.ndarray:
+def _safe(
+    compute: Callable[[], NDArray[np.float64]],
+    name: str,
+    orders: NDArray[np.float64] | NDArray[np.int64],
+    params: tuple[float, ...],
+) -> NDArray[np.float64]:
     """An optional tightening must never break an answer: if it fails, it is left out (+inf,
     so the minimum falls back to the other valid bounds; nothing is stored) and the failure is
     logged."""
@@ -190,7 +200,7 @@ def _clone_note(n: int) -> list[str]:
     return []
 
 
-def shuffle_upper_detail(n: int, epsilon0: float, orders, output: str = "discrete") -> CurveDetail:
+def shuffle_upper_detail(n: int, epsilon0: float, orders: ArrayLike, output: str = "discrete") -> CurveDetail:
     """Default shuffle upper bound with its per-order source.
 
     discrete: min(interp(min(U1, U2, cap) at integers), U2, cap, clones);
@@ -205,15 +215,16 @@ def shuffle_upper_detail(n: int, epsilon0: float, orders, output: str = "discret
     )
 
 
-def _shuffle_upper_detail(n: int, epsilon0: float, o: np.ndarray, output: str) -> CurveDetail:
+def _shuffle_upper_detail(n: int, epsilon0: float, o: NDArray[np.float64], output: str) -> CurveDetail:
     names = ["cap", "clones"]
     cands = [_sh.cap(epsilon0, o), _clones(n, epsilon0, o)]
     if output == "discrete":
 
-        def int_min(ints):
-            return np.minimum.reduce(
+        def int_min(ints: NDArray[np.int64]) -> NDArray[np.float64]:
+            out: NDArray[np.float64] = np.minimum.reduce(
                 [_sh._u1_int(n, epsilon0, ints), _sh.u2(n, epsilon0, ints), _sh.cap(epsilon0, ints)]
             )
+            return out
 
         # at an integer order the interpolated minimum is min(U1, U2, cap) itself
         names += ["u1", "u2"]
@@ -230,7 +241,9 @@ def _shuffle_upper_detail(n: int, epsilon0: float, o: np.ndarray, output: str) -
     return CurveDetail(o, vals, sources, _clone_note(n))
 
 
-def shuffle_rdp(n, epsilon0, orders, bound: str = "upper", output: str = "discrete") -> np.ndarray:
+def shuffle_rdp(
+    n: int, epsilon0: float, orders: ArrayLike, bound: str = "upper", output: str = "discrete"
+) -> NDArray[np.float64]:
     """RDP of the shuffle model at each order, for the named bound.
 
     bound: ``upper`` (default; the tightest valid bound, bounds.md §1/§8), ``u1`` (Thm 5.3.1),
@@ -267,13 +280,20 @@ def shuffle_rdp(n, epsilon0, orders, bound: str = "upper", output: str = "discre
     return fn(n, epsilon0, o)
 
 
-def _check_nk(n, k) -> tuple[int, int]:
+def _check_nk(n: int, k: int) -> tuple[int, int]:
     n = check_n(n)
     k = check_int("k", k, 1, n) if not (isinstance(k, (int, np.integer)) and 1 <= k <= n) else int(k)
     return n, k
 
 
-def _wbk19(n: int, k: int, epsilon0: float, ints: np.ndarray, output: str, k_curve=None) -> np.ndarray:
+def _wbk19(
+    n: int,
+    k: int,
+    epsilon0: float,
+    ints: NDArray[np.int64],
+    output: str,
+    k_curve: Callable[[NDArray[np.float64]], NDArray[np.float64]] | None = None,
+) -> NDArray[np.float64]:
     """WBK19 Thm 9 with the tightest inner curve of the k-user shuffle at integer orders
     (:func:`accountant.nested.wbk19_over`; any valid inner curve is allowed, since WBK19's bound
     is increasing in each ε(j)).
@@ -287,7 +307,7 @@ def _wbk19(n: int, k: int, epsilon0: float, ints: np.ndarray, output: str, k_cur
         return np.full(ints.shape, np.inf)
     if k_curve is None:
 
-        def k_curve(os_):
+        def k_curve(os_: NDArray[np.float64]) -> NDArray[np.float64]:
             return shuffle_upper_detail(k, epsilon0, os_, output).rdp
 
     return _safe(
@@ -298,7 +318,9 @@ def _wbk19(n: int, k: int, epsilon0: float, ints: np.ndarray, output: str, k_cur
     )
 
 
-def subsampled_upper_detail(n: int, k: int, epsilon0: float, orders, output: str = "discrete") -> CurveDetail:
+def subsampled_upper_detail(
+    n: int, k: int, epsilon0: float, orders: ArrayLike, output: str = "discrete"
+) -> CurveDetail:
     """Default subsampled-shuffle upper bound with its per-order source:
     min(interp(min(SU, WBK19, cap) at integers), cap, the k-user shuffle's own default curve).
     SU only for discrete outputs and k ≥ 2."""
@@ -317,7 +339,9 @@ def subsampled_upper_detail(n: int, k: int, epsilon0: float, orders, output: str
     )
 
 
-def _subsampled_upper_detail(n: int, k: int, epsilon0: float, o: np.ndarray, output: str) -> CurveDetail:
+def _subsampled_upper_detail(
+    n: int, k: int, epsilon0: float, o: NDArray[np.float64], output: str
+) -> CurveDetail:
     labels = {0: "cap", 1: "su", 2: "wbk19"}
     chosen: dict[int, int] = {}
     # The k-user shuffle curve serves twice — WBK19's inner curve (integer orders) and the
@@ -327,13 +351,13 @@ def _subsampled_upper_detail(n: int, k: int, epsilon0: float, o: np.ndarray, out
         union = np.unique(np.concatenate([o, wbk_inner_orders(float(np.ceil(o.max())))]))
         shared = dict(zip(union.tolist(), shuffle_upper_detail(k, epsilon0, union, output).rdp.tolist()))
 
-    def k_curve(os_):
+    def k_curve(os_: ArrayLike) -> NDArray[np.float64]:
         os_ = np.asarray(os_, dtype=float)
         if all(v in shared for v in os_.tolist()):
             return np.array([shared[v] for v in os_.tolist()])
         return shuffle_upper_detail(k, epsilon0, os_, output).rdp
 
-    def int_min(ints):
+    def int_min(ints: ArrayLike) -> NDArray[np.float64]:
         ints = np.asarray(ints, dtype=np.int64)
         c = [_ss.cap(n, k, epsilon0, ints)]
         c.append(
@@ -345,7 +369,8 @@ def _subsampled_upper_detail(n: int, k: int, epsilon0: float, o: np.ndarray, out
         st = np.stack(c)
         arg = np.argmin(st, axis=0)
         chosen.update(zip(ints.tolist(), arg.tolist()))
-        return st[arg, np.arange(ints.size)]
+        out: NDArray[np.float64] = st[arg, np.arange(ints.size)]
+        return out
 
     interp = round_up(interpolate_integer_bound(o, int_min))
     capv = _ss.cap(n, k, epsilon0, o)
@@ -353,7 +378,7 @@ def _subsampled_upper_detail(n: int, k: int, epsilon0: float, o: np.ndarray, out
     # subsampled curve is at most the k-user shuffle's own curve.
     inner = k_curve(o) if epsilon0 > 0 else np.zeros(o.shape)
     vals = np.minimum.reduce([interp, capv, inner])
-    sources = []
+    sources: list[str] = []
     for a, v, c, s in zip(o, interp, capv, inner):
         if c <= min(v, s):
             sources.append("cap")
@@ -368,14 +393,14 @@ def _subsampled_upper_detail(n: int, k: int, epsilon0: float, o: np.ndarray, out
 
 
 def subsampled_shuffle_rdp(
-    n,
-    k,
-    epsilon0,
-    orders,
+    n: int,
+    k: int,
+    epsilon0: float,
+    orders: ArrayLike,
     bound: str = "upper",
     output: str = "discrete",
     sampling: str = "without_replacement",
-) -> np.ndarray:
+) -> NDArray[np.float64]:
     """RDP of the subsampled shuffle model (k of n sampled uniformly without replacement).
 
     bound: ``upper`` (default, tightest valid), ``su`` (Thm 5.4.1; integer α, 2 ≤ k ≤ n),
@@ -411,7 +436,13 @@ def subsampled_shuffle_rdp(
     if k < 2:
         return _ss.cap(n, k, epsilon0, o)
 
-    def int_min(ints):
-        return np.minimum(_ss._su_int(n, k, epsilon0, ints), _ss.cap(n, k, epsilon0, ints))
+    def int_min(ints: NDArray[np.int64]) -> NDArray[np.float64]:
+        out: NDArray[np.float64] = np.minimum(
+            _ss._su_int(n, k, epsilon0, ints), _ss.cap(n, k, epsilon0, ints)
+        )
+        return out
 
-    return np.minimum(round_up(interpolate_integer_bound(o, int_min)), _ss.cap(n, k, epsilon0, o))
+    thesis: NDArray[np.float64] = np.minimum(
+        round_up(interpolate_integer_bound(o, int_min)), _ss.cap(n, k, epsilon0, o)
+    )
+    return thesis

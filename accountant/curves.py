@@ -17,17 +17,18 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ._numerics import em1mx, round_up
 
 
-def gaussian_rdp(noise_multiplier: float, orders: np.ndarray) -> np.ndarray:
+def gaussian_rdp(noise_multiplier: float, orders: ArrayLike) -> NDArray[np.float64]:
     """Exact RDP of the Gaussian mechanism with σ = noise_multiplier × ℓ2 sensitivity
     (Mironov 2017, Prop. 7): α/(2z²)."""
     return round_up(np.asarray(orders, dtype=float) / (2.0 * noise_multiplier**2))
 
 
-def laplace_rdp(scale: float, orders: np.ndarray) -> np.ndarray:
+def laplace_rdp(scale: float, orders: ArrayLike) -> NDArray[np.float64]:
     """Exact RDP of the Laplace mechanism, b = scale·Δ₁ (Mironov 2017, Prop. 6), in log space.
 
     D_α is non-decreasing in α: orders within 1e-3 of 1 use the value at 1.001, away from the
@@ -44,12 +45,12 @@ def laplace_rdp(scale: float, orders: np.ndarray) -> np.ndarray:
 _BR_MARGIN = 1.0 + 1e-10
 
 
-def _log1p_minus_alpha_log1p(u: np.ndarray, a: np.ndarray) -> np.ndarray:
+def _log1p_minus_alpha_log1p(u: NDArray[np.float64], a: NDArray[np.float64]) -> NDArray[np.float64]:
     """h(u) = log1p(α·u) − α·log1p(u) ≤ 0 for u ≥ 0 without cancellation: the power series
     Σ_{k≥2} (−1)^{k+1}(α^k − α)u^k/k where α·u ≤ 0.05 (20 terms: remainder below 1e-25 relative),
     the closed form elsewhere (where it loses at most a few ulps)."""
     small = a * u <= 0.05
-    out = np.log1p(a * u) - a * np.log1p(u)
+    out: NDArray[np.float64] = np.log1p(a * u) - a * np.log1p(u)
     if np.any(small):
         us, as_ = u[small], a[small]
         tot = np.zeros(us.shape)
@@ -63,7 +64,7 @@ def _log1p_minus_alpha_log1p(u: np.ndarray, a: np.ndarray) -> np.ndarray:
     return out
 
 
-def bounded_range_rdp(epsilon: float, orders: np.ndarray) -> np.ndarray:
+def bounded_range_rdp(epsilon: float, orders: ArrayLike) -> NDArray[np.float64]:
     """Exact worst-case RDP of an ε-bounded-range (ε-BR) mechanism — the exponential mechanism
     sampling ∝ exp(ε·u(x, y)/(2Δu)) is ε-BR (Durfee & Rogers 2019; Cesar & Rogers 2021, who give
     this supremum and its zCDP consequence ε²/8).
@@ -115,7 +116,9 @@ def bounded_range_rdp(epsilon: float, orders: np.ndarray) -> np.ndarray:
     return round_up(out * _BR_MARGIN)
 
 
-def _sorted_points(known_orders, known_rdp) -> tuple[np.ndarray, np.ndarray]:
+def _sorted_points(
+    known_orders: ArrayLike, known_rdp: ArrayLike
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     ko = np.asarray(known_orders, dtype=float)
     kr = np.asarray(known_rdp, dtype=float)
     srt = np.lexsort((kr, ko))
@@ -124,7 +127,9 @@ def _sorted_points(known_orders, known_rdp) -> tuple[np.ndarray, np.ndarray]:
     return ko[keep], kr[keep]
 
 
-def curve_from_points(known_orders, known_rdp, orders: np.ndarray) -> np.ndarray:
+def curve_from_points(
+    known_orders: ArrayLike, known_rdp: ArrayLike, orders: ArrayLike
+) -> NDArray[np.float64]:
     """Valid upper bound at ``orders`` from a curve known at ``known_orders``: convex
     interpolation of (α−1)ε(α) and monotonicity of ε(α) between known orders, ε(α_min) below the
     smallest, +inf above the largest (unknown there)."""
@@ -144,7 +149,7 @@ def curve_from_points(known_orders, known_rdp, orders: np.ndarray) -> np.ndarray
     return out
 
 
-def curve_point_sources(known_orders, orders: np.ndarray) -> tuple[list[str], list[str]]:
+def curve_point_sources(known_orders: ArrayLike, orders: ArrayLike) -> tuple[list[str], list[str]]:
     """For :func:`curve_from_points`: how each value was obtained, and a note when some orders lie
     above the largest known one."""
     ko = np.unique(np.asarray(known_orders, dtype=float))

@@ -185,7 +185,7 @@ def cldp_run(a, client, cohort, probe, users_X, users_y, Xte, yte, rng) -> dict:
     )
     state: dict = {}
 
-    def events(t: int) -> list[dict]:
+    def events(_round: int) -> list[dict]:
         state["mech"] = mechanism(
             int(rng.integers(2**31))
         )  # the round's public rotation, fixed before any data

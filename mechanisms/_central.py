@@ -107,6 +107,7 @@ class CentralMechanism(Mechanism):
     @classmethod
     def paper_params(cls, epsilon: float, delta: float, count: int, params: dict[str, Any]) -> dict[str, Any]:
         """The source's printed calibration (overridden)."""
+        del epsilon, delta, count, params  # this mechanism has none
         raise ParameterError(f"{cls.name} has no 'paper' calibration")
 
     @classmethod

@@ -425,6 +425,7 @@ class OutlierRemovalMean(CentralMechanism):
     def mse(self, n: int | None = None, x: Any = None) -> float:
         """d·σ²: the error of a passed query when no user is removed (Asi–Liu Lemma 3.7 gives that for
         (τ/2)-concentrated data with high probability)."""
+        del n, x  # the same for every population and input
         return self.d * self.sigma**2
 
     def theorem_variance(self, epsilon: float, delta: float) -> float:

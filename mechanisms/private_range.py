@@ -128,6 +128,7 @@ class PrivateRange(CentralMechanism):
     @classmethod
     def paper_params(cls, epsilon: float, delta: float, count: int, params: dict[str, Any]) -> dict[str, Any]:
         """Pure ε-DP per use: ε = target/count (basic composition)."""
+        del delta, params  # pure DP: neither enters
         return {"epsilon": epsilon / count}
 
     # ------------------------------------------------------------------------------------------ server

@@ -36,7 +36,7 @@ import numpy as np
 
 from ._base import D_MAX, InputError, Param, ParameterError, as_float_array, check_rng
 from ._central import CentralMechanism
-from ._hadamard import fwht, next_power_of_two
+from .hadamard import fwht, next_power_of_two
 from .private_range import PrivateRange
 from .user_level import user_means
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from ._base import D_MAX, InputError, Param, ParameterError, check_rng
 from ._central import CentralMechanism
-from ._hadamard import next_power_of_two
+from .hadamard import next_power_of_two
 from .winsorized import WinsorizedMean, rotated_tau
 
 GradFn = Callable[[np.ndarray, Any], np.ndarray]
@@ -256,6 +256,7 @@ class WinsorizedSGD(CentralMechanism):
 
     def mse(self, n: int | None = None, x: Any = None) -> float:
         """One step's gradient-noise variance d'·2b² (b the per-coordinate Laplace scale at n users)."""
+        del x  # the same for every input
         return self.mean.mse(self.params["n"] if n is None else n)
 
     def theorem3_convex_rate(self, R: float, H: float, epsilon: float, m: int) -> float:

@@ -137,7 +137,7 @@ def test_cohorts_add_show_remove_list(cli):
     assert [c["cohort_id"] for c in json.loads(out)["items"]] == ["cli-eu"]
 
 
-def test_errors_say_what_to_do(cli, server, monkeypatch):
+def test_errors_say_what_to_do(cli, monkeypatch):
     code, _, err = cli("users", "show", "nobody-here")
     assert code == 1 and "404" in err and "nobody-here" in err
     code, _, err = cli(

@@ -68,7 +68,7 @@ def test_a_new_process_reuses_the_stored_clone_curve(db_url, monkeypatch):
     # pending background writes of the first), and no way to recompute
     install(db_url)
 
-    def boom(*a, **k):
+    def boom(*_args, **_kwargs):
         raise AssertionError("the clone curve was recomputed")
 
     monkeypatch.setattr(B, "clone_rdp", boom)

@@ -82,6 +82,7 @@ class _Refs(HTMLParser):
         self.refs: list[str] = []
 
     def handle_starttag(self, tag, attrs):
+        del tag  # HTMLParser's signature: only the attributes matter here
         for k, v in attrs:
             if k in ("src", "href", "action") and v:
                 self.refs.append(v)

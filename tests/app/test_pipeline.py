@@ -19,6 +19,7 @@ class FakeClient:
         self.log: list[str] = []
 
     def charge(self, event, users=None, *, cohort=None, idempotency_key=None):
+        del event, users, cohort  # a stand-in: only the key matters
         if idempotency_key in self.keys:
             self.log.append(f"replay {idempotency_key}")
             return {"replayed": True}
@@ -33,6 +34,7 @@ class FakeClient:
         return self.charge(event, cohort=cohort, idempotency_key=idempotency_key)
 
     def get_user(self, user_id):
+        del user_id
         return {"spent": {"epsilon": 0.5 * len(self.keys)}, "remaining_epsilon": 10 - 0.5 * len(self.keys)}
 
 
@@ -66,9 +68,8 @@ def test_rerunning_a_run_id_replays_charged_rounds():
 def test_a_failing_body_is_still_a_charged_round():
     c = FakeClient(capacity=5)
     pipe = Pipeline(c, run_id="r", cohort="pop", probe_user="u0")
-    with pytest.raises(ZeroDivisionError):
-        with pipe.round(EV):
-            raise ZeroDivisionError("the body failed")
+    with pytest.raises(ZeroDivisionError), pipe.round(EV):
+        raise ZeroDivisionError("the body failed")
     assert len(pipe.history) == 1 and "ZeroDivisionError" in pipe.history[0].error
     with pipe.round(EV) as rnd:
         rnd.record(loss=1.0)
@@ -82,9 +83,8 @@ def test_several_events_per_round_get_their_own_keys_and_refusal_raises_before_t
         pass
     assert c.keys == ["r-round-1-0", "r-round-1-1"]
     body_ran = False
-    with pytest.raises(RoundRefused):
-        with pipe.round(EV * 2):
-            body_ran = True
+    with pytest.raises(RoundRefused), pipe.round(EV * 2):
+        body_ran = True
     assert not body_ran
     with pytest.raises(ValueError):
         Pipeline(c, run_id="x")

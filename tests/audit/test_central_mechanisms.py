@@ -299,6 +299,7 @@ def test_outlier_gaussian_step_is_covered(label, clusters, yu, yup):
     """One passed query on safe x (τ = 1): the exact law of g + N(0, σ²) on x and on x' (user u at
     yu → yup). The charged step — gaussian(σ/Δ₂, zeta = ζ_c) — must cover its hockey-stick
     divergence; and at a tenth of Δ₂ the same check must fail (the audit can see a violation)."""
+    del label  # the case id
     tau, delta = 1.0, 1e-3
     x = [*clusters, (yu, 1)]
     xp = [*clusters, (yup, 1)]

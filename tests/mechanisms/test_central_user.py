@@ -38,7 +38,7 @@ from mechanisms.winsorized_sgd import WinsorizedSGD
 )
 def test_levy_algorithm_1_check_values(n, eps, tau, B, gamma, bins, scale, beta):
     m = mechanisms.get("winsorized_mean", epsilon=eps, tau=tau, B=B)
-    assert m.ranger.K == bins
+    assert bins == m.ranger.K
     assert m.laplace_scale(n) == pytest.approx(scale, rel=1e-12)
     assert theorem1_beta(n, eps, tau, B, gamma) == pytest.approx(beta, rel=1e-3)
     # paper mode: ε per use is the target; pure ε-DP
