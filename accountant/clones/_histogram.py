@@ -54,6 +54,7 @@ import numpy as np
 
 from .._binomial import log_binom_pmf
 from .._numerics import log_expm1, log_phi, logsumexp, logsumexp_many, segment_logsumexp
+from . import _fused
 from ._cells import hist_cells
 from ._kernels import CMass, Ctx, log_cap_f, log_q_at, log_ratio, tilt
 from ._windows import tails, windows
@@ -193,10 +194,14 @@ class Prepared:
             own = np.where(width == 1, lw_pts, -np.inf)
             lw_low_all = np.logaddexp(below, own)
             lw_low = lw_low_all[1:] if pts[0] == 0 else lw_low_all
-            lbw, den, g, segc = hist_cells(c, plan.x_l, plan.x_h, lw, ctx)
             self.cells = plan.cells
-            if np.any(np.isfinite(lbw) & (g != 0.0) & (den > 0.0)):
-                self.bins = _Bins(lbw, g, segc, lw_low - lw, lin=den)
+            if _fused.available():  # the same histogram from the compiled kernel
+                st = _fused.hist_stats(c, plan.x_l, plan.x_h, lw, lw_low - lw, ctx, _edges, math.log(_R))
+                self.bins = None if st is None else _Bins.from_stats(*st)
+            else:
+                lbw, den, g, segc = hist_cells(c, plan.x_l, plan.x_h, lw, ctx)
+                if np.any(np.isfinite(lbw) & (g != 0.0) & (den > 0.0)):
+                    self.bins = _Bins(lbw, g, segc, lw_low - lw, lin=den)
 
     def covers(self, alphas: np.ndarray) -> bool:
         return bool(alphas.size) and self.a_lo <= float(alphas[0]) and float(alphas[-1]) <= self.a_hi
@@ -347,6 +352,15 @@ class _Bins:
         self._finish(LM, LML, gl[kk], gh[kk], S[kk] / M[kk], kk)
         self._cuts: dict[int, _Bins] = {}
 
+    @classmethod
+    def from_stats(cls, LM, LML, lo, hi, mean, keys, layout) -> _Bins:
+        """The histogram from per-key statistics already reduced (:mod:`._fused`)."""
+        out = object.__new__(cls)
+        out.layout = layout
+        out._cuts = {}
+        out._finish(LM, LML, lo, hi, mean, keys)
+        return out
+
     def _finish(self, LM, LML, lo, hi, mean, keys):
         """Per bin (lo, hi: the cells' own extreme values of g): chord weights and pruning terms,
         the bins with positive g first."""
@@ -465,9 +479,10 @@ def _hist_sum_merged(bins: _Bins, alphas: np.ndarray):
     lev = _merge_level(alphas, bins.layout[2])
     up = np.empty(alphas.size)
     low = np.empty(alphas.size)
+    summ = (lambda b, a: _fused.hist_sum(b, a, _PRUNE)) if _fused.available() else _hist_sum
     for ell in np.unique(lev).tolist():
         sel = np.flatnonzero(lev == ell)
-        up[sel], low[sel] = _hist_sum(bins.coarse(int(ell)), alphas[sel])
+        up[sel], low[sel] = summ(bins.coarse(int(ell)), alphas[sel])
     return up, low
 
 
