@@ -59,6 +59,27 @@ def g_range(c, x_l, x_h, lwp, s, w):
 
 
 @njit(**opts)
+def _bin_of(a, prev, ed, top, ksw, dg, gmin, log_r):
+    """The bin (ed[i], ed[i+1]] holding |g| = a (accountant.clones._histogram._bin_keys): the
+    analytic index (uniform part above ``top``, geometric below it; or the previous cell's bin,
+    ``prev`` ≥ 0), then moved to the bin that holds a. −1 if none does (never expected)."""
+    nb = ed.size - 1
+    if a > top:
+        idx = int(min(max(math.ceil((a - top) / dg) + (ksw - 1.0), 0.0), nb - 1.0))
+    elif prev < 0:
+        idx = int(min(max(math.ceil(math.log(a / gmin) / log_r), 0.0), nb - 1.0))
+    else:
+        idx = prev
+    while idx > 0 and a <= ed[idx]:
+        idx -= 1
+    while idx < nb - 1 and a > ed[idx + 1]:
+        idx += 1
+    if not (a > ed[idx] and a <= ed[idx + 1]):
+        return -1
+    return idx
+
+
+@njit(**opts)
 def cells_keys(
     blk_seg,
     blk_x0,
@@ -84,7 +105,6 @@ def cells_keys(
     """Per cell: lw_j + log b_m(x), 1 − s·v, g and the bin key (−1: set aside); per key the
     largest log-weight and the extreme values of g. Returns 0, or 1 if a cell could not be
     placed in a bin (never expected)."""
-    nb = ed.size - 1
     top = ed[ksw]
     for b in range(blk_seg.size):
         j = blk_seg[b]
@@ -112,19 +132,8 @@ def cells_keys(
                 key[i] = -1
                 prev = -1
                 continue
-            a = abs(gg)
-            if a > top:
-                idx = int(min(max(math.ceil((a - top) / dg) + (ksw - 1.0), 0.0), nb - 1.0))
-            elif prev < 0:
-                idx = int(min(max(math.ceil(math.log(a / gmin) / log_r), 0.0), nb - 1.0))
-            else:
-                idx = prev  # the previous cell's bin (the search below moves it)
-            # rounding at an edge: move to the bin (ed[idx], ed[idx+1]] that holds |g|
-            while idx > 0 and a <= ed[idx]:
-                idx -= 1
-            while idx < nb - 1 and a > ed[idx + 1]:
-                idx += 1
-            if not (a > ed[idx] and a <= ed[idx + 1]):
+            idx = _bin_of(abs(gg), prev, ed, top, ksw, dg, gmin, log_r)
+            if idx < 0:
                 return 1
             prev = idx
             kk = 2 * idx + (1 if gg < 0.0 else 0)
