@@ -60,6 +60,7 @@ def main() -> None:
     from app.core.tuning import tune_allocator
 
     tuned = tune_allocator()  # as `serve` and the CLI run (app/core/tuning.py)
+    _fused.use("--numpy" not in sys.argv)  # the compiled kernels when numba is installed
     for _ in range(2):
         baseline_ms()
     b0 = statistics.median(baseline_ms() for _ in range(5))
@@ -68,7 +69,7 @@ def main() -> None:
         f"Load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (shared machine; CPU time "
         "is less affected than wall time, but contention still inflates it). Allocator tuning of the service "
         f"(app/core/tuning.py): {'on' if tuned else 'not available'}. Compiled kernels (numba): "
-        f"{'on' if _fused.available() else 'off (pure numpy)'}.",
+        f"{'on (switched on for this run; off by default: ACCOUNTANT_NUMBA=1)' if _fused.available() else 'off (pure numpy)'}.",
         "",
         f"Baseline in the same run: dp_accounting RDP + ε of a Poisson-sampled Gaussian composed 10⁴ times "
         f"(bench_cold.py): {b0:.1f} ms wall (median of 5) at the start.",

@@ -1,4 +1,4 @@
-"""Compiled cell → histogram kernel of the clone bound (optional: numba).
+"""Compiled kernels of the clone histogram (optional: numba; off unless enabled).
 
 The same arithmetic as :func:`accountant.clones._cells.hist_cells` followed by
 :class:`accountant.clones._histogram._Bins` — per cell (point j, x in its window, m = c_j + 1,
@@ -10,13 +10,18 @@ then per key the largest log-weight, the extreme values of g, and the sums of th
 e^{lw − max}·(1 − s·v), of weight·g and of the right-end weights — fused into three loops over
 the cells instead of ~30 numpy passes, so no certificate changes: the histogram it returns is the
 one numpy builds, up to the order of floating-point additions (each sum is of non-negative terms,
-relative error ≲ cells·2⁻⁵³ either way, far inside the 1e-11 outward rounding of the result).
+relative error ≲ cells·2⁻⁵³ either way, far inside the 1e-11 outward rounding of the result) and
+to g by the artanh series instead of log1p where |s·v| ≤ 1/64 (an ulp: a cell on a bin edge may
+land in the neighbouring bin; either histogram is valid). Likewise the per-order bin sums
+(:func:`hist_sum`: the pruning, chord/Jensen/max bounds and log φ of
+:func:`accountant.clones._histogram._hist_sum`, one order and one bin at a time).
 
-numba is optional (``pip install 'privacy-accountant[fast]'``); without it, or with the
-environment variable ``ACCOUNTANT_NO_NUMBA`` set, :func:`available` is False and the numpy path
-is used. Compiled code is cached on disk (``cache=True``, next to this file or in numba's user
-cache directory), so only the first process on a machine pays the compilation (a few seconds);
-later processes pay numba's import (≈ 0.3 s, once per process, on the first clone histogram).
+Off by default: set the environment variable ``ACCOUNTANT_NUMBA=1`` with numba installed
+(``pip install 'privacy-accountant[fast]'``), or call :func:`use`. Measured gain on a cold curve:
+4–40 % (``bench/results_cold.md``); cost: numba's import (≈ 0.3 s and ≈ 60 MB per process, at
+the first clone histogram) and, once per machine, the compilation (≈ 7 s on a loaded 2-core
+host; the code is then cached on disk, ``cache=True``, next to this file or in numba's user cache
+directory). Without it the numpy path is used: the same bounds.
 """
 
 from __future__ import annotations
@@ -30,8 +35,17 @@ _TRIED = False
 
 
 def available() -> bool:
-    """Whether the compiled kernels can be used (numba importable, not disabled)."""
+    """Whether the compiled kernels are in use (enabled and numba importable)."""
     return _kernels() is not None
+
+
+def use(enabled: bool) -> bool:
+    """Turn the compiled kernels on or off for this process (returns whether they are on: False
+    when numba is not installed)."""
+    global _KERNELS, _TRIED
+    _TRIED = True
+    _KERNELS = _load() if enabled else None
+    return _KERNELS is not None
 
 
 def _kernels():
@@ -39,14 +53,17 @@ def _kernels():
     if _TRIED:
         return _KERNELS
     _TRIED = True
-    if os.environ.get("ACCOUNTANT_NO_NUMBA"):
-        return None
+    if os.environ.get("ACCOUNTANT_NUMBA", "").lower() in ("1", "true", "yes", "on"):
+        _KERNELS = _load()
+    return _KERNELS
+
+
+def _load():
     try:
         import numba  # noqa: F401
     except ImportError:
         return None
-    _KERNELS = _compile()
-    return _KERNELS
+    return _compile()
 
 
 def _compile():

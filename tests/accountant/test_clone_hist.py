@@ -253,12 +253,27 @@ def test_merged_bins_keep_mass_mean_and_extremes():
         assert np.all((cb.mu >= cb.lo) & (cb.mu <= cb.hi))
 
 
-_fast = pytest.mark.skipif(not _fused.available(), reason="numba not installed (the numpy path is used)")
+try:
+    import numba  # noqa: F401
+
+    _HAS_NUMBA = True
+except ImportError:
+    _HAS_NUMBA = False
+_fast = pytest.mark.skipif(not _HAS_NUMBA, reason="numba not installed (the numpy path is used)")
+
+
+@pytest.fixture
+def kernels_on():
+    """The compiled kernels switched on for one test (off again afterwards)."""
+    was = _fused.available()
+    assert _fused.use(True)
+    yield
+    _fused.use(was)
 
 
 @_fast
 @pytest.mark.parametrize("n,eps0", [(1000, 2.0), (5000, 0.3), (10**5, 2.0), (10**7, 1.0), (300, 40.0)])
-def test_compiled_histogram_equals_numpy_histogram(n, eps0, monkeypatch):
+def test_compiled_histogram_equals_numpy_histogram(n, eps0, monkeypatch, kernels_on):
     """The compiled cell → bin kernel gives the numpy path's histogram: the same bins (up to
     cells on a bin edge), the same statistics to rounding, hence the same bound (checked with
     the pure-numpy path forced)."""
@@ -296,7 +311,7 @@ def test_compiled_histogram_equals_numpy_histogram(n, eps0, monkeypatch):
 
 @_fast
 @pytest.mark.parametrize("seed", range(4))
-def test_compiled_hist_sum_equals_numpy(seed):
+def test_compiled_hist_sum_equals_numpy(seed, kernels_on):
     from accountant.clones import _fused as F
 
     lw, g, seg = _random_cells(seed)
