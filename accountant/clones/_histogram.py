@@ -30,6 +30,11 @@ sum is bounded, so that the cost of each order no longer grows with the number o
    value of g is exact. Bins whose crude bound (log M + log(α²g²/2) + α·g for g > 0, from
    ψ'' ≤ α²e^{α·max(g,0)}; log M + log(α|g|) or the Taylor form for g < 0) is 45 nats below the
    largest are not evaluated; their count times e^{largest − 45} is added.
+   Each order sees the histogram merged as far as its own slack allows (:meth:`_Bins.coarse`):
+   in the uniform part, 2^ℓ neighbouring bins of one sign become one (the union of their
+   cells: masses add, means average, extremes extend — every per-bin bound above holds for any
+   such union), with 2^ℓ·dg·α ≤ 0.05 and the merged width ≤ 3% of g; low orders then cost a
+   fraction of the bins. The level depends on the order and the histogram only.
 4. *Design once, evaluate many times.* Steps 1–3 do not depend on the order: :class:`Prepared`
    keeps them, and :meth:`Prepared.evaluate` costs per order only its bins and tail terms. The
    caller (:func:`accountant.clones._routing.histogram_engine`) always designs for the same orders (the
