@@ -411,3 +411,26 @@ def test_concavity_check_on_a_partial_range_is_sound(c, eps0, a, frac, cut):
     z = binom.logpmf(y, c, 0.5) + a * log_ratio(c + 1.0, np.minimum(2.0 * y + 1.0 - c, c + 1.0), ctx)
     d2 = np.diff(z, 2)
     assert np.all(d2 <= 1e-9 * np.maximum(1.0, np.abs(z[1:-1])))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    c=st.integers(50, 5000),
+    eps0=st.floats(3.0, 12.0),
+    a_hi=st.floats(5.0, 500.0),
+    frac=st.floats(0.0, 1.0),
+)
+def test_split_upper_tail_never_below_the_direct_sum(c, eps0, a_hi, frac):
+    """Random points whose window stops below the edge with a concave range ending at y_e < c:
+    the two-piece tail bound is never below the direct sum of the cells above the window."""
+    from accountant.clones._windows import tails, windows
+
+    ctx = Rt.Ctx(10, eps0)
+    cc = np.array([c], dtype=np.int64)
+    x_l, x_h, y_e = windows(cc, 1.5, a_hi, ctx, False)
+    if not (x_h[0] < c + 1 and y_e[0] < c):
+        return
+    alpha = 1.5 + frac * (a_hi - 1.5)
+    _, t_hi, _ = tails(cc, x_l, x_h, np.array([alpha]), ctx, y_e)
+    ref = _direct_upper_tail(c, int(x_h[0]) + 1, alpha, ctx)
+    assert t_hi[0, 0] >= ref - 1e-9 * max(1.0, abs(ref))
