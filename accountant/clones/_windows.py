@@ -29,7 +29,8 @@ from .._binomial import log_binom_pmf
 from .._numerics import log_expm1
 from ._kernels import Ctx, l1m_sq, lf_est, log_cap_f, log_ratio, tilt
 
-LAMBDA = 38.0  # neglected contributions are ≲ e^{−38} relative (window choice only)
+LAMBDA = 38.0  # neglected contributions are ≲ e^{−38} relative (window choice only) …
+LAMBDA_BINNED = 25.0  # … e^{−25} outside exact mode (the bounds there have a ≳ 1e-4 slack anyway)
 
 
 def concave_above(c: np.ndarray, x_h: np.ndarray, a: float, ctx: Ctx, y_e=None) -> np.ndarray:
@@ -67,9 +68,10 @@ def windows(c, a_lo: float, a_hi: float, ctx: Ctx, exact: bool):
     sig_x = 0.5 * np.sqrt(cf + 1.0)
     lcap_lo = float(log_cap_f(np.array([a_lo]), ctx)[0])
     lfm1_lo = log_expm1(np.maximum(lf_est(a_lo, cf, ctx, lcap_lo), 1e-300))
-    d_l = sig_x * np.sqrt(2.0 * (LAMBDA + np.maximum(0.0, math.log(a_lo) - lfm1_lo)))
+    lam = LAMBDA if exact else LAMBDA_BINNED
+    d_l = sig_x * np.sqrt(2.0 * (lam + np.maximum(0.0, math.log(a_lo) - lfm1_lo)))
     u, sig_tilt, edge = tilt(c, a_hi, ctx.s)
-    d_h = np.maximum(d_l, 0.5 * (u + math.sqrt(2.0 * (LAMBDA + 6.0)) * sig_tilt) + 1.0)
+    d_h = np.maximum(d_l, 0.5 * (u + math.sqrt(2.0 * (lam + 6.0)) * sig_tilt) + 1.0)
     centre = 0.5 * (cf + 1.0)
     x_l = np.maximum(0, np.floor(centre - d_l)).astype(np.int64)
     x_h = np.minimum(c + 1, np.ceil(centre + d_h)).astype(np.int64)
