@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from numba import njit
 
 opts = {"cache": True, "nogil": True, "error_model": "numpy"}
@@ -240,6 +241,7 @@ def hist_sum(alphas, LM, LML, lo, hi, mu, single, wl, wh, gm, p1, p2, npos, prun
     within ``prune`` nats of the largest, summed (log), plus the pruned bins' count times
     e^{max − prune}; and the same kept bins under the right-end weights."""
     nb = LM.size
+    bound = np.empty(nb)
     for r in range(alphas.size):
         a = alphas[r]
         la2 = math.log(0.5 * a * a)
@@ -251,6 +253,7 @@ def hist_sum(alphas, LM, LML, lo, hi, mu, single, wl, wh, gm, p1, p2, npos, prun
                 v = p1[b] + la2 + a * gm[b]
             else:
                 v = min(p1[b] + la2, p2[b] + la)
+            bound[b] = v
             if v > rowmax:
                 rowmax = v
         thr = rowmax - prune
@@ -258,11 +261,7 @@ def hist_sum(alphas, LM, LML, lo, hi, mu, single, wl, wh, gm, p1, p2, npos, prun
         ml_, sl = -math.inf, 0.0
         kept = 0
         for b in range(nb):
-            if b < npos:
-                v = p1[b] + la2 + a * gm[b]
-            else:
-                v = min(p1[b] + la2, p2[b] + la)
-            if not v >= thr:
+            if not bound[b] >= thr:
                 continue
             kept += 1
             if single[b] or hi[b] <= gs:
