@@ -272,8 +272,9 @@ def kernels_on():
 
 
 @_fast
+@pytest.mark.usefixtures("kernels_on")
 @pytest.mark.parametrize("n,eps0", [(1000, 2.0), (5000, 0.3), (10**5, 2.0), (10**7, 1.0), (300, 40.0)])
-def test_compiled_histogram_equals_numpy_histogram(n, eps0, monkeypatch, kernels_on):
+def test_compiled_histogram_equals_numpy_histogram(n, eps0, monkeypatch):
     """The compiled cell → bin kernel gives the numpy path's histogram: the same bins (up to
     cells on a bin edge), the same statistics to rounding, hence the same bound (checked with
     the pure-numpy path forced)."""
@@ -310,8 +311,9 @@ def test_compiled_histogram_equals_numpy_histogram(n, eps0, monkeypatch, kernels
 
 
 @_fast
+@pytest.mark.usefixtures("kernels_on")
 @pytest.mark.parametrize("seed", range(4))
-def test_compiled_hist_sum_equals_numpy(seed, kernels_on):
+def test_compiled_hist_sum_equals_numpy(seed):
     from accountant.clones import _fused as F
 
     lw, g, seg = _random_cells(seed)
