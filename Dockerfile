@@ -14,6 +14,7 @@ COPY pyproject.toml README.md ./
 COPY accountant ./accountant
 COPY mechanisms ./mechanisms
 COPY app ./app
+COPY privacy_accountant ./privacy_accountant
 COPY migrations ./migrations
 # wheels of the project and every dependency (with the postgres extra), built once
 RUN pip wheel --wheel-dir /wheels ".[postgres]"

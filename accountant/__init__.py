@@ -7,6 +7,7 @@ Pure numpy/scipy; no web, no database. Public API::
     epsilon_from_rdp(orders, rdp, delta) -> (epsilon, order)
     delta_from_rdp(orders, rdp, epsilon) -> (delta, order)
     compose(events, orders=None) -> curve;  epsilon(events, delta);  delta(events, epsilon)
+    account(events, orders=None) -> Account (RDP part, additive δ, (ε, δ) releases)
     DEFAULT_ORDERS, event classes and event_from_dict
 
 Formulas and their corrections: see each function's docstring (bounds.md in the docs).
@@ -22,8 +23,10 @@ from .bounds import (
     subsampled_upper_detail,
 )
 from .calibration import SOLVE_FOR, CalibrationResult, RoundsCurve, calibrate, epsilon_over_rounds
+from .combination import Account, ApproxPart, ZetaExceedsDelta
 from .composition import (
     Guarantee,
+    account,
     compose,
     delta,
     delta_guarantee,
@@ -35,7 +38,10 @@ from .conversion import delta_from_rdp, epsilon_from_rdp
 from .errors import AccountantError, BoundNotApplicable, InfeasibleTarget, InvalidEvent, InvalidParameter
 from .events import (
     EVENT_TYPES,
+    AboveThresholdEvent,
+    ApproxDpEvent,
     Event,
+    ExponentialEvent,
     GaussianEvent,
     LaplaceEvent,
     PureDpEvent,
@@ -61,7 +67,11 @@ __all__ = [
     "shuffle_upper_detail",
     "subsampled_shuffle_rdp",
     "subsampled_upper_detail",
+    "Account",
+    "ApproxPart",
+    "ZetaExceedsDelta",
     "Guarantee",
+    "account",
     "compose",
     "delta",
     "delta_guarantee",
@@ -76,7 +86,10 @@ __all__ = [
     "InvalidEvent",
     "InvalidParameter",
     "EVENT_TYPES",
+    "AboveThresholdEvent",
+    "ApproxDpEvent",
     "Event",
+    "ExponentialEvent",
     "GaussianEvent",
     "LaplaceEvent",
     "PureDpEvent",

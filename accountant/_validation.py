@@ -6,6 +6,7 @@ import math
 import numbers
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from .errors import InvalidParameter
 
@@ -16,13 +17,13 @@ MAX_ORDERS = 20_000
 MAX_COUNT = 10**12
 
 
-def check_int(name: str, value, lo: int, hi: int) -> int:
+def check_int(name: str, value: object, lo: int, hi: int) -> int:
     if isinstance(value, bool) or value is None:
         raise InvalidParameter(f"{name} must be an integer, got {value!r}")
     if isinstance(value, numbers.Integral):
         v = int(value)
     elif isinstance(value, numbers.Real) and math.isfinite(value) and float(value).is_integer():
-        v = int(value)
+        v = int(math.trunc(value))  # the integer it equals (numbers.Real defines __trunc__, not __int__)
     else:
         raise InvalidParameter(f"{name} must be an integer, got {value!r}")
     if v < lo:
@@ -33,7 +34,7 @@ def check_int(name: str, value, lo: int, hi: int) -> int:
 
 
 def check_float(
-    name: str, value, lo: float, hi: float, lo_open: bool = False, hi_open: bool = False
+    name: str, value: object, lo: float, hi: float, lo_open: bool = False, hi_open: bool = False
 ) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise InvalidParameter(f"{name} must be a number, got {value!r}")
@@ -47,23 +48,23 @@ def check_float(
     return v
 
 
-def check_n(n, name: str = "n") -> int:
+def check_n(n: object, name: str = "n") -> int:
     return check_int(name, n, 1, MAX_N)
 
 
-def check_epsilon0(epsilon0, name: str = "epsilon0") -> float:
+def check_epsilon0(epsilon0: object, name: str = "epsilon0") -> float:
     return check_float(name, epsilon0, 0.0, MAX_EPSILON0)
 
 
-def check_delta(delta) -> float:
+def check_delta(delta: object) -> float:
     return check_float("delta", delta, 0.0, 1.0, lo_open=True, hi_open=True)
 
 
-def check_epsilon(epsilon, name: str = "epsilon") -> float:
+def check_epsilon(epsilon: object, name: str = "epsilon") -> float:
     return check_float(name, epsilon, 0.0, math.inf, hi_open=True)
 
 
-def check_orders(orders) -> np.ndarray:
+def check_orders(orders: ArrayLike) -> NDArray[np.float64]:
     """Return ``orders`` as a 1-D float array; each order must be a finite real > 1."""
     try:
         arr = np.asarray(orders, dtype=float)
@@ -87,7 +88,7 @@ def check_orders(orders) -> np.ndarray:
     return arr
 
 
-def check_curve(orders, rdp) -> tuple[np.ndarray, np.ndarray]:
+def check_curve(orders: ArrayLike, rdp: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     o = check_orders(orders)
     try:
         r = np.atleast_1d(np.asarray(rdp, dtype=float))
@@ -104,7 +105,7 @@ def check_curve(orders, rdp) -> tuple[np.ndarray, np.ndarray]:
     return o, r
 
 
-def integer_orders(orders: np.ndarray, bound: str) -> np.ndarray:
+def integer_orders(orders: NDArray[np.float64], bound: str) -> NDArray[np.int64]:
     """Orders as integers, or a BoundNotApplicable naming the first non-integer one."""
     from .errors import BoundNotApplicable
 

@@ -11,26 +11,54 @@ gave each value.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from . import shuffle as _sh
 from . import subsampled as _ss
 from ._numerics import convex_tighten, interpolate_integer_bound, round_up
 from ._validation import check_epsilon0, check_int, check_n, check_orders
+from .clones import CLONES_MAX_N, clone_rdp
 from .errors import BoundNotApplicable, InvalidParameter
+from .nested import wbk19_over, wbk_inner_orders
 from .store import BoundedCache, MiB, cached_curve, checkpoint
 
-try:  # tighter bounds of bounds.md §8
-    from .clones import CLONES_MAX_N, clone_rdp
-except ImportError:  # pragma: no cover - during development only
-    clone_rdp = None
-    CLONES_MAX_N = 0
-try:
-    from .wbk19 import wbk19_rdp
-except ImportError:  # pragma: no cover
-    wbk19_rdp = None
+#: whether the default curves include the tighter bounds of bounds.md §8 (clones, WBK19)
+_TIGHT: ContextVar[bool] = ContextVar("accountant_tight_bounds", default=True)
+
+
+def tight_bounds() -> bool:
+    """Whether the default (``upper``) curves use the bounds beyond the thesis (bounds.md §8)."""
+    return _TIGHT.get()
+
+
+@contextmanager
+def _tight() -> Iterator[None]:
+    """Named bounds (``clones``, ``wbk19``) are computed whatever the default's setting."""
+    token = _TIGHT.set(True)
+    try:
+        yield
+    finally:
+        _TIGHT.reset(token)
+
+
+@contextmanager
+def thesis_only() -> Iterator[None]:
+    """Within this block (this thread or task only), the default ``upper`` curves use the
+    thesis's bounds and the pure-DP caps alone — no clone reduction, no WBK19: for comparisons
+    with the thesis and for fast tests of the machinery around the curves. Cached curves are
+    keyed by this setting, so the two never mix."""
+    token = _TIGHT.set(False)
+    try:
+        yield
+    finally:
+        _TIGHT.reset(token)
+
 
 OUTPUTS = ("discrete", "continuous")
 SHUFFLE_BOUNDS = (
@@ -47,7 +75,6 @@ SHUFFLE_BOUNDS = (
     "fmt23",
 )
 SUBSAMPLED_BOUNDS = ("upper", "su", "wbk19", "cap", "thesis", "lower")
-UPPER_BOUNDS = {"upper", "u1", "u1_simplified", "u2", "cap", "clones", "thesis", "su", "wbk19"}
 # bounds of ch. 5 that need a discrete output range
 _DISCRETE_ONLY = {"u1", "u1_simplified", "u2", "thesis", "su", "lower", "lower_simplified"}
 
@@ -56,13 +83,15 @@ _DISCRETE_ONLY = {"u1", "u1_simplified", "u2", "thesis", "su", "lower", "lower_s
 class CurveDetail:
     """An upper curve with, per order, the name of the bound that gave it, and notes."""
 
-    orders: np.ndarray
-    rdp: np.ndarray
+    orders: NDArray[np.float64]
+    rdp: NDArray[np.float64]
     sources: list[str]
     notes: list[str] = field(default_factory=list)
 
 
-def _hull(o: np.ndarray, vals: np.ndarray, sources: list[str]) -> tuple[np.ndarray, list[str]]:
+def _hull(
+    o: NDArray[np.float64], vals: NDArray[np.float64], sources: list[str]
+) -> tuple[NDArray[np.float64], list[str]]:
     """Apply the convexity tightening (see :func:`accountant._numerics.convex_tighten`)."""
     tight = convex_tighten(o, vals)
     return tight, [s if t >= v else "convex hull" for s, t, v in zip(sources, tight, vals)]
@@ -71,20 +100,14 @@ def _hull(o: np.ndarray, vals: np.ndarray, sources: list[str]) -> tuple[np.ndarr
 _DETAILS = BoundedCache(256, 32 * MiB, name="shuffle_details")
 
 
-def _cached_detail(kind: str, compute, *params, orders):
+def _cached_detail(
+    kind: str, compute: Callable[[], CurveDetail], *params: object, orders: ArrayLike
+) -> CurveDetail:
     """The default curves with their sources are asked for twice per answer (the composition,
-    then the per-order sources of the response): kept in a small LRU. The key includes the
-    identity of the optional bound functions, so a build without them (or a test replacing them)
-    never sees another's curve."""
+    then the per-order sources of the response): kept in a small LRU, keyed by the parameters,
+    the orders and :func:`tight_bounds`."""
     o = np.ascontiguousarray(orders, dtype=float)
-    key = (
-        kind,
-        *params,
-        o.tobytes(),
-        id(clone_rdp),
-        id(wbk19_rdp),
-        CLONES_MAX_N if clone_rdp is not None else 0,
-    )
+    key = (kind, *params, o.tobytes(), _TIGHT.get())
     got = _DETAILS.get(key)
     if got is None:
         checkpoint()
@@ -116,9 +139,9 @@ def _check_bound(bound: str, allowed: tuple[str, ...], model: str, output: str) 
 CLONES_VERSION = 2  # bump when the clone evaluation changes, so stored curves are not reused
 
 
-def _clones(n: int, epsilon0: float, orders: np.ndarray) -> np.ndarray:
+def _clones(n: int, epsilon0: float, orders: NDArray[np.float64]) -> NDArray[np.float64]:
     """The clone bound, from the curve store when this (n, ε0, orders) was computed before."""
-    if clone_rdp is None or n > CLONES_MAX_N:
+    if not _TIGHT.get() or n > CLONES_MAX_N:
         return np.full(orders.shape, np.inf)
     if epsilon0 == 0.0:
         return np.zeros(orders.shape)
@@ -140,14 +163,19 @@ def _clones(n: int, epsilon0: float, orders: np.ndarray) -> np.ndarray:
     )
 
 
-def _checked(values, orders: np.ndarray) -> np.ndarray:
+def _checked(values: ArrayLike, orders: NDArray[np.float64] | NDArray[np.int64]) -> NDArray[np.float64]:
     out = np.asarray(values, dtype=float)
     if out.shape != orders.shape or np.any(np.isnan(out)) or np.any(out < 0):
         raise FloatingPointError("the bound returned an invalid curve")
     return out
 
 
-def _safe(compute, name: str, orders: np.ndarray, params) -> np.ndarray:
+def _safe(
+    compute: Callable[[], NDArray[np.float64]],
+    name: str,
+    orders: NDArray[np.float64] | NDArray[np.int64],
+    params: tuple[float, ...],
+) -> NDArray[np.float64]:
     """An optional tightening must never break an answer: if it fails, it is left out (+inf,
     so the minimum falls back to the other valid bounds; nothing is stored) and the failure is
     logged."""
@@ -161,8 +189,10 @@ def _safe(compute, name: str, orders: np.ndarray, params) -> np.ndarray:
 
 
 def _clone_note(n: int) -> list[str]:
-    if clone_rdp is None:
-        return ["the clone bound is not available in this build; thesis bounds only"]
+    if not _TIGHT.get():
+        return [
+            "the bounds beyond the thesis are switched off (thesis_only): thesis bounds and pure-DP caps only"
+        ]
     if n > CLONES_MAX_N:
         return [
             f"the clone bound is certified only up to n = {CLONES_MAX_N:,} within the time budget; "
@@ -171,7 +201,7 @@ def _clone_note(n: int) -> list[str]:
     return []
 
 
-def shuffle_upper_detail(n: int, epsilon0: float, orders, output: str = "discrete") -> CurveDetail:
+def shuffle_upper_detail(n: int, epsilon0: float, orders: ArrayLike, output: str = "discrete") -> CurveDetail:
     """Default shuffle upper bound with its per-order source.
 
     discrete: min(interp(min(U1, U2, cap) at integers), U2, cap, clones);
@@ -186,15 +216,16 @@ def shuffle_upper_detail(n: int, epsilon0: float, orders, output: str = "discret
     )
 
 
-def _shuffle_upper_detail(n: int, epsilon0: float, o: np.ndarray, output: str) -> CurveDetail:
+def _shuffle_upper_detail(n: int, epsilon0: float, o: NDArray[np.float64], output: str) -> CurveDetail:
     names = ["cap", "clones"]
     cands = [_sh.cap(epsilon0, o), _clones(n, epsilon0, o)]
     if output == "discrete":
 
-        def int_min(ints):
-            return np.minimum.reduce(
+        def int_min(ints: NDArray[np.int64]) -> NDArray[np.float64]:
+            out: NDArray[np.float64] = np.minimum.reduce(
                 [_sh._u1_int(n, epsilon0, ints), _sh.u2(n, epsilon0, ints), _sh.cap(epsilon0, ints)]
             )
+            return out
 
         # at an integer order the interpolated minimum is min(U1, U2, cap) itself
         names += ["u1", "u2"]
@@ -211,7 +242,9 @@ def _shuffle_upper_detail(n: int, epsilon0: float, o: np.ndarray, output: str) -
     return CurveDetail(o, vals, sources, _clone_note(n))
 
 
-def shuffle_rdp(n, epsilon0, orders, bound: str = "upper", output: str = "discrete") -> np.ndarray:
+def shuffle_rdp(
+    n: int, epsilon0: float, orders: ArrayLike, bound: str = "upper", output: str = "discrete"
+) -> NDArray[np.float64]:
     """RDP of the shuffle model at each order, for the named bound.
 
     bound: ``upper`` (default; the tightest valid bound, bounds.md §1/§8), ``u1`` (Thm 5.3.1),
@@ -229,9 +262,10 @@ def shuffle_rdp(n, epsilon0, orders, bound: str = "upper", output: str = "discre
     if bound == "upper":
         return shuffle_upper_detail(n, epsilon0, o, output).rdp
     if bound == "clones":
-        if clone_rdp is None or n > CLONES_MAX_N:
+        if n > CLONES_MAX_N:
             raise BoundNotApplicable(_clone_note(n)[0])
-        return _clones(n, epsilon0, o)
+        with _tight():
+            return _clones(n, epsilon0, o)
     if bound == "cap":
         return _sh.cap(epsilon0, o)
     fn = {
@@ -247,62 +281,47 @@ def shuffle_rdp(n, epsilon0, orders, bound: str = "upper", output: str = "discre
     return fn(n, epsilon0, o)
 
 
-def _check_nk(n, k) -> tuple[int, int]:
+def _check_nk(n: int, k: int) -> tuple[int, int]:
     n = check_n(n)
     k = check_int("k", k, 1, n) if not (isinstance(k, (int, np.integer)) and 1 <= k <= n) else int(k)
     return n, k
 
 
-_WBK_DENSE = 16  # the inner curve is evaluated at every integer up to here and on the (rounded) grid above,
-# interpolated in between by convexity: on random events it gives the same ε as every integer to 256 at half the cost
-
-
-def _wbk_inner_orders(jmax: float) -> np.ndarray:
-    """Orders at which WBK19's inner (k-user shuffle) curve is evaluated tightly: every integer up
-    to ``_WBK_DENSE``, the rounded default grid above, and the largest integer needed."""
-    from .orders import DEFAULT_ORDERS
-
-    sparse = np.unique(
-        np.concatenate(
-            [np.arange(2.0, _WBK_DENSE + 1.0), np.round(DEFAULT_ORDERS[DEFAULT_ORDERS >= 2]), [jmax]]
-        )
-    )
-    return sparse[sparse <= jmax]
-
-
-def _wbk19(n: int, k: int, epsilon0: float, ints: np.ndarray, output: str, k_curve=None) -> np.ndarray:
-    """WBK19 Thm 9 with the tightest inner curve of the k-user shuffle at integer orders.
+def _wbk19(
+    n: int,
+    k: int,
+    epsilon0: float,
+    ints: NDArray[np.int64],
+    output: str,
+    k_curve: Callable[[NDArray[np.float64]], NDArray[np.float64]] | None = None,
+) -> NDArray[np.float64]:
+    """WBK19 Thm 9 with the tightest inner curve of the k-user shuffle at integer orders
+    (:func:`accountant.nested.wbk19_over`; any valid inner curve is allowed, since WBK19's bound
+    is increasing in each ε(j)).
 
     ``k_curve(orders)`` returns that inner curve at given orders (default: the k-user shuffle's
     default upper bound, computed here); the subsampled default passes one it shares with its
     own "k-user shuffle" candidate, so the costly clone curve of k users is computed once."""
-    if wbk19_rdp is None or epsilon0 == 0.0:
-        return np.full(ints.shape, np.inf) if epsilon0 else np.zeros(ints.shape)
+    if epsilon0 == 0.0:
+        return np.zeros(ints.shape)
+    if not _TIGHT.get():
+        return np.full(ints.shape, np.inf)
     if k_curve is None:
 
-        def k_curve(os_):
+        def k_curve(os_: NDArray[np.float64]) -> NDArray[np.float64]:
             return shuffle_upper_detail(k, epsilon0, os_, output).rdp
 
-    def inner(js):
-        js = np.asarray(js, dtype=float)
-        # the tight (costly) inner curve on a sparse grid, extended to every integer by convexity
-        # of (α−1)ε(α); closed-form bounds at every integer directly. Any valid inner curve is
-        # allowed (WBK19's bound is increasing in each ε(j)).
-        known = _wbk_inner_orders(float(js.max()))
-        vals = np.asarray(k_curve(known), dtype=float)
-        # linear interpolation of (j−1)ε(j) between consecutive known integers
-        lin = np.interp(js, known, (known - 1.0) * vals) / (js - 1.0)
-        return np.minimum.reduce([lin, _sh.cap(epsilon0, js)])
-
     return _safe(
-        lambda: _checked(wbk19_rdp(k / n, inner, epsilon0, ints.astype(float)), ints),
+        lambda: _checked(wbk19_over(k / n, k_curve, epsilon0, ints.astype(float)), ints),
         "wbk19",
         ints,
         (n, k, epsilon0),
     )
 
 
-def subsampled_upper_detail(n: int, k: int, epsilon0: float, orders, output: str = "discrete") -> CurveDetail:
+def subsampled_upper_detail(
+    n: int, k: int, epsilon0: float, orders: ArrayLike, output: str = "discrete"
+) -> CurveDetail:
     """Default subsampled-shuffle upper bound with its per-order source:
     min(interp(min(SU, WBK19, cap) at integers), cap, the k-user shuffle's own default curve).
     SU only for discrete outputs and k ≥ 2."""
@@ -321,23 +340,25 @@ def subsampled_upper_detail(n: int, k: int, epsilon0: float, orders, output: str
     )
 
 
-def _subsampled_upper_detail(n: int, k: int, epsilon0: float, o: np.ndarray, output: str) -> CurveDetail:
+def _subsampled_upper_detail(
+    n: int, k: int, epsilon0: float, o: NDArray[np.float64], output: str
+) -> CurveDetail:
     labels = {0: "cap", 1: "su", 2: "wbk19"}
     chosen: dict[int, int] = {}
     # The k-user shuffle curve serves twice — WBK19's inner curve (integer orders) and the
     # "k-user shuffle" candidate (the requested orders) — so it is computed once, on the union.
     shared: dict[float, float] = {}
     if epsilon0 > 0:
-        union = np.unique(np.concatenate([o, _wbk_inner_orders(float(np.ceil(o.max())))]))
+        union = np.unique(np.concatenate([o, wbk_inner_orders(float(np.ceil(o.max())))]))
         shared = dict(zip(union.tolist(), shuffle_upper_detail(k, epsilon0, union, output).rdp.tolist()))
 
-    def k_curve(os_):
+    def k_curve(os_: ArrayLike) -> NDArray[np.float64]:
         os_ = np.asarray(os_, dtype=float)
         if all(v in shared for v in os_.tolist()):
             return np.array([shared[v] for v in os_.tolist()])
         return shuffle_upper_detail(k, epsilon0, os_, output).rdp
 
-    def int_min(ints):
+    def int_min(ints: ArrayLike) -> NDArray[np.float64]:
         ints = np.asarray(ints, dtype=np.int64)
         c = [_ss.cap(n, k, epsilon0, ints)]
         c.append(
@@ -349,7 +370,8 @@ def _subsampled_upper_detail(n: int, k: int, epsilon0: float, o: np.ndarray, out
         st = np.stack(c)
         arg = np.argmin(st, axis=0)
         chosen.update(zip(ints.tolist(), arg.tolist()))
-        return st[arg, np.arange(ints.size)]
+        out: NDArray[np.float64] = st[arg, np.arange(ints.size)]
+        return out
 
     interp = round_up(interpolate_integer_bound(o, int_min))
     capv = _ss.cap(n, k, epsilon0, o)
@@ -357,7 +379,7 @@ def _subsampled_upper_detail(n: int, k: int, epsilon0: float, o: np.ndarray, out
     # subsampled curve is at most the k-user shuffle's own curve.
     inner = k_curve(o) if epsilon0 > 0 else np.zeros(o.shape)
     vals = np.minimum.reduce([interp, capv, inner])
-    sources = []
+    sources: list[str] = []
     for a, v, c, s in zip(o, interp, capv, inner):
         if c <= min(v, s):
             sources.append("cap")
@@ -368,19 +390,18 @@ def _subsampled_upper_detail(n: int, k: int, epsilon0: float, o: np.ndarray, out
         else:
             sources.append("interpolated")
     vals, sources = _hull(o, vals, sources)
-    notes = _clone_note(k) if wbk19_rdp is not None else ["WBK19 is not available in this build"]
-    return CurveDetail(o, vals, sources, notes)
+    return CurveDetail(o, vals, sources, _clone_note(k))
 
 
 def subsampled_shuffle_rdp(
-    n,
-    k,
-    epsilon0,
-    orders,
+    n: int,
+    k: int,
+    epsilon0: float,
+    orders: ArrayLike,
     bound: str = "upper",
     output: str = "discrete",
     sampling: str = "without_replacement",
-) -> np.ndarray:
+) -> NDArray[np.float64]:
     """RDP of the subsampled shuffle model (k of n sampled uniformly without replacement).
 
     bound: ``upper`` (default, tightest valid), ``su`` (Thm 5.4.1; integer α, 2 ≤ k ≤ n),
@@ -410,14 +431,19 @@ def subsampled_shuffle_rdp(
     from ._validation import integer_orders
 
     if bound == "wbk19":
-        if wbk19_rdp is None:
-            raise BoundNotApplicable("bound 'wbk19' is not available in this build")
-        return _wbk19(n, k, epsilon0, integer_orders(o, "wbk19"), output)
+        with _tight():
+            return _wbk19(n, k, epsilon0, integer_orders(o, "wbk19"), output)
     # thesis: min(SU, cap) at integers, interpolated, min cap
     if k < 2:
         return _ss.cap(n, k, epsilon0, o)
 
-    def int_min(ints):
-        return np.minimum(_ss._su_int(n, k, epsilon0, ints), _ss.cap(n, k, epsilon0, ints))
+    def int_min(ints: NDArray[np.int64]) -> NDArray[np.float64]:
+        out: NDArray[np.float64] = np.minimum(
+            _ss._su_int(n, k, epsilon0, ints), _ss.cap(n, k, epsilon0, ints)
+        )
+        return out
 
-    return np.minimum(round_up(interpolate_integer_bound(o, int_min)), _ss.cap(n, k, epsilon0, o))
+    thesis: NDArray[np.float64] = np.minimum(
+        round_up(interpolate_integer_bound(o, int_min)), _ss.cap(n, k, epsilon0, o)
+    )
+    return thesis

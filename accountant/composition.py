@@ -3,6 +3,11 @@
 RDP at the same order adds (thesis Lemma 2.1.4): T identical rounds cost T·ε(α), a heterogeneous
 sequence costs the order-wise sum. Curves are composed first and converted once at the end
 (bounds.md §5). Identical events are computed once: curves are cached by (event, orders, bound).
+
+Events may also carry an additive δ (``zeta``: a curve that holds outside a failure event) or be
+(ε, δ) releases without a curve (``approx_dp``). :func:`account` summarises a list of events in
+those three parts and :mod:`accountant.combination` turns the summary into (ε, δ) — the one place
+that does so, for this module, calibration, the service and the ledger.
 """
 
 from __future__ import annotations
@@ -13,10 +18,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._validation import MAX_ORDER, check_delta, check_epsilon, check_orders
-from .conversion import epsilon_vector, log_delta_vector
+from .combination import Account, Answer, ApproxPart, ZetaExceedsDelta, delta_of, epsilon_of
 from .curves import curve_from_points, laplace_rdp
 from .errors import InvalidParameter
-from .events import as_event, cached_unit_curve
+from .events import APPROX_NO_CURVE, as_event, cached_unit_curve
 from .orders import DEFAULT_ORDERS
 
 _REFINE_POINTS = 24
@@ -40,28 +45,74 @@ def event_rdp(event, orders=None, bound: str = "upper") -> np.ndarray:
     return as_event(event).curve(np.asarray(_orders_key(orders)), bound)
 
 
+def _rdp_part(evs: list, grid: np.ndarray) -> np.ndarray:
+    """Order-wise sum of the curves of the events that have one (``approx_dp`` has none)."""
+    total = np.zeros(grid.size)
+    for ev in evs:
+        if not ev.APPROX:
+            total = total + ev.curve(grid)
+    return total
+
+
 def compose(events: Iterable, orders=None) -> np.ndarray:
-    """Order-wise sum of the (default upper) curves of ``events`` on ``orders`` (default grid)."""
+    """Order-wise sum of the (default upper) curves of ``events`` on ``orders`` (default grid).
+
+    Only for events whose curves are RDP bounds: an event with an additive δ (``zeta`` > 0) or an
+    ``approx_dp`` release is refused, since converting its curve alone would under-report — use
+    :func:`account`, :func:`epsilon_guarantee` or :func:`delta_guarantee` for those."""
     evs = [as_event(e) for e in events]
     if not evs:
         raise InvalidParameter("events must not be empty: give at least one event to compose")
-    key = _orders_key(orders)
-    grid = np.asarray(key)
-    total = np.zeros(len(key))
     for ev in evs:
-        total = total + ev.curve(grid)
-    return total
+        if ev.APPROX:
+            raise InvalidParameter(APPROX_NO_CURVE)
+        if ev.zeta > 0:
+            raise InvalidParameter(
+                f"a {ev.mechanism!r} event with zeta > 0 holds only outside a failure event: its curve alone is not "
+                "an RDP bound of the release; use epsilon_guarantee/delta_guarantee (or account) for it"
+            )
+    return _rdp_part(evs, np.asarray(_orders_key(orders)))
+
+
+def account(events: Iterable, orders=None) -> Account:
+    """The three-part summary of ``events`` on ``orders`` (:mod:`accountant.combination`): the
+    composed RDP part, the additive δ Σ count·ζ (rounded up) and the (ε, δ) releases."""
+    evs = [as_event(e) for e in events]
+    if not evs:
+        raise InvalidParameter("events must not be empty: give at least one event to compose")
+    grid = np.asarray(_orders_key(orders))
+    return _account(evs, grid)
+
+
+def _account(evs: list, grid: np.ndarray) -> Account:
+    zeta = 0.0
+    approx = ApproxPart()
+    for ev in evs:
+        if ev.APPROX:
+            approx = approx + ApproxPart.of(ev.epsilon, ev.delta, ev.count)
+        z = ev.additive_delta()
+        if z:
+            zeta = float(np.nextafter(zeta + z, np.inf)) if zeta else z
+    return Account(grid, _rdp_part(evs, grid), zeta, approx)
 
 
 @dataclass(frozen=True)
 class Guarantee:
-    """The (ε, δ) answer of a composition, with the order that achieved it and the curve used."""
+    """The (ε, δ) answer of a composition, with the order that achieved it and the curve used.
+
+    ``rdp`` is the composed RDP part on ``orders``. With an additive δ or (ε, δ) releases,
+    ``detail`` says how the parts were joined (:class:`accountant.combination.Answer`)."""
 
     epsilon: float
     delta: float
     order: float
     orders: np.ndarray
     rdp: np.ndarray
+    detail: Answer | None = None
+
+    @property
+    def zeta(self) -> float:
+        return 0.0 if self.detail is None else self.detail.zeta
 
 
 def _refine_orders(orders: np.ndarray, i: int) -> np.ndarray:
@@ -71,52 +122,59 @@ def _refine_orders(orders: np.ndarray, i: int) -> np.ndarray:
     return pts[(pts != orders[i]) & (pts > 1.0)]
 
 
+def _order_of(ans: Answer, grid: np.ndarray) -> float:
+    return float(grid[0]) if ans.order is None else float(ans.order)
+
+
 def epsilon_guarantee(events: Iterable, delta: float, orders=None, refine: bool = True) -> Guarantee:
-    """Compose ``events`` and convert to ε at ``delta`` (bounds.md §4–5).
+    """Compose ``events`` and convert to ε at ``delta`` (bounds.md §4–5; with an additive δ or
+    (ε, δ) releases, :func:`accountant.combination.epsilon_of`).
 
     The minimising order on the grid is refined with real orders between its neighbours (every
-    curve here is valid at real orders), and the better of the two answers is reported.
+    curve here is valid at real orders), and the better of the two answers is reported. Raises
+    :class:`~accountant.combination.ZetaExceedsDelta` when the additive δ reaches ``delta``.
     """
     delta = check_delta(delta)
     evs = [as_event(e) for e in events]
-    key = _orders_key(orders)
-    grid = np.asarray(key)
-    curve = compose(evs, key)
-    eps = epsilon_vector(grid, curve, delta)
-    i = int(np.argmin(eps))
-    if not np.isfinite(eps[i]):
+    if not evs:
+        raise InvalidParameter("events must not be empty: give at least one event to compose")
+    grid = np.asarray(_orders_key(orders))
+    acc = _account(evs, grid)
+    best = epsilon_of(acc, delta)
+    if not np.isfinite(best.epsilon):
         raise InvalidParameter(UNBOUNDED)
-    best_eps, best_order = float(eps[i]), float(grid[i])
-    if refine and best_eps > 0:
-        fine = _refine_orders(grid, i)
+    if refine and best.epsilon > 0 and best.order is not None:
+        i = int(np.flatnonzero(grid == best.order)[0]) if np.any(grid == best.order) else None
+        fine = _refine_orders(grid, i) if i is not None else np.empty(0)
         if fine.size:
-            fcurve = compose(evs, fine)
-            feps = epsilon_vector(fine, fcurve, delta)
-            j = int(np.argmin(feps))
-            if feps[j] < best_eps:
-                best_eps, best_order = float(feps[j]), float(fine[j])
-    return Guarantee(max(0.0, best_eps), delta, best_order, grid, curve)
+            ans = epsilon_of(Account(fine, _rdp_part(evs, fine), acc.zeta, acc.approx), delta)
+            if ans.epsilon < best.epsilon:
+                best = ans
+    return Guarantee(max(0.0, best.epsilon), delta, _order_of(best, grid), grid, acc.rdp, _detail(acc, best))
+
+
+def _detail(acc: Account, ans: Answer) -> Answer | None:
+    return None if acc.plain else ans
 
 
 def delta_guarantee(events: Iterable, epsilon: float, orders=None, refine: bool = True) -> Guarantee:
-    """Compose ``events`` and convert to δ at ``epsilon`` (bounds.md §4–5), refined as above."""
+    """Compose ``events`` and convert to δ at ``epsilon`` (bounds.md §4–5; with an additive δ or
+    (ε, δ) releases, :func:`accountant.combination.delta_of`), refined as above."""
     epsilon = check_epsilon(epsilon)
     evs = [as_event(e) for e in events]
-    key = _orders_key(orders)
-    grid = np.asarray(key)
-    curve = compose(evs, key)
-    ld = log_delta_vector(grid, curve, epsilon)
-    i = int(np.argmin(ld))
-    best_ld, best_order = float(ld[i]), float(grid[i])
-    if refine and np.isfinite(best_ld):
-        fine = _refine_orders(grid, i)
+    if not evs:
+        raise InvalidParameter("events must not be empty: give at least one event to compose")
+    grid = np.asarray(_orders_key(orders))
+    acc = _account(evs, grid)
+    best = delta_of(acc, epsilon)
+    if refine and best.order is not None and best.delta > 0.0:
+        i = int(np.flatnonzero(grid == best.order)[0]) if np.any(grid == best.order) else None
+        fine = _refine_orders(grid, i) if i is not None else np.empty(0)
         if fine.size:
-            fld = log_delta_vector(fine, compose(evs, fine), epsilon)
-            j = int(np.argmin(fld))
-            if fld[j] < best_ld:
-                best_ld, best_order = float(fld[j]), float(fine[j])
-    d = 1.0 if not np.isfinite(best_ld) and best_ld > 0 else min(1.0, float(np.exp(best_ld)))
-    return Guarantee(epsilon, d, best_order, grid, curve)
+            ans = delta_of(Account(fine, _rdp_part(evs, fine), acc.zeta, acc.approx), epsilon)
+            if ans.delta < best.delta:
+                best = ans
+    return Guarantee(epsilon, best.delta, _order_of(best, grid), grid, acc.rdp, _detail(acc, best))
 
 
 def epsilon(events: Iterable, delta: float, orders=None) -> tuple[float, float]:
@@ -133,7 +191,10 @@ def delta(events: Iterable, epsilon: float, orders=None) -> tuple[float, float]:
 
 __all__ = [
     "UNBOUNDED",
+    "Account",
     "Guarantee",
+    "ZetaExceedsDelta",
+    "account",
     "compose",
     "curve_from_points",
     "delta",

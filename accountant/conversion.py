@@ -17,6 +17,7 @@ Orders where the curve is +inf (unknown) are skipped. Vectorised over orders.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ._validation import check_curve, check_delta, check_epsilon
 from .errors import InvalidParameter
@@ -24,7 +25,7 @@ from .errors import InvalidParameter
 _MIN_CONVERSION_ORDER = 1.01
 
 
-def epsilon_vector(orders: np.ndarray, rdp: np.ndarray, delta: float) -> np.ndarray:
+def epsilon_vector(orders: ArrayLike, rdp: ArrayLike, delta: float) -> NDArray[np.float64]:
     """ε at each order (before the minimum); +inf where the order cannot be used."""
     a = np.asarray(orders, dtype=float)
     r = np.asarray(rdp, dtype=float)
@@ -37,7 +38,7 @@ def epsilon_vector(orders: np.ndarray, rdp: np.ndarray, delta: float) -> np.ndar
     return np.where(np.isfinite(r), eps, np.inf)
 
 
-def log_delta_vector(orders: np.ndarray, rdp: np.ndarray, epsilon: float) -> np.ndarray:
+def log_delta_vector(orders: ArrayLike, rdp: ArrayLike, epsilon: float) -> NDArray[np.float64]:
     a = np.asarray(orders, dtype=float)
     r = np.asarray(rdp, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -47,7 +48,7 @@ def log_delta_vector(orders: np.ndarray, rdp: np.ndarray, epsilon: float) -> np.
     return np.where(np.isfinite(r), out, np.inf)
 
 
-def epsilon_from_rdp(orders, rdp, delta) -> tuple[float, float]:
+def epsilon_from_rdp(orders: ArrayLike, rdp: ArrayLike, delta: float) -> tuple[float, float]:
     """(ε, optimal order) such that the curve is (ε, δ)-DP. Plain minimum over the given orders."""
     o, r = check_curve(orders, rdp)
     delta = check_delta(delta)
@@ -61,7 +62,7 @@ def epsilon_from_rdp(orders, rdp, delta) -> tuple[float, float]:
     return max(0.0, float(eps[i])), float(o[i])
 
 
-def delta_from_rdp(orders, rdp, epsilon) -> tuple[float, float]:
+def delta_from_rdp(orders: ArrayLike, rdp: ArrayLike, epsilon: float) -> tuple[float, float]:
     """(δ, optimal order) such that the curve is (ε, δ)-DP. Plain minimum over the given orders."""
     o, r = check_curve(orders, rdp)
     epsilon = check_epsilon(epsilon)

@@ -24,8 +24,14 @@ class InvalidEvent(AccountantError):
 
 
 class InfeasibleTarget(AccountantError):
-    """A calibration target cannot be met by any value of the unknown parameter."""
+    """A calibration target cannot be met by any value of the unknown parameter.
 
-    def __init__(self, message: str, best_epsilon: float | None = None):
+    ``best_epsilon``: the smallest ε any value achieves; ``best_value``: the value of the unknown
+    that achieves it (None when not known)."""
+
+    def __init__(
+        self, message: str, best_epsilon: float | None = None, best_value: float | int | None = None
+    ) -> None:
         super().__init__(message)
         self.best_epsilon = best_epsilon
+        self.best_value = best_value

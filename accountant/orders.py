@@ -9,11 +9,12 @@ up to 10⁴. Conversions refine the optimum between grid points with real orders
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import NDArray
 
 DEFAULT_GRID_VERSION = 1
 
 
-def _make_default_orders() -> np.ndarray:
+def _make_default_orders() -> NDArray[np.float64]:
     small = [1.1, 1.25, 1.5, 1.75, 2.0, 2.25, 2.5, 2.75, 3.0, 3.5, 4.0, 4.5]
     ints = list(range(5, 17))
     geo = np.unique(np.round(np.geomspace(16, 10_000, 58)).astype(int))
@@ -22,4 +23,4 @@ def _make_default_orders() -> np.ndarray:
     return grid
 
 
-DEFAULT_ORDERS: np.ndarray = _make_default_orders()
+DEFAULT_ORDERS: NDArray[np.float64] = _make_default_orders()

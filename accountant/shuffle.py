@@ -10,6 +10,7 @@ n̄ = ⌊(n−1)/(2E)⌋ + 1.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ._binomial import rr_shuffle_lower
 from ._numerics import (
@@ -31,12 +32,13 @@ def n_bar(n: int, epsilon0: float) -> int:
     return int(np.floor((n - 1) / (2.0 * np.exp(epsilon0)))) + 1
 
 
-def _chernoff_log_term(n: int, epsilon0: float, orders: np.ndarray) -> np.ndarray:
+def _chernoff_log_term(n: int, epsilon0: float, orders: NDArray[np.float64]) -> NDArray[np.float64]:
     """log of exp(ε0·α − (n−1)/(8E)), the Chernoff slack shared by U1 and U2."""
-    return epsilon0 * orders - (n - 1) * np.exp(-epsilon0) / 8.0
+    slack: float = (n - 1) * np.exp(-epsilon0) / 8.0
+    return epsilon0 * orders - slack
 
 
-def u1(n: int, epsilon0: float, orders: np.ndarray) -> np.ndarray:
+def u1(n: int, epsilon0: float, orders: ArrayLike) -> NDArray[np.float64]:
     """Theorem 5.3.1 (Upper Bound 1), integer α ≥ 2 only.
 
     ε(α) ≤ 1/(α−1)·log(1 + C(α,2)(E−1)²/(n̄E) + Σ_{i=3..α} C(α,i)·i·Γ(i/2)·((E²−1)²/(2E²n̄))^{i/2}
@@ -49,7 +51,7 @@ def u1(n: int, epsilon0: float, orders: np.ndarray) -> np.ndarray:
     return round_up(_u1_int(n, epsilon0, a))
 
 
-def _u1_int(n: int, epsilon0: float, a: np.ndarray) -> np.ndarray:
+def _u1_int(n: int, epsilon0: float, a: NDArray[np.int64]) -> NDArray[np.float64]:
     a = np.asarray(a, dtype=np.int64)
     af = a.astype(float)
     if epsilon0 == 0.0:
@@ -57,16 +59,19 @@ def _u1_int(n: int, epsilon0: float, a: np.ndarray) -> np.ndarray:
         return np.logaddexp(0.0, _chernoff_log_term(n, 0.0, af)) / (af - 1.0)
     nb = n_bar(n, epsilon0)
     log_nb = np.log(nb)
-    t2 = log_comb(af, 2.0) + 2.0 * log_expm1(epsilon0) - log_nb - epsilon0
-    log_x = 2.0 * log_expm1(2.0 * epsilon0) - LOG2 - 2.0 * epsilon0 - log_nb
+    t2: NDArray[np.float64] = log_comb(af, 2.0) + 2.0 * log_expm1(epsilon0) - log_nb - epsilon0
+    log_x: NDArray[np.float64] = 2.0 * log_expm1(2.0 * epsilon0) - LOG2 - 2.0 * epsilon0 - log_nb
 
+    lfact: NDArray[np.float64]
+    lgam_half: NDArray[np.float64]
+    llog: NDArray[np.float64]
     lfact, lgam_half, llog = int_tables(int(a.max()))
     j = np.arange(lfact.size)
     # the i-only part of log[C(α,i)·i·Γ(i/2)·x^{i/2}]; log α! is added per order afterwards
     with np.errstate(invalid="ignore"):
         c = -lfact + llog + lgam_half + (0.5 * log_x) * j
 
-    def term(i, ami):
+    def term(i: NDArray[np.int64], ami: NDArray[np.int64]) -> NDArray[np.float64]:
         return c[i] - lfact[ami]
 
     tsum = ragged_logsumexp(a, 3, term) + lfact[a]
@@ -75,7 +80,7 @@ def _u1_int(n: int, epsilon0: float, a: np.ndarray) -> np.ndarray:
     return np.logaddexp(0.0, log_s) / (af - 1.0)
 
 
-def u1_simplified(n: int, epsilon0: float, orders: np.ndarray) -> np.ndarray:
+def u1_simplified(n: int, epsilon0: float, orders: ArrayLike) -> NDArray[np.float64]:
     """Corollary 5.3.1 (Simplified Upper Bound 1): ε(α) ≤ 1/(α−1)·log(1 + C(α,2)·4(E−1)²/n).
 
     Valid only for integer α ≥ 2 with α⁴·e^{5ε0} < n/9; outside that condition it is not a
@@ -96,7 +101,7 @@ def u1_simplified(n: int, epsilon0: float, orders: np.ndarray) -> np.ndarray:
     return round_up(np.logaddexp(0.0, log_t) / (a - 1.0))
 
 
-def u2(n: int, epsilon0: float, orders: np.ndarray) -> np.ndarray:
+def u2(n: int, epsilon0: float, orders: ArrayLike) -> NDArray[np.float64]:
     """Theorem 5.3.2 (Upper Bound 2), any real α > 1, with the correction of bounds.md §1.
 
     ε(α) ≤ 1/(α−1)·log(exp(α²(E−1)²/n̄) + exp(ε0α − (n−1)/(8E))).
@@ -111,7 +116,7 @@ def u2(n: int, epsilon0: float, orders: np.ndarray) -> np.ndarray:
     return round_up(out)
 
 
-def cap(epsilon0: float, orders: np.ndarray) -> np.ndarray:
+def cap(epsilon0: float, orders: ArrayLike) -> NDArray[np.float64]:
     """Pure-DP cap: the shuffled output is ε0-DP (post-processing of ε0-LDP reports), and an
     ε-DP mechanism is (α, ĉ_ε(α))-RDP with ĉ_ε(α) = 1/(α−1)·log((e^{αε}+e^{(1−α)ε})/(e^ε+1)),
     the RDP curve of binary randomized response (bounds.md §1). Any real α > 1; holds for
@@ -120,7 +125,7 @@ def cap(epsilon0: float, orders: np.ndarray) -> np.ndarray:
     return round_up(pure_dp_rdp(epsilon0, orders))
 
 
-def lower(n: int, epsilon0: float, orders: np.ndarray) -> np.ndarray:
+def lower(n: int, epsilon0: float, orders: ArrayLike) -> NDArray[np.float64]:
     """Theorem 5.3.3 in exact form (bounds.md §2), any real α > 1.
 
     Binary RR (keep probability E/(E+1)) on D = (0,…,0) and D' = (0,…,0,1); with K ~ Bin(n, p),
@@ -131,25 +136,26 @@ def lower(n: int, epsilon0: float, orders: np.ndarray) -> np.ndarray:
     return rr_shuffle_lower(n, epsilon0, 1.0, np.asarray(orders, dtype=float))
 
 
-def lower_simplified(n: int, epsilon0: float, orders: np.ndarray) -> np.ndarray:
+def lower_simplified(n: int, epsilon0: float, orders: ArrayLike) -> NDArray[np.float64]:
     """Corollary 5.3.2 (integer α ≥ 2): ε(α) ≥ 1/(α−1)·log(1 + C(α,2)(E−1)²/(nE))."""
     a = integer_orders(np.asarray(orders, dtype=float), "lower_simplified").astype(float)
     if epsilon0 == 0.0:
         return np.zeros_like(a)
-    log_t = log_comb(a, 2.0) + 2.0 * log_expm1(epsilon0) - np.log(n) - epsilon0
+    log_t: NDArray[np.float64] = log_comb(a, 2.0) + 2.0 * log_expm1(epsilon0) - np.log(n) - epsilon0
     return np.logaddexp(0.0, log_t) / (a - 1.0)
 
 
-def efm19(n: int, epsilon0: float, orders: np.ndarray) -> np.ndarray:
+def efm19(n: int, epsilon0: float, orders: ArrayLike) -> NDArray[np.float64]:
     """Comparison curve (5.8) of Erlingsson et al. 2019: ε(α) = α·2E⁴(E−1)²/n. Not used as a bound."""
     o = np.asarray(orders, dtype=float)
     if epsilon0 == 0.0:
         return np.zeros_like(o)
     with np.errstate(over="ignore"):
-        return o * np.exp(LOG2 + 4.0 * epsilon0 + 2.0 * log_expm1(epsilon0) - np.log(n))
+        out: NDArray[np.float64] = o * np.exp(LOG2 + 4.0 * epsilon0 + 2.0 * log_expm1(epsilon0) - np.log(n))
+    return out
 
 
-def fmt23(n: int, epsilon0: float, orders: np.ndarray) -> np.ndarray:
+def fmt23(n: int, epsilon0: float, orders: ArrayLike) -> NDArray[np.float64]:
     """Comparison curve, thesis Lemma 3.3.2 (Feldman–McMillan–Talwar 2023):
     ε(α) = α·48(E−1)²/(nE) for α ≤ n/(16·ε0·E).
 
@@ -165,17 +171,21 @@ def fmt23(n: int, epsilon0: float, orders: np.ndarray) -> np.ndarray:
             f"curve 'fmt23' (Lemma 3.3.2) is stated only for α ≤ n/(16·ε0·e^ε0) = {limit:.6g}; "
             f"got α = {o[o > limit][0]:g}"
         )
-    return o * np.exp(np.log(48.0) + 2.0 * log_expm1(epsilon0) - np.log(n) - epsilon0)
+    out: NDArray[np.float64] = o * np.exp(np.log(48.0) + 2.0 * log_expm1(epsilon0) - np.log(n) - epsilon0)
+    return out
 
 
-def thesis_upper(n: int, epsilon0: float, orders: np.ndarray) -> np.ndarray:
+def thesis_upper(n: int, epsilon0: float, orders: ArrayLike) -> NDArray[np.float64]:
     """min(U1, U2, cap) at integer orders, interpolated to real orders (Remark 5.3.2), then
     min with U2 and the cap at the order itself: the tightest bound from the thesis alone."""
     o = np.asarray(orders, dtype=float)
 
-    def int_min(ints):
+    def int_min(ints: ArrayLike) -> NDArray[np.float64]:
         ints = np.asarray(ints, dtype=np.int64)
-        return np.minimum.reduce([_u1_int(n, epsilon0, ints), u2(n, epsilon0, ints), cap(epsilon0, ints)])
+        out: NDArray[np.float64] = np.minimum.reduce(
+            [_u1_int(n, epsilon0, ints), u2(n, epsilon0, ints), cap(epsilon0, ints)]
+        )
+        return out
 
     return round_up(
         np.minimum.reduce([interpolate_integer_bound(o, int_min), u2(n, epsilon0, o), cap(epsilon0, o)])

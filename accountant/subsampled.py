@@ -9,6 +9,7 @@ k̄ = ⌊(k−1)/(2E)⌋ + 1, s = (E²−1)/E.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ._binomial import rr_shuffle_lower
 from ._numerics import LOG2, int_tables, log_comb, log_expm1, pure_dp_rdp, ragged_logsumexp, round_up
@@ -17,7 +18,7 @@ from .errors import BoundNotApplicable
 from .shuffle import n_bar
 
 
-def su(n: int, k: int, epsilon0: float, orders: np.ndarray) -> np.ndarray:
+def su(n: int, k: int, epsilon0: float, orders: ArrayLike) -> NDArray[np.float64]:
     """Theorem 5.4.1 (integer α ≥ 2, 2 ≤ k ≤ n):
 
     ε(α) ≤ 1/(α−1)·log(1 + 4C(α,2)γ²(E−1)²/(k̄E)
@@ -33,7 +34,7 @@ def su(n: int, k: int, epsilon0: float, orders: np.ndarray) -> np.ndarray:
     return round_up(_su_int(n, k, epsilon0, a))
 
 
-def _su_int(n: int, k: int, epsilon0: float, a: np.ndarray) -> np.ndarray:
+def _su_int(n: int, k: int, epsilon0: float, a: NDArray[np.int64]) -> NDArray[np.float64]:
     af = np.asarray(a, dtype=float)
     if epsilon0 == 0.0:
         return np.zeros_like(af)
@@ -41,12 +42,17 @@ def _su_int(n: int, k: int, epsilon0: float, a: np.ndarray) -> np.ndarray:
     lg = np.log(gamma)
     kb = n_bar(k, epsilon0)  # same formula with k in place of n
     log_kb = np.log(kb)
-    t2 = np.log(4.0) + log_comb(af, 2.0) + 2.0 * lg + 2.0 * log_expm1(epsilon0) - log_kb - epsilon0
-    log_y = LOG2 + 2.0 * log_expm1(2.0 * epsilon0) - log_kb - 2.0 * epsilon0
-    log_gs = lg + log_expm1(2.0 * epsilon0) - epsilon0
-    slack = (k - 1) * np.exp(-epsilon0) / 8.0
+    t2: NDArray[np.float64] = (
+        np.log(4.0) + log_comb(af, 2.0) + 2.0 * lg + 2.0 * log_expm1(epsilon0) - log_kb - epsilon0
+    )
+    log_y: NDArray[np.float64] = LOG2 + 2.0 * log_expm1(2.0 * epsilon0) - log_kb - 2.0 * epsilon0
+    log_gs: NDArray[np.float64] = lg + log_expm1(2.0 * epsilon0) - epsilon0
+    slack: float = (k - 1) * np.exp(-epsilon0) / 8.0
 
     ai = np.asarray(a, dtype=np.int64)
+    lfact: NDArray[np.float64]
+    lgam_half: NDArray[np.float64]
+    llog: NDArray[np.float64]
     lfact, lgam_half, llog = int_tables(int(np.max(ai)))
     j = np.arange(lfact.size)
     with np.errstate(invalid="ignore"):
@@ -54,7 +60,7 @@ def _su_int(n: int, k: int, epsilon0: float, a: np.ndarray) -> np.ndarray:
     # the j-only part of both summands (log α! is added per order afterwards)
     c = np.logaddexp(main, -lfact + log_gs * j - slack)
 
-    def term(jj, amj):
+    def term(jj: NDArray[np.int64], amj: NDArray[np.int64]) -> NDArray[np.float64]:
         return c[jj] - lfact[amj]
 
     tsum = ragged_logsumexp(ai, 2, term) + lfact[ai]
@@ -68,13 +74,13 @@ def amplified_epsilon(n: int, k: int, epsilon0: float) -> float:
     return float(np.log1p((k / n) * np.expm1(epsilon0)))
 
 
-def cap(n: int, k: int, epsilon0: float, orders: np.ndarray) -> np.ndarray:
+def cap(n: int, k: int, epsilon0: float, orders: ArrayLike) -> NDArray[np.float64]:
     """Pure-DP cap of the subsampled shuffle: ĉ_{ε'}(α) with ε' = log(1 + γ(E−1)) (Lemma 2.1.1,
     bounds.md §3). Any real α > 1, any ε0-LDP randomizer."""
     return round_up(pure_dp_rdp(amplified_epsilon(n, k, epsilon0), orders))
 
 
-def lower(n: int, k: int, epsilon0: float, orders: np.ndarray) -> np.ndarray:
+def lower(n: int, k: int, epsilon0: float, orders: ArrayLike) -> NDArray[np.float64]:
     """Theorem 5.4.2 in exact form (bounds.md §3), any real α > 1: with M ~ Bin(k, 1/(E+1)) and
     r(M) = (1−γ) + γ((M/k)E + ((k−M)/k)/E), the larger of log E[r^α]/(α−1) and
     log E[r^{1−α}]/(α−1)."""

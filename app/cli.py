@@ -1,15 +1,20 @@
-"""``privacy-accountant``: run the service, or compute at the terminal without a server.
+"""``privacy-accountant``: run the service, compute at the terminal without a server, or manage
+the budget ledger of a running service.
 
     privacy-accountant serve --host 127.0.0.1 --port 8000 [--workers N] [--log-level info]
     privacy-accountant epsilon --mechanism shuffle --n 1000000 --epsilon0 0.5 --count 100000 --delta 1e-8
     privacy-accountant delta   --mechanism shuffle --n 1000000 --epsilon0 0.5 --count 100000 --epsilon 2
     privacy-accountant rdp     --mechanism shuffle --n 10000 --epsilon0 1 --orders 2,3,10.5 --bound u1
-    privacy-accountant calibrate --solve-for epsilon0 --target-epsilon 4 --delta 1e-5 \\
+    privacy-accountant calibrate --solve-for epsilon0 --epsilon 4 --delta 1e-5 \\
         --mechanism subsampled_shuffle --n 100000 --k 1000 --count 1000
+    privacy-accountant users put alice --epsilon 4 --delta 1e-6      (ledger: see app.cli_ledger)
 
-Events come from flags (one event) or ``--event '<api.md JSON>'`` (repeatable; compose several).
-Output is a readable table; ``--json`` prints the same JSON the HTTP API returns. Errors go to
-stderr with exit status 2 (bad input) or 1 (other failure).
+One flag scheme everywhere: ``--epsilon``/``--delta`` are the (ε, δ) the command is about (the
+given side of a conversion, a calibration target, a budget); an event's own fields have their own
+flags (generated from the event declarations; ``--event-epsilon`` for ``pure_dp``). Events come
+from flags (one event) or ``--event '<JSON>'`` (repeatable; compose several). Output is a readable
+table; ``--json`` prints the same JSON the HTTP API returns. Errors go to stderr with exit status 2
+(bad input) or 1 (other failure); a refused charge exits with 3.
 """
 
 from __future__ import annotations
@@ -294,6 +299,8 @@ def cmd_calibrate(a) -> tuple[dict, str]:
     from app.core.compute import calibrate_result
     from app.schemas.compute import CalibrateRequest
 
+    if a.target_epsilon is None:
+        raise CliError("give the target ε: --epsilon E (with --delta D)")
     if a.event:
         ev = _json_event(a.event)
     else:
@@ -411,6 +418,31 @@ def cmd_serve(a) -> int:
     return 0
 
 
+def _ledger_error(exc: Exception) -> int | None:
+    """Print a ledger command's failure (from the service or the SDK); its exit status, or None if
+    ``exc`` is no such failure."""
+    from app.cli_ledger import LedgerCliError
+
+    if isinstance(exc, LedgerCliError):
+        print(str(exc), file=sys.stderr)
+        return exc.code
+    try:
+        from privacy_accountant import AccountantHTTPError, TransportError
+    except ImportError:  # pragma: no cover
+        return None
+    if isinstance(exc, TransportError):
+        print(
+            f"error: could not reach the service ({exc}); start it with 'privacy-accountant serve' or give "
+            "--url / ACCOUNTANT_URL",
+            file=sys.stderr,
+        )
+        return 1
+    if isinstance(exc, AccountantHTTPError):
+        print(f"error ({exc.status_code}): {exc.message}", file=sys.stderr)
+        return 1
+    return None
+
+
 def uvicorn_options(settings, level: str) -> dict:
     """uvicorn's settings, each on purpose (README "Operating it"):
 
@@ -495,22 +527,113 @@ def _int_in(lo: int, hi: int):
     return parse
 
 
+#: what each setting of app.core.config.Settings does, for ``serve --help`` (a test checks that every
+#: setting is described here)
+SETTINGS_HELP: dict[str, str] = {
+    "DATABASE_URL": "SQLAlchemy URL of the ledger database (default sqlite:///./accountant.db, created on "
+    "first start); PostgreSQL: postgresql+psycopg://user:pass@host/db (pip install 'privacy-accountant[postgres]')",
+    "ACCOUNTANT_API_KEYS": "comma-separated key:role pairs, roles admin (everything), pipeline (charge, "
+    "read), viewer (read), e.g. 's3cret-admin:admin,s3cret-ci:pipeline,s3cret-dash:viewer'. Without keys "
+    "the ledger endpoints and the dashboard refuse every request (computation needs no key)",
+    "ACCOUNTANT_LOG_LEVEL": "log level of the JSON logs (also LOG_LEVEL): DEBUG, INFO (default), WARNING, ERROR",
+    "ACCOUNTANT_MAX_BODY_BYTES": "largest request body accepted (default 1048576; larger: 413)",
+    "ACCOUNTANT_ANONYMOUS_COMPUTE": "open (default: the computation endpoints need no key) or key-required",
+    "ACCOUNTANT_COMPUTE_CONCURRENCY": "computations running at once per process (default 0: the CPU count, "
+    "at least 2)",
+    "ACCOUNTANT_KEYED_RESERVED": "of those, slots only requests with a valid key may use (default 1)",
+    "ACCOUNTANT_ANONYMOUS_QUEUE": "anonymous computations that may wait for a slot (default 4; more: 429 "
+    "with Retry-After)",
+    "ACCOUNTANT_KEYED_QUEUE": "keyed computations that may wait for a slot (default 64; more: 503 with "
+    "Retry-After)",
+    "ACCOUNTANT_QUEUE_TIMEOUT": "seconds a computation may wait for a slot (default 10; then 503)",
+    "ACCOUNTANT_COMPUTE_TIME_LIMIT": "seconds from arrival (queue time included) one computation may take "
+    "(default 30; then 400, and a retry continues from the cache)",
+    "ACCOUNTANT_MAX_ORDER_MASS": "work limit of one request: Σ over its distinct events of Σ max(α, 1000) "
+    "over the orders asked for (default 2e7; more: 400)",
+    "ACCOUNTANT_BODY_TIMEOUT": "seconds to receive a whole request body (default 10; then 408 and the "
+    "connection is closed)",
+    "ACCOUNTANT_MAX_INFLIGHT_BODY_BYTES": "bytes of large request bodies held at once (default 32 MiB; "
+    "beyond: 503)",
+    "ACCOUNTANT_RESPONSE_CACHE_BYTES": "bytes of cached computation answers (default 32 MiB)",
+    "ACCOUNTANT_CURVE_CACHE_BYTES": "bytes of expensive curves kept in memory (default 64 MiB)",
+    "ACCOUNTANT_CURVE_STORE": "where expensive curves are kept: database (shared by every process and kept "
+    "across restarts; what serve selects) or memory",
+    "ACCOUNTANT_CURVE_STORE_MAX_ROWS": "curves kept in the shared store (default 50000; oldest evicted)",
+    "ACCOUNTANT_LIMIT_CONCURRENCY": "open connections + requests per worker (default 1000; beyond: 503)",
+    "ACCOUNTANT_KEEPALIVE_TIMEOUT": "seconds an idle keep-alive connection stays open (default 5)",
+    "ACCOUNTANT_MALLOC_TUNING": "1 (default): keep large freed arrays in the heap (glibc), ~10 ms less per "
+    "new clone curve at the price of retained memory; 0 to turn off",
+    "ACCOUNTANT_DB_TIMEOUT": "seconds a database operation may take: connecting, waiting for a lock, a "
+    "statement (default 5; then 503 with Retry-After, nothing recorded)",
+    "ACCOUNTANT_DB_CONCURRENCY": "database operations at once per process (default 16; more wait)",
+    "ACCOUNTANT_DB_QUEUE": "database operations that may wait (default 256; more: 503)",
+    "ACCOUNTANT_DB_WRITE_LANES": "PostgreSQL: ledger writes at once per process (default 4; the others queue "
+    "in arrival order; SQLite: always one)",
+}
+
+
+def _settings_epilog() -> str:
+    lines = ["settings (environment variables, read at start):"]
+    for name, text in SETTINGS_HELP.items():
+        lines.append(f"  {name}")
+        lines.extend("      " + chunk for chunk in _wrap(text, 90))
+    lines.append("")
+    lines.append(
+        "The service migrates the database to the latest schema before it accepts requests, then serves"
+    )
+    lines.append("the API (/v1/…), its documentation (/docs, /redoc, /openapi.json), the budget dashboard")
+    lines.append("(/dashboard), /health and /metrics.")
+    return "\n".join(lines)
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    import textwrap
+
+    return textwrap.wrap(text, width, break_on_hyphens=False)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("privacy-accountant")
+    except PackageNotFoundError:  # pragma: no cover - a source tree that is not installed
+        return "0.0.0"
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from app.cli_ledger import add_ledger_commands
+
     p = argparse.ArgumentParser(
         prog="privacy-accountant",
-        description="Shuffle-model Rényi-DP accountant: run the service, or compute at the terminal.",
+        description="Shuffle-model Rényi-DP accountant: run the service, compute at the terminal, or manage "
+        "the budget ledger of a running service. 'privacy-accountant COMMAND --help' describes each command.",
     )
+    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    s = sub.add_parser("serve", help="run the HTTP service (migrates the database first)")
-    s.add_argument("--host", default="127.0.0.1")
-    s.add_argument("--port", type=_int_in(1, 65535), default=8000)
-    s.add_argument("--workers", type=_int_in(1, 1024), default=1)
+    s = sub.add_parser(
+        "serve",
+        help="run the HTTP service (migrates the database first)",
+        description="Run the HTTP service: the API, its docs, the budget dashboard.",
+        epilog=_settings_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    s.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; 0.0.0.0: all)"
+    )
+    s.add_argument("--port", type=_int_in(1, 65535), default=8000, help="TCP port (default 8000)")
+    s.add_argument(
+        "--workers",
+        type=_int_in(1, 1024),
+        default=1,
+        help="worker processes (default 1); they share the database and its curve cache",
+    )
     s.add_argument(
         "--log-level",
         choices=["critical", "error", "warning", "info", "debug"],
         type=str.lower,
-        help="default: $ACCOUNTANT_LOG_LEVEL or info",
+        help="log level (default: $ACCOUNTANT_LOG_LEVEL or info)",
     )
     s.set_defaults(func=cmd_serve, serve=True)
 
@@ -522,7 +645,7 @@ def build_parser() -> argparse.ArgumentParser:
             "--json", action="store_true", help="print the JSON answer (as the HTTP API returns it)"
         )
 
-    r = sub.add_parser("rdp", help="the RDP curve of one event")
+    r = sub.add_parser("rdp", help="the RDP curve of one event (no server needed)")
     _add_event_flags(r)
     r.add_argument(
         "--bound", default="upper", help="upper (default), u1, u1_simplified, u2, cap, lower, su, …"
@@ -530,21 +653,32 @@ def build_parser() -> argparse.ArgumentParser:
     common(r)
     r.set_defaults(func=cmd_rdp)
 
-    e = sub.add_parser("epsilon", help="compose events and convert to ε at δ")
+    e = sub.add_parser("epsilon", help="compose events and convert to ε at δ (no server needed)")
     _add_event_flags(e)
-    e.add_argument("--delta", type=float, required=True)
+    e.add_argument("--delta", type=float, required=True, help="δ of the answer")
     common(e)
     e.set_defaults(func=cmd_epsilon)
 
-    d = sub.add_parser("delta", help="compose events and convert to δ at ε")
+    d = sub.add_parser("delta", help="compose events and convert to δ at ε (no server needed)")
     _add_event_flags(d)
-    d.add_argument("--epsilon", type=float, required=True)
+    d.add_argument("--epsilon", type=float, required=True, help="ε of the answer")
     common(d)
     d.set_defaults(func=cmd_delta)
 
-    c = sub.add_parser("calibrate", help="solve for epsilon0, count, n or k to meet a target (ε, δ)")
-    c.add_argument("--solve-for", required=True, choices=["epsilon0", "count", "n", "k"])
-    c.add_argument("--target-epsilon", type=float, required=True)
+    c = sub.add_parser(
+        "calibrate", help="solve for epsilon0, count, n or k to meet a target (ε, δ) (no server needed)"
+    )
+    c.add_argument(
+        "--solve-for",
+        required=True,
+        choices=["epsilon0", "count", "n", "k"],
+        help="the unknown (left out of the event): epsilon0 largest, count most rounds, n fewest users, k",
+    )
+    c.add_argument(
+        "--epsilon", dest="target_epsilon", metavar="EPSILON", type=float, help="target ε (required)"
+    )
+    # the old spelling, kept working (hidden)
+    c.add_argument("--target-epsilon", dest="target_epsilon", type=float, help=argparse.SUPPRESS)
     c.add_argument("--delta", type=float, required=True, help="target δ")
     _add_event_flags(c, partial=True)
     c.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
@@ -556,6 +690,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     g.add_argument("args", nargs="*")  # parsed by app.figures.main (runs on its own, like serve)
     g.set_defaults(func=lambda a: __import__("app.figures", fromlist=["main"]).main(a.args), serve=True)
+
+    add_ledger_commands(sub, _add_event_flags)
     return p
 
 
@@ -590,10 +726,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    if a.json:
-        print(json.dumps(res, indent=2, allow_nan=False))
-    else:
-        print(text)
+    except Exception as exc:  # the ledger commands: the SDK's errors, said in one sentence
+        code = _ledger_error(exc)
+        if code is None:
+            raise
+        return code
+    try:
+        print(json.dumps(res, indent=2, allow_nan=False) if a.json else text)
+    except BrokenPipeError:  # e.g. piped into head: the reader has what it wanted
+        sys.stderr.close()
     return 0
 
 

@@ -296,6 +296,7 @@ def create_app(settings: Settings | None = None, *, served: bool = False) -> Fas
     app.include_router(compute.router)
     app.include_router(importlib.import_module("app.api.routes.ledger").router)
     app.include_router(importlib.import_module("app.api.routes.mechanisms").router)
+    importlib.import_module("app.api.routes.dashboard").install(app)  # /dashboard, /static, offline /docs
     return app
 
 

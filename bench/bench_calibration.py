@@ -67,20 +67,19 @@ class thesis_only:
     """The thesis bounds as the default curve (the tighter bounds of bounds.md §8 switched off)."""
 
     def __enter__(self):
-        self.saved = (getattr(B, "clone_rdp", None), getattr(B, "wbk19_rdp", None))
-        B.clone_rdp, B.wbk19_rdp = None, None
+        self.ctx = B.thesis_only()
+        self.ctx.__enter__()
         cold()
 
     def __exit__(self, *exc):
-        B.clone_rdp, B.wbk19_rdp = self.saved
+        self.ctx.__exit__(*exc)
         cold()
 
 
 def default_description() -> str:
     parts = ["thesis bounds (U1/U2/SU + pure-DP cap)"]
-    if getattr(B, "clone_rdp", None) is not None:
+    if B.tight_bounds():
         parts.append(f"clone bound (shuffle, n ≤ {B.CLONES_MAX_N:.0e})")
-    if getattr(B, "wbk19_rdp", None) is not None:
         parts.append("WBK19 over the clone curve (subsampled)")
     return " + ".join(parts)
 
@@ -218,7 +217,7 @@ def main(repeat: int = 21):
     notes.append(f"n answer: {rn.value:,} users; k answer: {rk.value:,} per round.")
 
     # 5. the expensive default: a shuffle event whose default curve includes the clone bound
-    if getattr(B, "clone_rdp", None) is not None:
+    if B.tight_bounds():
         ev_sh = {"mechanism": "shuffle", "n": 10**4, "count": 100}
         t0 = time.perf_counter()
         cold()

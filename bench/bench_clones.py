@@ -54,14 +54,25 @@ def epsilon(orders, rdp, delta):
 def main() -> None:
     import os
 
+    from bench_cold import baseline_ms
+
+    from accountant.clones import _fused
     from app.core.tuning import tune_allocator
 
     tuned = tune_allocator()  # as `serve` and the CLI run (app/core/tuning.py)
+    _fused.use("--numpy" not in sys.argv)  # the compiled kernels when numba is installed
+    for _ in range(2):
+        baseline_ms()
+    b0 = statistics.median(baseline_ms() for _ in range(5))
 
     lines = [
         f"Load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (shared machine; CPU time "
         "is less affected than wall time, but contention still inflates it). Allocator tuning of the service "
-        f"(app/core/tuning.py): {'on' if tuned else 'not available'}.",
+        f"(app/core/tuning.py): {'on' if tuned else 'not available'}. Compiled kernels (numba): "
+        f"{'on (switched on for this run; off by default: ACCOUNTANT_NUMBA=1)' if _fused.available() else 'off (pure numpy)'}.",
+        "",
+        f"Baseline in the same run: dp_accounting RDP + ε of a Poisson-sampled Gaussian composed 10⁴ times "
+        f"(bench_cold.py): {b0:.1f} ms wall (median of 5) at the start.",
         "",
     ]
     eps_list = [0.1, 0.5, 1.0, 2.0, 3.0, 5.0]
@@ -176,7 +187,13 @@ def main() -> None:
         f"integer orders 2…256: ε = {e_sub:.4f} at α = {a_sub:g} (issue 7: ≈ 0.53; thesis SU 1.04); "
         f"{t_sub:.0f} ms including the 255-order inner curve",
     ]
-    print("\n".join(lines[-2:]))
+    b1 = statistics.median(baseline_ms() for _ in range(5))
+    lines += [
+        "",
+        f"Baseline at the end: {b1:.1f} ms (ratios: shuffle curve {t_sh / b1:.2f}×, subsampled inner curve + "
+        f"WBK19 {t_sub / b1:.2f}× the baseline). Load average at the end: {os.getloadavg()[0]:.1f}.",
+    ]
+    print("\n".join(lines[-4:]))
     path = write_results("results_clones.md", "Clone-reduction and WBK19 benchmarks", lines)
     print(f"wrote {path}")
 

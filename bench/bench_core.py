@@ -1,4 +1,4 @@
-"""Benchmarks of the accountant core (issue 2): curve evaluation, conversion, caching.
+"""Benchmarks of the accountant core: curve evaluation, conversion, caching.
 
 Run: python bench/bench_core.py   → writes bench/results_core.md
 """

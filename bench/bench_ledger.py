@@ -113,14 +113,8 @@ def db_size(url: str) -> int:
     return int(size)
 
 
-def run_backend(name: str, url: str, members: int, rounds: int, log) -> dict:
-    out: dict = {"backend": name, "load_avg_start": [round(x, 2) for x in os.getloadavg()]}
-    log(f"[{name}] migrating {url.split('@')[-1]}")
-    upgrade_to_head(url)
-    db = Database(url)
-    actor = svc.Actor("bench", "admin")
-
-    # ---- setup: population and cohort (service layer) ----------------------------------------
+def _setup(db, url: str, members: int, out: dict, log, name: str) -> int:
+    """Population and cohort through the service layer; returns the database size after it."""
     t0 = time.perf_counter()
     svc.bulk_create_users(
         db, [f"d{i}" for i in range(members)], svc.make_budget(8.0, 1e-6, "declared", None, None)
@@ -130,223 +124,239 @@ def run_backend(name: str, url: str, members: int, rounds: int, log) -> dict:
     t0 = time.perf_counter()
     svc.change_members(db, "population", [f"d{i}" for i in range(members)], join=True)
     out["setup_add_members_s"] = round(time.perf_counter() - t0, 2)
-    size_after_setup = db_size(url)
     log(
         f"[{name}] {members} users + members in {out['setup_create_users_s']} + {out['setup_add_members_s']} s"
     )
+    return db_size(url)
 
+
+def _rounds_and_reads(c, db, actor, members: int, rng: random.Random, out: dict, log, name: str) -> None:
+    """1. cohort rounds and 2. budget reads over HTTP, then the same in process (service layer)."""
+    # ---- 1. cohort round -------------------------------------------------------------
+    assert (
+        c.post("/v1/charges", json={"cohort": "population", "event": ROUND_EVENT}, headers=PIPE).status_code
+        == 201
+    )  # warm the curve cache
+    lat = []
+    for i in range(100):
+        t = time.perf_counter()
+        r = c.post(
+            "/v1/charges",
+            json={"idempotency_key": f"round-{i}", "cohort": "population", "event": TINY},
+            headers=PIPE,
+        )
+        lat.append(time.perf_counter() - t)
+        assert r.status_code == 201 and r.json()["users"] == members, r.text
+    out["cohort_round"] = ms(lat)
+    log(f"[{name}] cohort round {out['cohort_round']}")
+
+    # ---- 2. budget read --------------------------------------------------------------
+    lat = []
+    for _ in range(500):
+        u = f"d{rng.randrange(members)}"
+        t = time.perf_counter()
+        r = c.get(f"/v1/users/{u}", headers=PIPE)
+        lat.append(time.perf_counter() - t)
+        assert r.status_code == 200
+    out["budget_read"] = ms(lat)
+    log(f"[{name}] budget read {out['budget_read']}")
+
+    # service layer (no HTTP): the database part of the same operations
+    lat = []
+    for i in range(100):
+        t = time.perf_counter()
+        svc.charge(db, event=TINY, actor=actor, cohort="population", idempotency_key=f"inproc-{i}")
+        lat.append(time.perf_counter() - t)
+    out["cohort_round_in_process"] = ms(lat)
+    lat = []
+    for i in range(500):
+        t = time.perf_counter()
+        svc.get_user(db, f"d{(i * 7919) % members}")
+        lat.append(time.perf_counter() - t)
+    out["budget_read_in_process"] = ms(lat)
+    log(f"[{name}] in-process round {out['cohort_round_in_process']} read {out['budget_read_in_process']}")
+
+
+def _storage(
+    db, url: str, actor, members: int, rounds: int, size_after_setup: int, out: dict, log, name: str
+) -> None:
+    """5. storage after many rounds (service layer)."""
+    before = db_size(url)
+    with db.read() as s:
+        done = s.execute(text("SELECT seq FROM ledger_cohorts WHERE cohort_id = 'population'")).scalar_one()
+    t0 = time.perf_counter()
+    for i in range(max(0, rounds - done)):
+        svc.charge(db, event=TINY, actor=actor, cohort="population", idempotency_key=f"store-{i}")
+    el = time.perf_counter() - t0
+    after = db_size(url)
+    with db.read() as s:
+        seq = s.execute(text("SELECT seq FROM ledger_cohorts WHERE cohort_id = 'population'")).scalar_one()
+        n_classes = s.execute(text("SELECT count(*) FROM ledger_classes")).scalar_one()
+        rows = {
+            t: s.execute(text(f"SELECT count(*) FROM {t}")).scalar_one()
+            for t in ("ledger_users", "ledger_memberships", "ledger_charges", "ledger_charge_users")
+        }
+    out["storage"] = {
+        "rounds": int(seq),
+        "members": members,
+        "classes": int(n_classes),
+        "rows": rows,
+        "db_bytes_after_setup": size_after_setup,
+        "db_bytes_before_rounds": before,
+        "db_bytes_after_rounds": after,
+        "bytes_per_round": round((after - before) / max(1, seq - done), 1),
+        "bytes_per_member_setup": round(size_after_setup / members, 1),
+        "in_process_round_ms": round(el / max(1, rounds - done) * 1e3, 2),
+    }
+    log(f"[{name}] storage {out['storage']}")
+
+
+def _explicit_charges(c, db, members: int, rng: random.Random, out: dict, log, name: str) -> None:
+    """3. explicit 1,000-user charges, then a cohort round over the fragmented population."""
+    same = [f"d{i}" for i in range(1000)]
+    lat = []
+    for i in range(30):
+        t = time.perf_counter()
+        r = c.post(
+            "/v1/charges",
+            json={"idempotency_key": f"same-{i}", "users": same, "event": TINY},
+            headers=PIPE,
+        )
+        lat.append(time.perf_counter() - t)
+        assert r.status_code == 201, r.text
+    out["explicit_1000_same_users"] = ms(lat)
+    lat = []
+    for i in range(30):
+        users = [f"d{j}" for j in rng.sample(range(members), 1000)]
+        t = time.perf_counter()
+        r = c.post(
+            "/v1/charges",
+            json={"idempotency_key": f"rand-{i}", "users": users, "event": TINY},
+            headers=PIPE,
+        )
+        lat.append(time.perf_counter() - t)
+        assert r.status_code == 201, r.text
+    out["explicit_1000_random_users"] = ms(lat)
+    log(f"[{name}] explicit {out['explicit_1000_same_users']} / {out['explicit_1000_random_users']}")
+
+    # a cohort round after the random explicit charges split the population into many classes
+    lat = []
+    for i in range(30):
+        t = time.perf_counter()
+        r = c.post(
+            "/v1/charges",
+            json={"idempotency_key": f"frag-{i}", "cohort": "population", "event": TINY},
+            headers=PIPE,
+        )
+        lat.append(time.perf_counter() - t)
+        assert r.status_code == 201, r.text
+    with db.read() as s_:
+        out["classes_after_random_explicit"] = int(
+            s_.execute(
+                text(
+                    "SELECT count(*) FROM ledger_class_cohorts cc JOIN ledger_cohorts co ON co.id = cc.cohort_id "
+                    "WHERE co.cohort_id = 'population'"
+                )
+            ).scalar_one()
+        )
+    out["cohort_round_fragmented"] = ms(lat)
+    log(
+        f"[{name}] fragmented round {out['cohort_round_fragmented']} ({out['classes_after_random_explicit']} classes)"
+    )
+
+
+def _concurrency(s1, s2, db, out: dict, log, name: str) -> None:
+    """4. 32 concurrent pipelines, two serve processes."""
+    hot = [f"hot{i}" for i in range(200)]
+    budgets = {}
+    with httpx.Client(base_url=s1.url, timeout=60) as c:
+        for i, u in enumerate(hot):
+            budgets[u] = 1.0 + (i % 5) * 0.5
+        r = c.post(
+            "/v1/users/bulk",
+            json={"users": hot, "budget": {"epsilon": 1.0, "delta": 1e-6}},
+            headers=ADMIN,
+        )
+        assert r.status_code == 201, r.text
+        for u in hot:
+            assert (
+                c.put(
+                    f"/v1/users/{u}",
+                    json={"budget": {"epsilon": budgets[u], "delta": 1e-6}},
+                    headers=ADMIN,
+                ).status_code
+                == 200
+            )
+    statuses: dict[int, int] = {}
+    lock = threading.Lock()
+    deadline = time.monotonic() + 30
+
+    def pipeline(tid):
+        r = random.Random(tid)
+        refused = 0
+        with httpx.Client(base_url=(s1 if tid % 2 else s2).url, timeout=60) as c:
+            for i in range(10_000):
+                if time.monotonic() > deadline or refused >= 20:
+                    break
+                resp = c.post(
+                    "/v1/charges",
+                    json={"idempotency_key": f"p{tid}-{i}", "users": r.sample(hot, 5), "event": SMALL},
+                    headers=PIPE,
+                )
+                with lock:
+                    statuses[resp.status_code] = statuses.get(resp.status_code, 0) + 1
+                refused = refused + 1 if resp.status_code == 409 else 0
+
+    threads = [threading.Thread(target=pipeline, args=(t,)) for t in range(32)]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - t0
+    total = sum(statuses.values())
+    over = 0
+    for u in hot:
+        a = svc.recompute_user(db, u)
+        if a.recomputed_spent.epsilon > budgets[u] + 1e-12 or not a.running_not_below_recomputed:
+            over += 1
+    with db.read() as s:
+        n_admitted = s.execute(
+            text("SELECT count(*) FROM ledger_charges WHERE idempotency_key LIKE 'p%'")
+        ).scalar_one()
+    out["concurrent_32"] = {
+        "requests": total,
+        "wall_s": round(wall, 2),
+        "requests_per_s": round(total / wall, 1),
+        "admitted_per_s": round(statuses.get(201, 0) / wall, 1),
+        "statuses": {str(k): v for k, v in statuses.items()},
+        "five_xx": sum(v for k, v in statuses.items() if k >= 500),
+        "users_over_budget": over,
+        "admitted_in_db": int(n_admitted),
+        "admitted_201s": statuses.get(201, 0),
+    }
+    log(f"[{name}] concurrent {out['concurrent_32']}")
+
+
+def run_backend(name: str, url: str, members: int, rounds: int, log) -> dict:
+    out: dict = {"backend": name, "load_avg_start": [round(x, 2) for x in os.getloadavg()]}
+    log(f"[{name}] migrating {url.split('@')[-1]}")
+    upgrade_to_head(url)
+    db = Database(url)
+    actor = svc.Actor("bench", "admin")
+    size_after_setup = _setup(db, url, members, out, log, name)
+    rng = random.Random(1)
     env = {"DATABASE_URL": url, "ACCOUNTANT_API_KEYS": KEYS, "ACCOUNTANT_LOG_LEVEL": "WARNING"}
     s1 = start_server(env, timeout=120)
     s2 = None
     try:
         with httpx.Client(base_url=s1.url, timeout=120) as c:
-            # ---- 1. cohort round -------------------------------------------------------------
-            assert (
-                c.post(
-                    "/v1/charges", json={"cohort": "population", "event": ROUND_EVENT}, headers=PIPE
-                ).status_code
-                == 201
-            )  # warm the curve cache
-            lat = []
-            for i in range(100):
-                t = time.perf_counter()
-                r = c.post(
-                    "/v1/charges",
-                    json={"idempotency_key": f"round-{i}", "cohort": "population", "event": TINY},
-                    headers=PIPE,
-                )
-                lat.append(time.perf_counter() - t)
-                assert r.status_code == 201 and r.json()["users"] == members, r.text
-            out["cohort_round"] = ms(lat)
-            log(f"[{name}] cohort round {out['cohort_round']}")
-
-            # ---- 2. budget read --------------------------------------------------------------
-            lat = []
-            rng = random.Random(1)
-            for _ in range(500):
-                u = f"d{rng.randrange(members)}"
-                t = time.perf_counter()
-                r = c.get(f"/v1/users/{u}", headers=PIPE)
-                lat.append(time.perf_counter() - t)
-                assert r.status_code == 200
-            out["budget_read"] = ms(lat)
-            log(f"[{name}] budget read {out['budget_read']}")
-
-            # service layer (no HTTP): the database part of the same operations
-            lat = []
-            for i in range(100):
-                t = time.perf_counter()
-                svc.charge(db, event=TINY, actor=actor, cohort="population", idempotency_key=f"inproc-{i}")
-                lat.append(time.perf_counter() - t)
-            out["cohort_round_in_process"] = ms(lat)
-            lat = []
-            for i in range(500):
-                t = time.perf_counter()
-                svc.get_user(db, f"d{(i * 7919) % members}")
-                lat.append(time.perf_counter() - t)
-            out["budget_read_in_process"] = ms(lat)
-            log(
-                f"[{name}] in-process round {out['cohort_round_in_process']} read {out['budget_read_in_process']}"
-            )
-
-            # ---- 5. storage after many rounds (service layer) ------------------------------------------
-            before = db_size(url)
-            with db.read() as s:
-                done = s.execute(
-                    text("SELECT seq FROM ledger_cohorts WHERE cohort_id = 'population'")
-                ).scalar_one()
-            t0 = time.perf_counter()
-            for i in range(max(0, rounds - done)):
-                svc.charge(db, event=TINY, actor=actor, cohort="population", idempotency_key=f"store-{i}")
-            el = time.perf_counter() - t0
-            after = db_size(url)
-            with db.read() as s:
-                seq = s.execute(
-                    text("SELECT seq FROM ledger_cohorts WHERE cohort_id = 'population'")
-                ).scalar_one()
-                n_classes = s.execute(text("SELECT count(*) FROM ledger_classes")).scalar_one()
-                rows = {
-                    t: s.execute(text(f"SELECT count(*) FROM {t}")).scalar_one()
-                    for t in ("ledger_users", "ledger_memberships", "ledger_charges", "ledger_charge_users")
-                }
-            out["storage"] = {
-                "rounds": int(seq),
-                "members": members,
-                "classes": int(n_classes),
-                "rows": rows,
-                "db_bytes_after_setup": size_after_setup,
-                "db_bytes_before_rounds": before,
-                "db_bytes_after_rounds": after,
-                "bytes_per_round": round((after - before) / max(1, seq - done), 1),
-                "bytes_per_member_setup": round(size_after_setup / members, 1),
-                "in_process_round_ms": round(el / max(1, rounds - done) * 1e3, 2),
-            }
-            log(f"[{name}] storage {out['storage']}")
-
+            _rounds_and_reads(c, db, actor, members, rng, out, log, name)
+            _storage(db, url, actor, members, rounds, size_after_setup, out, log, name)
         with httpx.Client(base_url=s1.url, timeout=120) as c:  # a fresh connection after the long run
-            # ---- 3. explicit 1,000-user charges ----------------------------------------------
-            same = [f"d{i}" for i in range(1000)]
-            lat = []
-            for i in range(30):
-                t = time.perf_counter()
-                r = c.post(
-                    "/v1/charges",
-                    json={"idempotency_key": f"same-{i}", "users": same, "event": TINY},
-                    headers=PIPE,
-                )
-                lat.append(time.perf_counter() - t)
-                assert r.status_code == 201, r.text
-            out["explicit_1000_same_users"] = ms(lat)
-            lat = []
-            for i in range(30):
-                users = [f"d{j}" for j in rng.sample(range(members), 1000)]
-                t = time.perf_counter()
-                r = c.post(
-                    "/v1/charges",
-                    json={"idempotency_key": f"rand-{i}", "users": users, "event": TINY},
-                    headers=PIPE,
-                )
-                lat.append(time.perf_counter() - t)
-                assert r.status_code == 201, r.text
-            out["explicit_1000_random_users"] = ms(lat)
-            log(f"[{name}] explicit {out['explicit_1000_same_users']} / {out['explicit_1000_random_users']}")
-
-            # a cohort round after the random explicit charges split the population into many classes
-            lat = []
-            for i in range(30):
-                t = time.perf_counter()
-                r = c.post(
-                    "/v1/charges",
-                    json={"idempotency_key": f"frag-{i}", "cohort": "population", "event": TINY},
-                    headers=PIPE,
-                )
-                lat.append(time.perf_counter() - t)
-                assert r.status_code == 201, r.text
-            with db.read() as s_:
-                out["classes_after_random_explicit"] = int(
-                    s_.execute(
-                        text(
-                            "SELECT count(*) FROM ledger_class_cohorts cc JOIN ledger_cohorts co ON co.id = cc.cohort_id "
-                            "WHERE co.cohort_id = 'population'"
-                        )
-                    ).scalar_one()
-                )
-            out["cohort_round_fragmented"] = ms(lat)
-            log(
-                f"[{name}] fragmented round {out['cohort_round_fragmented']} ({out['classes_after_random_explicit']} classes)"
-            )
-
-        # ---- 4. 32 concurrent pipelines, two serve processes -----------------------------------
+            _explicit_charges(c, db, members, rng, out, log, name)
         s2 = start_server(env, timeout=120)
-        hot = [f"hot{i}" for i in range(200)]
-        budgets = {}
-        with httpx.Client(base_url=s1.url, timeout=60) as c:
-            for i, u in enumerate(hot):
-                budgets[u] = 1.0 + (i % 5) * 0.5
-            r = c.post(
-                "/v1/users/bulk",
-                json={"users": hot, "budget": {"epsilon": 1.0, "delta": 1e-6}},
-                headers=ADMIN,
-            )
-            assert r.status_code == 201, r.text
-            for u in hot:
-                assert (
-                    c.put(
-                        f"/v1/users/{u}",
-                        json={"budget": {"epsilon": budgets[u], "delta": 1e-6}},
-                        headers=ADMIN,
-                    ).status_code
-                    == 200
-                )
-        statuses: dict[int, int] = {}
-        lock = threading.Lock()
-        deadline = time.monotonic() + 30
-
-        def pipeline(tid):
-            r = random.Random(tid)
-            refused = 0
-            with httpx.Client(base_url=(s1 if tid % 2 else s2).url, timeout=60) as c:
-                for i in range(10_000):
-                    if time.monotonic() > deadline or refused >= 20:
-                        break
-                    resp = c.post(
-                        "/v1/charges",
-                        json={"idempotency_key": f"p{tid}-{i}", "users": r.sample(hot, 5), "event": SMALL},
-                        headers=PIPE,
-                    )
-                    with lock:
-                        statuses[resp.status_code] = statuses.get(resp.status_code, 0) + 1
-                    refused = refused + 1 if resp.status_code == 409 else 0
-
-        threads = [threading.Thread(target=pipeline, args=(t,)) for t in range(32)]
-        t0 = time.perf_counter()
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        wall = time.perf_counter() - t0
-        total = sum(statuses.values())
-        over = 0
-        for u in hot:
-            a = svc.recompute_user(db, u)
-            if a.recomputed_spent.epsilon > budgets[u] + 1e-12 or not a.running_not_below_recomputed:
-                over += 1
-        with db.read() as s:
-            n_admitted = s.execute(
-                text("SELECT count(*) FROM ledger_charges WHERE idempotency_key LIKE 'p%'")
-            ).scalar_one()
-        out["concurrent_32"] = {
-            "requests": total,
-            "wall_s": round(wall, 2),
-            "requests_per_s": round(total / wall, 1),
-            "admitted_per_s": round(statuses.get(201, 0) / wall, 1),
-            "statuses": {str(k): v for k, v in statuses.items()},
-            "five_xx": sum(v for k, v in statuses.items() if k >= 500),
-            "users_over_budget": over,
-            "admitted_in_db": int(n_admitted),
-            "admitted_201s": statuses.get(201, 0),
-        }
-        log(f"[{name}] concurrent {out['concurrent_32']}")
+        _concurrency(s1, s2, db, out, log, name)
     finally:
         s1.stop()
         if s2 is not None:

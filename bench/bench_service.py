@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import platform
@@ -67,10 +68,8 @@ class Conn:
 
     async def __aexit__(self, *exc):
         self.writer.close()
-        try:
+        with contextlib.suppress(Exception):
             await self.writer.wait_closed()
-        except Exception:
-            pass
 
     async def call(self, req: bytes) -> tuple[int, bytes]:
         self.writer.write(req)

@@ -53,7 +53,7 @@ import httpx
 import numpy as np
 
 import mechanisms
-from app.client import AccountantClient, AccountantHTTPError, BudgetExceeded, Conflict, TransportError
+from privacy_accountant import AccountantClient, AccountantHTTPError, BudgetExceeded, Conflict, TransportError
 
 # ---------------------------------------------------------------------------------------------------------
 # A local service for the duration of the run (used when --url is not given)
@@ -240,7 +240,9 @@ def run(a: argparse.Namespace, url: str, api_key: str) -> int:
         # Register the population: n users with one budget, and a cohort holding all of them.
         t0 = time.monotonic()
         client.bulk_create_users(
-            a.budget_epsilon, a.delta, id_prefix=user_prefix, count=n, on_conflict="skip"
+            budget={"epsilon": a.budget_epsilon, "delta": a.delta},
+            id_range={"prefix": user_prefix, "start": 0, "count": n},
+            on_conflict="skip",
         )
         with contextlib.suppress(Conflict):  # it exists already when a run is resumed with --run-id
             client.create_cohort(cohort, description=f"federated_mean example, {n} simulated clients")
@@ -280,13 +282,13 @@ def run(a: argparse.Namespace, url: str, api_key: str) -> int:
 
             # 5. What the ledger says each client has spent so far (ε at the budget's δ).
             user = client.get_user(probe_user)
-            spent = float(user["spent"]["epsilon"])
+            spent = user.spent.epsilon
             print(
                 f"{t:>6} | {np.linalg.norm(round_estimate - mu):>16.4f} | "
-                f"{np.linalg.norm(estimate - mu):>21.4f} | {spent:>16.4f} | {user['remaining_epsilon']:>11.4f}"
+                f"{np.linalg.norm(estimate - mu):>21.4f} | {spent:>16.4f} | {user.remaining_epsilon:>11.4f}"
                 + (
                     "   (already charged by an earlier run with this --run-id: not charged again)"
-                    if admitted.get("replayed")
+                    if admitted.replayed
                     else ""
                 )
             )
@@ -295,7 +297,7 @@ def run(a: argparse.Namespace, url: str, api_key: str) -> int:
         print("-" * 100)
         if stopped_by is not None:
             t, exc = stopped_by
-            after = float(client.get_user(probe_user)["spent"]["epsilon"])
+            after = client.get_user(probe_user).spent.epsilon
             refused = (
                 exc.body.get("refused_count", len(exc.refused_users)) if isinstance(exc.body, dict) else "?"
             )
@@ -309,7 +311,7 @@ def run(a: argparse.Namespace, url: str, api_key: str) -> int:
             )
         else:
             print(f"completed all {T} planned rounds within the budget")
-        charges = client.get_user(probe_user)["charges"]
+        charges = client.get_user(probe_user).charges
 
     print("=" * 100)
     print("Summary")

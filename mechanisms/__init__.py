@@ -44,14 +44,20 @@ from ._base import (
     ParameterError,
     UnknownMechanismError,
 )
+from ._central import CentralMechanism
 from .binary import BinaryRR, BinaryVector, KaryRR
 from .continuous import GaussianCentral, LaplaceCentral, LaplaceMean
 from .hadamard_response import HadamardResponse
+from .outlier_removal import OutlierRemovalMean
+from .private_range import PrivateRange
 from .user_level import UserMean, UserRange
 from .vectors import L1Ball, L2Ball, LinfBox
+from .winsorized import WinsorizedMean, tau_bounded, tau_subgaussian, winsorized_user_mean
+from .winsorized_sgd import WinsorizedSGD
 
 __all__ = [
     "CalibrationTimeout",
+    "CentralMechanism",
     "InputError",
     "Mechanism",
     "MechanismError",
@@ -59,8 +65,13 @@ __all__ = [
     "UnknownMechanismError",
     "available",
     "calibrate",
+    "calibration_probe",
+    "probe_params",
     "get",
     "names",
+    "tau_bounded",
+    "tau_subgaussian",
+    "winsorized_user_mean",
 ]
 
 _REGISTRY: dict[str, type[Mechanism]] = {
@@ -78,6 +89,10 @@ _REGISTRY: dict[str, type[Mechanism]] = {
         LaplaceMean,
         GaussianCentral,
         LaplaceCentral,
+        PrivateRange,
+        WinsorizedMean,
+        OutlierRemovalMean,
+        WinsorizedSGD,
     )
 }
 
@@ -116,6 +131,28 @@ def available() -> list[dict]:
 # ------------------------------------------------------------------------------------------------------
 
 _CENTRAL_KNOB = {"gaussian": "noise_multiplier", "laplace": "scale"}
+
+
+def probe_params(name: str, params: dict[str, Any], n: int | None = None) -> dict[str, Any]:
+    """``params`` completed with :func:`calibration_probe`'s placeholders (and the accounting's
+    population ``n`` for a mechanism that takes one), to validate them before a calibration."""
+    out = {**params, **calibration_probe(name)}
+    if n is not None and "n" in mechanism_class(name).PARAMETERS and "n" not in out:
+        out["n"] = n
+    return out
+
+
+def calibration_probe(name: str) -> dict[str, float]:
+    """The parameters a calibration of ``name`` solves for, each with a valid placeholder value (to
+    validate the other parameters before searching): ``epsilon0`` for local mechanisms, the noise
+    for ``gaussian``/``laplace``, and each central user-level mechanism's own knobs."""
+    cls = mechanism_class(name)
+    if issubclass(cls, CentralMechanism):
+        knobs = {cls.KNOB: 1.0}
+        if name == "outlier_removal_mean":
+            knobs["epsilon_gate"] = 1.0
+        return knobs
+    return {_CENTRAL_KNOB.get(name, "epsilon0"): 1.0}
 
 
 def _knob_domain(knob: str, rel_tol: float) -> Domain:
@@ -163,6 +200,16 @@ def calibrate(
     params = {**(mechanism_params or {}), **params}
     cls = mechanism_class(name)
     _check_target(epsilon, delta)
+    if issubclass(cls, CentralMechanism):  # the central user-level mechanisms calibrate themselves
+        if k is not None:
+            raise ParameterError(f"{name} is a central release on all users: leave k out")
+        if deadline is not None and time.monotonic() > deadline:
+            raise CalibrationTimeout(f"calibrating {name} ran out of time")
+        if n is not None and "n" in cls.PARAMETERS and "n" not in params:
+            params["n"] = n  # the population of the accounting is the mechanism's n
+        return cls.calibrated(
+            epsilon, delta, mode=params.pop("mode", "tight"), count=count, rel_tol=rel_tol, **params
+        )
     if cls.kind == "local" and n is None:
         raise ParameterError("calibrating a local mechanism needs the population n")
     knob = _CENTRAL_KNOB.get(name, "epsilon0")

@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+#: reports made of several arrays, as ``randomize`` returns them ({"index": …, "bit": …})
+ReportArrays = dict[str, NDArray[np.integer[Any]]]
+#: the same as ``estimate`` accepts them: any array-likes under those keys (checked there)
+ReportArraysLike = Mapping[str, ArrayLike]
 
 
 class MechanismError(ValueError):
@@ -17,7 +24,7 @@ class UnknownMechanismError(MechanismError, KeyError):
     """No mechanism of that name is registered."""
 
     def __str__(self) -> str:  # KeyError would quote the message
-        return self.args[0] if self.args else "unknown mechanism"
+        return str(self.args[0]) if self.args else "unknown mechanism"
 
 
 class ParameterError(MechanismError):
@@ -49,14 +56,14 @@ class Param:
     minimum: float | None = None
     maximum: float | None = None
     exclusive_minimum: bool = False
-    choices: tuple | None = None
+    choices: tuple[str, ...] | None = None
     nullable: bool = False
 
     @property
     def required(self) -> bool:
         return self.default is _REQUIRED
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": self.type, "description": self.description}
         out["required"] = self.required
         out["default"] = None if self.required else self.default
@@ -71,38 +78,23 @@ class Param:
         return out
 
     def coerce(self, name: str, value: Any) -> Any:
+        """``value`` converted to the declared type and checked against the declared limits."""
         if value is None:
             if self.nullable:
                 return None
             raise ParameterError(f"parameter '{name}' must not be null")
+        if self.type == "interval":
+            return _as_interval(name, value)
         if self.type == "integer":
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer, float, np.floating)):
-                raise ParameterError(f"parameter '{name}' must be an integer (got {value!r})")
-            if isinstance(value, (float, np.floating)):
-                if not math.isfinite(value) or value != int(value):
-                    raise ParameterError(f"parameter '{name}' must be an integer (got {value!r})")
-            value = int(value)
+            value = _as_integer(name, value)
         elif self.type == "number":
-            if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-                raise ParameterError(f"parameter '{name}' must be a number (got {value!r})")
-            value = float(value)
-            if not math.isfinite(value):
-                raise ParameterError(f"parameter '{name}' must be a finite number (got {value!r})")
-        elif self.type == "string":
-            if not isinstance(value, str):
-                raise ParameterError(f"parameter '{name}' must be a string (got {value!r})")
-        elif self.type == "interval":
-            try:
-                lo, hi = (float(v) for v in value)
-            except (TypeError, ValueError):
-                raise ParameterError(
-                    f"parameter '{name}' must be a pair [low, high] of finite numbers (got {value!r})"
-                ) from None
-            if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-                raise ParameterError(
-                    f"parameter '{name}' must be a pair [low, high] with finite low < high (got {value!r})"
-                )
-            return (lo, hi)
+            value = _as_number(name, value)
+        elif self.type == "string" and not isinstance(value, str):
+            raise ParameterError(f"parameter '{name}' must be a string (got {value!r})")
+        self._check_limits(name, value)
+        return value
+
+    def _check_limits(self, name: str, value: Any) -> None:
         if self.choices is not None and value not in self.choices:
             raise ParameterError(f"parameter '{name}' must be one of {list(self.choices)} (got {value!r})")
         if self.minimum is not None:
@@ -112,7 +104,37 @@ class Param:
                 raise ParameterError(f"parameter '{name}' must be >= {self.minimum} (got {value!r})")
         if self.maximum is not None and not value <= self.maximum:
             raise ParameterError(f"parameter '{name}' must be <= {self.maximum} (got {value!r})")
-        return value
+
+
+def _as_integer(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer, float, np.floating)):
+        raise ParameterError(f"parameter '{name}' must be an integer (got {value!r})")
+    if isinstance(value, (float, np.floating)) and (not math.isfinite(value) or value != int(value)):
+        raise ParameterError(f"parameter '{name}' must be an integer (got {value!r})")
+    return int(value)
+
+
+def _as_number(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ParameterError(f"parameter '{name}' must be a number (got {value!r})")
+    v = float(value)
+    if not math.isfinite(v):
+        raise ParameterError(f"parameter '{name}' must be a finite number (got {v!r})")
+    return v
+
+
+def _as_interval(name: str, value: Any) -> tuple[float, float]:
+    try:
+        lo, hi = (float(v) for v in value)
+    except (TypeError, ValueError):
+        raise ParameterError(
+            f"parameter '{name}' must be a pair [low, high] of finite numbers (got {value!r})"
+        ) from None
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise ParameterError(
+            f"parameter '{name}' must be a pair [low, high] with finite low < high (got {value!r})"
+        )
+    return (lo, hi)
 
 
 EPS0_MAX = 50.0  # e^{50} is still comfortably finite; larger local budgets are meaningless
@@ -146,19 +168,19 @@ def check_params(declared: dict[str, Param], given: dict[str, Any], mechanism: s
 # --------------------------------------------------------------------------------------------------
 
 
-def _check_int(name: str, value: Any, minimum: int) -> int:
+def _check_int(name: str, value: object, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         if isinstance(value, (float, np.floating)) and math.isfinite(value) and value == int(value):
             value = int(value)
         else:
             raise ParameterError(f"'{name}' must be an integer >= {minimum} (got {value!r})")
-    value = int(value)
-    if value < minimum:
-        raise ParameterError(f"'{name}' must be an integer >= {minimum} (got {value})")
-    return value
+    v = int(value)
+    if v < minimum:
+        raise ParameterError(f"'{name}' must be an integer >= {minimum} (got {v})")
+    return v
 
 
-def check_population(n: Any, k: Any, count: Any) -> tuple[int, int | None, int]:
+def check_population(n: object, k: object, count: object) -> tuple[int, int | None, int]:
     n = _check_int("n", n, 1)
     if k is not None:
         k = _check_int("k", k, 1)
@@ -168,7 +190,7 @@ def check_population(n: Any, k: Any, count: Any) -> tuple[int, int | None, int]:
     return n, k, count
 
 
-def shuffle_event(n: int, epsilon0: float, count: int, output: str = "discrete") -> dict:
+def shuffle_event(n: int, epsilon0: float, count: int, output: str = "discrete") -> dict[str, Any]:
     """One shuffled message type over all ``n`` users, used ``count`` times: the api.md event."""
     ev: dict[str, Any] = {
         "mechanism": "shuffle",
@@ -183,7 +205,7 @@ def shuffle_event(n: int, epsilon0: float, count: int, output: str = "discrete")
 
 def sampled_round_event(
     n: int, k: int, message_epsilons: list[float], count: int, output: str = "discrete"
-) -> dict:
+) -> dict[str, Any]:
     """``count`` rounds, each sampling k of n users (without replacement) who send every message of
     their report, each message through its own shuffler: ONE ``subsampled`` event whose inner
     events are the round's messages (equal ε0 merged into one inner event with that count). All
@@ -203,7 +225,7 @@ def sampled_round_event(
 
 def report_events(
     n: int, k: int | None, message_epsilons: list[float], count: int, output: str = "discrete"
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """The events of ``count`` rounds of a report made of separately shuffled messages: without
     sampling, one ``shuffle`` event per message (independent mechanisms compose); with k sampled
     per round, one ``subsampled`` event per round (:func:`sampled_round_event`)."""
@@ -217,7 +239,7 @@ def report_events(
 # --------------------------------------------------------------------------------------------------
 
 
-def check_rng(rng: Any) -> np.random.Generator:
+def check_rng(rng: object) -> np.random.Generator:
     if not isinstance(rng, np.random.Generator):
         raise TypeError(
             "rng must be a numpy.random.Generator (e.g. numpy.random.default_rng(seed)); "
@@ -250,6 +272,10 @@ class Mechanism:
     output: ClassVar[str] = "discrete"  # "discrete" | "continuous" | "central"
     kind: ClassVar[str] = "local"  # "local" | "central"
     PARAMETERS: ClassVar[dict[str, Param]] = {}
+    # set by each subclass's _setup (None where the notion does not apply)
+    epsilon0: float | None
+    bits_per_report: int | None
+    output_alphabet_size: int | None
 
     def __init__(self, **params: Any) -> None:
         self.params = check_params(self.PARAMETERS, params, self.name)
@@ -261,9 +287,10 @@ class Mechanism:
 
     @property
     def message_epsilons(self) -> list[float]:
+        assert self.epsilon0 is not None  # mechanisms without a local ε0 override this
         return [float(self.epsilon0)]
 
-    def events(self, n: int, k: int | None = None, count: int = 1) -> list[dict]:
+    def events(self, n: int, k: int | None = None, count: int = 1) -> list[dict[str, Any]]:
         """The accountant events (api.md) of ``count`` shuffled rounds over ``n`` users: without
         ``k``, one ``shuffle`` event per separately shuffled message (each with its own ε0); with
         ``k`` users sampled per round, one ``subsampled`` event per round whose inner events are the
@@ -272,10 +299,10 @@ class Mechanism:
         out = "continuous" if self.output == "continuous" else "discrete"
         return report_events(n, k, self.message_epsilons, count, out)
 
-    def internals(self) -> dict:
+    def internals(self) -> dict[str, Any]:
         return {}
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         """Everything the ``parameters`` endpoint reports, JSON-ready."""
         return {
             "name": self.name,
@@ -293,7 +320,7 @@ class Mechanism:
         return f"mechanisms.get({self.name!r}, {args})"
 
     @classmethod
-    def catalog_entry(cls) -> dict:
+    def catalog_entry(cls) -> dict[str, Any]:
         return {
             "name": cls.name,
             "description": cls.description,
@@ -333,7 +360,14 @@ def rr_variance(p: float) -> float:
     return p * (1.0 - p) / (1.0 - 2.0 * p) ** 2
 
 
-def as_array(x: Any, what: str) -> np.ndarray:
+def weighted_counts(x: NDArray[np.integer[Any]], weights: ArrayLike, minlength: int) -> NDArray[np.float64]:
+    """``np.bincount(x, weights, minlength)``: the sum of ``weights`` at each value of ``x`` (float64)."""
+    # numpy's stub types bincount as intp whatever the weights; with weights it returns float64
+    out: NDArray[np.float64] = np.bincount(x, weights=weights, minlength=minlength)  # type: ignore[assignment]
+    return out
+
+
+def as_array(x: ArrayLike, what: str) -> NDArray[Any]:
     """``np.asarray`` that turns ragged or non-numeric input into an ``InputError``."""
     if isinstance(x, np.ndarray):
         return x
@@ -343,14 +377,14 @@ def as_array(x: Any, what: str) -> np.ndarray:
         raise InputError(f"{what}: expected a rectangular array of numbers") from None
 
 
-def as_float_array(x: Any, what: str) -> np.ndarray:
+def as_float_array(x: ArrayLike, what: str) -> NDArray[np.float64]:
     try:
         return np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError):
         raise InputError(f"{what}: expected a rectangular array of numbers") from None
 
 
-def as_float_batch(x: Any, d: int, what: str) -> np.ndarray:
+def as_float_batch(x: ArrayLike, d: int, what: str) -> NDArray[np.float64]:
     """Inputs as a float64 array of shape (batch, d); a 1-D array is a batch of scalars when d = 1,
     a single client when its length is d > 1."""
     try:

@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ._base import (
     D_MAX,
@@ -14,16 +15,19 @@ from ._base import (
     Mechanism,
     Param,
     ParameterError,
+    ReportArrays,
+    ReportArraysLike,
     as_array,
     check_rng,
     eps0_param,
     rr_flip_probability,
     rr_variance,
+    weighted_counts,
 )
-from ._hadamard import log2_ceil
+from .hadamard import log2_ceil
 
 
-def as_bits(x: Any, what: str, shape_tail: tuple[int, ...] = ()) -> np.ndarray:
+def as_bits(x: ArrayLike, what: str, shape_tail: tuple[int, ...] = ()) -> NDArray[np.uint8]:
     arr = as_array(x, what)
     if arr.dtype == bool:
         arr = arr.astype(np.uint8)
@@ -45,7 +49,7 @@ def as_bits(x: Any, what: str, shape_tail: tuple[int, ...] = ()) -> np.ndarray:
     return arr
 
 
-def _n_from(n: Any, x: Any) -> int:
+def _n_from(n: int | None, x: ArrayLike | None) -> int:
     if x is not None:
         return int(np.shape(x)[0]) if np.ndim(x) else 1
     if n is None:
@@ -70,29 +74,34 @@ class BinaryRR(Mechanism):
     source = "Girgis thesis, Algorithm 2.2.1 and Theorem 2.4.1 (exact ε0 with p = 1/(1+e^{ε0}))"
     PARAMETERS = {"epsilon0": eps0_param()}
 
+    epsilon0: float
+    bits_per_report: int
+    output_alphabet_size: int
+
     def _setup(self) -> None:
         self.epsilon0 = self.params["epsilon0"]
         self.p = rr_flip_probability(self.epsilon0)
         self.bits_per_report = 1
         self.output_alphabet_size = 2
 
-    def internals(self) -> dict:
+    def internals(self) -> dict[str, Any]:
         return {"flip_probability": self.p, "per_report_variance": rr_variance(self.p)}
 
-    def randomize(self, x: Any, rng: np.random.Generator) -> np.ndarray:
+    def randomize(self, x: ArrayLike, rng: np.random.Generator) -> NDArray[np.uint8]:
         """Bits (batch,) in {0,1} → reported bits (batch,) uint8."""
         rng = check_rng(rng)
         b = as_bits(x, self.name)
-        flip = rng.random(b.shape[0]) < self.p
+        n: int = b.shape[0]
+        flip = rng.random(n) < self.p
         return b ^ flip.astype(np.uint8)
 
-    def estimate(self, reports: Any) -> float:
+    def estimate(self, reports: ArrayLike) -> float:
         y = as_bits(reports, f"{self.name} reports")
         if y.size == 0:
             raise InputError("binary_rr: need at least one report to estimate")
         return float((y.mean() - self.p) / (1.0 - 2.0 * self.p))
 
-    def mse(self, n: int | None = None, x: Any = None) -> float:
+    def mse(self, n: int | None = None, x: ArrayLike | None = None) -> float:
         """E[(estimate − mean bit)²] = p(1−p)/((1−2p)² n), exactly, for any inputs."""
         return rr_variance(self.p) / _n_from(n, x)
 
@@ -115,22 +124,26 @@ class KaryRR(Mechanism):
         "k": Param("integer", "number of symbols (inputs and reports are 0..k−1)", minimum=2, maximum=K_MAX),
     }
 
+    epsilon0: float
+    bits_per_report: int
+    output_alphabet_size: int
+
     def _setup(self) -> None:
         self.epsilon0 = self.params["epsilon0"]
-        self.k = self.params["k"]
+        self.k: int = self.params["k"]
         e = math.exp(self.epsilon0)
-        self.keep_probability = e / (e + self.k - 1)
-        self.other_probability = 1.0 / (e + self.k - 1)
+        self.keep_probability: float = e / (e + self.k - 1)
+        self.other_probability: float = 1.0 / (e + self.k - 1)
         self.bits_per_report = log2_ceil(self.k)
         self.output_alphabet_size = self.k
 
-    def internals(self) -> dict:
+    def internals(self) -> dict[str, Any]:
         return {
             "keep_probability": self.keep_probability,
             "each_other_symbol_probability": self.other_probability,
         }
 
-    def _symbols(self, x: Any, what: str) -> np.ndarray:
+    def _symbols(self, x: ArrayLike, what: str) -> NDArray[np.int64]:
         arr = as_array(x, what)
         if arr.size and not np.issubdtype(arr.dtype, np.number):
             raise InputError(f"{what} must be integers in 0..{self.k - 1}")
@@ -139,7 +152,7 @@ class KaryRR(Mechanism):
             raise InputError(f"{what} must be integers in 0..{self.k - 1}")
         return arr.astype(np.int64)
 
-    def randomize(self, x: Any, rng: np.random.Generator) -> np.ndarray:
+    def randomize(self, x: ArrayLike, rng: np.random.Generator) -> NDArray[np.int64]:
         """Symbols (batch,) in 0..k−1 → reported symbols (batch,) in 0..k−1."""
         rng = check_rng(rng)
         s = self._symbols(x, f"{self.name} inputs")
@@ -147,7 +160,7 @@ class KaryRR(Mechanism):
         other = (s + rng.integers(1, self.k, size=s.shape[0])) % self.k
         return np.where(keep, s, other)
 
-    def estimate(self, reports: Any) -> np.ndarray:
+    def estimate(self, reports: ArrayLike) -> NDArray[np.float64]:
         y = self._symbols(reports, f"{self.name} reports")
         if y.size == 0:
             raise InputError("kary_rr: need at least one report to estimate")
@@ -155,7 +168,7 @@ class KaryRR(Mechanism):
         e = math.exp(self.epsilon0)
         return ((e + self.k - 1) * f - 1.0) / (e - 1.0)
 
-    def mse(self, n: int | None = None, x: Any = None) -> float:
+    def mse(self, n: int | None = None, x: ArrayLike | None = None) -> float:
         n = _n_from(n, x)
         e = math.exp(self.epsilon0)
         a = (e + self.k - 1) / (e - 1)
@@ -194,10 +207,14 @@ class BinaryVector(Mechanism):
         ),
     }
 
+    epsilon0: float
+    bits_per_report: int
+    output_alphabet_size: int
+
     def _setup(self) -> None:
         self.epsilon0 = self.params["epsilon0"]
-        self.d = self.params["d"]
-        self.s = self.params["s"]
+        self.d: int = self.params["d"]
+        self.s: int = self.params["s"]
         self.a, self.s = block_layout(self.d, self.s)
         self.slot_epsilon = self.epsilon0 / self.s
         self.p = rr_flip_probability(self.slot_epsilon)
@@ -208,7 +225,7 @@ class BinaryVector(Mechanism):
     def message_epsilons(self) -> list[float]:
         return [self.slot_epsilon] * self.s
 
-    def internals(self) -> dict:
+    def internals(self) -> dict[str, Any]:
         return {
             "block_size": self.a,
             "slot_epsilon": self.slot_epsilon,
@@ -216,7 +233,7 @@ class BinaryVector(Mechanism):
             "padded_dimension": self.a * self.s,
         }
 
-    def randomize(self, x: Any, rng: np.random.Generator) -> dict:
+    def randomize(self, x: ArrayLike, rng: np.random.Generator) -> ReportArrays:
         """Bit vectors (batch, d) → {"index": (batch, s) index inside each block, "bit": (batch, s) uint8}."""
         rng = check_rng(rng)
         b = as_bits(x, self.name, (self.d,))
@@ -224,15 +241,15 @@ class BinaryVector(Mechanism):
         flip = rng.random(bits.shape) < self.p
         return {"index": idx, "bit": bits ^ flip.astype(np.uint8)}
 
-    def estimate(self, reports: Any) -> np.ndarray:
+    def estimate(self, reports: ReportArraysLike) -> NDArray[np.float64]:
         idx, bit = check_slot_reports(reports, (self.s,), self.a, self.name)
-        n = idx.shape[0]
+        n: int = idx.shape[0]
         coords = idx + (np.arange(self.s) * self.a)[None, :]
         vals = self.a * (bit.astype(np.float64) - self.p) / (1.0 - 2.0 * self.p)
-        tot = np.bincount(coords.ravel(), weights=vals.ravel(), minlength=self.a * self.s)
+        tot = weighted_counts(coords.ravel(), vals.ravel(), self.a * self.s)
         return tot[: self.d] / n
 
-    def mse(self, n: int | None = None, x: Any = None) -> float:
+    def mse(self, n: int | None = None, x: ArrayLike | None = None) -> float:
         """Exact E‖b̂ − b̄‖²: (1/n²) Σ_i [a d V + (a−1)‖b_i‖²], V = p(1−p)/(1−2p)²; without x the
         supremum over {0,1}^d (‖b_i‖² = d)."""
         v = rr_variance(self.p)
@@ -263,7 +280,9 @@ def block_layout(d: int, s: int) -> tuple[int, int]:
     return a, s
 
 
-def slot_messages(b: np.ndarray, a: int, s: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def slot_messages(
+    b: NDArray[np.uint8], a: int, s: int, rng: np.random.Generator
+) -> tuple[NDArray[np.int32], NDArray[np.uint8]]:
     """For each client and slot j, a uniform index in block j and the bit there (padding reads 0)."""
     n, d = b.shape
     idx = rng.integers(0, a, size=(n, s), dtype=np.int32)
@@ -275,8 +294,8 @@ def slot_messages(b: np.ndarray, a: int, s: int, rng: np.random.Generator) -> tu
 
 
 def check_slot_reports(
-    reports: Any, tail: tuple[int, ...], a: int, what: str
-) -> tuple[np.ndarray, np.ndarray]:
+    reports: object, tail: tuple[int, ...], a: int, what: str
+) -> tuple[NDArray[np.int64], NDArray[np.uint8]]:
     if not isinstance(reports, dict) or "index" not in reports or "bit" not in reports:
         raise InputError(f"{what}: reports must be a mapping with arrays 'index' and 'bit'")
     idx = as_array(reports["index"], what)

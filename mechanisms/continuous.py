@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ._base import (
     D_MAX,
@@ -22,7 +23,7 @@ from ._base import (
 from .binary import _n_from
 
 
-def _project_l1(x: np.ndarray, r: float) -> np.ndarray:
+def _project_l1(x: NDArray[np.float64], r: float) -> NDArray[np.float64]:
     norms = np.abs(x).sum(axis=1)
     over = norms > r
     if np.any(over):
@@ -31,7 +32,7 @@ def _project_l1(x: np.ndarray, r: float) -> np.ndarray:
     return x
 
 
-def _project_l2(x: np.ndarray, r: float) -> np.ndarray:
+def _project_l2(x: NDArray[np.float64], r: float) -> NDArray[np.float64]:
     norms = np.sqrt(np.einsum("ij,ij->i", x, x))
     over = norms > r
     if np.any(over):
@@ -69,27 +70,31 @@ class LaplaceMean(Mechanism):
         ),
     }
 
+    epsilon0: float
+
     def _setup(self) -> None:
         self.epsilon0 = self.params["epsilon0"]
-        self.d, self.r = self.params["d"], self.params["r"]
-        self.scale = 2.0 * self.r / self.epsilon0
+        self.d: int = self.params["d"]
+        self.r: float = self.params["r"]
+        self.scale: float = 2.0 * self.r / self.epsilon0
         self.bits_per_report = 64 * self.d  # float64 per coordinate
         self.output_alphabet_size = None
 
-    def internals(self) -> dict:
+    def internals(self) -> dict[str, Any]:
         return {"laplace_scale": self.scale, "encoding": "float64 per coordinate"}
 
-    def randomize(self, x: Any, rng: np.random.Generator) -> np.ndarray:
+    def randomize(self, x: ArrayLike, rng: np.random.Generator) -> NDArray[np.float64]:
         """Vectors (batch, d) (or (batch,) when d = 1) → noisy reports (batch, d) float64."""
         rng = check_rng(rng)
         xs = _project_l1(as_float_batch(x, self.d, self.name), self.r)
         return xs + rng.laplace(0.0, self.scale, size=xs.shape)
 
-    def estimate(self, reports: Any) -> np.ndarray:
+    def estimate(self, reports: ArrayLike) -> NDArray[np.float64]:
         y = as_float_batch(reports, self.d, f"{self.name} reports")
-        return y.mean(axis=0)
+        mean: NDArray[np.float64] = y.mean(axis=0)
+        return mean
 
-    def mse(self, n: int | None = None, x: Any = None) -> float:
+    def mse(self, n: int | None = None, x: ArrayLike | None = None) -> float:
         """E‖x̂ − x̄‖² = 2 d b²/n with b = 2r/ε0 (plus the projection bias for inputs outside the ball)."""
         if x is None:
             return 2.0 * self.d * self.scale**2 / _n_from(n, None)
@@ -100,14 +105,24 @@ class LaplaceMean(Mechanism):
         return float(2.0 * self.d * self.scale**2 / n + bias @ bias)
 
 
+class Release(TypedDict):
+    """A central release: the noisy clipped sum over ``n`` users."""
+
+    noisy_sum: NDArray[np.float64]
+    n: int
+
+
 class _Central(Mechanism):
     kind = "central"
     output = "continuous"
+    d: int  # dimension, set by each subclass's _setup
 
     def _sensitivity(self, clip: float) -> float:
         return 2.0 * clip if self.params["neighbouring"] == "replace" else clip
 
-    def _central_events(self, n: Any, k: Any, count: Any, ev: dict) -> list[dict]:
+    def _central_events(
+        self, n: object, k: object, count: object, ev: dict[str, Any]
+    ) -> list[dict[str, Any]]:
         if k is not None:
             raise ParameterError(
                 f"{self.name} is a central (trusted-server) release: there is no subsampled event for it; "
@@ -119,14 +134,18 @@ class _Central(Mechanism):
         ev["count"] = count
         return [ev]
 
-    def _project(self, x: np.ndarray) -> np.ndarray:  # pragma: no cover - overridden
+    def _project(self, x: NDArray[np.float64]) -> NDArray[np.float64]:  # pragma: no cover - overridden
         raise NotImplementedError
 
-    def clip_sum(self, x: Any) -> np.ndarray:
-        """Server side, streaming: the clipped sum of one batch of users' vectors (no noise yet)."""
-        return self._project(as_float_batch(x, self.d, self.name)).sum(axis=0)
+    def _noise(self, rng: np.random.Generator) -> NDArray[np.float64]:  # pragma: no cover - overridden
+        raise NotImplementedError
 
-    def release(self, clipped_sum: Any, n: int, rng: np.random.Generator) -> dict:
+    def clip_sum(self, x: ArrayLike) -> NDArray[np.float64]:
+        """Server side, streaming: the clipped sum of one batch of users' vectors (no noise yet)."""
+        total: NDArray[np.float64] = self._project(as_float_batch(x, self.d, self.name)).sum(axis=0)
+        return total
+
+    def release(self, clipped_sum: ArrayLike, n: int, rng: np.random.Generator) -> Release:
         """Add the noise once to a clipped sum over ``n`` users → {"noisy_sum": (d,), "n": n}."""
         rng = check_rng(rng)
         s = as_float_array(clipped_sum, self.name).reshape(-1)
@@ -136,14 +155,14 @@ class _Central(Mechanism):
             raise InputError(f"{self.name}: n must be a positive integer")
         return {"noisy_sum": s + self._noise(rng), "n": int(n)}
 
-    def randomize(self, x: Any, rng: np.random.Generator) -> dict:
+    def randomize(self, x: ArrayLike, rng: np.random.Generator) -> Release:
         """Users' vectors (users, d) → the release {"noisy_sum": (d,), "n": users} (server side: clip each
         user's contribution, sum, add the noise once)."""
         rng = check_rng(rng)
         xs = as_float_batch(x, self.d, self.name)
         return self.release(self._project(xs).sum(axis=0), xs.shape[0], rng)
 
-    def estimate(self, reports: Any) -> np.ndarray:
+    def estimate(self, reports: Release) -> NDArray[np.float64]:
         if not isinstance(reports, dict) or "noisy_sum" not in reports or "n" not in reports:
             raise InputError(f"{self.name}: reports must be the release {{'noisy_sum': [...], 'n': users}}")
         s = as_float_array(reports["noisy_sum"], self.name).reshape(-1)
@@ -194,10 +213,11 @@ class GaussianCentral(_Central):
     }
 
     def _setup(self) -> None:
-        self.noise_multiplier = self.params["noise_multiplier"]
-        self.clip, self.d = self.params["clip"], self.params["d"]
+        self.noise_multiplier: float = self.params["noise_multiplier"]
+        self.clip: float = self.params["clip"]
+        self.d = self.params["d"]
         self.sensitivity = self._sensitivity(self.clip)
-        self.sigma = self.noise_multiplier * self.sensitivity
+        self.sigma: float = self.noise_multiplier * self.sensitivity
         self.epsilon0 = None
         self.bits_per_report = None
         self.output_alphabet_size = None
@@ -206,23 +226,23 @@ class GaussianCentral(_Central):
     def message_epsilons(self) -> list[float]:
         return []
 
-    def internals(self) -> dict:
+    def internals(self) -> dict[str, Any]:
         return {"sensitivity": self.sensitivity, "sigma": self.sigma}
 
-    def events(self, n: int | None = None, k: int | None = None, count: int = 1) -> list[dict]:
+    def events(self, n: int | None = None, k: int | None = None, count: int = 1) -> list[dict[str, Any]]:
         # the accountant's events are replace-one (a user's whole data replaced): σ over Δ₂ = 2·clip,
         # whichever relation the noise was calibrated for (add/remove noise is charged at half its multiplier)
         return self._central_events(
             n, k, count, {"mechanism": "gaussian", "noise_multiplier": float(self.sigma / (2.0 * self.clip))}
         )
 
-    def _project(self, x: np.ndarray) -> np.ndarray:
+    def _project(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
         return _project_l2(x, self.clip)
 
-    def _noise(self, rng: np.random.Generator) -> np.ndarray:
+    def _noise(self, rng: np.random.Generator) -> NDArray[np.float64]:
         return rng.normal(0.0, self.sigma, size=self.d)
 
-    def mse(self, n: int | None = None, x: Any = None) -> float:
+    def mse(self, n: int | None = None, x: ArrayLike | None = None) -> float:
         if x is None:
             return self.d * self.sigma**2 / _n_from(n, None) ** 2
         raw = as_float_batch(x, self.d, self.name)
@@ -264,11 +284,14 @@ class LaplaceCentral(_Central):
         ),
     }
 
+    epsilon0: float
+
     def _setup(self) -> None:
-        self.scale = self.params["scale"]
-        self.clip, self.d = self.params["clip"], self.params["d"]
+        self.scale: float = self.params["scale"]
+        self.clip: float = self.params["clip"]
+        self.d = self.params["d"]
         self.sensitivity = self._sensitivity(self.clip)
-        self.b = self.scale * self.sensitivity
+        self.b: float = self.scale * self.sensitivity
         self.epsilon0 = 1.0 / self.scale
         self.bits_per_report = None
         self.output_alphabet_size = None
@@ -277,22 +300,22 @@ class LaplaceCentral(_Central):
     def message_epsilons(self) -> list[float]:
         return []
 
-    def internals(self) -> dict:
+    def internals(self) -> dict[str, Any]:
         return {"sensitivity": self.sensitivity, "laplace_b": self.b, "pure_epsilon": 1.0 / self.scale}
 
-    def events(self, n: int | None = None, k: int | None = None, count: int = 1) -> list[dict]:
+    def events(self, n: int | None = None, k: int | None = None, count: int = 1) -> list[dict[str, Any]]:
         # replace-one events: b over Δ₁ = 2·clip (see GaussianCentral.events)
         return self._central_events(
             n, k, count, {"mechanism": "laplace", "scale": float(self.b / (2.0 * self.clip))}
         )
 
-    def _project(self, x: np.ndarray) -> np.ndarray:
+    def _project(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
         return _project_l1(x, self.clip)
 
-    def _noise(self, rng: np.random.Generator) -> np.ndarray:
+    def _noise(self, rng: np.random.Generator) -> NDArray[np.float64]:
         return rng.laplace(0.0, self.b, size=self.d)
 
-    def mse(self, n: int | None = None, x: Any = None) -> float:
+    def mse(self, n: int | None = None, x: ArrayLike | None = None) -> float:
         if x is None:
             return 2.0 * self.d * self.b**2 / _n_from(n, None) ** 2
         raw = as_float_batch(x, self.d, self.name)

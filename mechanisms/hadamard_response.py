@@ -6,15 +6,27 @@ import math
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
-from ._base import K_MAX, InputError, Mechanism, Param, as_array, check_rng, eps0_param
-from ._hadamard import fwht, hadamard_entries, log2_ceil, next_power_of_two
+from ._base import (
+    K_MAX,
+    InputError,
+    Mechanism,
+    Param,
+    ReportArrays,
+    ReportArraysLike,
+    as_array,
+    check_rng,
+    eps0_param,
+    weighted_counts,
+)
 from .binary import _n_from
+from .hadamard import fwht, hadamard_entries, log2_ceil, next_power_of_two
 
 
 def hr_randomize(
-    symbols: np.ndarray, K: int, epsilon0: float, rng: np.random.Generator
-) -> tuple[np.ndarray, np.ndarray]:
+    symbols: NDArray[np.int64], K: int, epsilon0: float, rng: np.random.Generator
+) -> tuple[NDArray[np.int64], NDArray[np.uint8]]:
     """Each client draws its group j uniformly in 0..K−1 and answers the yes/no question
     "is my symbol in B^j = {x : H[x, j] = +1}?" truthfully w.p. e^{ε0}/(e^{ε0}+1) (eq. 7.27 with
     q = e^{ε0}/(e^{ε0}+1)). Returns (j, bit) with bit = 1 for "yes"."""
@@ -25,12 +37,12 @@ def hr_randomize(
     return j, (truth == keep).astype(np.uint8)
 
 
-def hr_sign_sums(j: np.ndarray, bit: np.ndarray, K: int) -> np.ndarray:
+def hr_sign_sums(j: NDArray[np.int64], bit: NDArray[np.uint8], K: int) -> NDArray[np.float64]:
     """S_j = Σ (2·bit − 1) over the reports of group j (last axis = groups)."""
-    return np.bincount(j, weights=2.0 * bit - 1.0, minlength=K)
+    return weighted_counts(j, 2.0 * bit - 1.0, K)
 
 
-def hr_frequencies_from_sums(sums: np.ndarray, n: int, epsilon0: float) -> np.ndarray:
+def hr_frequencies_from_sums(sums: NDArray[np.float64], n: int, epsilon0: float) -> NDArray[np.float64]:
     """p̂ = c·H S / n with c = (e^{ε0}+1)/(e^{ε0}−1): eq. (7.31) with |US_j| replaced by its mean n/K."""
     e = math.exp(epsilon0)
     return fwht(sums) * ((e + 1.0) / (e - 1.0) / n)
@@ -61,9 +73,13 @@ class HadamardResponse(Mechanism):
         "k": Param("integer", "number of symbols (inputs are 0..k−1)", minimum=2, maximum=K_MAX),
     }
 
+    epsilon0: float
+    bits_per_report: int
+    output_alphabet_size: int
+
     def _setup(self) -> None:
         self.epsilon0 = self.params["epsilon0"]
-        self.k = self.params["k"]
+        self.k: int = self.params["k"]
         self.K = next_power_of_two(self.k)
         self.payload_bits = 1
         self.bits_per_report = log2_ceil(self.K) + 1
@@ -71,7 +87,7 @@ class HadamardResponse(Mechanism):
         e = math.exp(self.epsilon0)
         self.c = (e + 1.0) / (e - 1.0)
 
-    def internals(self) -> dict:
+    def internals(self) -> dict[str, Any]:
         return {
             "groups": self.K,
             "truth_probability": 1.0 - 1.0 / (1.0 + math.exp(self.epsilon0)),
@@ -79,7 +95,7 @@ class HadamardResponse(Mechanism):
             "c": self.c,
         }
 
-    def symbols(self, x: Any, what: str) -> np.ndarray:
+    def symbols(self, x: ArrayLike, what: str) -> NDArray[np.int64]:
         arr = as_array(x, what)
         if arr.size and not np.issubdtype(arr.dtype, np.number):
             raise InputError(f"{what} must be integers in 0..{self.k - 1}")
@@ -88,22 +104,22 @@ class HadamardResponse(Mechanism):
             raise InputError(f"{what} must be integers in 0..{self.k - 1}")
         return arr.astype(np.int64)
 
-    def randomize(self, x: Any, rng: np.random.Generator) -> dict:
+    def randomize(self, x: ArrayLike, rng: np.random.Generator) -> ReportArrays:
         """Symbols (batch,) in 0..k−1 → {"index": (batch,) group j, "bit": (batch,) answer}."""
         rng = check_rng(rng)
         j, bit = hr_randomize(self.symbols(x, f"{self.name} inputs"), self.K, self.epsilon0, rng)
         return {"index": j, "bit": bit}
 
-    def estimate(self, reports: Any) -> np.ndarray:
+    def estimate(self, reports: ReportArraysLike) -> NDArray[np.float64]:
         j, bit = check_index_bit(reports, self.K, self.name)
         return hr_frequencies_from_sums(hr_sign_sums(j, bit, self.K), j.size, self.epsilon0)[: self.k]
 
-    def mse(self, n: int | None = None, x: Any = None) -> float:
+    def mse(self, n: int | None = None, x: ArrayLike | None = None) -> float:
         """E‖p̂ − p‖² = (c² k − 1)/n exactly, for every input."""
         return (self.c**2 * self.k - 1.0) / _n_from(n, x)
 
 
-def check_index_bit(reports: Any, size: int, what: str) -> tuple[np.ndarray, np.ndarray]:
+def check_index_bit(reports: object, size: int, what: str) -> tuple[NDArray[np.int64], NDArray[np.uint8]]:
     if not isinstance(reports, dict) or "index" not in reports or "bit" not in reports:
         raise InputError(f"{what}: reports must be a mapping with arrays 'index' and 'bit'")
     j = as_array(reports["index"], what).reshape(-1)

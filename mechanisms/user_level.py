@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ._base import (
     D_MAX,
@@ -13,19 +15,22 @@ from ._base import (
     Mechanism,
     Param,
     ParameterError,
+    ReportArrays,
+    ReportArraysLike,
     as_float_array,
     check_rng,
     eps0_param,
+    weighted_counts,
 )
-from ._hadamard import fwht, log2_ceil, next_power_of_two
 from .binary import _n_from
+from .hadamard import fwht, log2_ceil, next_power_of_two
 from .hadamard_response import check_index_bit, hr_frequencies_from_sums, hr_randomize, hr_sign_sums
 from .vectors import LEVELS_MAX, LinfBox
 
 BINS_MAX = 1 << 20
 
 
-def user_means(x: Any, d: int, what: str) -> np.ndarray:
+def user_means(x: ArrayLike, d: int, what: str) -> NDArray[np.float64]:
     """Each user's mean, shape (users, d).
 
     d = 1: a 1-D array is one value (already the mean) per user; a 2-D array (users, samples) or a list
@@ -111,10 +116,15 @@ class UserRange(Mechanism):
         ),
     }
 
+    epsilon0: float
+    bits_per_report: int
+    output_alphabet_size: int
+
     def _setup(self) -> None:
         self.epsilon0 = self.params["epsilon0"]
-        self.B, self.tau = self.params["B"], self.params["tau"]
-        self.k = math.ceil(self.B / self.tau - 1e-12)
+        self.B: float = self.params["B"]
+        self.tau: float = self.params["tau"]
+        self.k: int = math.ceil(self.B / self.tau - 1e-12)
         if self.k < 2:
             raise ParameterError(
                 f"tau must be smaller than B (got B = {self.B}, tau = {self.tau}): "
@@ -131,7 +141,7 @@ class UserRange(Mechanism):
         e = math.exp(self.epsilon0)
         self.c = (e + 1.0) / (e - 1.0)
 
-    def internals(self) -> dict:
+    def internals(self) -> dict[str, Any]:
         return {
             "bins": self.k,
             "groups": self.K,
@@ -140,27 +150,27 @@ class UserRange(Mechanism):
             "last_centre": float(self.centres[-1]),
         }
 
-    def bins(self, means: np.ndarray) -> np.ndarray:
+    def bins(self, means: NDArray[np.float64]) -> NDArray[np.int64]:
         return np.clip(np.floor((means + self.B) / (2.0 * self.tau)), 0, self.k - 1).astype(np.int64)
 
-    def randomize(self, x: Any, rng: np.random.Generator) -> dict:
+    def randomize(self, x: ArrayLike, rng: np.random.Generator) -> ReportArrays:
         """Users' means (users,) or datasets (users, samples) → {"index": group, "bit": answer}."""
         rng = check_rng(rng)
         y = user_means(x, 1, self.name)[:, 0]
         j, bit = hr_randomize(self.bins(y), self.K, self.epsilon0, rng)
         return {"index": j, "bit": bit}
 
-    def estimate(self, reports: Any) -> np.ndarray:
+    def estimate(self, reports: ReportArraysLike) -> NDArray[np.float64]:
         """Unbiased estimate of the fraction of users whose mean falls in each bin."""
         j, bit = check_index_bit(reports, self.K, self.name)
         return hr_frequencies_from_sums(hr_sign_sums(j, bit, self.K), j.size, self.epsilon0)[: self.k]
 
-    def interval(self, reports: Any) -> tuple[float, float]:
+    def interval(self, reports: ReportArraysLike) -> tuple[float, float]:
         """The broadcast range [a_max − 3τ, a_max + 3τ] around the top estimated bin."""
         a = float(self.centres[int(np.argmax(self.estimate(reports)))])
         return (a - 3.0 * self.tau, a + 3.0 * self.tau)
 
-    def mse(self, n: int | None = None, x: Any = None) -> float:
+    def mse(self, n: int | None = None, x: ArrayLike | None = None) -> float:
         """E‖f̂ − f‖² of the bin frequencies = (c² k − 1)/n for every input."""
         if x is not None:
             n = user_means(x, 1, self.name).shape[0]
@@ -228,11 +238,19 @@ class UserMean(Mechanism):
         ),
     }
 
+    epsilon0: float
+    bits_per_report: int
+    output_alphabet_size: int
+
     def _setup(self) -> None:
         pr = self.params
         self.epsilon0 = pr["epsilon0"]
-        self.d = pr["d"]
-        self.B, self.tau = pr["B"], pr["tau"]
+        self.d: int = pr["d"]
+        self.B: float = pr["B"]
+        self.tau: float = pr["tau"]
+        self.range_mech: UserRange | None
+        self.fixed_interval: tuple[float, float] | None
+        self.signs: NDArray[np.float64] | None  # the rotation's random signs (d > 1)
         if self.d == 1:
             self.D = 1
             self.signs = None
@@ -277,7 +295,7 @@ class UserMean(Mechanism):
         r = [] if self.range_mech is None else [self.range_mech.epsilon0] * self.range_count
         return r + self.linf.message_epsilons
 
-    def internals(self) -> dict:
+    def internals(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "mean_report": self.linf.internals(),
             "mean_epsilon0": self.linf.epsilon0,
@@ -296,30 +314,32 @@ class UserMean(Mechanism):
         return out
 
     # ---------------------------------------------------------------------------------------------
-    def _rotate(self, y: np.ndarray) -> np.ndarray:
-        if self.d == 1:
+    def _rotate(self, y: NDArray[np.float64]) -> NDArray[np.float64]:
+        if self.signs is None:  # d = 1: no rotation
             return y
         w = np.zeros((y.shape[0], self.D))
         w[:, : self.d] = y
         w *= self.signs
         return fwht(w) / math.sqrt(self.D)
 
-    def _unrotate(self, w: np.ndarray) -> np.ndarray:
-        if self.d == 1:
+    def _unrotate(self, w: NDArray[np.float64]) -> NDArray[np.float64]:
+        if self.signs is None:  # d = 1: no rotation
             return w
         return (fwht(w) * (self.signs / math.sqrt(self.D)))[: self.d]
 
-    def _clip_samples(self, y: np.ndarray) -> np.ndarray:
+    def _clip_samples(self, y: NDArray[np.float64]) -> NDArray[np.float64]:
         return np.clip(y, -self.B, self.B)
 
-    def _range_reports(self, w: np.ndarray, rng: np.random.Generator) -> dict:
+    def _range_reports(self, w: NDArray[np.float64], rng: np.random.Generator) -> ReportArrays:
         rm = self.range_mech
+        assert rm is not None  # called only when there is a range round
         bins = rm.bins(w)  # (users, D)
         j, bit = hr_randomize(bins, rm.K, rm.epsilon0, rng)
         return {"index": j, "bit": bit}
 
-    def _centres_from_range(self, rep: dict) -> np.ndarray:
+    def _centres_from_range(self, rep: ReportArraysLike) -> NDArray[np.float64]:
         rm = self.range_mech
+        assert rm is not None  # called only when there is a range round
         j = np.asarray(rep["index"])
         bit = np.asarray(rep["bit"])
         if j.ndim == 1:
@@ -331,13 +351,14 @@ class UserMean(Mechanism):
             )
         check_index_bit({"index": j, "bit": bit}, rm.K, self.name)
         cols = np.arange(self.range_count)[None, :] * rm.K + j.astype(np.int64)
-        sums = np.bincount(
-            cols.ravel(), weights=(2.0 * bit - 1.0).ravel(), minlength=self.range_count * rm.K
-        ).reshape(self.range_count, rm.K)
+        sums = weighted_counts(cols.ravel(), (2.0 * bit - 1.0).ravel(), self.range_count * rm.K).reshape(
+            self.range_count, rm.K
+        )
         freq = hr_frequencies_from_sums(sums, j.shape[0], rm.epsilon0)[:, : rm.k]
-        return rm.centres[np.argmax(freq, axis=1)]
+        centres: NDArray[np.float64] = rm.centres[np.argmax(freq, axis=1)]
+        return centres
 
-    def randomize(self, x: Any, rng: np.random.Generator) -> dict:
+    def randomize(self, x: ArrayLike, rng: np.random.Generator) -> dict[str, Any]:
         """Users' data (see ``user_means``) → {"range": round-1 reports (absent with a fixed interval),
         "interval": the broadcast [low, high] per coordinate, "mean": round-2 ℓ∞ reports}."""
         rng = check_rng(rng)
@@ -345,6 +366,7 @@ class UserMean(Mechanism):
         w = self._rotate(y)
         out: dict[str, Any] = {}
         if self.range_mech is None:
+            assert self.fixed_interval is not None  # the public interval replaces the range round
             lo, hi = self.fixed_interval
             centres = np.array([(lo + hi) / 2.0])
         else:
@@ -356,7 +378,7 @@ class UserMean(Mechanism):
         out["mean"] = self.linf.randomize(np.clip(w - centres, -half, half), rng)
         return out
 
-    def estimate(self, reports: Any) -> Any:
+    def estimate(self, reports: Mapping[str, Any]) -> float | NDArray[np.float64]:
         """The estimated mean over users (float for d = 1, array (d,) otherwise)."""
         if not isinstance(reports, dict) or "mean" not in reports or "interval" not in reports:
             raise InputError(
@@ -373,7 +395,7 @@ class UserMean(Mechanism):
         est = self._unrotate(centres + self.linf.estimate(reports["mean"]))
         return float(est[0]) if self.d == 1 else est
 
-    def mse(self, n: int | None = None, x: Any = None) -> float:
+    def mse(self, n: int | None = None, x: ArrayLike | None = None) -> float:
         """Without x: the ℓ∞ supremum at r∞ = half the interval (valid when every user's mean lies in the
         broadcast interval — w.h.p. by seed 000 Lemma 1). With x: exact variance + projection bias given
         that the range round picks the true most frequent bin (the non-private argmax)."""
@@ -382,6 +404,7 @@ class UserMean(Mechanism):
         y = self._clip_samples(user_means(x, self.d, self.name))
         w = self._rotate(y)
         if self.range_mech is None:
+            assert self.fixed_interval is not None  # the public interval replaces the range round
             lo, hi = self.fixed_interval
             centres = np.array([(lo + hi) / 2.0])
         else:

@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ._base import (
     D_MAX,
@@ -13,15 +14,18 @@ from ._base import (
     Mechanism,
     Param,
     ParameterError,
+    ReportArrays,
+    ReportArraysLike,
     as_array,
     as_float_batch,
     check_rng,
     eps0_param,
     rr_flip_probability,
     rr_variance,
+    weighted_counts,
 )
-from ._hadamard import fwht, hadamard_coefficients, log2_ceil, next_power_of_two
 from .binary import _n_from, block_layout, check_slot_reports
+from .hadamard import fwht, hadamard_coefficients, log2_ceil, next_power_of_two
 
 LEVELS_MAX = 24
 
@@ -51,50 +55,55 @@ class L1Ball(Mechanism):
         "r1": Param("number", "ℓ1 radius of the inputs", default=1.0, minimum=0.0, exclusive_minimum=True),
     }
 
+    epsilon0: float
+    bits_per_report: int
+    output_alphabet_size: int
+
     def _setup(self) -> None:
         self.epsilon0 = self.params["epsilon0"]
-        self.d = self.params["d"]
-        self.r1 = self.params["r1"]
+        self.d: int = self.params["d"]
+        self.r1: float = self.params["r1"]
         self.D = next_power_of_two(self.d)
         e = math.exp(self.epsilon0)
         self.c = (e + 1.0) / (e - 1.0)
         self.bits_per_report = log2_ceil(self.D) + 1
         self.output_alphabet_size = 2 * self.D
 
-    def internals(self) -> dict:
+    def internals(self) -> dict[str, Any]:
         return {"hadamard_dimension": self.D, "c": self.c, "report_magnitude": self.r1 * self.c}
 
-    def _project(self, x: Any) -> np.ndarray:
-        x = as_float_batch(x, self.d, self.name)
-        norms = np.abs(x).sum(axis=1)
+    def _project(self, x: ArrayLike) -> NDArray[np.float64]:
+        xs = as_float_batch(x, self.d, self.name)
+        norms = np.abs(xs).sum(axis=1)
         over = norms > self.r1
         if np.any(over):
-            x = x.copy()
-            x[over] *= (self.r1 / norms[over])[:, None]
-        return x
+            xs = xs.copy()
+            xs[over] *= (self.r1 / norms[over])[:, None]
+        return xs
 
-    def randomize(self, x: Any, rng: np.random.Generator) -> dict:
+    def randomize(self, x: ArrayLike, rng: np.random.Generator) -> ReportArrays:
         """Vectors (batch, d) → {"index": (batch,) Hadamard index j, "sign": (batch,) ±1 int8}."""
         rng = check_rng(rng)
-        x = self._project(x)
-        n = x.shape[0]
-        if self.D == self.d:
-            xp = x
+        xs = self._project(x)
+        n: int = xs.shape[0]
+        if self.d == self.D:
+            xp = xs
         else:
             xp = np.zeros((n, self.D))
-            xp[:, : self.d] = x
+            xp[:, : self.d] = xs
         j = rng.integers(0, self.D, size=n)
         hx_j = hadamard_coefficients(xp, j)  # (H x)_j = √D y_j, only the sampled coefficient: O(D)
         p_plus = 0.5 + hx_j / (2.0 * self.r1 * self.c)
         sign = np.where(rng.random(n) < p_plus, 1, -1).astype(np.int8)
         return {"index": j, "sign": sign}
 
-    def estimate(self, reports: Any) -> np.ndarray:
+    def estimate(self, reports: ReportArraysLike) -> NDArray[np.float64]:
         j, sign = check_index_sign(reports, self.D, self.name)
-        s = np.bincount(j, weights=sign.astype(np.float64), minlength=self.D)
-        return fwht(s)[: self.d] * (self.r1 * self.c / j.shape[0])
+        s = weighted_counts(j, sign.astype(np.float64), self.D)
+        n: int = j.shape[0]
+        return fwht(s)[: self.d] * (self.r1 * self.c / n)
 
-    def mse(self, n: int | None = None, x: Any = None) -> float:
+    def mse(self, n: int | None = None, x: ArrayLike | None = None) -> float:
         """Exact E‖x̂ − x̄‖² = (1/n²) Σ_i (r₁² c² d − ‖x_i‖²); without x its supremum r₁² c² d / n."""
         per = (self.r1 * self.c) ** 2 * self.d
         if x is None:
@@ -104,7 +113,7 @@ class L1Ball(Mechanism):
         return float((n * per - np.sum(xs * xs)) / n**2)
 
 
-def check_index_sign(reports: Any, size: int, what: str) -> tuple[np.ndarray, np.ndarray]:
+def check_index_sign(reports: object, size: int, what: str) -> tuple[NDArray[np.int64], NDArray[np.int8]]:
     if not isinstance(reports, dict) or "index" not in reports or "sign" not in reports:
         raise InputError(f"{what}: reports must be a mapping with arrays 'index' and 'sign'")
     j = as_array(reports["index"], what).reshape(-1)
@@ -124,7 +133,7 @@ def check_index_sign(reports: Any, size: int, what: str) -> tuple[np.ndarray, np
     return j.astype(np.int64), sign.astype(np.int8)
 
 
-def level_split(m: int) -> np.ndarray:
+def level_split(m: int) -> NDArray[np.float64]:
     """Budget fractions f_1..f_m of the ℓ∞ levels (proof of Theorem 3.5.1, corrected).
 
     f_k ∝ 4^{−k/3} for k < m (the MSE-optimal split for level weights 2^{−k}), and the last level —
@@ -132,7 +141,8 @@ def level_split(m: int) -> np.ndarray:
     4^{−(m−1)/3}. Correction: Algorithm 3.5.1 prints 4^{−(m+1)/3} for it (inconsistent with step (e) of
     eq. 3.31, which uses 4^{−(m−1)/3})."""
     w = np.array([4.0 ** (-k / 3.0) for k in range(1, m)] + [4.0 ** (-(m - 1) / 3.0)])
-    return w / w.sum()
+    total: float = w.sum()
+    return w / total
 
 
 class LinfBox(Mechanism):
@@ -176,6 +186,10 @@ class LinfBox(Mechanism):
         "r_inf": Param("number", "ℓ∞ radius of the inputs", default=1.0, minimum=0.0, exclusive_minimum=True),
     }
 
+    epsilon0: float
+    bits_per_report: int
+    output_alphabet_size: int
+
     def _setup(self) -> None:
         self._init_box(
             self.params["epsilon0"],
@@ -203,7 +217,7 @@ class LinfBox(Mechanism):
     def message_epsilons(self) -> list[float]:
         return [float(e) for e in self.slot_epsilons for _ in range(self.s)]
 
-    def internals(self) -> dict:
+    def internals(self) -> dict[str, Any]:
         return {
             "block_size": self.a,
             "level_epsilons": self.level_epsilons.tolist(),
@@ -213,14 +227,14 @@ class LinfBox(Mechanism):
         }
 
     # digits of z at given positions ----------------------------------------------------------------
-    def _digits(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _digits(self, z: NDArray[np.float64]) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
         scale = float(2 ** (self.m - 1))
         t = z * scale
         q = np.minimum(np.floor(t), scale - 1).astype(np.int64)
         rho = np.clip(t - q, 0.0, 1.0)
         return q, rho
 
-    def _randomize_box(self, x: np.ndarray, rng: np.random.Generator) -> dict:
+    def _randomize_box(self, x: NDArray[np.float64], rng: np.random.Generator) -> ReportArrays:
         n = x.shape[0]
         m, s, a, d = self.m, self.s, self.a, self.d
         idx = rng.integers(0, a, size=(n, m, s), dtype=np.int32)
@@ -238,24 +252,24 @@ class LinfBox(Mechanism):
         flips = rng.random((n, m, s)) < self.p[None, :, None]
         return {"index": idx, "bit": bits ^ flips.astype(np.uint8)}
 
-    def randomize(self, x: Any, rng: np.random.Generator) -> dict:
+    def randomize(self, x: ArrayLike, rng: np.random.Generator) -> ReportArrays:
         """Vectors (batch, d) → {"index": (batch, m, s) index in block, "bit": (batch, m, s) uint8}."""
         rng = check_rng(rng)
         return self._randomize_box(as_float_batch(x, self.d, self.name), rng)
 
-    def _estimate_z(self, reports: Any) -> np.ndarray:
+    def _estimate_z(self, reports: ReportArraysLike) -> NDArray[np.float64]:
         idx, bit = check_slot_reports(reports, (self.m, self.s), self.a, self.name)
-        n = idx.shape[0]
+        n: int = idx.shape[0]
         coords = idx + (np.arange(self.s) * self.a)[None, None, :]
         coef = (self.weights * self.a / (1.0 - 2.0 * self.p))[None, :, None]
         vals = coef * (bit.astype(np.float64) - self.p[None, :, None])
-        tot = np.bincount(coords.ravel(), weights=vals.ravel(), minlength=self.a * self.s)
+        tot = weighted_counts(coords.ravel(), vals.ravel(), self.a * self.s)
         return tot[: self.d] / n
 
-    def estimate(self, reports: Any) -> np.ndarray:
+    def estimate(self, reports: ReportArraysLike) -> NDArray[np.float64]:
         return 2.0 * self.r_inf * self._estimate_z(reports) - self.r_inf
 
-    def _per_client_z_error(self, z: np.ndarray) -> np.ndarray:
+    def _per_client_z_error(self, z: NDArray[np.float64]) -> NDArray[np.float64]:
         """E‖ẑ_i − z_i‖² for each row of z (batch, d) — see the class docstring."""
         a, d, m = self.a, self.d, self.m
         v = np.array([rr_variance(p) for p in self.p])
@@ -272,9 +286,10 @@ class LinfBox(Mechanism):
         v = np.array([rr_variance(p) for p in self.p])
         tot = sum(4.0 ** (-k) * (a * d * v[k - 1] + (a - 1) * d) for k in range(1, m))
         g = (a - 1.0) if a >= 2 else 0.25
-        return tot + 4.0 ** (-(m - 1)) * (a * d * v[m - 1] + d * g)
+        out: float = tot + 4.0 ** (-(m - 1)) * (a * d * v[m - 1] + d * g)
+        return out
 
-    def mse(self, n: int | None = None, x: Any = None) -> float:
+    def mse(self, n: int | None = None, x: ArrayLike | None = None) -> float:
         """Exact E‖x̂ − x̄‖² for the given inputs (clipped to the box); without x its supremum over the box."""
         if x is None:
             return 4.0 * self.r_inf**2 * self._sup_z_error() / _n_from(n, None)
@@ -345,29 +360,29 @@ class L2Ball(LinfBox):
 
     def _setup(self) -> None:
         pr = self.params
-        self.d_in = pr["d"]
-        self.r2 = pr["r2"]
+        self.d_in: int = pr["d"]
+        self.r2: float = pr["r2"]
         dp = next_power_of_two(self.d_in)
         self.r_inf_thesis = 10.0 * self.r2 * math.sqrt(math.log(pr["n"] * dp / pr["beta"]) / dp)
         r_inf = pr["r_inf"] if pr["r_inf"] is not None else self.r_inf_thesis
         self._init_box(pr["epsilon0"], dp, pr["m"], pr["s"], r_inf)
         self.signs = np.random.default_rng(pr["rotation_seed"]).choice(np.array([-1.0, 1.0]), size=dp)
 
-    def internals(self) -> dict:
+    def internals(self) -> dict[str, Any]:
         out = super().internals()
         out.update({"rotated_dimension": self.d, "r_inf": self.r_inf, "r_inf_thesis": self.r_inf_thesis})
         return out
 
-    def _project(self, x: Any) -> np.ndarray:
-        x = as_float_batch(x, self.d_in, self.name)
-        norms = np.sqrt(np.einsum("ij,ij->i", x, x))
+    def _project(self, x: ArrayLike) -> NDArray[np.float64]:
+        xs = as_float_batch(x, self.d_in, self.name)
+        norms = np.sqrt(np.einsum("ij,ij->i", xs, xs))
         over = norms > self.r2
         if np.any(over):
-            x = x.copy()
-            x[over] *= (self.r2 / norms[over])[:, None]
-        return x
+            xs = xs.copy()
+            xs[over] *= (self.r2 / norms[over])[:, None]
+        return xs
 
-    def rotate(self, x: np.ndarray) -> np.ndarray:
+    def rotate(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
         """w = U x for a batch (batch, d) → (batch, d')."""
         if self.d == self.d_in:
             w = x * self.signs
@@ -379,21 +394,21 @@ class L2Ball(LinfBox):
         w *= 1.0 / math.sqrt(self.d)
         return w
 
-    def unrotate(self, w: np.ndarray) -> np.ndarray:
+    def unrotate(self, w: NDArray[np.float64]) -> NDArray[np.float64]:
         """x = Uᵀ w = D H w / √d' (last axis), truncated to the input dimension."""
         return (fwht(w) * (self.signs / math.sqrt(self.d)))[..., : self.d_in]
 
-    def randomize(self, x: Any, rng: np.random.Generator) -> dict:
+    def randomize(self, x: ArrayLike, rng: np.random.Generator) -> ReportArrays:
         """Vectors (batch, d) → {"index": (batch, m, s), "bit": (batch, m, s)} (ℓ∞ reports of U x)."""
         rng = check_rng(rng)
         w = self.rotate(self._project(x))
         return self._randomize_box(w, rng)
 
-    def estimate(self, reports: Any) -> np.ndarray:
+    def estimate(self, reports: ReportArraysLike) -> NDArray[np.float64]:
         w_hat = 2.0 * self.r_inf * self._estimate_z(reports) - self.r_inf
         return self.unrotate(w_hat)
 
-    def mse(self, n: int | None = None, x: Any = None) -> float:
+    def mse(self, n: int | None = None, x: ArrayLike | None = None) -> float:
         if x is None:
             return super().mse(n=n)
         xs = self._project(x)

@@ -95,7 +95,7 @@ def _bbg19_log_delta(n: int, eps0: float, eps: float, kind: str) -> float:
     return min(out, 0.0)
 
 
-def bbg19_delta(n, epsilon0, epsilon, kind: str = "best") -> float:
+def bbg19_delta(n: int, epsilon0: float, epsilon: float, kind: str = "best") -> float:
     """BBG19 privacy-blanket δ(ε) for a generic ε0-LDP randomizer (module docstring).
 
     kind: ``hoeffding``, ``bennett`` or ``best`` (the smaller of the two; both are valid).
@@ -113,7 +113,7 @@ def bbg19_delta(n, epsilon0, epsilon, kind: str = "best") -> float:
     return min(1.0, math.exp(_bbg19_log_delta(n, eps0, eps, kind)) * (1.0 + 1e-12))
 
 
-def bbg19_epsilon(n, epsilon0, delta, kind: str = "best") -> float:
+def bbg19_epsilon(n: int, epsilon0: float, delta: float, kind: str = "best") -> float:
     """Smallest ε (relative tolerance 1e-10, rounded up) with :func:`bbg19_delta` ≤ δ; ε0 if none
     below ε0 (the shuffle is always ε0-DP)."""
     n = check_n(n)
@@ -123,7 +123,7 @@ def bbg19_epsilon(n, epsilon0, delta, kind: str = "best") -> float:
         return 0.0
     ld = math.log(delta)
 
-    def f(x):
+    def f(x: float) -> float:
         return max(_bbg19_log_delta(n, eps0, x, kind), -745.0) - ld
 
     # bracket [lo, hi] with f(lo) > 0 ≥ f(hi) on a geometric ladder down from ε0 (δ(ε0) = 0). Any ε
@@ -147,7 +147,7 @@ def bbg19_epsilon(n, epsilon0, delta, kind: str = "best") -> float:
     return float(hi)
 
 
-def efm19_epsilon(n, epsilon0, delta) -> float:
+def efm19_epsilon(n: int, epsilon0: float, delta: float) -> float:
     """EFM19 Corollary 9: ε = 12·ε0·√(log(1/δ)/n), valid for ε0 < 1/2, δ < 1/100, n ≥ 1000."""
     n = check_n(n)
     eps0 = check_epsilon0(epsilon0)

@@ -64,10 +64,13 @@ use a table of S per bin instead (:func:`_delta_c_many`).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any, overload
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from scipy.optimize import brentq
 from scipy.stats import binom
 
@@ -92,7 +95,7 @@ _SUM_SLACK = 1e-9
 _CHUNK = 1 << 20  # (bins × ε) elements evaluated at once
 
 
-def _edges(n: int, p: float, rel: float) -> np.ndarray:
+def _edges(n: int, p: float, rel: float) -> NDArray[np.int64]:
     """Bin edges e_0 = 0 < … < e_B = n of C ∈ {0..n−1} (bin b is [e_b, e_{b+1})).
 
     Inside the core — C between its 1e-40 and 1 − 1e-40 quantiles — the widths are
@@ -124,7 +127,7 @@ def _edges(n: int, p: float, rel: float) -> np.ndarray:
     return np.unique(np.concatenate([[0], below, core, above, [n]])).astype(np.int64)
 
 
-def _bin_masses(n: int, p: float, edges: np.ndarray) -> np.ndarray:
+def _bin_masses(n: int, p: float, edges: NDArray[np.int64]) -> NDArray[np.float64]:
     """P(e_b ≤ C < e_{b+1}), C ~ Bin(n−1, p): CDF differences below the mean, survival-function
     differences above it (each accurate to ~1e-12 relative where it is small), raised by 1e-10."""
     m = n - 1
@@ -137,7 +140,7 @@ def _bin_masses(n: int, p: float, edges: np.ndarray) -> np.ndarray:
     return np.maximum(w, 0.0) * (1.0 + _CDF_SLACK)
 
 
-def _survival(j: np.ndarray, c: np.ndarray) -> np.ndarray:
+def _survival(j: NDArray[np.int64], c: NDArray[np.int64]) -> NDArray[np.float64]:
     """S(j) = Pr[Bin(c, ½) ≥ j] = Pr[Bin(c, ½) ≤ c − j] (symmetry), exact 1 / 0 outside 0 < j ≤ c."""
     k = c - j
     out = binom.cdf(np.clip(k, 0, None), c, 0.5)
@@ -145,7 +148,9 @@ def _survival(j: np.ndarray, c: np.ndarray) -> np.ndarray:
     return np.where(j > c, 0.0, out)
 
 
-def _delta_c(c: np.ndarray, eps: np.ndarray, E: float, eps0: float, upper: bool = True) -> np.ndarray:
+def _delta_c(
+    c: NDArray[np.int64], eps: NDArray[np.float64], E: float, eps0: float, upper: bool = True
+) -> NDArray[np.float64]:
     """δ_c(ε) for broadcastable integer c and −ε0 < ε < ε0 (module docstring): a certified upper
     bound, or with ``upper=False`` a lower bound (one threshold, the rounding slack subtracted).
 
@@ -166,7 +171,7 @@ def _delta_c(c: np.ndarray, eps: np.ndarray, E: float, eps0: float, upper: bool 
     dev = np.maximum(m0 - 2 - cf / 2.0, 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         log_hoeff = np.where(cf > 0, -2.0 * dev * dev / np.maximum(cf, 1.0), 0.0)
-    far = (log_hoeff < _FAR_LOG) & (m0 - 2 > cf / 2.0)
+    far: NDArray[np.bool_] = (log_hoeff < _FAR_LOG) & (m0 - 2 > cf / 2.0)
     out = np.where(far, a1 * np.exp(log_hoeff) if upper else 0.0, 0.0)
     near = ~far
     if np.any(near):
@@ -176,7 +181,11 @@ def _delta_c(c: np.ndarray, eps: np.ndarray, E: float, eps0: float, upper: bool 
         sure = np.abs(tn - np.rint(tn)) > 1e-12 * (np.abs(tn) + 1.0)
         surv = {k: _survival(mn + k, cn) for k in ((-2, -1, 0, 1) if upper else (-1, 0))}
 
-        def at(k):  # the value at threshold m0 + k, rounding slack added (upper) or subtracted (lower)
+        def at(
+            k: int,
+        ) -> NDArray[
+            np.float64
+        ]:  # the value at threshold m0 + k, rounding slack added (upper) or subtracted (lower)
             s_m1, s_m = surv[k - 1], surv[k]
             slack = _CDF_SLACK * (a1n * s_m1 + a2n * s_m)
             return a1n * s_m1 - a2n * s_m + (slack if upper else -slack)
@@ -188,7 +197,9 @@ def _delta_c(c: np.ndarray, eps: np.ndarray, E: float, eps0: float, upper: bool 
     return np.minimum(out, 1.0).reshape(shape)
 
 
-def _delta_c_many(c: int, eps: np.ndarray, E: float, eps0: float, upper: bool = True) -> np.ndarray:
+def _delta_c_many(
+    c: int, eps: NDArray[np.float64], E: float, eps0: float, upper: bool = True
+) -> NDArray[np.float64]:
     """δ_c(ε) at one c for many ε (−ε0 < ε < ε0), from a table of S instead of one CDF per ε.
 
     S(j) is tabulated on the window j ∈ [x_l, x_h + 1] around c/2 outside which Hoeffding's bound
@@ -213,7 +224,7 @@ def _delta_c_many(c: int, eps: np.ndarray, E: float, eps0: float, upper: bool = 
     table = top + np.cumsum(pm[::-1])[::-1]  # S(j) for j = x_l .. x_h
     table = np.append(table, top)  # … and j = x_h + 1
 
-    def bracket(j):
+    def bracket(j: NDArray[np.int64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         i = np.clip(j - xl, 0, table.size - 1)
         v = table[i]
         lo = np.where(j > xh + 1, 0.0, np.where(j < xl, v, v))
@@ -222,7 +233,7 @@ def _delta_c_many(c: int, eps: np.ndarray, E: float, eps0: float, upper: bool = 
         hi = np.where(j <= 0, 1.0, np.where(j > c, 0.0, hi))
         return lo, hi
 
-    def at(k):
+    def at(k: int) -> NDArray[np.float64]:
         lo1, hi1 = bracket(m0 + k - 1)
         lo0, hi0 = bracket(m0 + k)
         if upper:
@@ -253,17 +264,19 @@ class ClonePair:
     rel: float = _REL_BIN
 
     @property
-    def _prep(self):
+    def _prep(self) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
         return _prepared(self.n, self.epsilon0, self.rel)
 
-    def _evaluate(self, eps, lower: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    def _evaluate(
+        self, eps: ArrayLike, lower: bool
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64] | None]:
         e = np.atleast_1d(np.asarray(eps, dtype=float))
         up = np.zeros(e.shape)
         low = np.zeros(e.shape) if lower else None
         eps0 = self.epsilon0
         below = e <= -eps0 if eps0 > 0 else e < 0
         up[below] = -np.expm1(e[below])
-        if lower:
+        if low is not None:  # i.e. lower
             low[below] = up[below]
         mid = (e > -eps0) & (e < eps0)
         if np.any(mid):
@@ -292,27 +305,32 @@ class ClonePair:
                             c_hi[:, None], ec, E, eps0, upper=False
                         )
             up[mid] = np.minimum(u * (1.0 + _SUM_SLACK), 1.0)
-            if lower:
+            if low is not None:
                 low[mid] = np.minimum(lw, up[mid])
         return up, low
 
-    def delta_bracket(self, eps) -> tuple[np.ndarray, np.ndarray]:
+    def delta_bracket(self, eps: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """(lower, upper) bounds on δ(ε) at each ε (any real ε; vectorised)."""
         up, low = self._evaluate(eps, True)
+        assert low is not None  # computed when lower=True
         return low, up
 
-    def delta(self, eps):
+    @overload
+    def delta(self, eps: float) -> float: ...
+    @overload
+    def delta(self, eps: NDArray[np.floating[Any]]) -> NDArray[np.float64]: ...
+    def delta(self, eps: float | NDArray[np.floating[Any]]) -> float | NDArray[np.float64]:
         """Certified upper bound on δ(ε) (float for a scalar ε, else an array)."""
         up, _ = self._evaluate(eps, False)
         return float(up[0]) if np.ndim(eps) == 0 else up
 
-    def epsilon_interpolator(self, num: int = 128):
+    def epsilon_interpolator(self, num: int = 128) -> Callable[[float], float]:
         """A fast *approximate* ε(δ) (interpolation of log δ on a grid of ``num`` ε values): for
         searches only (e.g. the per-round δ of :func:`.composition.best_split_epsilon`); the
         certified value is :meth:`epsilon`."""
         eps0 = self.epsilon0
         if eps0 == 0.0:
-            return lambda d: 0.0
+            return lambda _delta: 0.0
         start = min(loss_scale(self.n, eps0) / 20.0, eps0 / 100.0)
         grid = np.concatenate([[0.0], np.geomspace(start, eps0 * (1 - 1e-9), num)])
         coarse = ClonePair(self.n, eps0, max(self.rel, 1e-4))  # ~10× fewer bins; approximate anyway
@@ -338,7 +356,7 @@ class ClonePair:
         if eps0 == 0.0 or self.delta(0.0) <= delta:
             return 0.0
 
-        def f(x):
+        def f(x: float) -> float:
             return math.log(self.delta(x) + 1e-300) - math.log(delta)
 
         # bracket [lo, hi] with δ(lo) > target ≥ δ(hi): δ(ε0) = 0, then halve towards 0
@@ -370,14 +388,14 @@ def loss_scale(n: int, epsilon0: float) -> float:
 
 
 @lru_cache(maxsize=64)
-def _prepared(n: int, eps0: float, rel: float):
+def _prepared(n: int, eps0: float, rel: float) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
     p = math.exp(-eps0)
     edges = _edges(n, p, rel)
     w = _bin_masses(n, p, edges)
     return edges, w
 
 
-def clone_pair(n, epsilon0, rel: float = _REL_BIN) -> ClonePair:
+def clone_pair(n: int, epsilon0: float, rel: float = _REL_BIN) -> ClonePair:
     """A validated :class:`ClonePair` (n ≥ 1 integer, ε0 ≥ 0)."""
     n = check_n(n)
     epsilon0 = check_epsilon0(epsilon0)
@@ -386,17 +404,23 @@ def clone_pair(n, epsilon0, rel: float = _REL_BIN) -> ClonePair:
     return ClonePair(n, epsilon0, rel)
 
 
-def clone_delta(n, epsilon0, epsilon):
+@overload
+def clone_delta(n: int, epsilon0: float, epsilon: float) -> float: ...
+@overload
+def clone_delta(n: int, epsilon0: float, epsilon: NDArray[np.floating[Any]]) -> NDArray[np.float64]: ...
+def clone_delta(
+    n: int, epsilon0: float, epsilon: float | NDArray[np.floating[Any]]
+) -> float | NDArray[np.float64]:
     """Certified δ(ε) of the FMT21 clone pair for one shuffle of n ε0-LDP reports (see module)."""
     return clone_pair(n, epsilon0).delta(epsilon)
 
 
-def clone_epsilon(n, epsilon0, delta) -> float:
+def clone_epsilon(n: int, epsilon0: float, delta: float) -> float:
     """Smallest certified ε (relative tolerance 1e-10) with clone-pair δ(ε) ≤ δ."""
     return clone_pair(n, epsilon0).epsilon(delta)
 
 
-def fmt21_closed_form_epsilon(n, epsilon0, delta) -> float:
+def fmt21_closed_form_epsilon(n: int, epsilon0: float, delta: float) -> float:
     """FMT21's closed-form amplification bound, in the form of the authors' public implementation
     (apple/ml-shuffling-amplification, ``closedformanalysis``; FMT21 Theorem 3.1): for
     ε0 ≤ log(n/(16·log(4/δ))),

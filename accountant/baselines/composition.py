@@ -52,7 +52,7 @@ __all__ = ["best_split_epsilon", "drv_epsilon", "kov15_delta", "kov15_epsilon"]
 _WINDOW = 40.0
 
 
-def _check(k, epsilon, delta):
+def _check(k: int, epsilon: float, delta: float) -> tuple[int, float, float]:
     if isinstance(k, bool) or int(k) != k or k < 1:
         raise ValueError(f"k must be an integer >= 1, got {k!r}")
     if not (epsilon >= 0 and math.isfinite(epsilon)):
@@ -101,7 +101,7 @@ def _log_rr_hockey(k: int, eps: float, eps_g: float) -> float:
     return m + math.log(sum(math.exp(p - m) for p in parts))
 
 
-def kov15_delta(k, epsilon, delta, epsilon_total) -> float:
+def kov15_delta(k: int, epsilon: float, delta: float, epsilon_total: float) -> float:
     """δ at which the k-fold composition of (ε, δ)-DP mechanisms is (ε_total, δ)-DP (KOV15, optimal).
 
     Rounded up by a relative 1e-10 (gammaln and the sums lose ~1e-13 relative)."""
@@ -114,7 +114,7 @@ def kov15_delta(k, epsilon, delta, epsilon_total) -> float:
     return min(1.0, (base + rest) * (1.0 + 1e-10))
 
 
-def kov15_epsilon(k, epsilon, delta, delta_total) -> float:
+def kov15_epsilon(k: int, epsilon: float, delta: float, delta_total: float) -> float:
     """Smallest ε_total (relative tolerance 1e-10, certified) with :func:`kov15_delta` ≤ δ_total;
     +inf when even ε_total = kε needs more (1 − (1−δ)^k > δ_total)."""
     k, eps, delta = _check(k, epsilon, delta)
@@ -125,7 +125,7 @@ def kov15_epsilon(k, epsilon, delta, delta_total) -> float:
         return 0.0
     ldt = math.log(dt)
 
-    def f(x):
+    def f(x: float) -> float:
         return math.log(max(kov15_delta(k, eps, delta, x), 1e-320)) - ldt
 
     hi = k * eps
@@ -137,7 +137,7 @@ def kov15_epsilon(k, epsilon, delta, delta_total) -> float:
     return float(hi)
 
 
-def drv_epsilon(k, epsilon, delta, delta_total) -> float:
+def drv_epsilon(k: int, epsilon: float, delta: float, delta_total: float) -> float:
     """DRV10 Theorem III.3 with δ' = δ_total − kδ: √(2k ln(1/δ'))·ε + kε(e^ε − 1); +inf if δ' ≤ 0."""
     k, eps, delta = _check(k, epsilon, delta)
     dt = check_delta(delta_total)
@@ -170,14 +170,11 @@ def best_split_epsilon(
     dt = check_delta(delta_total)
     k = int(k)
     search = search_eps_of_delta or eps_of_delta
-    if method == "kov15":
-        d_max = -math.expm1(math.log1p(-dt) / k)
-    else:
-        d_max = dt / k
+    d_max = -math.expm1(math.log1p(-dt) / k) if method == "kov15" else dt / k
     hi = math.log(d_max) - 1e-6
     lo = hi - log10_range * math.log(10.0)
 
-    def obj(t):
+    def obj(t: float) -> float:
         v = compose(k, search(math.exp(t)), math.exp(t), dt)
         return v if math.isfinite(v) else 1e300
 

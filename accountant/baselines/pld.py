@@ -35,11 +35,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .._validation import check_delta, check_epsilon0, check_n
 from .clone_dp import ClonePair, loss_scale
+
+if TYPE_CHECKING:
+    from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
 
 __all__ = ["CloneShufflePLD", "clone_pld", "clone_pld_epsilon"]
 
@@ -49,7 +54,7 @@ _TOP_DELTA = 1e-30
 _STEPS_PER_SIGMA = 50.0
 
 
-def _dp_accounting():
+def _dp_accounting() -> tuple[ModuleType, ModuleType]:
     try:
         from dp_accounting.pld import pld_pmf, privacy_loss_distribution
     except ImportError as exc:  # pragma: no cover - depends on the environment
@@ -66,11 +71,11 @@ class CloneShufflePLD:
     n: int
     epsilon0: float
     discretization: float
-    pld: object  # dp_accounting PrivacyLossDistribution
+    pld: PrivacyLossDistribution
     grid_points: int
     bins: int
 
-    def compose(self, rounds: int, tail_mass_truncation: float = 1e-15):
+    def compose(self, rounds: int, tail_mass_truncation: float = 1e-15) -> PrivacyLossDistribution:
         """The T-fold composition (dp_accounting PLD), by FFT."""
         if rounds == 1:
             return self.pld
@@ -89,7 +94,9 @@ class CloneShufflePLD:
         return float(self.compose(rounds, tail_mass_truncation).get_delta_for_epsilon(epsilon))
 
 
-def clone_pld(n, epsilon0, discretization: float | None = None, rel: float = _REL_PLD) -> CloneShufflePLD:
+def clone_pld(
+    n: int, epsilon0: float, discretization: float | None = None, rel: float = _REL_PLD
+) -> CloneShufflePLD:
     """Build (and cache) the single-round PLD of the clone pair (module docstring, steps 1–3)."""
     n = check_n(n)
     epsilon0 = check_epsilon0(epsilon0)
@@ -124,6 +131,8 @@ def _clone_pld(n: int, eps0: float, discretization: float | None, rel: float) ->
     return CloneShufflePLD(n, eps0, d, pld, int(eps.size), int(pair._prep[1].size))
 
 
-def clone_pld_epsilon(n, epsilon0, rounds: int, delta: float, discretization: float | None = None) -> float:
+def clone_pld_epsilon(
+    n: int, epsilon0: float, rounds: int, delta: float, discretization: float | None = None
+) -> float:
     """ε of ``rounds`` shuffles of n ε0-LDP reports at δ, from the composed clone-pair PLD."""
     return clone_pld(n, epsilon0, discretization).epsilon(rounds, delta)

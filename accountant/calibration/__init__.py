@@ -62,8 +62,10 @@ repeated with F itself, then by bisection with F (:mod:`~accountant.calibration.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from .._validation import check_orders
 from ..errors import InvalidParameter
@@ -74,6 +76,7 @@ from .crossing import Crossing, Domain, find_crossing
 from .evaluator import Evaluator, ProgressCallback
 from .fields import (
     SOLVE_FOR,
+    EventLike,
     _event_dict,
     at_limit_note,
     base_event,
@@ -95,19 +98,19 @@ class CalibrationResult:
     evaluations the search used.
     """
 
-    event: dict
+    event: dict[str, Any]
     epsilon: float
     delta: float
     order: float
     solve_for: str
     value: float | int
     target_epsilon: float
-    orders: tuple = field(repr=False)
+    orders: tuple[float, ...] = field(repr=False)
     at_limit: bool = False
     note: str = ""
     evaluations: int = 0
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """JSON-ready form: api.md's ``{"event", "epsilon", "delta", "order"}`` plus the rest."""
         return {
             "event": dict(self.event),
@@ -124,16 +127,16 @@ class CalibrationResult:
         }
 
 
-def _grid(orders) -> np.ndarray:
+def _grid(orders: ArrayLike | None) -> NDArray[np.float64]:
     return np.asarray(DEFAULT_ORDERS if orders is None else check_orders(orders), dtype=float)
 
 
 def calibrate(
-    event,
+    event: EventLike,
     solve_for: str,
     target_epsilon: float,
     delta: float,
-    orders=None,
+    orders: ArrayLike | None = None,
     progress: ProgressCallback | None = None,
 ) -> CalibrationResult:
     """Solve one parameter of ``event`` so that its guarantee meets (target_epsilon, delta).
@@ -166,9 +169,12 @@ def calibrate(
         raise InvalidParameter("progress must be a callable progress(fraction, epsilon) or None")
     dom = field_domain(base.to_dict(), solve_for)
     ev = Evaluator(base, solve_for, delta, grid, progress)
-    if solve_for == "count":  # RDP is linear in the count: closed form, then verified
-        T = closed_form_count(base.with_count(1), grid, delta, t)
-        first = Crossing(T or None, T + 1 if T < dom.hi else None, {})
+    if solve_for == "count" and (base.APPROX or base.zeta > 0):
+        # the additive δ grows with the count too: no closed form, the verified search
+        value, g, at_limit = solve(ev, dom, t, start=1)
+    elif solve_for == "count":  # RDP is linear in the count: closed form, then verified
+        count = closed_form_count(base.with_count(1), grid, delta, t)
+        first = Crossing(count or None, count + 1 if count < dom.hi else None, {})
         value, g, at_limit = solve(ev, dom, t, first=first)
     else:
         value, g, at_limit = solve(ev, dom, t, start=guess)
@@ -189,7 +195,9 @@ def calibrate(
     )
 
 
-def epsilon_over_rounds(event, delta: float, counts, orders=None) -> RoundsCurve:
+def epsilon_over_rounds(
+    event: EventLike, delta: float, counts: ArrayLike, orders: ArrayLike | None = None
+) -> RoundsCurve:
     """ε at ``delta`` (and the optimal order) after each number of rounds in ``counts``.
 
     One unit curve (the event repeated once; the event's own ``count`` is replaced by each entry

@@ -13,27 +13,32 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from .._validation import MAX_COUNT, check_orders
-from ..composition import UNBOUNDED, _refine_orders, event_rdp
+from ..composition import UNBOUNDED, _refine_orders, epsilon_guarantee, event_rdp
 from ..conversion import epsilon_vector
 from ..errors import InvalidParameter
 from ..events import Event
 
 _REFINEMENT_RUNS = 12  # runs of counts with one grid minimiser followed through the refinement
 _CHUNK = 2_000_000  # matrix entries per block in epsilon_over_rounds
+_MAX_SLOW_COUNTS = 200  # counts evaluated one by one (events with an additive δ)
 
 
-def _conversion_offsets(orders: np.ndarray, delta: float) -> np.ndarray:
+def _conversion_offsets(orders: NDArray[np.float64], delta: float) -> NDArray[np.float64]:
     """c_α with ε_α(T) = T·ε₁(α) + c_α (Lemma 2.1.3; +inf where the order is not used)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         c = np.log1p(-1.0 / orders) - np.log(delta * orders) / (orders - 1.0)
     return np.where(orders > 1.01, c, np.inf)
 
 
-def _max_counts(orders: np.ndarray, unit: np.ndarray, delta: float, t: float) -> np.ndarray:
+def _max_counts(
+    orders: NDArray[np.float64], unit: NDArray[np.float64], delta: float, t: float
+) -> NDArray[np.float64]:
     """Per order, the largest integer T with T·ε₁(α) + c_α ≤ t, or with T·ε₁ below the KL guard
     (ε = 0); MAX_COUNT where ε₁ = 0, −1 where the order is unusable."""
     c = _conversion_offsets(orders, delta)
@@ -49,13 +54,13 @@ def _max_counts(orders: np.ndarray, unit: np.ndarray, delta: float, t: float) ->
     return np.clip(out, -1.0, float(MAX_COUNT))
 
 
-def _scaled(unit: np.ndarray, counts) -> np.ndarray:
+def _scaled(unit: NDArray[np.float64], counts: float | NDArray[np.float64]) -> NDArray[np.float64]:
     """count·ε₁ (0 where ε₁ = 0, also against an infinite count)."""
     with np.errstate(invalid="ignore"):
         return np.where(unit == 0, 0.0, unit * counts)
 
 
-def _argmin_interval_end(unit: np.ndarray, c: np.ndarray, i: int, count: int) -> int:
+def _argmin_interval_end(unit: NDArray[np.float64], c: NDArray[np.float64], i: int, count: int) -> int:
     """The last count ≥ ``count`` at which grid order i still minimises the grid ε (argmin takes
     the first index on ties), from the crossing counts of the lines T·ε₁ + c (approximate in the
     last unit; the answer is verified)."""
@@ -72,7 +77,7 @@ def _argmin_interval_end(unit: np.ndarray, c: np.ndarray, i: int, count: int) ->
 
 
 def _through_refinement(
-    unit_ev: Event, grid: np.ndarray, unit: np.ndarray, delta: float, t: float, count: int
+    unit_ev: Event, grid: NDArray[np.float64], unit: NDArray[np.float64], delta: float, t: float, count: int
 ) -> int:
     """Extend the grid's answer ``count`` through the refinement: in each run of counts where
     grid order i minimises the grid ε, the refinement also tries the real orders between i's
@@ -96,7 +101,7 @@ def _through_refinement(
     return count
 
 
-def closed_form_count(unit_ev: Event, grid: np.ndarray, delta: float, t: float) -> int:
+def closed_form_count(unit_ev: Event, grid: NDArray[np.float64], delta: float, t: float) -> int:
     """The largest count meeting ``t`` by the closed form (0 when even one round misses;
     MAX_COUNT when the curve is 0); to be verified with F."""
     unit = np.asarray(event_rdp(unit_ev, tuple(grid.tolist())), dtype=float)
@@ -114,16 +119,16 @@ def closed_form_count(unit_ev: Event, grid: np.ndarray, delta: float, t: float) 
 class RoundsCurve:
     """ε (and the optimal order) after each number of rounds, from :func:`epsilon_over_rounds`."""
 
-    counts: np.ndarray
-    epsilon: np.ndarray
-    order: np.ndarray
+    counts: NDArray[np.int64]
+    epsilon: NDArray[np.float64]
+    order: NDArray[np.float64]
     delta: float
-    orders: np.ndarray = field(repr=False)
+    orders: NDArray[np.float64] = field(repr=False)
 
     def __len__(self) -> int:
         return int(self.counts.size)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "counts": [int(c) for c in self.counts],
             "epsilon": [float(e) for e in self.epsilon],
@@ -133,7 +138,7 @@ class RoundsCurve:
         }
 
 
-def check_counts(counts) -> np.ndarray:
+def check_counts(counts: ArrayLike) -> NDArray[np.int64]:
     """``counts`` as a 1-D int64 array of whole numbers in [1, MAX_COUNT]."""
     try:
         c = np.atleast_1d(np.asarray(counts))
@@ -152,8 +157,12 @@ def check_counts(counts) -> np.ndarray:
 
 
 def _rows(
-    unit_ev: Event, grid: np.ndarray, unit: np.ndarray, delta: float, cc: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
+    unit_ev: Event,
+    grid: NDArray[np.float64],
+    unit: NDArray[np.float64],
+    delta: float,
+    cc: NDArray[np.float64],
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """(ε, order) for the counts ``cc`` (a column): the minimum over the grid of each row, then
     the refinement of :func:`epsilon_guarantee` — the real orders ``_refine_orders`` puts around
     the row's grid minimiser — for all rows sharing a minimiser at once."""
@@ -180,8 +189,27 @@ def _rows(
     return np.maximum(best, 0.0), best_ord
 
 
-def rounds_curve(unit_ev: Event, grid: np.ndarray, delta: float, counts: np.ndarray) -> RoundsCurve:
-    """ε at ``delta`` after each count of ``counts`` (see :func:`epsilon_over_rounds`)."""
+def rounds_curve(
+    unit_ev: Event, grid: NDArray[np.float64], delta: float, counts: NDArray[np.int64]
+) -> RoundsCurve:
+    """ε at ``delta`` after each count of ``counts`` (see :func:`epsilon_over_rounds`).
+
+    Events with an additive δ or (ε, δ) releases (not linear in the count alone) are evaluated
+    count by count with :func:`~accountant.composition.epsilon_guarantee`."""
+    if unit_ev.APPROX or unit_ev.zeta > 0:
+        if counts.size > _MAX_SLOW_COUNTS:
+            raise InvalidParameter(
+                f"ε over rounds of an event with an additive δ is computed count by count: ask for at most "
+                f"{_MAX_SLOW_COUNTS} counts, got {counts.size}"
+            )
+        gs = [epsilon_guarantee([unit_ev.with_count(int(c))], delta, grid) for c in counts]
+        return RoundsCurve(
+            counts=counts,
+            epsilon=np.array([g.epsilon for g in gs]),
+            order=np.array([g.order for g in gs]),
+            delta=delta,
+            orders=grid,
+        )
     unit = np.asarray(event_rdp(unit_ev, tuple(grid.tolist())), dtype=float)
     out_eps = np.empty(counts.size)
     out_ord = np.empty(counts.size)

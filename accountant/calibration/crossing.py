@@ -32,6 +32,7 @@ caller with the function it is judged by (the calibration verifies with the full
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -139,15 +140,15 @@ class Crossing:
 
     good: Number | None
     bad: Number | None
-    points: dict = field(repr=False)
+    points: dict[Number, float] = field(repr=False)
 
 
 class _Values:
     """f with its values remembered: each x is evaluated once."""
 
-    def __init__(self, f: Callable[[Number], float], known: Mapping | None):
+    def __init__(self, f: Callable[[Number], float], known: Mapping[Number, float] | None):
         self.f = f
-        self.values: dict = dict(known or {})
+        self.values: dict[Number, float] = dict(known or {})
 
     def __call__(self, x: Number) -> float:
         v = self.values.get(x)
@@ -163,7 +164,7 @@ def _y(eps: float, t: float) -> float:
     return min(y, -1e-300) if eps <= t else max(y, 1e-300)
 
 
-def tightest(values: Mapping, dom: Domain, t: float) -> tuple[Number | None, Number | None]:
+def tightest(values: Mapping[Number, float], dom: Domain, t: float) -> tuple[Number | None, Number | None]:
     """(good, bad) from evaluated points: the feasible point furthest towards the infeasible side
     and the nearest infeasible point beyond it (None if there is none); with no feasible point,
     (None, the infeasible point nearest the feasible end)."""
@@ -176,7 +177,7 @@ def tightest(values: Mapping, dom: Domain, t: float) -> tuple[Number | None, Num
     return good, (min(beyond, key=lambda x: d * x) if beyond else None)
 
 
-def _secant_distance(values: Mapping, dom: Domain, t: float, x0: Number) -> float:
+def _secant_distance(values: Mapping[Number, float], dom: Domain, t: float, x0: Number) -> float:
     """How far in u to step from x0 to reach the crossing: a secant through x0 and the nearest
     other point in (u, log f) when it slopes the expected way, else the assumed slope; 10 %
     beyond the estimate, and between a factor 2 and 10⁴ in e^u."""
@@ -194,7 +195,9 @@ def _secant_distance(values: Mapping, dom: Domain, t: float, x0: Number) -> floa
     return min(max(abs(math.log(e0 / t)) / slope * 1.1 + 0.02, _MIN_RATIO), _MAX_RATIO)
 
 
-def _next_point(values: Mapping, dom: Domain, t: float, x0: Number, towards_infeasible: bool) -> Number:
+def _next_point(
+    values: Mapping[Number, float], dom: Domain, t: float, x0: Number, towards_infeasible: bool
+) -> Number:
     direction = dom.d if towards_infeasible else -dom.d  # +1: towards larger x
     if not dom.monotone and not towards_infeasible:
         x = dom.clamp(x0 * 2.0**direction)  # the halving scan from the infeasible end
@@ -215,6 +218,7 @@ def _bracket(f: _Values, dom: Domain, t: float) -> tuple[Number | None, Number |
                 return good, None
             f(_next_point(f.values, dom, t, good, towards_infeasible=True))
         else:
+            assert bad is not None  # f.values is never empty, so there is a nearest point
             if bad == dom.feasible_end:
                 return None, bad
             f(_next_point(f.values, dom, t, bad, towards_infeasible=False))
@@ -279,14 +283,10 @@ def _brent(f: _Values, dom: Domain, t: float, good: Number, bad: Number) -> None
             x = min(max(dom.clamp(dom.inv(u)), lo_x), hi_x)
         return _y(f(x), t)
 
-    if dom.integer:
-        xtol = 0.5 / (max(abs(good), abs(bad)) + 1.0)  # adjacent integers in log x
-    else:
-        xtol = 0.5 * math.log1p(dom.rtol)  # |Δ log x| ≤ |Δu| for both coordinates
-    try:
+    # integers: adjacent integers in log x; reals: |Δ log x| ≤ |Δu| for both coordinates
+    xtol = 0.5 / (max(abs(good), abs(bad)) + 1.0) if dom.integer else 0.5 * math.log1p(dom.rtol)
+    with contextlib.suppress(RuntimeError):  # not converged in maxiter: the bisection below finishes
         optimize.brentq(y, ua, ub, xtol=xtol, maxiter=100)
-    except RuntimeError:  # not converged in maxiter: the bisection below finishes
-        pass
 
 
 def _bisect(f: _Values, dom: Domain, t: float) -> tuple[Number | None, Number | None]:
@@ -304,7 +304,7 @@ def find_crossing(
     dom: Domain,
     target: float,
     start: Number | None = None,
-    known: Mapping | None = None,
+    known: Mapping[Number, float] | None = None,
     method: str = "brentq",
 ) -> Crossing:
     """The crossing of ``f`` (x → ε) with ``target`` on ``dom``: bracket, ``brentq`` (``method``
@@ -326,6 +326,7 @@ def find_crossing(
                 break
             _brent(values, dom, target, good, bad)
             good, bad = tightest(values.values, dom, target)
+            assert good is not None and bad is not None  # evaluating more points keeps a bracket
     good, bad = _bisect(values, dom, target)
     return Crossing(good, bad, values.values)
 

@@ -17,15 +17,18 @@ guide for the search: answers are verified with F itself (:mod:`accountant.calib
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
+from ..combination import ZetaExceedsDelta
 from ..composition import Guarantee, epsilon_guarantee, event_rdp
 from ..conversion import epsilon_vector
 from ..errors import AccountantError
+from ..events import Event
+from .crossing import Number
 
-ProgressCallback = Callable[[float, float], Any]
+ProgressCallback = Callable[[float, float], object]
 MAX_EVALUATIONS = 600  # curve evaluations of one calibration (never reached in practice)
 _ABOVE = 6  # grid orders kept above the prefix's minimiser
 
@@ -38,7 +41,14 @@ class Evaluator:
     with a fraction estimated from the number of evaluations (non-decreasing, below 0.95; the
     caller reports 1.0 at the end)."""
 
-    def __init__(self, base, field: str, delta: float, grid: np.ndarray, progress: ProgressCallback | None):
+    def __init__(
+        self,
+        base: Event,
+        field: str,
+        delta: float,
+        grid: NDArray[np.float64],
+        progress: ProgressCallback | None,
+    ) -> None:
         self.base = base
         self.field = field
         self.delta = delta
@@ -46,11 +56,11 @@ class Evaluator:
         self.key = tuple(grid.tolist())
         self.progress = progress
         self.evaluations = 0
-        self._full: dict = {}
-        self._prefix: dict = {}
+        self._full: dict[Number, Guarantee] = {}
+        self._prefix: dict[Number, float] = {}
         self._top = grid.size - 1
 
-    def event(self, x):
+    def event(self, x: Number) -> Event:
         return self.base.replace(**{self.field: x})
 
     def _tick(self, eps: float) -> None:
@@ -62,30 +72,40 @@ class Evaluator:
         if self.progress is not None:
             self.progress(min(0.95, self.evaluations / (self.evaluations + 8.0)), float(eps))
 
-    def guarantee(self, x) -> Guarantee:
+    def _f(self, x: Number, key: tuple[float, ...] | NDArray[np.float64]) -> Guarantee:
+        """epsilon_guarantee of event(x) on ``key``; +inf where the event's additive δ alone
+        reaches δ (no ε exists there: that value of the unknown is infeasible)."""
+        try:
+            return epsilon_guarantee([self.event(x)], self.delta, key)
+        except ZetaExceedsDelta:
+            grid = np.asarray(key, dtype=float)
+            return Guarantee(float("inf"), self.delta, float(grid[0]), grid, np.full(grid.size, np.inf))
+
+    def guarantee(self, x: Number) -> Guarantee:
         """F(x) with its order and curve."""
         g = self._full.get(x)
         if g is None:
-            g = self._full[x] = epsilon_guarantee([self.event(x)], self.delta, self.key)
-            self._place_top(self.grid, g)
+            g = self._full[x] = self._f(x, self.key)
+            if np.isfinite(g.epsilon):
+                self._place_top(self.grid, g)
             self._tick(g.epsilon)
         return g
 
-    def _place_top(self, orders: np.ndarray, g: Guarantee) -> int:
+    def _place_top(self, orders: NDArray[np.float64], g: Guarantee) -> int:
         """Put the next prefix's top ``_ABOVE`` orders above the grid minimiser of ``g`` (a
         guarantee computed on ``orders``, the grid or a prefix of it); return that minimiser."""
         i = int(np.argmin(epsilon_vector(orders, g.rdp, self.delta)))
         self._top = min(self.grid.size - 1, i + _ABOVE)
         return i
 
-    def epsilon(self, x) -> float:
+    def epsilon(self, x: Number) -> float:
         return self.guarantee(x).epsilon
 
-    def full_points(self) -> dict:
+    def full_points(self) -> dict[Number, float]:
         """x → F(x) for every x evaluated with F."""
         return {x: g.epsilon for x, g in self._full.items()}
 
-    def start_prefix(self, x) -> None:
+    def start_prefix(self, x: Number) -> None:
         """Place the prefix's top above the optimum at ``x`` of the thesis bounds' curve (or the
         pure-DP cap's) on the whole grid: milliseconds, no tighter bound involved. Events those
         curves do not apply to keep the whole grid (the prefix form is then F itself)."""
@@ -101,7 +121,7 @@ class Evaluator:
             self._top = min(self.grid.size - 1, int(np.argmin(eps)) + _ABOVE)
             return
 
-    def search_epsilon(self, x) -> float:
+    def search_epsilon(self, x: Number) -> float:
         """F on the grid's prefix (see the module docstring); F itself where known."""
         g = self._full.get(x)
         if g is not None:
@@ -113,7 +133,9 @@ class Evaluator:
         top = self._top
         while top < last:
             sub = self.grid[: top + 1]
-            g = epsilon_guarantee([self.event(x)], self.delta, sub)
+            g = self._f(x, sub)
+            if not np.isfinite(g.epsilon):
+                break
             i = self._place_top(sub, g)
             if i < top - 1:
                 break

@@ -20,21 +20,38 @@ import functools
 import math
 import numbers
 from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, cast
 
 from .._validation import check_delta
 from ..errors import InfeasibleTarget, InvalidEvent, InvalidParameter
 from ..events import EVENT_TYPES, Event, event_from_dict
-from .crossing import Domain
+from .crossing import Domain, Number
 
 SOLVE_FOR = ("epsilon0", "count", "n", "k")
+#: what calibration accepts as the event: an api.md dict, an event object or a
+#: ``functools.partial`` of an event class (checked by :func:`base_event`)
+EventLike = Mapping[str, Any] | Event | functools.partial[Event]
 EPSILON0_FLOOR = 1e-10  # smallest ε0 searched: below it a report carries essentially no information
 
+
+@dataclass(frozen=True)
+class _Behaviour:
+    """How ε moves with an unknown (the :class:`Domain` fields other than its limits)."""
+
+    increasing: bool
+    monotone: bool = True
+    coord: str = "log"
+    slope: float = 1.0
+    start: Number | None = None
+
+
 # how ε moves with each unknown (the limits come from _limits)
-_BEHAVIOUR: dict[str, dict] = {
-    "epsilon0": {"increasing": True, "coord": "logexpm1", "slope": 2.0, "start": 1.0},
-    "count": {"increasing": True},
-    "n": {"increasing": False},
-    "k": {"increasing": True, "monotone": False},
+_BEHAVIOUR: dict[str, _Behaviour] = {
+    "epsilon0": _Behaviour(increasing=True, coord="logexpm1", slope=2.0, start=1.0),
+    "count": _Behaviour(increasing=True),
+    "n": _Behaviour(increasing=False),
+    "k": _Behaviour(increasing=True, monotone=False),
 }
 # what the feasible end of each domain means, for the error when even it misses the target
 _FEASIBLE_END = {
@@ -45,22 +62,26 @@ _FEASIBLE_END = {
 }
 
 
-def _int_field(event: Mapping, name: str, lo: int, hi: int) -> int | None:
+def _int_field(event: Mapping[str, object], name: str, lo: Number, hi: Number) -> int | None:
     v = event.get(name)
-    if isinstance(v, bool) or not isinstance(v, numbers.Integral) or not lo <= v <= hi:
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral) or not lo <= int(v) <= hi:
         return None
     return int(v)
 
 
-def _limits(event: Mapping, field: str) -> tuple[float, float, bool]:
+def _limits(event: Mapping[str, object], field: str) -> tuple[Number, Number, bool]:
     """(lower end, upper end, integer) of ``field`` given the event's other fields: the limits
     declared for the field by its event type (:class:`accountant.events.Spec`), narrowed by
     k ≤ n and by the ε0 search floor."""
-    cls = EVENT_TYPES.get(event.get("mechanism"))
+    mech = event.get("mechanism")
+    cls = EVENT_TYPES.get(mech) if isinstance(mech, str) else None
     spec = cls.specs().get(field) if cls is not None else None
     if spec is None or field not in _BEHAVIOUR:
         raise InvalidParameter(f"solve_for must be one of {list(SOLVE_FOR)}, got {field!r}")
+    assert spec.lo is not None and spec.hi is not None  # a solvable field declares both ends
     integer = spec.kind == "integer"
+    lo: Number
+    hi: Number
     lo, hi = (int(spec.lo), int(spec.hi)) if integer else (float(spec.lo), float(spec.hi))
     if field == "epsilon0":
         lo = max(lo, EPSILON0_FLOOR)
@@ -71,22 +92,22 @@ def _limits(event: Mapping, field: str) -> tuple[float, float, bool]:
     return lo, hi, integer
 
 
-def field_domain(event: Mapping, field: str) -> Domain:
+def field_domain(event: Mapping[str, object], field: str) -> Domain:
     """The search domain of the unknown ``field`` of ``event`` (an api.md dict; the value of
     ``field`` itself, if present, is ignored)."""
     lo, hi, integer = _limits(event, field)
     behaviour = _BEHAVIOUR[field]
-    start = behaviour.get("start")
+    start = behaviour.start
     if field == "n":
         start = min(10 * lo, hi) if lo > 1 else 1000
     return Domain(
         lo=lo,
         hi=hi,
         integer=integer,
-        increasing=behaviour["increasing"],
-        monotone=behaviour.get("monotone", True),
-        coord=behaviour.get("coord", "log"),
-        slope=behaviour.get("slope", 1.0),
+        increasing=behaviour.increasing,
+        monotone=behaviour.monotone,
+        coord=behaviour.coord,
+        slope=behaviour.slope,
         start=start,
     )
 
@@ -96,12 +117,14 @@ def event_fields(mechanism: str) -> tuple[str, ...]:
     return tuple(name for name, s in EVENT_TYPES[mechanism].specs().items() if s.solvable)
 
 
-def _event_dict(event) -> tuple[dict, bool]:
+def _event_dict(event: EventLike) -> tuple[dict[str, Any], bool]:
     """(api.md dict, whether it came from a complete event object)."""
-    if isinstance(event, tuple(EVENT_TYPES.values())):
+    registered: tuple[type[Event], ...] = tuple(EVENT_TYPES.values())
+    if isinstance(event, registered):
         return event.to_dict(), True
     if isinstance(event, functools.partial) and event.func in EVENT_TYPES.values() and not event.args:
-        return {"mechanism": event.func.mechanism, **event.keywords}, False
+        cls = cast("type[Event]", event.func)  # one of EVENT_TYPES (tested just above)
+        return {"mechanism": cls.mechanism, **event.keywords}, False
     if isinstance(event, Mapping):
         return dict(event), False
     raise InvalidEvent(
@@ -110,7 +133,7 @@ def _event_dict(event) -> tuple[dict, bool]:
     )
 
 
-def _check_mechanism(d: dict, field: str) -> None:
+def _check_mechanism(d: dict[str, Any], field: str) -> None:
     mech = d.get("mechanism")
     if mech is None:
         raise InvalidEvent(f"event is missing the field 'mechanism' (one of {sorted(EVENT_TYPES)})")
@@ -124,7 +147,7 @@ def _check_mechanism(d: dict, field: str) -> None:
         )
 
 
-def base_event(event, field: str) -> tuple[Event, object]:
+def base_event(event: EventLike, field: str) -> tuple[Event, Number | None]:
     """Validate the partial ``event`` for the unknown ``field``; return (the event with the
     unknown at its domain's lower end, the caller's guess — the value a complete event object
     carried — or None)."""
@@ -144,7 +167,7 @@ def base_event(event, field: str) -> tuple[Event, object]:
     return event_from_dict(d), guess
 
 
-def check_target(target_epsilon) -> float:
+def check_target(target_epsilon: object) -> float:
     if isinstance(target_epsilon, bool) or not isinstance(target_epsilon, numbers.Real):
         raise InvalidParameter(f"target_epsilon must be a number > 0, got {target_epsilon!r}")
     t = float(target_epsilon)
@@ -153,35 +176,34 @@ def check_target(target_epsilon) -> float:
     return t
 
 
-def check_target_delta(delta) -> float:
+def check_target_delta(delta: object) -> float:
     if isinstance(delta, bool) or not isinstance(delta, numbers.Real) or not (0.0 < float(delta) < 1.0):
         raise InvalidParameter(f"delta must be a number strictly between 0 and 1, got {delta!r}")
     return check_delta(delta)
 
 
-def _show(x) -> str:
+def _show(x: Number) -> str:
     return f"{x:,}" if isinstance(x, int) else f"{x:g}"
 
 
-def infeasible(field: str, dom: Domain, t: float, delta: float, at, best: float) -> InfeasibleTarget:
+def infeasible(field: str, dom: Domain, t: float, delta: float, at: Number, best: float) -> InfeasibleTarget:
     """The error for a target no value of ``field`` meets; ``at`` gives ``best`` (an F value)."""
     if at == dom.feasible_end:
         what = f"even {field} = {_show(at)} ({_FEASIBLE_END[field]}) gives"
     else:
         what = f"epsilon is not monotone in {field} here; the lowest found, at {field} = {_show(at)}, is"
-    exc = InfeasibleTarget(
+    return InfeasibleTarget(
         f"no value of {field!r} meets the target epsilon <= {t:g} at delta = {delta:g}: {what} "
         f"epsilon = {best:.6g}, the best achievable. Raise the target epsilon or delta, or change the "
         f"event's other parameters.",
         best_epsilon=float(best),
+        best_value=at,
     )
-    exc.best_value = at  # the value of the unknown that gives best_epsilon
-    return exc
 
 
-def at_limit_note(field: str, dom: Domain, value) -> str:
+def at_limit_note(field: str, dom: Domain, value: Number) -> str:
     end = "largest" if value == dom.hi else "smallest"
     return f"{field} = {_show(value)} is the {end} value possible here and still meets the target"
 
 
-__all__ = ["EPSILON0_FLOOR", "SOLVE_FOR", "base_event", "event_fields", "field_domain"]
+__all__ = ["EPSILON0_FLOOR", "SOLVE_FOR", "EventLike", "base_event", "event_fields", "field_domain"]

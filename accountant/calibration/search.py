@@ -18,13 +18,13 @@ from __future__ import annotations
 
 from ..composition import Guarantee
 from ..errors import AccountantError
-from .crossing import Crossing, Domain, find_crossing
+from .crossing import Crossing, Domain, Number, find_crossing
 from .evaluator import Evaluator
 from .fields import infeasible
 
 _BISECTION_ROUNDS = 30
 
-Answer = tuple[float | int, Guarantee, bool]  # (value, F's guarantee at it, at_limit)
+Answer = tuple[Number, Guarantee, bool]  # (value, F's guarantee at it, at_limit)
 
 
 def _confirm_infeasible(ev: Evaluator, dom: Domain, t: float, c: Crossing) -> None:
@@ -63,7 +63,9 @@ def verify(ev: Evaluator, dom: Domain, t: float, c: Crossing) -> Answer | None:
     return None
 
 
-def solve(ev: Evaluator, dom: Domain, t: float, start=None, first: Crossing | None = None) -> Answer:
+def solve(
+    ev: Evaluator, dom: Domain, t: float, start: Number | None = None, first: Crossing | None = None
+) -> Answer:
     """The verified extreme feasible value of the unknown (see the module docstring), searched
     from ``start`` (default: the domain's). ``first``: a crossing found otherwise (the count's
     closed form), verified before any search."""

@@ -51,6 +51,9 @@ Engines (``engine=`` of :func:`clone_rdp`)
   (orders whose a-posteriori slack check fails get the smaller of the chord of their checked
   neighbours, by convexity of (α−1)·D_α, and the adaptive engine), else adaptive.
 
+Optional compiled kernels (numba; off unless ``ACCOUNTANT_NUMBA=1``, :mod:`._fused`) build the
+same histogram and its per-order sums in fused loops; the numpy path gives the same bounds.
+
 The prepared histograms of the last few (n, ε0) are kept in the process (:func:`clear_cache`), so
 later orders of the same (n, ε0) — the real-order refinement of an ε answer — are almost free.
 Timings: ``bench/results_clones.md``.

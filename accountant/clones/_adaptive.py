@@ -48,7 +48,7 @@ def eval_points(c: np.ndarray, chunks: list[np.ndarray], ctx: Ctx, exact: bool) 
     """Upper bounds on log(f_α(c) − 1) for every c and every order, shape (c.size, Σ chunk sizes);
     evaluated in batches of c whose windows hold ≲ 2e6 cells (memory)."""
     alphas = np.concatenate(chunks)
-    x_l, x_h = windows(c, float(alphas.min()), float(alphas.max()), ctx, exact)
+    x_l, x_h, _ = windows(c, float(alphas.min()), float(alphas.max()), ctx, exact)
     cum = np.cumsum(x_h - x_l + 1)
     if c.size > 1 and cum[-1] > _CELL_BATCH:
         cut = int(np.clip(np.searchsorted(cum, _CELL_BATCH), 1, c.size - 1))
@@ -124,7 +124,7 @@ def chunk_orders(a: np.ndarray, ctx: Ctx) -> list[np.ndarray]:
 def exact_work(ctx: Ctx, alphas: np.ndarray) -> float:
     """Estimated (C-values × x-cells × orders) of an exact evaluation."""
     c0 = np.array([int(round(ctx.c0))])
-    xl, xh = windows(c0, float(alphas[0]), float(alphas[-1]), ctx, True)
+    xl, xh, _ = windows(c0, float(alphas[0]), float(alphas[-1]), ctx, True)
     cells = float(xh[0] - xl[0] + 1)
     ncs = min(ctx.N + 1.0, 18.0 * ctx.sig_c + 20.0)
     return ncs * cells * alphas.size

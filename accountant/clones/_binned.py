@@ -267,12 +267,18 @@ def _taylor_terms(c, lm, var, u_a, u_b, g_b, nb_seg, ctx: Ctx):
     return (l_t0, tb * u_b, g_b), segment_logsumexp(l_j, np.concatenate([[0], np.cumsum(nb_seg)[:-1]]))
 
 
-def eval_cells_chunk(c, cells: Cells, xl_k, xh_k, ch: np.ndarray, ctx: Ctx, exact: bool) -> np.ndarray:
+def eval_cells_chunk(
+    c, cells: Cells, xl_k, xh_k, ch: np.ndarray, ctx: Ctx, exact: bool, ends=None
+) -> np.ndarray:
     """Upper bounds on log(f_α(c) − 1) for one chunk of orders from the cells in [xl_k, xh_k]:
     the h-form where log f is not small, else (or where the h-form gives f < e^{1e-3}) the φ-form
     (module docstring), plus the window tails."""
     idx, e_lo, e_hi, nsel = cells.select(xl_k, xh_k)
-    t_lo, t_hi, ltau = tails(c, e_lo, e_hi, ch, ctx)
+    y_e = None
+    if ends is not None:
+        xh_chunk, ye_chunk, ye_cells = ends
+        y_e = np.where(e_hi >= xh_chunk, ye_chunk, ye_cells)
+    t_lo, t_hi, ltau = tails(c, e_lo, e_hi, ch, ctx, y_e)
     lm, ubar, var, u_a, u_b, g_b, nb_seg = chunk_bins(cells, idx, nsel, ch, ctx, exact)
     gbar = log_ratio(np.repeat(c.astype(float) + 1.0, nb_seg), ubar, ctx)
     tay, l_j_seg = _taylor_terms(c, lm, var, u_a, u_b, g_b, nb_seg, ctx)
@@ -307,10 +313,14 @@ def eval_cells(c: np.ndarray, chunks: list[np.ndarray], ctx: Ctx, exact: bool) -
     """Upper bounds on log(f_α(c) − 1) for every c and every order of ``chunks`` (cell path); one
     cell build shared by the chunks, each chunk reading its own window."""
     a_cells = np.concatenate(chunks)
-    x_l, x_h = windows(c, float(a_cells.min()), float(a_cells.max()), ctx, exact)
+    x_l, x_h, y_e = windows(c, float(a_cells.min()), float(a_cells.max()), ctx, exact)
     cells = Cells(c, x_l, x_h, ctx, exact)
     out = []
     for ch in chunks:
-        xl_k, xh_k = windows(c, float(ch[0]), float(ch[-1]), ctx, exact) if len(chunks) > 1 else (x_l, x_h)
-        out.append(eval_cells_chunk(c, cells, xl_k, xh_k, ch, ctx, exact))
+        xl_k, xh_k, ye_k = (
+            windows(c, float(ch[0]), float(ch[-1]), ctx, exact) if len(chunks) > 1 else (x_l, x_h, y_e)
+        )
+        # the upper tail starts at e_hi ≥ xh_k (checked with ye_k) or at the cells' own x_h
+        # (checked with y_e, at a larger order: the same check holds for smaller ones)
+        out.append(eval_cells_chunk(c, cells, xl_k, xh_k, ch, ctx, exact, (xh_k, ye_k, y_e)))
     return np.hstack(out)

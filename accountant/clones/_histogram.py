@@ -30,6 +30,11 @@ sum is bounded, so that the cost of each order no longer grows with the number o
    value of g is exact. Bins whose crude bound (log M + log(α²g²/2) + α·g for g > 0, from
    ψ'' ≤ α²e^{α·max(g,0)}; log M + log(α|g|) or the Taylor form for g < 0) is 45 nats below the
    largest are not evaluated; their count times e^{largest − 45} is added.
+   Each order sees the histogram merged as far as its own slack allows (:meth:`_Bins.coarse`):
+   in the uniform part, 2^ℓ neighbouring bins of one sign become one (the union of their
+   cells: masses add, means average, extremes extend — every per-bin bound above holds for any
+   such union), with 2^ℓ·dg·α ≤ 0.05 and the merged width ≤ 3% of g; low orders then cost a
+   fraction of the bins. The level depends on the order and the histogram only.
 4. *Design once, evaluate many times.* Steps 1–3 do not depend on the order: :class:`Prepared`
    keeps them, and :meth:`Prepared.evaluate` costs per order only its bins and tail terms. The
    caller (:func:`accountant.clones._routing.histogram_engine`) always designs for the same orders (the
@@ -54,12 +59,15 @@ import numpy as np
 
 from .._binomial import log_binom_pmf
 from .._numerics import log_expm1, log_phi, logsumexp, logsumexp_many, segment_logsumexp
+from . import _fused
 from ._cells import hist_cells
 from ._kernels import CMass, Ctx, log_cap_f, log_q_at, log_ratio, tilt
 from ._windows import tails, windows
 
 _R = 1.03  # geometric ratio of the g-bins near 0 (chord slack ≈ (R−1)²/4 relative)
 _DG = 7.5e-4  # widest g-bin
+_MERGE_REL = 0.03  # merged bins (per order): width ≤ this·g in the uniform part …
+_MERGE_ABS = 0.05  # … and ≤ this/α (chord slack ≲ (α·width)²/8 where ψ is exponential)
 _RHO = 1.5e-3  # C-grid: target relative slack of F − 1 (small F) or of log F (large)
 _PRUNE = 45.0
 _CHECK = 2e-2  # fallback when the estimated C-slack log(1+U) − log(1+L) exceeds this·(α/64)^¼·log(1+U)
@@ -160,7 +168,7 @@ class HistPlan:
         c, lw = (pts[1:], self.lw_pts[1:]) if pts[0] == 0 else (pts, self.lw_pts)
         self.c, self.lw = c, lw
         if c.size:
-            x_l, x_h = windows(c, float(alphas[0]), float(alphas[-1]), ctx, False)
+            x_l, x_h, self.y_e = windows(c, float(alphas[0]), float(alphas[-1]), ctx, False)
             self.x_h = x_h
             self.x_l = _raise_lower_ends(c, x_l, x_h, lw, self.lfm1_est, alphas, ctx)
             self.cells = int((self.x_h - self.x_l + 1).sum())
@@ -191,10 +199,14 @@ class Prepared:
             own = np.where(width == 1, lw_pts, -np.inf)
             lw_low_all = np.logaddexp(below, own)
             lw_low = lw_low_all[1:] if pts[0] == 0 else lw_low_all
-            lbw, den, g, segc = hist_cells(c, plan.x_l, plan.x_h, lw, ctx)
             self.cells = plan.cells
-            if np.any(np.isfinite(lbw) & (g != 0.0) & (den > 0.0)):
-                self.bins = _Bins(lbw, g, segc, lw_low - lw, lin=den)
+            if _fused.available():  # the same histogram from the compiled kernel
+                st = _fused.hist_stats(c, plan.x_l, plan.x_h, lw, lw_low - lw, ctx, _edges, math.log(_R))
+                self.bins = None if st is None else _Bins.from_stats(*st)
+            else:
+                lbw, den, g, segc = hist_cells(c, plan.x_l, plan.x_h, lw, ctx)
+                if np.any(np.isfinite(lbw) & (g != 0.0) & (den > 0.0)):
+                    self.bins = _Bins(lbw, g, segc, lw_low - lw, lin=den)
 
     def covers(self, alphas: np.ndarray) -> bool:
         return bool(alphas.size) and self.a_lo <= float(alphas[0]) and float(alphas[-1]) <= self.a_hi
@@ -210,12 +222,12 @@ class Prepared:
         if pts[0] == 0:  # c = 0: f(0) exact
             out_terms.append(lw_pts[0] + log_expm1(log_cap_f(alphas, ctx)))
         if c.size:
-            t_lo, t_hi, ltau = tails(c, plan.x_l, plan.x_h, alphas, ctx)
+            t_lo, t_hi, ltau = tails(c, plan.x_l, plan.x_h, alphas, ctx, plan.y_e)
             with np.errstate(divide="ignore"):
                 tail = logsumexp_many(t_lo, t_hi, np.log(alphas - 1.0)[None, :] + ltau[:, None]) + lw[:, None]
             out_terms.append(logsumexp(tail))
             if self.bins is not None:
-                up, low = _hist_sum(self.bins, alphas)
+                up, low = _hist_sum_merged(self.bins, alphas)
                 out_terms.append(up)
                 low_terms.append(low)
         res = logsumexp_many(*out_terms)
@@ -308,7 +320,7 @@ class _Bins:
         valid = np.isfinite(lw) & (g != 0.0)
         if lin is not None:
             valid &= lin > 0.0
-        key, nk = _bin_keys(g, valid)
+        key, nk, self.layout = _bin_keys(g, valid)
         # runs of equal (key, point); reduced first when they are long enough to pay for it
         brk = np.flatnonzero((key[1:] != key[:-1]) | (seg[1:] != seg[:-1])) + 1
         if 8 * brk.size < key.size:
@@ -342,9 +354,19 @@ class _Bins:
         ML = np.bincount(rk, r_m * es[rseg], minlength=nk)[kk]
         with np.errstate(divide="ignore", invalid="ignore"):
             LML = mx[kk] + np.log(ML)
-        self._finish(LM, LML, gl[kk], gh[kk], S[kk] / M[kk])
+        self._finish(LM, LML, gl[kk], gh[kk], S[kk] / M[kk], kk)
+        self._cuts: dict[int, _Bins] = {}
 
-    def _finish(self, LM, LML, lo, hi, mean):
+    @classmethod
+    def from_stats(cls, LM, LML, lo, hi, mean, keys, layout) -> _Bins:
+        """The histogram from per-key statistics already reduced (:mod:`._fused`)."""
+        out = object.__new__(cls)
+        out.layout = layout
+        out._cuts = {}
+        out._finish(LM, LML, lo, hi, mean, keys)
+        return out
+
+    def _finish(self, LM, LML, lo, hi, mean, keys):
         """Per bin (lo, hi: the cells' own extreme values of g): chord weights and pruning terms,
         the bins with positive g first."""
         mu = np.clip(mean, lo, hi)
@@ -357,14 +379,61 @@ class _Bins:
             l2g = 2.0 * np.log(gm)
         order = np.argsort(hi <= 0.0, kind="stable")  # positive g first
         self.npos = int((hi > 0.0).sum())
-        LM, LML, lo, hi, mu, single, wl, wh, gm, l2g = (
-            v[order] for v in (LM, LML, lo, hi, mu, single, wl, wh, gm, l2g)
+        LM, LML, lo, hi, mu, single, wl, wh, gm, l2g, keys = (
+            v[order] for v in (LM, LML, lo, hi, mu, single, wl, wh, gm, l2g, keys)
         )
-        self.LM, self.LML, self.lo, self.hi, self.mu = LM, LML, lo, hi, mu
+        self.LM, self.LML, self.lo, self.hi, self.mu, self.keys = LM, LML, lo, hi, mu, keys
         self.single, self.wl, self.wh, self.gm = single, wl, wh, gm
         with np.errstate(divide="ignore"):
             self.p1 = LM + l2g  # + log(½α²) (+ α·g for positive g): the pruning bound
             self.p2 = LM + np.log(gm)  # + log α (negative g)
+
+    def coarse(self, level: int) -> _Bins:
+        """The same cells in fewer bins: in the uniform part of the edges, 2^ℓ consecutive bins
+        of one sign are merged (dyadic groups), ℓ = min(level, ⌊log2(κ·g/dg)⌋) growing with the
+        bin's lower edge g (κ = :data:`_MERGE_REL`, so a merged bin stays narrow relative to g,
+        where ψ is quadratic); the geometric part near 0 is kept. A merged bin holds the union
+        of its bins' cells: mass and right-end mass add, the mean is the mass-weighted mean, the
+        extremes are the extremes — every per-bin bound of :func:`_hist_sum` holds for any set of
+        cells with these statistics, so the bound stays valid; only its slack grows (chosen per
+        order by :func:`_merge_level`). Cached per level."""
+        if level <= 0 or self.layout is None:
+            return self
+        got = self._cuts.get(level)
+        if got is not None:
+            return got
+        ed, ksw, dg = self.layout
+        b = self.keys >> 1
+        uni = b >= ksw
+        j = b - ksw
+        with np.errstate(divide="ignore"):
+            allowed = np.floor(np.log2(np.maximum(_MERGE_REL * ed[np.minimum(b, ed.size - 1)] / dg, 1.0)))
+        lev = np.minimum(level, allowed).astype(np.int64)
+        start = np.where(uni, ksw + ((j >> lev) << lev), b)
+        gkey = 2 * start + (self.keys & 1)
+        uk, grp = np.unique(gkey, return_inverse=True)
+        if uk.size == self.keys.size:
+            self._cuts[level] = self
+            return self
+        k = uk.size
+        mx = np.full(k, -np.inf)
+        np.maximum.at(mx, grp, self.LM)
+        w = np.exp(self.LM - mx[grp])
+        M = np.bincount(grp, w, minlength=k)
+        S = np.bincount(grp, w * self.mu, minlength=k)
+        with np.errstate(divide="ignore", under="ignore"):
+            ML = np.bincount(grp, np.exp(self.LML - mx[grp]), minlength=k)
+            LML = mx + np.log(ML)
+        lo = np.full(k, np.inf)
+        hi = np.full(k, -np.inf)
+        np.minimum.at(lo, grp, self.lo)
+        np.maximum.at(hi, grp, self.hi)
+        out = object.__new__(_Bins)
+        out.layout = None
+        out._cuts = {}
+        out._finish(mx + np.log(M), LML, lo, hi, S / M, uk)
+        self._cuts[level] = out
+        return out
 
 
 def _bin_keys(g: np.ndarray, valid: np.ndarray):
@@ -396,7 +465,30 @@ def _bin_keys(g: np.ndarray, valid: np.ndarray):
     idx *= 2
     idx += g < 0
     idx[~valid] = 2 * nb
-    return idx, 2 * nb + 1
+    return idx, 2 * nb + 1, (ed, ksw, dg)
+
+
+def _merge_level(alphas: np.ndarray, dg: float) -> np.ndarray:
+    """Per order, the coarsest merge level ℓ with 2^ℓ·dg·α ≤ :data:`_MERGE_ABS` (0: no merging)."""
+    with np.errstate(divide="ignore"):
+        lev = np.floor(np.log2(_MERGE_ABS / (alphas * dg)))
+    return np.clip(lev, 0, 30).astype(np.int64)
+
+
+def _hist_sum_merged(bins: _Bins, alphas: np.ndarray):
+    """:func:`_hist_sum` with each order on the histogram merged as far as its slack allows
+    (:meth:`_Bins.coarse`, :func:`_merge_level`): low orders see far fewer bins. Valid for any
+    merging; the level depends on the order and the histogram's layout only."""
+    if bins.layout is None:
+        return _hist_sum(bins, alphas)
+    lev = _merge_level(alphas, bins.layout[2])
+    up = np.empty(alphas.size)
+    low = np.empty(alphas.size)
+    summ = (lambda b, a: _fused.hist_sum(b, a, _PRUNE)) if _fused.available() else _hist_sum
+    for ell in np.unique(lev).tolist():
+        sel = np.flatnonzero(lev == ell)
+        up[sel], low[sel] = summ(bins.coarse(int(ell)), alphas[sel])
+    return up, low
 
 
 def _hist_sum(bins: _Bins, alphas: np.ndarray):

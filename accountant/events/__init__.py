@@ -7,7 +7,13 @@ per event type (:mod:`accountant.events._declare` explains the rule and the mach
      "inner": [{"mechanism": "shuffle", "epsilon0": 0.5, "count": 4}]}
     {"mechanism": "rdp_curve", "orders": [2, 4, 8], "rdp": [0.01, 0.03, 0.09], "count": 1}
     {"mechanism": "gaussian", "noise_multiplier": 1.1}, {"mechanism": "laplace", "scale": 2.0},
-    {"mechanism": "pure_dp", "epsilon": 0.5}
+    {"mechanism": "pure_dp", "epsilon": 0.5}, {"mechanism": "exponential", "epsilon": 0.5},
+    {"mechanism": "above_threshold", "epsilon": 0.5},
+    {"mechanism": "approx_dp", "epsilon": 0.1, "delta": 1e-8, "count": 20},
+    {"mechanism": "gaussian", "noise_multiplier": 3.0, "count": 100, "zeta": 1e-10}
+
+Central types may carry ``zeta``: the failure probability outside which their curve holds (an
+additive δ; :attr:`Event.zeta` defines it and :mod:`accountant.combination` composes it).
 
 Every type's neighbouring relation, sampling assumption and source are its ``RELATION``,
 ``SAMPLING`` and ``SOURCE`` attributes.
@@ -32,9 +38,11 @@ from ._declare import (
     register,
     spec,
     users_field,
+    zeta_field,
 )
 from .central import GaussianEvent, LaplaceEvent, PureDpEvent, RdpCurveEvent
 from .local import ShuffleEvent, SubsampledShuffleEvent
+from .primitives import APPROX_NO_CURVE, AboveThresholdEvent, ApproxDpEvent, ExponentialEvent
 from .sampled import SubsampledEvent
 
 __all__ = [
@@ -56,6 +64,11 @@ __all__ = [
     "register",
     "spec",
     "users_field",
+    "zeta_field",
+    "APPROX_NO_CURVE",
+    "AboveThresholdEvent",
+    "ApproxDpEvent",
+    "ExponentialEvent",
     "GaussianEvent",
     "LaplaceEvent",
     "PureDpEvent",

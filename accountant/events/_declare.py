@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .._validation import check_float, check_int
+from ..bounds import tight_bounds
 from ..errors import InvalidEvent, InvalidParameter
 from ..store import MiB, memoize
 
@@ -139,6 +140,20 @@ def epsilon0_field(description: str = "local privacy parameter ε0 of each repor
     return spec("number", description, lo=0.0, hi=MAX_EPSILON0, solvable=True)
 
 
+def zeta_field() -> Any:
+    """The additive δ of an event whose guarantee holds outside a failure event (see :class:`Event`)."""
+    return spec(
+        "number",
+        "failure probability ζ per repetition: the curve holds outside a failure event of probability ζ "
+        "(adds count·ζ to δ; 0 for an exact curve)",
+        default=0.0,
+        lo=0.0,
+        hi=1.0,
+        hi_open=True,
+        omit_default=True,
+    )
+
+
 def users_field(description: str, **kw: Any) -> Any:
     return spec("integer", description, lo=1, hi=MAX_USERS, **kw)
 
@@ -186,6 +201,8 @@ class Event:
     EXAMPLE: ClassVar[dict[str, Any]] = {}
     #: position in listings (OpenAPI, CLI help); ties keep registration order
     POSITION: ClassVar[int] = 100
+    #: an (ε, δ) release with no RDP curve: composed apart (:mod:`accountant.combination`)
+    APPROX: ClassVar[bool] = False
 
     count: int = count_field()
 
@@ -216,6 +233,24 @@ class Event:
         """Distinct costly curves this event needs (for the service's work estimate)."""
         return frozenset()
 
+    @property
+    def zeta(self) -> float:
+        """Failure probability ζ of ONE repetition (0 unless the type declares a ``zeta`` field).
+
+        Meaning (the accountant's definition of "a curve ε(·) outside a failure event of
+        probability ζ"): for every ordered pair of neighbouring datasets (x, x') — and, inside an
+        adaptive interaction, every history of earlier outputs — there is a law P̂ with
+        d_TV(M(x), P̂) ≤ ζ and D_α(P̂ ‖ M(x')) ≤ ε(α) at every α > 1. ζ = 0 is plain RDP.
+        :mod:`accountant.combination` proves how such events compose and convert."""
+        return 0.0  # types that declare a ``zeta`` field shadow this property with it
+
+    def additive_delta(self) -> float:
+        """count·ζ, rounded up: the failure probability of all repetitions (union bound)."""
+        z = self.zeta
+        if z == 0.0:
+            return 0.0
+        return float(np.nextafter(self.count * z, np.inf))
+
     # ---------------------------------------------------------------------------- generic methods
     @classmethod
     def specs(cls) -> dict[str, Spec]:
@@ -228,7 +263,8 @@ class Event:
 
     def curve(self, orders: np.ndarray, bound: str = "upper") -> np.ndarray:
         """RDP at ``orders`` of all ``count`` repetitions (RDP adds up: thesis Lemma 2.1.4)."""
-        unit = cached_unit_curve(self.unit, tuple(np.asarray(orders, dtype=float).tolist()), bound)
+        key = tuple(np.asarray(orders, dtype=float).tolist())
+        unit = cached_unit_curve(self.unit, key, bound, tight_bounds())
         with np.errstate(invalid="ignore"):
             return np.where(unit == 0, 0.0, unit * self.count)
 
@@ -268,8 +304,9 @@ class Event:
 
 
 @memoize("unit_curves", max_entries=4096, max_bytes=64 * MiB)
-def cached_unit_curve(event: Event, orders_key: tuple, bound: str) -> np.ndarray:
-    """Curve of ONE repetition (``event`` has count 1) at ``orders_key``, cached; read-only."""
+def cached_unit_curve(event: Event, orders_key: tuple, bound: str, tight: bool = True) -> np.ndarray:
+    """Curve of ONE repetition (``event`` has count 1) at ``orders_key``, cached (keyed also by
+    :func:`accountant.bounds.tight_bounds`, the setting it was computed under); read-only."""
     if bound not in event.BOUNDS:
         raise InvalidParameter(
             f"unknown bound {bound!r} for {event.mechanism!r} events; choose one of {list(event.BOUNDS)}"
@@ -370,6 +407,12 @@ def parse_inner(name: str, value: Any, population: int, max_items: int) -> tuple
             raise InvalidEvent(_nested_sampling_msg(name, i, ev.mechanism))
         else:
             ev = event_from_dict(ev.to_dict(), population=population)
+        if ev.APPROX or ev.zeta > 0:
+            raise InvalidEvent(
+                f"{name}[{i}] ({ev.mechanism!r}) carries an additive δ ({'an (ε, δ) release' if ev.APPROX else 'zeta > 0'}): "
+                "amplification by sampling is proved here for RDP curves only; charge it as its own event, "
+                "outside the sampled one"
+            )
         out.append(ev)
     return tuple(out)
 

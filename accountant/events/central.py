@@ -9,7 +9,7 @@ import numpy as np
 
 from .._numerics import pure_dp_rdp, round_up
 from ..curves import curve_from_points, curve_point_sources, gaussian_rdp, laplace_rdp
-from ._declare import MAX_EPSILON0, MAX_ORDER, REPLACE_ONE, Event, InvalidEvent, register, spec
+from ._declare import MAX_EPSILON0, MAX_ORDER, REPLACE_ONE, Event, InvalidEvent, register, spec, zeta_field
 
 
 @register
@@ -45,6 +45,7 @@ class RdpCurveEvent(Event):
     rdp: tuple = spec(
         "numbers", "RDP ε(α) at each order (same length as orders)", lo=0.0, hi=1e300, cli="curve-rdp"
     )
+    zeta: float = zeta_field()
 
     def validate(self) -> None:
         if len(self.orders) != len(self.rdp):
@@ -79,6 +80,7 @@ class GaussianEvent(Event):
         hi=1e12,
         lo_open=True,
     )
+    zeta: float = zeta_field()
 
     def unit_curve(self, orders: np.ndarray, bound: str = "upper") -> np.ndarray:
         return gaussian_rdp(self.noise_multiplier, orders)
@@ -102,6 +104,7 @@ class LaplaceEvent(Event):
     scale: float = spec(
         "number", "b / Δ₁ (Laplace scale over the replace-one ℓ1 sensitivity)", lo=0.0, hi=1e12, lo_open=True
     )
+    zeta: float = zeta_field()
 
     def unit_curve(self, orders: np.ndarray, bound: str = "upper") -> np.ndarray:
         return laplace_rdp(self.scale, orders)
@@ -127,6 +130,7 @@ class PureDpEvent(Event):
     EXAMPLE: ClassVar[dict[str, Any]] = {"mechanism": "pure_dp", "epsilon": 0.5, "count": 3}
 
     epsilon: float = spec("number", "ε of the ε-DP release", lo=0.0, hi=MAX_EPSILON0, cli="event-epsilon")
+    zeta: float = zeta_field()
 
     def unit_curve(self, orders: np.ndarray, bound: str = "upper") -> np.ndarray:
         return round_up(pure_dp_rdp(self.epsilon, orders))

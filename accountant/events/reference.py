@@ -17,6 +17,15 @@ by replacing one user's whole data. Composition adds RDP curves, which is valid 
 independent mechanisms: messages of one round that share a sample of users are ONE sampled event
 (`subsampled`, with the round's messages as `inner` events), never several.
 
+Some central events carry `zeta`, a failure probability: their curve holds outside a failure event
+of probability ζ (for every ordered pair of neighbours there is a law within total variation ζ of
+the release whose Rényi divergence to the neighbour's release is at most the curve). Their
+count·ζ is added to δ: the composed curve is converted at δ − Σζ, and no ε exists (the service
+answers 400, the ledger refuses) once Σζ reaches δ. An `approx_dp` event is an (ε, δ) release with
+no curve; such releases are composed apart (optimal or advanced composition) and joined to the
+RDP part by basic composition with the δ split optimised, or counted as pure ε outside a failure
+event δ — whichever is smaller (`accountant/combination.py` proves both).
+
 An event's meaning never changes; a new meaning is a new event type. This page is generated from
 the declarations in `accountant/events/` (`python -m accountant.events.reference`).
 """

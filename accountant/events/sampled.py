@@ -94,10 +94,10 @@ class SubsampledEvent(Event):
         return float(sum(e.count * e.epsilon0 for e in self.inner))
 
     def unit_curve(self, orders: np.ndarray, bound: str = "upper") -> np.ndarray:
-        return _detail(self.unit, tuple(np.asarray(orders, dtype=float).tolist())).rdp
+        return _detail(self.unit, tuple(np.asarray(orders, dtype=float).tolist()), _b.tight_bounds()).rdp
 
     def curve_sources(self, orders: np.ndarray, bound: str = "upper") -> tuple[list[str], list[str]]:
-        d = _detail(self.unit, tuple(np.asarray(orders, dtype=float).tolist()))
+        d = _detail(self.unit, tuple(np.asarray(orders, dtype=float).tolist()), _b.tight_bounds())
         return list(d.sources), list(d.notes)
 
     def pure_epsilon(self) -> float:
@@ -112,7 +112,9 @@ class SubsampledEvent(Event):
 
 
 @memoize("sampled_details", max_entries=256, max_bytes=32 * MiB)
-def _detail(ev: SubsampledEvent, orders_key: tuple) -> CurveDetail:
+def _detail(ev: SubsampledEvent, orders_key: tuple, tight: bool) -> CurveDetail:
+    """The curve with its sources (``tight``: :func:`accountant.bounds.tight_bounds`, part of
+    the cache key)."""
     o = np.asarray(orders_key, dtype=float)
 
     def inner(os_: np.ndarray) -> np.ndarray:

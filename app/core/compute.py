@@ -109,6 +109,8 @@ def rdp_result(
     check_work([ev], grid, max_mass, convert=False)
     rdp = accountant.event_rdp(ev, grid, bound=bound)
     sources, notes = _curve_sources(ev, grid, bound)
+    if ev.zeta > 0:
+        notes = [*notes, _zeta_note(ev)]
     out = {
         "orders": _finite_list(grid),
         "rdp": _finite_list(rdp),
@@ -121,6 +123,29 @@ def rdp_result(
     if orders is None:
         out["grid_version"] = accountant.DEFAULT_GRID_VERSION
     return out
+
+
+def _zeta_note(ev) -> str:
+    return (
+        f"this curve holds outside a failure event of probability zeta = {ev.zeta:.6g} per repetition: it is "
+        f"not an RDP bound alone; /v1/epsilon and /v1/delta add count·zeta = {ev.additive_delta():.6g} to delta"
+    )
+
+
+def _combination_note(d) -> str:
+    """How the RDP part, the additive δ and the (ε, δ) releases were joined (accountant.combination)."""
+    if d.method == "split":
+        return (
+            f"RDP part (ε = {d.epsilon_rdp:.6g}, δ = {d.delta_rdp:.6g}) and (ε, δ) releases (ε = {d.epsilon_approx:.6g}, "
+            f"δ = {d.delta_approx:.6g}) joined by basic composition (split optimised), plus the additive δ "
+            f"{d.zeta:.6g}; 'rdp' is the RDP part alone"
+        )
+    if d.method == "pure":
+        return (
+            f"(ε, δ) releases counted as pure ε outside failure events (their δ added): additive δ {d.zeta:.6g}, "
+            f"the RDP part with them converted at δ = {d.delta_rdp:.6g}; 'rdp' is the RDP part without them"
+        )
+    return f"additive δ {d.zeta:.6g} (Σ count·zeta); the RDP part was converted at δ − {d.zeta:.6g} = {d.delta_rdp:.6g}"
 
 
 def _orders_containing(grid: np.ndarray, order: float) -> np.ndarray:
@@ -205,6 +230,8 @@ def _guarantee_result(
     _prewarm(evs, grid, deadline)
     g = fn(evs, value, grid)
     sources, notes = _event_sources(evs, grid, g.order)
+    if g.detail is not None:
+        notes.append(_combination_note(g.detail))
     if g.order not in set(grid.tolist()):
         notes.append(
             f"the optimal order {g.order:.6g} was found by refining between grid points; "

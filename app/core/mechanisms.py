@@ -83,6 +83,13 @@ def _calibrated(name: str, req: ParametersRequest) -> mech_pkg.Mechanism:
             "calibrating a local mechanism needs 'accounting' with the population n"
         )
     _check_params(req.params)
+    for knob in mech_pkg.calibration_probe(name):
+        if knob in req.params:
+            raise InvalidMechanismRequest(
+                f"leave '{knob}' out of params when calibrating: it is what is solved for"
+            )
+    # validate the other parameters and the size bounds before searching
+    build(name, mech_pkg.probe_params(name, dict(req.params), None if acc is None else acc.n))
     mech = mech_pkg.calibrate(
         name,
         epsilon=req.calibrate.epsilon,

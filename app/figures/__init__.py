@@ -68,7 +68,7 @@ def run(
     from . import compute, render
     from .results import cost_measurements, write_results
 
-    log = log or (lambda msg: None)
+    log = log or (lambda _msg: None)
     out.mkdir(parents=True, exist_ok=True)
     data: dict[str, dict] = {}
     t_all = time.perf_counter()

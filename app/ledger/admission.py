@@ -34,7 +34,7 @@ import accountant
 from app.db.session import Database
 from app.ledger import curves as cv
 from app.ledger import repository as repo
-from app.ledger.budgets import event_cost
+from app.ledger.budgets import FILTER_SIDE, event_cost
 from app.ledger.errors import MAX_LISTED, IdempotencyConflict, Invalid, NotFound, Refused, UnknownUsers
 from app.ledger.locking import lock_cohort, lock_cohort_classes, lock_users_classes
 from app.ledger.records import Actor, ChargeResult, ClassRow, CohortRow, utc
@@ -225,7 +225,12 @@ def charge(
 
 
 def _evaluate(classes: list[ClassRow], cost: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[cv.Status]]:
-    """(admitted per class, spent curves after, their statuses) — vectorised over the classes."""
+    """(admitted per class, spent curves after, their statuses) — vectorised over the classes.
+
+    A charge with an additive δ or (ε, δ) parts reaching a class under the Rényi filter is
+    :class:`Invalid` (the filter's guarantee covers RDP charges only; nothing is charged)."""
+    if cv.has_side(cost) and any(c.policy == "filter" for c in classes):
+        raise Invalid(FILTER_SIDE)
     after = cv.add_up(np.vstack([c.spent for c in classes]), cost[None, :])
     ok, statuses = cv.evaluate([c.budget for c in classes], after)
     return ok, after, statuses

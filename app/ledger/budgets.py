@@ -19,6 +19,11 @@ from app.ledger.reads import get_user
 from app.ledger.records import BulkResult, ClassRow, UserStatus
 from app.ledger.transitions import fresh_class, transition
 
+FILTER_SIDE = (
+    "the Rényi filter (policy 'filter') admits RDP charges only: this event carries an additive delta (zeta) or "
+    "is an (epsilon, delta) release ('approx_dp'); charge it to users with a 'declared' budget"
+)
+
 
 def make_budget(
     epsilon: float, delta: float, policy: str, filter_order: float | None, planned_event: dict | None
@@ -64,20 +69,26 @@ def _filter_order(filter_order: float | None, planned_event: dict | None, delta:
         return float(cv.ORDERS[i])
     if planned_event is None:
         raise Invalid("policy 'filter' needs filter_order or planned_event")
+    cost = event_cost(planned_event)
+    if cv.has_side(cost):
+        raise Invalid(FILTER_SIDE)
     try:
-        return cv.pick_filter_order(event_cost(planned_event), delta)
+        return cv.pick_filter_order(cost, delta)
     except ValueError as exc:
         raise Invalid(str(exc)) from None
 
 
 def event_cost(event: dict) -> np.ndarray:
-    """The event's RDP curve (× count) on the ledger grid; accountant errors become :class:`Invalid`."""
+    """The event's cost vector on the ledger grid (:mod:`app.ledger.curves`): its RDP curve
+    (× count), then its additive δ and (ε, δ) statistics — the accountant's own summary
+    (``accountant.account``); accountant errors become :class:`Invalid`."""
     try:
         ev = accountant.event_from_dict(event)
-        cost = np.asarray(accountant.event_rdp(ev, cv.ORDERS), dtype=float)
+        cost = cv.vector_of(accountant.account([ev], cv.ORDERS))
     except accountant.AccountantError as exc:
         raise Invalid(str(exc)) from None
-    if np.any(np.isnan(cost)) or np.any(cost < 0) or not np.any(np.isfinite(cost)):
+    curve = cv.rdp_part(cost)
+    if np.any(np.isnan(cost)) or np.any(cost < 0) or (not np.any(np.isfinite(curve)) and not ev.APPROX):
         raise Invalid(
             "the event's RDP curve is unbounded at every order of the ledger's grid; it cannot be charged"
         )

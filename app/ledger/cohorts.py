@@ -124,7 +124,7 @@ def cohort_history(db: Database, cohort_id: str, delta: float, limit: int = 500)
     points = []
     for i in subsample(len(rows), limit):
         r = rows[i]
-        st = cv.status(b, cv.from_bytes(r.cohort_cumulative))
+        st = cv.status(b, cv.vector_from_bytes(r.cohort_cumulative))
         points.append(
             HistoryPoint(
                 charge_id=str(r.id),

@@ -3,6 +3,13 @@
 All curves live on one order grid (``accountant.DEFAULT_ORDERS``, version
 ``accountant.DEFAULT_GRID_VERSION``); they are stored as float64 bytes.
 
+Stored vectors. A charge's cost, a class's spent state and a cohort's cumulative state are one
+float64 vector: the RDP curve on the grid, followed by :data:`SIDE` slots holding the parts that
+are not RDP (:mod:`accountant.combination`): the additive δ Σ count·ζ and the additive statistics
+of (ε, δ) releases (count, Σε, Σε², Σε·tanh(ε/2), max ε, Σδ). Every slot is a running sum except
+max ε (a running maximum). Vectors stored before these slots existed are exactly the grid's length
+and read as having zero side slots (:func:`vector_from_bytes`).
+
 Rounding. A running sum is updated with :func:`add_up`: the float sum rounded to nearest, then one
 ulp up wherever the addition may have been inexact. Each step is therefore ≥ the exact real sum,
 so the running curve is never below the exactly rounded recomputation from the charge log
@@ -11,10 +18,15 @@ so the running curve is never below the exactly rounded recomputation from the c
 Policies (ledger.md):
 
 * ``declared`` — admit iff ``min_α ε_{δ_B}(α; spent + cost) ≤ ε_B`` over the grid, with the
-  conversion of :func:`accountant.conversion.epsilon_vector` (bounds.md §4).
+  conversion of :func:`accountant.conversion.epsilon_vector` (bounds.md §4); with side parts,
+  iff ε at δ_B of the three-part summary (:func:`accountant.combination.epsilon_of`: the RDP part
+  converted at δ_B − Σζ, joined to the (ε, δ) releases) is ≤ ε_B — refused when Σζ alone
+  reaches δ_B.
 * ``filter`` (Rényi filter, Feldman & Zrnic) — one designated order α_f and the per-order budget
   ``B(α_f) = ε_B − (log(1/δ_B) + (α_f−1)·log(1−1/α_f) − log α_f)/(α_f−1)`` (> 0);
-  admit iff ``spent(α_f) + cost(α_f) ≤ B(α_f)``. Never "any order still has room".
+  admit iff ``spent(α_f) + cost(α_f) ≤ B(α_f)``. Never "any order still has room". Its
+  guarantee is for RDP charges at one fixed δ_B: charges with side parts are not admitted under it
+  (:func:`has_side`).
 """
 
 from __future__ import annotations
@@ -25,11 +37,29 @@ from dataclasses import dataclass
 import numpy as np
 
 from accountant import DEFAULT_GRID_VERSION, DEFAULT_ORDERS
+from accountant.combination import Account, ApproxPart, ZetaExceedsDelta, epsilon_of
 from accountant.conversion import epsilon_vector
 
 GRID_VERSION = DEFAULT_GRID_VERSION
 ORDERS = np.asarray(DEFAULT_ORDERS, dtype=float)
 _DTYPE = np.dtype("<f8")
+#: the side slots after the curve (see the module docstring), in order
+SIDE_FIELDS = (
+    "zeta",
+    "approx_count",
+    "approx_eps_sum",
+    "approx_eps_sq_sum",
+    "approx_eps_tanh_sum",
+    "approx_eps_max",
+    "approx_delta_sum",
+)
+SIDE = len(SIDE_FIELDS)
+_MAX_OFFSET = SIDE_FIELDS.index("approx_eps_max")
+
+
+def _n() -> int:
+    """Orders on the current grid (read at call time: the grid is a module setting)."""
+    return ORDERS.size
 
 
 def to_bytes(curve: np.ndarray) -> bytes:
@@ -37,18 +67,60 @@ def to_bytes(curve: np.ndarray) -> bytes:
 
 
 def from_bytes(raw: bytes) -> np.ndarray:
+    """The float64 array stored in ``raw`` (an order grid, or a vector as stored)."""
     return np.frombuffer(raw, dtype=_DTYPE).astype(float)
 
 
+def with_side(curve: np.ndarray, side: np.ndarray | None = None) -> np.ndarray:
+    """A curve on the grid followed by side slots (zeros when ``side`` is None)."""
+    return np.concatenate([np.asarray(curve, dtype=float), np.zeros(SIDE) if side is None else side])
+
+
+def vector_from_bytes(raw: bytes) -> np.ndarray:
+    """A stored cost/spent/cumulative vector; one stored before the side slots existed (exactly
+    the grid's length) gets zero side slots."""
+    v = from_bytes(raw)
+    return with_side(v) if v.size == _n() else v
+
+
 def zeros() -> np.ndarray:
-    return np.zeros(ORDERS.size)
+    return np.zeros(_n() + SIDE)
+
+
+def rdp_part(v: np.ndarray) -> np.ndarray:
+    """The RDP curve on the grid of a vector (or of each row of a matrix)."""
+    return v[..., : _n()]
+
+
+def has_side(v: np.ndarray) -> bool:
+    """Whether a vector carries an additive δ or (ε, δ) releases."""
+    return bool(np.any(v[_n() :] != 0))
+
+
+def account(v: np.ndarray) -> Account:
+    """The three-part summary (accountant.combination) of a stored vector."""
+    z, k, s1, s2, smu, m, sd = (float(x) for x in v[_n() :])
+    return Account(ORDERS, rdp_part(v), z, ApproxPart(int(round(k)), s1, s2, smu, m, sd))
+
+
+def vector_of(acc: Account) -> np.ndarray:
+    """The stored vector of a summary on the grid."""
+    a = acc.approx
+    side = np.array(
+        [acc.zeta, float(a.count), a.eps_sum, a.eps_sq_sum, a.eps_tanh_sum, a.eps_max, a.delta_sum]
+    )
+    return with_side(acc.rdp, side)
 
 
 def add_up(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a + b`` rounded outward: never below the exact sum (see module docstring)."""
+    """``a + b`` rounded outward: never below the exact sum (see module docstring); the max-ε
+    slot of the side is a running maximum."""
     s = a + b
     exact = (a == 0) | (b == 0) | ~np.isfinite(s)
-    return np.where(exact, s, np.nextafter(s, np.inf))
+    out = np.where(exact, s, np.nextafter(s, np.inf))
+    j = _n() + _MAX_OFFSET
+    out[..., j] = np.maximum(a[..., j], b[..., j])
+    return out
 
 
 def conversion_term(order: float, delta: float) -> float:
@@ -102,7 +174,18 @@ class Status:
 def epsilon_at(budget: Budget, curve: np.ndarray) -> tuple[float, float | None]:
     """(ε, order): ε at the budget's δ of an RDP curve on the grid, as the budget's policy reports
     it — declared: max(0, min over the grid of the conversion of bounds.md §4); filter: the same
-    conversion at α_f only. ε is +∞ when the curve is unbounded there; 0 for a zero curve."""
+    conversion at α_f only. ε is +∞ when the curve is unbounded there; 0 for a zero curve.
+
+    A vector with side parts (additive δ, (ε, δ) releases) is converted as a whole by
+    :func:`accountant.combination.epsilon_of` at δ_B whatever the policy (the filter admits no such
+    charge; this only reports what one costs); +∞ when Σζ reaches δ_B."""
+    if has_side(curve):
+        try:
+            ans = epsilon_of(account(curve), budget.delta)
+        except ZetaExceedsDelta:
+            return math.inf, None
+        return (max(0.0, ans.epsilon) if math.isfinite(ans.epsilon) else math.inf), ans.order
+    curve = rdp_part(curve)
     if budget.policy == "filter":
         i = budget.filter_index()
         eps = float(epsilon_vector(ORDERS[i : i + 1], curve[i : i + 1], budget.delta)[0]) if curve[i] else 0.0
@@ -126,6 +209,12 @@ def status(budget: Budget, spent: np.ndarray) -> Status:
 
 
 def pick_filter_order(cost: np.ndarray, delta: float) -> float:
+    """(RDP part of ``cost`` only: the filter admits no side parts.)"""
+    cost = rdp_part(cost)
+    return _pick_filter_order(cost, delta)
+
+
+def _pick_filter_order(cost: np.ndarray, delta: float) -> float:
     """The grid order minimising ε(δ) of a planned event's curve.
 
     Minimises cost(α) + conversion term(α) — ε before it is clipped at 0 — which is also the order with
@@ -149,7 +238,10 @@ def exact_sum(curves: list[np.ndarray]) -> np.ndarray:
     out = np.empty(m.shape[1])
     for j in range(m.shape[1]):
         col = m[:, j]
-        out[j] = math.inf if np.any(np.isinf(col)) else math.fsum(col.tolist())
+        if j == _n() + _MAX_OFFSET:
+            out[j] = float(np.max(col))
+        else:
+            out[j] = math.inf if np.any(np.isinf(col)) else math.fsum(col.tolist())
     return out
 
 
@@ -159,10 +251,25 @@ def evaluate(budgets: list[Budget], after: np.ndarray) -> tuple[np.ndarray, list
     A class may be charged iff its spent curve would become ``after`` with — declared:
     ``max(0, min_α ε_δ(α; after)) ≤ ε_B`` (finite); filter: ``after(α_f) ≤ B(α_f)`` (finite).
 
-    ``after`` is a (G × orders) matrix of would-be spent curves, one row per budget."""
+    ``after`` is a (G × vector) matrix of would-be spent vectors, one row per budget. Rows with
+    side parts (additive δ, (ε, δ) releases) are judged by :func:`epsilon_at` — the three-part
+    conversion at δ_B — under the declared policy, and never admitted under the filter."""
     g = len(budgets)
     if g == 0:
         return np.zeros(0, dtype=bool), []
+    side = np.any(after[:, _n() :] != 0, axis=1)
+    ok, statuses = _evaluate_rdp(budgets, rdp_part(after))
+    for k in np.flatnonzero(side):
+        b = budgets[int(k)]
+        e, order = epsilon_at(b, after[k])
+        ok[k] = b.policy == "declared" and math.isfinite(e) and e <= b.epsilon
+        rem = max(0.0, b.epsilon - e) if math.isfinite(e) else 0.0
+        statuses[k] = Status(e if math.isfinite(e) else 1e308, order, rem, rem / b.epsilon)
+    return ok, statuses
+
+
+def _evaluate_rdp(budgets: list[Budget], after: np.ndarray) -> tuple[np.ndarray, list[Status]]:
+    g = len(budgets)
     eps_b = np.array([b.epsilon for b in budgets])
     delta = np.array([b.delta for b in budgets])[:, None]
     is_filter = np.array([b.policy == "filter" for b in budgets])

@@ -72,9 +72,20 @@ def ensure_grid(s: Session) -> None:
 def project_curve(
     old_orders: np.ndarray, curve: np.ndarray, new_orders: np.ndarray | None = None
 ) -> np.ndarray:
-    """A valid upper bound on the current grid of an RDP curve known on ``old_orders``: convexity of
-    (α−1)ε(α) and monotonicity of ε(α) between known orders, ε(α_min) below, +∞ above the largest
-    finite order (``accountant.composition.curve_from_points``), rounded up."""
+    """A valid upper bound on the current grid of a vector stored on ``old_orders``: its RDP curve
+    by convexity of (α−1)ε(α) and monotonicity of ε(α) between known orders, ε(α_min) below, +∞
+    above the largest finite order (``accountant.composition.curve_from_points``), rounded up; its
+    side slots (additive δ, (ε, δ) releases: no orders involved) carried over unchanged (zero for
+    a vector stored without them). With ``new_orders`` only the curve is returned."""
+    old_orders = np.asarray(old_orders, dtype=float)
+    side = np.zeros(cv.SIDE)
+    extra = curve[old_orders.size : old_orders.size + cv.SIDE]
+    side[: extra.size] = extra
+    out = _project(old_orders, curve[: old_orders.size], new_orders)
+    return out if new_orders is not None else np.concatenate([out, side])
+
+
+def _project(old_orders: np.ndarray, curve: np.ndarray, new_orders: np.ndarray | None) -> np.ndarray:
     from accountant.composition import curve_from_points
 
     new = cv.ORDERS if new_orders is None else np.asarray(new_orders, dtype=float)

@@ -200,7 +200,7 @@ def user_curves(s: Session, user_pk: int) -> list[tuple[int, Any, np.ndarray]]:
         (
             r.id,
             utc(r.created_at),
-            cv.from_bytes(r.curve)
+            cv.vector_from_bytes(r.curve)
             if r.grid_version == cv.GRID_VERSION
             else project_curve(grids[r.grid_version], cv.from_bytes(r.curve)),
         )

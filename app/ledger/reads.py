@@ -59,8 +59,9 @@ def recompute_user(db: Database, user_id: str) -> Audit:
         curves = q.user_curves(s, pk)
     running = c.spent
     recomputed = cv.exact_sum([x[2] for x in curves])
-    ok = bool(np.all((running >= recomputed) | (np.isinf(running) & np.isinf(recomputed))))
+    ok = bool(np.all((running >= recomputed) | (np.isinf(running) & np.isinf(recomputed))))  # side slots too
     st = cv.status(c.budget, recomputed)
+    running, recomputed = cv.rdp_part(running), cv.rdp_part(recomputed)  # reported on the grid
     with np.errstate(invalid="ignore"):
         rel = np.where(recomputed > 0, (running - recomputed) / np.where(recomputed > 0, recomputed, 1), 0.0)
     excess = float(np.nanmax(np.where(np.isfinite(rel), rel, 0.0))) if rel.size else 0.0

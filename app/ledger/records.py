@@ -95,7 +95,7 @@ class ClassRow:
     @classmethod
     def from_row(cls, m: Mapping[Any, Any]) -> ClassRow:
         vals = {f.name: m[f.name] for f in dataclasses.fields(cls)}
-        vals["spent"] = cv.from_bytes(m["spent"])
+        vals["spent"] = cv.vector_from_bytes(m["spent"])
         vals["n_charges"], vals["n_users"] = int(m["n_charges"]), int(m["n_users"])
         vals["last_charge_at"], vals["updated_at"] = utc(m["last_charge_at"]), utc(m["updated_at"])
         return cls(**vals)
@@ -154,7 +154,7 @@ class CohortRow:
             description=m["description"],
             seq=int(m["seq"]),
             grid_version=m["grid_version"],
-            cumulative=cv.from_bytes(m["cumulative"]),
+            cumulative=cv.vector_from_bytes(m["cumulative"]),
             n_members=int(m["n_members"]),
             created_at=utc(m["created_at"]),
         )

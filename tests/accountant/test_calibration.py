@@ -1,4 +1,4 @@
-"""Calibration (issue 3): solve ε0, count, n or k against a target (ε, δ).
+"""Calibration: solve ε0, count, n or k against a target (ε, δ).
 
 The acceptance property, on random events and targets: the returned guarantee — recomputed here
 with ``epsilon_guarantee`` for the returned event — is ≤ the target, and nudging the answer one
@@ -27,19 +27,15 @@ from hypothesis import strategies as st
 
 import accountant as A
 from accountant import bounds as _bounds
-from accountant.composition import _cached_unit_curve
 
 NUDGE = 1e-5
 
 
 @pytest.fixture
-def thesis_default(monkeypatch):
-    """The thesis bounds as the default upper curve (fast); restored afterwards."""
-    monkeypatch.setattr(_bounds, "clone_rdp", None, raising=False)
-    monkeypatch.setattr(_bounds, "wbk19_rdp", None, raising=False)
-    _cached_unit_curve.cache_clear()
-    yield
-    _cached_unit_curve.cache_clear()
+def thesis_default():
+    """The thesis bounds as the default upper curve (fast) within the test."""
+    with _bounds.thesis_only():
+        yield
 
 
 def _eps(event: dict, delta: float, orders=None) -> float:
@@ -105,7 +101,8 @@ CASES = {"epsilon0": 80, "count": 80, "n": 60, "k": 60}
 
 
 @pytest.mark.parametrize("solve_for", A.SOLVE_FOR)
-def test_random_targets_meet_and_nudge_misses(thesis_default, solve_for):
+@pytest.mark.usefixtures("thesis_default")
+def test_random_targets_meet_and_nudge_misses(solve_for):
     rng = np.random.default_rng({"epsilon0": 11, "count": 12, "n": 13, "k": 14}[solve_for])
     solved = infeasible = 0
     for _ in range(CASES[solve_for]):
@@ -153,7 +150,8 @@ def test_with_the_real_default_curve(solve_for, event):
     check_answer(r, 2.0, 1e-6)
 
 
-def test_api_md_example(thesis_default):
+@pytest.mark.usefixtures("thesis_default")
+def test_api_md_example():
     req = {"mechanism": "subsampled_shuffle", "n": 100000, "k": 1000, "count": 1000}
     r = A.calibrate(req, "epsilon0", 4.0, 1e-5)
     check_answer(r, 4.0, 1e-5)
@@ -169,7 +167,8 @@ def test_api_md_example(thesis_default):
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_count_is_the_largest_feasible_count(thesis_default, seed):
+@pytest.mark.usefixtures("thesis_default")
+def test_count_is_the_largest_feasible_count(seed):
     rng = np.random.default_rng(100 + seed)
     n = int(10 ** rng.uniform(3, 7))
     ev = {"mechanism": "shuffle", "n": n, "epsilon0": float(rng.uniform(0.3, 3))}
@@ -190,7 +189,8 @@ def test_count_is_the_largest_feasible_count(thesis_default, seed):
     assert feasible.max() == r.value
 
 
-def test_count_performance_shape(thesis_default):
+@pytest.mark.usefixtures("thesis_default")
+def test_count_performance_shape():
     """No search: a handful of exact evaluations."""
     r = A.calibrate({"mechanism": "shuffle", "n": 10**6, "epsilon0": 0.5}, "count", 2.0, 1e-8)
     check_answer(r, 2.0, 1e-8)
@@ -220,7 +220,8 @@ def test_zero_privacy_loss_is_at_the_limit():
 # k: direction, and the non-monotonicity of the thesis curve in k
 
 
-def test_k_is_the_largest_and_rdp_grows_with_k(thesis_default):
+@pytest.mark.usefixtures("thesis_default")
+def test_k_is_the_largest_and_rdp_grows_with_k():
     n, base = 10**6, {"mechanism": "subsampled_shuffle", "n": 10**6, "epsilon0": 1.0, "count": 1000}
     ks = [10, 100, 1000, 10_000, 100_000, n]
     eps = [_eps({**base, "k": k}, 1e-6) for k in ks]
@@ -230,7 +231,8 @@ def test_k_is_the_largest_and_rdp_grows_with_k(thesis_default):
     assert _eps({**base, "k": r.value // 2}, 1e-6) <= 1.0  # smaller k also meets it: k is an upper limit
 
 
-def test_k_finds_the_upper_island_where_the_bound_is_not_monotone(thesis_default):
+@pytest.mark.usefixtures("thesis_default")
+def test_k_finds_the_upper_island_where_the_bound_is_not_monotone():
     """SU's Chernoff slack makes ε fall with k over a range (module docstring); the answer is
     the largest feasible k, above an infeasible stretch."""
     base = {"mechanism": "subsampled_shuffle", "n": 5178681, "epsilon0": 4.60353423620573, "count": 2029}
@@ -253,7 +255,8 @@ def test_k_feasible_interval_with_the_real_default():
     assert r.value >= 10_000
 
 
-def test_k_at_limit_and_infeasible(thesis_default):
+@pytest.mark.usefixtures("thesis_default")
+def test_k_at_limit_and_infeasible():
     base = {"mechanism": "subsampled_shuffle", "n": 50_000, "epsilon0": 0.5, "count": 2}
     r = A.calibrate(base, "k", 20.0, 1e-6)
     assert r.at_limit and r.value == 50_000
@@ -289,7 +292,8 @@ def test_k_at_limit_and_infeasible(thesis_default):
         ),
     ],
 )
-def test_infeasible_targets(thesis_default, solve_for, event, target, delta, best):
+@pytest.mark.usefixtures("thesis_default")
+def test_infeasible_targets(solve_for, event, target, delta, best):
     t0 = time.perf_counter()
     with pytest.raises(A.InfeasibleTarget) as info:
         A.calibrate(event, solve_for, target, delta)
@@ -303,7 +307,8 @@ def test_infeasible_targets(thesis_default, solve_for, event, target, delta, bes
     assert f"{exc.best_epsilon:.6g}" in msg
 
 
-def test_target_below_the_conversion_floor_is_bounded(thesis_default):
+@pytest.mark.usefixtures("thesis_default")
+def test_target_below_the_conversion_floor_is_bounded():
     """ε cannot go below the conversion's floor except by the KL guard (ε = 0 once the curve is
     below δ²), a jump; the search still ends with a verified answer, within its budget."""
     t0 = time.perf_counter()
@@ -365,7 +370,8 @@ def test_invalid_input(event, solve_for, target, delta, match):
         A.calibrate(event, solve_for, target, delta)
 
 
-def test_event_objects_and_partials(thesis_default):
+@pytest.mark.usefixtures("thesis_default")
+def test_event_objects_and_partials():
     ref = A.calibrate({"mechanism": "shuffle", "n": 10_000, "count": 50}, "epsilon0", 2.0, 1e-7)
     obj = A.calibrate(A.ShuffleEvent(n=10_000, epsilon0=0.3, count=50), "epsilon0", 2.0, 1e-7)
     part = A.calibrate(functools.partial(A.ShuffleEvent, n=10_000, count=50), "epsilon0", 2.0, 1e-7)
@@ -374,7 +380,8 @@ def test_event_objects_and_partials(thesis_default):
         assert r.value == pytest.approx(ref.value, rel=2e-5)
 
 
-def test_custom_orders_and_progress(thesis_default):
+@pytest.mark.usefixtures("thesis_default")
+def test_custom_orders_and_progress():
     orders = [1.5, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 128, 256]
     seen = []
     r = A.calibrate(
@@ -400,7 +407,8 @@ def test_custom_orders_and_progress(thesis_default):
         check_answer(A.calibrate(ev, sf, 3.0, 1e-6, orders=orders), 3.0, 1e-6, orders)
 
 
-def test_result_is_a_plain_frozen_dataclass(thesis_default):
+@pytest.mark.usefixtures("thesis_default")
+def test_result_is_a_plain_frozen_dataclass():
     r = A.calibrate({"mechanism": "shuffle", "epsilon0": 1.0, "count": 10}, "n", 1.5, 1e-6)
     assert dataclasses.is_dataclass(r) and r.value == r.event["n"]
     assert r.to_dict()["value"] == r.value and r.to_dict()["order"] == r.order
@@ -411,7 +419,8 @@ def test_result_is_a_plain_frozen_dataclass(thesis_default):
     assert isinstance(r.event, dict) and r.event["mechanism"] == "shuffle"
 
 
-def test_n_lower_limit(thesis_default):
+@pytest.mark.usefixtures("thesis_default")
+def test_n_lower_limit():
     r = A.calibrate({"mechanism": "subsampled_shuffle", "k": 50, "epsilon0": 0.1, "count": 1}, "n", 5.0, 1e-6)
     assert r.at_limit and r.value == 50
 
@@ -454,7 +463,8 @@ def _pair(event, solve_for, t, ratio, delta):
     delta=deltas,
     sub=st.booleans(),
 )
-def test_epsilon0_monotone_in_target(thesis_default, n, T, t, ratio, delta, sub):
+@pytest.mark.usefixtures("thesis_default")
+def test_epsilon0_monotone_in_target(n, T, t, ratio, delta, sub):
     ev = (
         {"mechanism": "subsampled_shuffle", "n": n, "k": max(1, n // 100)}
         if sub
@@ -468,7 +478,8 @@ def test_epsilon0_monotone_in_target(thesis_default, n, T, t, ratio, delta, sub)
 
 @PROP
 @given(n=st.integers(10**2, 10**8), eps0=st.floats(0.05, 5.0), t=targets, ratio=ratios, delta=deltas)
-def test_count_monotone_in_target(thesis_default, n, eps0, t, ratio, delta):
+@pytest.mark.usefixtures("thesis_default")
+def test_count_monotone_in_target(n, eps0, t, ratio, delta):
     a, b = _pair({"mechanism": "shuffle", "n": n, "epsilon0": eps0}, "count", t, ratio, delta)
     if a is not None:
         assert b >= a
@@ -476,7 +487,8 @@ def test_count_monotone_in_target(thesis_default, n, eps0, t, ratio, delta):
 
 @PROP
 @given(eps0=st.floats(0.05, 5.0), T=st.integers(1, 10**5), t=targets, ratio=ratios, delta=deltas)
-def test_n_monotone_in_target(thesis_default, eps0, T, t, ratio, delta):
+@pytest.mark.usefixtures("thesis_default")
+def test_n_monotone_in_target(eps0, T, t, ratio, delta):
     a, b = _pair({"mechanism": "shuffle", "epsilon0": eps0, "count": T}, "n", t, ratio, delta)
     if a is not None:
         assert b <= a
@@ -491,7 +503,8 @@ def test_n_monotone_in_target(thesis_default, eps0, T, t, ratio, delta):
     ratio=ratios,
     delta=deltas,
 )
-def test_k_monotone_in_target(thesis_default, n, eps0, T, t, ratio, delta):
+@pytest.mark.usefixtures("thesis_default")
+def test_k_monotone_in_target(n, eps0, T, t, ratio, delta):
     a, b = _pair(
         {"mechanism": "subsampled_shuffle", "n": n, "epsilon0": eps0, "count": T}, "k", t, ratio, delta
     )
@@ -504,7 +517,8 @@ def test_k_monotone_in_target(thesis_default, n, eps0, T, t, ratio, delta):
 
 
 @pytest.mark.parametrize("seed", range(5))
-def test_epsilon_over_rounds_is_epsilon_guarantee_per_count(thesis_default, seed):
+@pytest.mark.usefixtures("thesis_default")
+def test_epsilon_over_rounds_is_epsilon_guarantee_per_count(seed):
     rng = np.random.default_rng(200 + seed)
     n = int(10 ** rng.uniform(2, 8))
     ev = (
@@ -545,7 +559,8 @@ def test_epsilon_over_rounds_input_and_output():
         A.epsilon_over_rounds({"mechanism": "shuffle", "n": 10}, 1e-6, [1])
 
 
-def test_epsilon_over_rounds_many_counts_one_curve(thesis_default):
+@pytest.mark.usefixtures("thesis_default")
+def test_epsilon_over_rounds_many_counts_one_curve():
     ev = {"mechanism": "subsampled_shuffle", "n": 10**6, "k": 1000, "epsilon0": 2.0}
     counts = np.arange(1, 100_001)
     t0 = time.perf_counter()

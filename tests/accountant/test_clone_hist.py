@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from accountant import clones as C
+from accountant.clones import _fused
 from accountant.clones import _histogram as H
 from accountant.clones import _routing as Rt
 from accountant.orders import DEFAULT_ORDERS
@@ -201,3 +202,237 @@ def test_extreme_eps0_falls_back_to_the_adaptive_engine(eps0):
     got = C.clone_rdp(10**4, eps0, ORDERS)
     assert np.all(np.isfinite(got)) and np.all(got >= 0)
     assert np.all(got <= C.clone_cap(eps0, ORDERS) * (1 + 1e-12))
+
+
+# ----------------------------------------------------------------------------------------------
+# merged bins per order, the compiled kernels, and the split upper window tail
+# ----------------------------------------------------------------------------------------------
+
+
+def _random_cells(seed: int):
+    rng = np.random.default_rng(seed)
+    eps0 = float(rng.uniform(0.1, 4.0))
+    g = rng.uniform(-eps0, eps0, 20_000) * rng.uniform(0, 1, 20_000) ** 3
+    g = g[g != 0.0]
+    lw = rng.normal(-8.0, 3.0, g.size)
+    seg = np.sort(rng.integers(0, 50, g.size))
+    return lw, g, seg
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_merged_bins_never_below_the_direct_sum(seed):
+    """Every merge level, and the per-order choice of levels, stays a bound on the cell-by-cell
+    sum (a merged bin is the union of its bins' cells); the per-order choice keeps the slack
+    within the same limits as the unmerged histogram."""
+    lw, g, seg = _random_cells(seed)
+    alphas = np.array([1.05, 1.5, 2.0, 5.0, 30.0, 300.0, 5000.0])
+    bins = H._Bins(lw, g, seg, np.zeros(50))
+    ref = _direct(lw, g, alphas)
+    for level in range(0, 9):
+        up, _ = H._hist_sum(bins.coarse(level), alphas)
+        assert np.all(up >= ref - 1e-12)
+    up, _ = H._hist_sum_merged(bins, alphas)
+    assert np.all(up >= ref - 1e-12)
+    assert np.all(up - ref <= np.maximum(2e-3, 0.15 * alphas * H._DG) + 1e-9)
+
+
+def test_merged_bins_keep_mass_mean_and_extremes():
+    lw, g, seg = _random_cells(11)
+    bins = H._Bins(lw, g, seg, np.zeros(50))
+    for level in (1, 3, 6):
+        cb = bins.coarse(level)
+        assert cb.LM.size < bins.LM.size
+        from scipy.special import logsumexp
+
+        np.testing.assert_allclose(logsumexp(cb.LM), logsumexp(bins.LM), rtol=1e-13)
+        for sign in (True, False):  # positive and negative g separately
+            a, b = bins.hi > 0 if sign else bins.hi <= 0, cb.hi > 0 if sign else cb.hi <= 0
+            assert bins.lo[a].min() == cb.lo[b].min() and bins.hi[a].max() == cb.hi[b].max()
+            w1, w2 = np.exp(bins.LM[a]), np.exp(cb.LM[b])
+            np.testing.assert_allclose((w1 * bins.mu[a]).sum(), (w2 * cb.mu[b]).sum(), rtol=1e-10)
+        assert np.all((cb.mu >= cb.lo) & (cb.mu <= cb.hi))
+
+
+try:
+    import numba  # noqa: F401
+
+    _HAS_NUMBA = True
+except ImportError:
+    _HAS_NUMBA = False
+_fast = pytest.mark.skipif(not _HAS_NUMBA, reason="numba not installed (the numpy path is used)")
+
+
+@pytest.fixture
+def kernels_on():
+    """The compiled kernels switched on for one test (off again afterwards)."""
+    was = _fused.available()
+    assert _fused.use(True)
+    yield
+    _fused.use(was)
+
+
+@_fast
+@pytest.mark.usefixtures("kernels_on")
+@pytest.mark.parametrize("n,eps0", [(1000, 2.0), (5000, 0.3), (10**5, 2.0), (10**7, 1.0), (300, 40.0)])
+def test_compiled_histogram_equals_numpy_histogram(n, eps0, monkeypatch):
+    """The compiled cell → bin kernel gives the numpy path's histogram: the same bins (up to
+    cells on a bin edge), the same statistics to rounding, hence the same bound (checked with
+    the pure-numpy path forced)."""
+    from accountant.clones import _fused as F
+
+    ctx = Rt.Ctx(n, eps0)
+    plan = H.HistPlan(ctx, Rt.HIST_DESIGN)
+    fast = H.Prepared(plan)
+    monkeypatch.setattr(F, "_KERNELS", None)
+    monkeypatch.setattr(F, "_TRIED", True)
+    slow = H.Prepared(plan)
+    if slow.bins is None:
+        assert fast.bins is None
+        return
+    # the same bins up to cells lying on a bin edge whose g differs by an ulp between numpy's
+    # log1p and the kernel's artanh series (either side is a valid histogram)
+    from scipy.special import logsumexp
+
+    same = np.isin(fast.bins.keys, slow.bins.keys)
+    assert same.mean() > 0.995 and np.isin(slow.bins.keys, fast.bins.keys).mean() > 0.995
+    np.testing.assert_allclose(logsumexp(fast.bins.LM), logsumexp(slow.bins.LM), rtol=0, atol=1e-12)
+    k_f = fast.bins.keys[same]
+    pos = np.searchsorted(np.sort(slow.bins.keys), k_f)
+    srt = np.argsort(slow.bins.keys)
+    j = srt[pos]
+    close = np.abs(fast.bins.LM[same] - slow.bins.LM[j]) <= 1e-12 * np.maximum(1.0, np.abs(slow.bins.LM[j]))
+    assert close.mean() > 0.99
+    assert fast.bins.lo.min() == pytest.approx(slow.bins.lo.min(), rel=1e-14)
+    assert fast.bins.hi.max() == pytest.approx(slow.bins.hi.max(), rel=1e-14)
+    v_slow, _ = slow.evaluate(ORDERS)
+    monkeypatch.undo()
+    v_fast, _ = fast.evaluate(ORDERS)
+    np.testing.assert_allclose(v_fast, v_slow, rtol=1e-13, atol=1e-11)
+
+
+@_fast
+@pytest.mark.usefixtures("kernels_on")
+@pytest.mark.parametrize("seed", range(4))
+def test_compiled_hist_sum_equals_numpy(seed):
+    from accountant.clones import _fused as F
+
+    lw, g, seg = _random_cells(seed)
+    bins = H._Bins(lw, g, seg, np.random.default_rng(seed).normal(0, 1, 50))
+    alphas = np.array([1.001, 1.05, 1.5, 2.0, 2.5, 5.0, 30.0, 300.0, 5000.0])
+    for level in (0, 2):
+        b = bins.coarse(level)
+        up, low = F.hist_sum(b, alphas, H._PRUNE)
+        up_np, low_np = H._hist_sum(b, alphas)
+        np.testing.assert_allclose(up, up_np, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(low, low_np, rtol=0, atol=1e-12)
+        assert np.all(up >= _direct(lw, g, alphas) - 1e-12)
+
+
+@_fast
+@settings(max_examples=200, deadline=None)
+@given(
+    a=st.one_of(st.floats(1.0 + 1e-9, 3.0), st.floats(3.0, 1e4), st.floats(-50.0, -1e-6)),
+    x=st.one_of(st.floats(-1e-3, 1e-3), st.floats(-8.0, 8.0)).filter(lambda v: v != 0.0),
+)
+def test_compiled_log_phi_matches_mpmath(a, x):
+    """The scalar log φ of the compiled kernel (every branch of accountant._numerics.log_phi)
+    against a high-precision evaluation."""
+    import mpmath as mp
+
+    from accountant.clones._fused_kernels import log_phi as lp
+
+    # (the difference cancels to ~x² relative: enough digits for that, plus 40)
+    with mp.workdps(40 + int(2 * max(0.0, -math.log10(abs(x))))):
+        ma, mx = mp.mpf(a), mp.mpf(x)
+        ref = mp.e ** (ma * mx) - 1 - ma * (mp.e**mx - 1)
+        if ref <= 0:
+            return
+        ref = float(mp.log(ref))
+    assert lp(a, x) == pytest.approx(ref, rel=0, abs=1e-12 * max(1.0, abs(ref)))
+
+
+def _direct_upper_tail(c: int, x_from: int, alpha: float, ctx) -> float:
+    """log Σ_{x ≥ x_from} Q_c(x)·R_c(x)^α, cell by cell (scipy pmf, float)."""
+    from scipy.special import logsumexp
+    from scipy.stats import binom
+
+    x = np.arange(x_from, c + 2)
+    q = math.exp(-ctx.eps0)
+    lq = np.logaddexp(binom.logpmf(x, c, 0.5), math.log(q) + binom.logpmf(x - 1, c, 0.5)) - math.log1p(q)
+    t = ctx.s / (c + 1.0)
+    u = 2.0 * x - c - 1.0
+    return float(logsumexp(lq + alpha * (np.log1p(t * u) - np.log1p(-t * u))))
+
+
+@pytest.mark.parametrize("n,eps0", [(10**8, 7.5), (10**7, 5.0), (10**6, 5.0), (10**5, 3.0)])
+def test_split_upper_tail_never_below_the_cells_it_replaces(n, eps0):
+    """Where the tilted sequence is not concave up to the edge (large ε0), the window stops at
+    x_hi anyway and the tail is bounded in two pieces (concave up to y_e, crude beyond): never
+    below the direct sum of the cells above the window, and negligible next to the window."""
+    from accountant.clones._windows import tails, windows
+
+    ctx = Rt.Ctx(n, eps0)
+    c = np.array([int(ctx.c0)], dtype=np.int64)
+    for a_hi in (50.0, 300.0):
+        x_l, x_h, y_e = windows(c, 1.5, a_hi, ctx, False)
+        assert x_h[0] < c[0] + 1
+        alphas = np.array([2.0, a_hi / 2, a_hi])
+        _, t_hi, _ = tails(c, x_l, x_h, alphas, ctx, y_e)
+        for k, a in enumerate(alphas):
+            ref = _direct_upper_tail(int(c[0]), int(x_h[0]) + 1, float(a), ctx)
+            assert t_hi[0, k] >= ref - 1e-9
+            whole = _direct_upper_tail(int(c[0]), int(x_l[0]), float(a), ctx)
+            assert t_hi[0, k] <= whole - 30.0
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    c=st.integers(50, 20_000),
+    eps0=st.floats(2.0, 10.0),
+    a=st.floats(2.0, 2000.0),
+    frac=st.floats(0.05, 0.45),
+    cut=st.floats(0.55, 0.999),
+)
+def test_concavity_check_on_a_partial_range_is_sound(c, eps0, a, frac, cut):
+    """Whenever concave_above(…, y_e) says the tilted sequence z_y = log b(y) + a·g(u(y+1)) is
+    concave on [x_h, y_e], its second differences there are ≤ 0 (direct evaluation)."""
+    from scipy.stats import binom
+
+    from accountant.clones._kernels import log_ratio
+    from accountant.clones._windows import concave_above
+
+    ctx = Rt.Ctx(10, eps0)
+    x_h = int(c / 2 + frac * c / 2) + 1
+    y_e = max(x_h + 3, int(x_h + cut * (c - x_h)))
+    if y_e > c:
+        return
+    ok = concave_above(np.array([c]), np.array([x_h]), a, ctx, np.array([y_e]))[0]
+    if not ok:
+        return
+    y = np.arange(x_h, y_e + 1, dtype=float)
+    z = binom.logpmf(y, c, 0.5) + a * log_ratio(c + 1.0, np.minimum(2.0 * y + 1.0 - c, c + 1.0), ctx)
+    d2 = np.diff(z, 2)
+    assert np.all(d2 <= 1e-9 * np.maximum(1.0, np.abs(z[1:-1])))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    c=st.integers(50, 5000),
+    eps0=st.floats(3.0, 12.0),
+    a_hi=st.floats(5.0, 500.0),
+    frac=st.floats(0.0, 1.0),
+)
+def test_split_upper_tail_never_below_the_direct_sum(c, eps0, a_hi, frac):
+    """Random points whose window stops below the edge with a concave range ending at y_e < c:
+    the two-piece tail bound is never below the direct sum of the cells above the window."""
+    from accountant.clones._windows import tails, windows
+
+    ctx = Rt.Ctx(10, eps0)
+    cc = np.array([c], dtype=np.int64)
+    x_l, x_h, y_e = windows(cc, 1.5, a_hi, ctx, False)
+    if not (x_h[0] < c + 1 and y_e[0] < c):
+        return
+    alpha = 1.5 + frac * (a_hi - 1.5)
+    _, t_hi, _ = tails(cc, x_l, x_h, np.array([alpha]), ctx, y_e)
+    ref = _direct_upper_tail(c, int(x_h[0]) + 1, alpha, ctx)
+    assert t_hi[0, 0] >= ref - 1e-9 * max(1.0, abs(ref))

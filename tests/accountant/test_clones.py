@@ -1,4 +1,4 @@
-"""Clone-reduction RDP (accountant.clones, FMT21 §3; bounds.md §8, issue 7).
+"""Clone-reduction RDP (accountant.clones, FMT21 §3; bounds.md §8).
 
 The references (tests/helpers/clone_reference.py) are written independently of the module: an
 exact, untruncated float summation over every (C, A, ξ) cell (no mixture over x, no binning, no

@@ -120,9 +120,9 @@ def test_bisect_method_and_known_points():
 
 def test_no_feasible_value_and_whole_domain_feasible():
     dom = Domain(lo=2, hi=40, integer=True, start=10)
-    assert find_crossing(lambda k: 5.0, dom, 1.0).good is None
-    assert find_crossing(lambda k: 5.0, dom, 1.0).bad == 2
-    c = find_crossing(lambda k: 0.0, dom, 1.0)
+    assert find_crossing(lambda _k: 5.0, dom, 1.0).good is None
+    assert find_crossing(lambda _k: 5.0, dom, 1.0).bad == 2
+    c = find_crossing(lambda _k: 0.0, dom, 1.0)
     assert (c.good, c.bad) == (40, None)
 
 

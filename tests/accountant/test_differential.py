@@ -21,10 +21,7 @@ def _points(count, seed):
     for _ in range(count):
         n = int(np.exp(rng.uniform(np.log(2), np.log(1e9))))
         eps0 = float(np.exp(rng.uniform(np.log(0.01), np.log(10))))
-        if rng.random() < 0.5:
-            a = float(rng.integers(2, 501))
-        else:
-            a = float(np.round(rng.uniform(1.5, 500), 3))
+        a = float(rng.integers(2, 501)) if rng.random() < 0.5 else float(np.round(rng.uniform(1.5, 500), 3))
         pts.append((n, eps0, a))
     return pts
 

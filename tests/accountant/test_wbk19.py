@@ -1,5 +1,5 @@
 """WBK19 Theorem 9 (accountant.wbk19): against a direct mpmath evaluation of the same formula,
-properties, and the subsampled headline composition (issue 7)."""
+properties, and the subsampled headline composition."""
 
 from __future__ import annotations
 
@@ -87,7 +87,7 @@ def test_monotone_in_gamma(g1, factor, eps_inf, scale, alpha):
 
 def test_headline_subsampled_composition():
     """Inner curve: the k-user clone curve (k = 1,000, ε0 = 2), γ = k/n = 1e-3, ε(∞) = ε0;
-    T = 1e5 rounds at δ = 1e-8 gives ε ≈ 0.53 (issue 7)."""
+    T = 1e5 rounds at δ = 1e-8 gives ε ≈ 0.53."""
     from accountant.clones import clone_rdp
 
     ints = np.arange(2.0, 257.0)

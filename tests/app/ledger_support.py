@@ -134,7 +134,7 @@ def db(db_url) -> Database:
 
 
 @pytest.fixture
-def client(db, monkeypatch):
+def client(db):
     """A TestClient over the real app, with this test's database and the test keys."""
     from fastapi.testclient import TestClient
 

@@ -31,6 +31,26 @@ RDP_OK = {
     "default_orders": False,
 }
 SHUFFLE = {"mechanism": "shuffle", "n": 10, "epsilon0": 1.0}
+CHARGE_OK = {
+    "charge_id": "1",
+    "status": "admitted",
+    "users": 1,
+    "idempotency_key": "k",
+    "event": SHUFFLE,
+    "grid_version": 1,
+    "charged_by": {"name": "pipeline-1", "role": "pipeline"},
+    "created_at": "2025-01-01T00:00:00+00:00",
+    "replayed": False,
+}
+USER_OK = {
+    "user_id": "u",
+    "budget": {"epsilon": 1.0, "delta": 1e-6},
+    "policy": "declared",
+    "spent": {"epsilon": 0.0, "order": None},
+    "remaining_epsilon": 1.0,
+    "charges": 0,
+    "grid_version": 1,
+}
 
 
 class Script:
@@ -123,7 +143,7 @@ def test_a_non_idempotent_write_is_not_retried():
 
 
 def test_charges_are_retried_with_the_same_idempotency_key():
-    s = Script(httpx.ReadTimeout("slow"), (502, {"detail": "bad gateway"}), (201, {"status": "admitted"}))
+    s = Script(httpx.ReadTimeout("slow"), (502, {"detail": "bad gateway"}), (201, CHARGE_OK))
     client(s, retries=3).charge(SHUFFLE, ["u1"])
     keys = {__import__("json").loads(r.content)["idempotency_key"] for r in s.requests}
     assert len(s.requests) == 3 and len(keys) == 1 and next(iter(keys)).startswith("sdk-")
@@ -178,6 +198,6 @@ def test_accountant_event_objects_are_accepted():
 def test_user_ids_are_sent_as_one_path_segment(user_id, path):
     """Regression (red-team): '.' and '..' were sent literally and removed as dot segments by httpx
     (GET /v1/users/.. became GET /v1 → 404 'Not Found' for a user that exists)."""
-    script = Script((200, {"user_id": user_id}))
+    script = Script((200, {**USER_OK, "user_id": user_id}))
     client(script).get_user(user_id)
     assert script.requests[0].url.raw_path.decode() == path

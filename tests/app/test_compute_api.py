@@ -19,7 +19,7 @@ SMALL = {"mechanism": "shuffle", "n": 1000, "epsilon0": 1.0, "count": 10}  # exa
 
 
 @pytest.fixture(scope="module")
-def client(tmp_path_factory):
+def client():
     with TestClient(create_app(), raise_server_exceptions=False) as c:
         yield c
 
@@ -149,8 +149,8 @@ ODD_JSON = [
 ]
 
 
-@pytest.mark.parametrize("name, path, body, status", ODD_JSON, ids=[x[0] for x in ODD_JSON])
-def test_odd_input_is_a_clear_4xx(client, name, path, body, status):
+@pytest.mark.parametrize("_name, path, body, status", ODD_JSON, ids=[x[0] for x in ODD_JSON])
+def test_odd_input_is_a_clear_4xx(client, _name, path, body, status):
     t0 = time.monotonic()
     r = client.post(path, json=body)
     _clear_4xx(r, status)
@@ -176,8 +176,8 @@ ODD_RAW = [
 ]
 
 
-@pytest.mark.parametrize("name, raw", ODD_RAW, ids=[x[0] for x in ODD_RAW])
-def test_odd_raw_body_is_a_clear_4xx(client, name, raw):
+@pytest.mark.parametrize("_name, raw", ODD_RAW, ids=[x[0] for x in ODD_RAW])
+def test_odd_raw_body_is_a_clear_4xx(client, _name, raw):
     r = client.post("/v1/rdp", content=raw, headers={"content-type": "application/json"})
     _clear_4xx(r)
 
@@ -216,7 +216,7 @@ def test_work_limit_is_a_400_that_says_what_to_change(client):
     assert "fewer or smaller orders" in body["detail"] and body["error"] == "WorkLimitExceeded"
 
 
-def test_composition_time_limit_stops_and_caches(monkeypatch):
+def test_composition_time_limit_stops_and_caches():
     """Many distinct expensive events: stop at the time limit with a 400 that says to retry."""
     evs = [{"mechanism": "shuffle", "n": 2000 + i, "epsilon0": 1.0 + i / 1000} for i in range(40)]
     t0 = time.monotonic()

@@ -1,4 +1,4 @@
-"""The database-backed curve store (issue 7: the clone curve is computed once per (n, ε0) and kept
+"""The database-backed curve store (the clone curve is computed once per (n, ε0) and kept
 in the database, so a restart or a second process does not recompute)."""
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def test_a_new_process_reuses_the_stored_clone_curve(db_url, monkeypatch):
     # pending background writes of the first), and no way to recompute
     install(db_url)
 
-    def boom(*a, **k):
+    def boom(*_args, **_kwargs):
         raise AssertionError("the clone curve was recomputed")
 
     monkeypatch.setattr(B, "clone_rdp", boom)

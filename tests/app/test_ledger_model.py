@@ -44,7 +44,7 @@ class Ref:
         d = self.users[u]
         after = self.spent(u) + cost
         if d["policy"] == "filter":
-            i = int(np.where(ORDERS == d["order"])[0][0])
+            i = int(np.where(d["order"] == ORDERS)[0][0])
             return filter_B(d["eps"], d["delta"], d["order"]) - after[i]
         return d["eps"] - eps_declared(after, d["delta"])
 
@@ -54,6 +54,53 @@ def _decide(ref, users, cost):
     if any(abs(m) < 1e-9 for m in margins.values()):
         return None  # too close to the boundary for float-exact comparison
     return sorted(u for u, m in margins.items() if m < 0)
+
+
+def _create_user(db, ref: Ref, rng: random.Random, uid: str) -> None:
+    """A new user with a random budget (declared, or a filter at one order), in both ledgers."""
+    eps, delta = rng.choice(BUDGETS)
+    if rng.random() < 0.3:
+        order = rng.choice(FILTER_ORDERS)
+        b = svc.make_budget(eps, delta, "filter", order, None)
+        ref.users[uid] = {
+            "eps": eps,
+            "delta": delta,
+            "policy": "filter",
+            "order": order,
+            "curves": [],
+        }
+    else:
+        b = svc.make_budget(eps, delta, "declared", None, None)
+        ref.users[uid] = {"eps": eps, "delta": delta, "policy": "declared", "curves": []}
+    created, _ = svc.put_user(db, uid, b)
+    assert created
+
+
+def _charge(db, ref: Ref, rng: random.Random, op: str) -> bool:
+    """A random event charged to random users (``op`` "charge") or to a cohort; the refused users
+    must be the reference's. Returns whether the decision was compared (not too close to call)."""
+    ev = rng.choice(EVENTS)
+    cost = curve(ev)
+    if op == "charge":
+        targets = rng.sample(sorted(ref.users), k=min(len(ref.users), rng.randint(1, 6)))
+        kwargs = {"users": targets}
+    else:
+        c = rng.choice(sorted(ref.cohorts))
+        targets = sorted(ref.cohorts[c])
+        kwargs = {"cohort": c}
+    expected = _decide(ref, targets, cost)
+    try:
+        res = svc.charge(db, event=ev, actor=ACTOR, **kwargs)
+        outcome = []
+        assert res.users == len(targets)
+    except svc.Refused as e:
+        outcome = sorted(e.extra["refused_users"])
+    if expected is not None:
+        assert outcome == expected, (op, targets, ev)
+    if not outcome:
+        for u in targets:
+            ref.users[u]["curves"].append(cost)
+    return expected is not None
 
 
 @pytest.mark.parametrize("seed", [1, 2])
@@ -70,24 +117,8 @@ def test_random_operations_agree_with_reference(db, seed):
             ["create", "bulk", "budget", "join", "leave", "charge", "cohort"], weights=[3, 1, 1, 3, 2, 6, 5]
         )[0]
         if op == "create" or not ref.users:
-            uid = f"u{n_users}"
+            _create_user(db, ref, rng, f"u{n_users}")
             n_users += 1
-            eps, delta = rng.choice(BUDGETS)
-            if rng.random() < 0.3:
-                order = rng.choice(FILTER_ORDERS)
-                b = svc.make_budget(eps, delta, "filter", order, None)
-                ref.users[uid] = {
-                    "eps": eps,
-                    "delta": delta,
-                    "policy": "filter",
-                    "order": order,
-                    "curves": [],
-                }
-            else:
-                b = svc.make_budget(eps, delta, "declared", None, None)
-                ref.users[uid] = {"eps": eps, "delta": delta, "policy": "declared", "curves": []}
-            created, _ = svc.put_user(db, uid, b)
-            assert created
         elif op == "bulk":
             eps, delta = rng.choice(BUDGETS)
             ids = [f"u{n_users + i}" for i in range(rng.randint(2, 6))]
@@ -110,28 +141,7 @@ def test_random_operations_agree_with_reference(db, seed):
             else:
                 ref.cohorts[c] -= set(us)
         else:
-            ev = rng.choice(EVENTS)
-            cost = curve(ev)
-            if op == "charge":
-                targets = rng.sample(sorted(ref.users), k=min(len(ref.users), rng.randint(1, 6)))
-                kwargs = {"users": targets}
-            else:
-                c = rng.choice(sorted(ref.cohorts))
-                targets = sorted(ref.cohorts[c])
-                kwargs = {"cohort": c}
-            expected = _decide(ref, targets, cost)
-            try:
-                res = svc.charge(db, event=ev, actor=ACTOR, **kwargs)
-                outcome = []
-                assert res.users == len(targets)
-            except svc.Refused as e:
-                outcome = sorted(e.extra["refused_users"])
-            if expected is not None:
-                assert outcome == expected, (op, targets, ev)
-                checked += 1
-            if not outcome:
-                for u in targets:
-                    ref.users[u]["curves"].append(cost)
+            checked += _charge(db, ref, rng, op)
     assert checked > 100
 
     # final state: every user's spent ε and charge count match the reference
@@ -140,7 +150,7 @@ def test_random_operations_agree_with_reference(db, seed):
         assert view.charges == len(d["curves"]), u
         total = ref.spent(u)
         if d["policy"] == "filter":
-            i = int(np.where(ORDERS == d["order"])[0][0])
+            i = int(np.where(d["order"] == ORDERS)[0][0])
             from accountant.conversion import epsilon_vector
 
             exp = max(0.0, float(epsilon_vector(ORDERS[i : i + 1], total[i : i + 1], d["delta"])[0]))

@@ -54,7 +54,7 @@ def _summary(c) -> dict:
 
 
 def _filter_eps(curve_: np.ndarray, delta: float, alpha: float) -> float:
-    i = int(np.where(ORDERS == alpha)[0][0])
+    i = int(np.where(alpha == ORDERS)[0][0])
     return max(0.0, float(epsilon_vector(ORDERS[i : i + 1], curve_[i : i + 1], delta)[0]))
 
 

@@ -1,11 +1,24 @@
-"""The SDK's ledger methods against a real ``serve`` process (SQLite): typed refusals, automatic
-idempotency keys, cohorts and dashboards."""
+"""The SDK's ledger methods against a real ``serve`` process (SQLite): typed results and refusals,
+automatic idempotency keys, cohorts and dashboards, the async client, the deprecated call forms."""
 
 from __future__ import annotations
 
+import asyncio
+import math
+
 import pytest
 
-from app.client import AccountantClient, BudgetExceeded, Conflict, Forbidden, NotFound, Unauthorized
+from privacy_accountant import (
+    AccountantClient,
+    AsyncAccountantClient,
+    BudgetExceeded,
+    Conflict,
+    Forbidden,
+    NotFound,
+    Unauthorized,
+)
+from privacy_accountant import models as m
+from tests.app import ledger_support as ls
 from tests.app.ledger_support import KEYS_ENV
 from tests.helpers.server import start_server
 
@@ -29,10 +42,12 @@ def test_sdk_ledger_round_trip(server):
     pipe = AccountantClient(server.url, api_key="pipeline-key-0123456789")
     viewer = AccountantClient(server.url, api_key="viewer-key-0123456789")
     try:
-        admin.put_user("a", 1.0, 1e-6)
-        admin.put_user("b", 50.0, 1e-6)
+        created = admin.put_user("a", budget={"epsilon": 1.0, "delta": 1e-6})
+        assert isinstance(created, m.User) and created.budget.epsilon == 1.0 and created.charges == 0
+        admin.put_user("b", budget={"epsilon": 50.0, "delta": 1e-6}, policy="declared")
         ev = {"mechanism": "gaussian", "noise_multiplier": 8.0}
         first = pipe.charge(ev, ["a", "b"])
+        assert isinstance(first, m.Charge) and first.users == 2 and first.event.noise_multiplier == 8.0
         assert first["status"] == "admitted" and first["idempotency_key"].startswith("sdk-")
         again = pipe.charge(ev, ["a", "b"], idempotency_key=first["idempotency_key"])
         assert again["charge_id"] == first["charge_id"] and again["replayed"]
@@ -50,11 +65,12 @@ def test_sdk_ledger_round_trip(server):
         with pytest.raises(Forbidden):
             viewer.charge(ev, ["b"])
 
-        assert admin.bulk_create_users(8.0, 1e-6, id_prefix="dev-", count=50)["created"] == 50
-        assert (
-            admin.bulk_create_users(8.0, 1e-6, id_prefix="dev-", count=60, on_conflict="skip")["created"]
-            == 10
+        budget = {"epsilon": 8.0, "delta": 1e-6}
+        assert admin.bulk_create_users(budget=budget, id_prefix="dev-", count=50).created == 50
+        more = admin.bulk_create_users(
+            budget=budget, id_range={"prefix": "dev-", "start": 0, "count": 60}, on_conflict="skip"
         )
+        assert (more.created, more.skipped) == (10, 50)
         admin.create_cohort("pop", "test population")
         assert admin.add_members("pop", id_prefix="dev-", count=60)["added"] == 60
         assert admin.add_members("pop", ["dev-1"])["already_members"] == 1
@@ -83,7 +99,7 @@ def test_no_api_key_in_the_server_log(server):
     finally:
         bad.close()
     with AccountantClient(server.url, api_key="admin-key-0123456789") as c:
-        c.put_user("log-check", 1.0, 1e-6)
+        c.put_user("log-check", budget={"epsilon": 1.0, "delta": 1e-6})
         c.get_user("log-check")
         with pytest.raises(NotFound):
             c.get_user("nobody")
@@ -95,3 +111,80 @@ def test_no_api_key_in_the_server_log(server):
         "wrong-secret-key-42",
     ):
         assert key not in log
+
+
+def test_budget_exceeded_carries_each_refused_users_remaining_and_the_cost(server):
+    with (
+        AccountantClient(server.url, api_key="admin-key-0123456789") as admin,
+        AccountantClient(server.url, api_key="pipeline-key-0123456789") as pipe,
+    ):
+        admin.put_user("r-small", budget={"epsilon": 1.0, "delta": 1e-6})
+        admin.put_user("r-tiny", budget={"epsilon": 0.5, "delta": 1e-6})
+        admin.put_user("r-big", budget={"epsilon": 100.0, "delta": 1e-6})
+        ev = {"mechanism": "gaussian", "noise_multiplier": 1.0, "count": 2}
+        with pytest.raises(BudgetExceeded) as exc:
+            pipe.charge(ev, ["r-big", "r-small", "r-tiny"])
+        e = exc.value
+        assert e.refused_users == ["r-small", "r-tiny"] and e.refused_count == 2
+        cost = ls.eps_declared(ls.curve(ev), 1e-6)  # independent: the event alone at δ = 1e-6
+        assert e.cost.epsilon == pytest.approx(cost, rel=1e-12)
+        assert [(r.user_id, r.remaining_epsilon) for r in e.refusals] == [("r-small", 1.0), ("r-tiny", 0.5)]
+        assert all(r.cost_epsilon == pytest.approx(cost, rel=1e-12) for r in e.refusals)
+        assert pipe.get_user("r-big").charges == 0  # nothing recorded
+
+
+def test_the_old_positional_budget_form_still_works_with_a_warning(server):
+    with AccountantClient(server.url, api_key="admin-key-0123456789") as admin:
+        with pytest.warns(DeprecationWarning, match="budget="):
+            u = admin.put_user("legacy-1", 2.0, 1e-6)
+        assert (u.budget.epsilon, u.budget.delta, u.policy) == (2.0, 1e-6, "declared")
+        with pytest.warns(DeprecationWarning):
+            u = admin.put_user("legacy-2", 3.0, 1e-6, "filter", filter_order=8.0)
+        assert u.policy == "filter" and u.filter.order == 8.0
+        with pytest.warns(DeprecationWarning):
+            r = admin.bulk_create_users(4.0, 1e-6, ["legacy-3", "legacy-4"])
+        assert r.created == 2 and admin.get_user("legacy-4").budget.epsilon == 4.0
+        with pytest.raises(TypeError, match="budget"):
+            admin.put_user("legacy-5", {"epsilon": 1.0})
+
+
+def test_async_client_round_trip(server):
+    async def main():
+        async with (
+            AsyncAccountantClient(server.url, api_key="admin-key-0123456789") as admin,
+            AsyncAccountantClient(server.url, api_key="pipeline-key-0123456789") as pipe,
+        ):
+            assert (await admin.health()).status == "ok"
+            users = [f"async-{i}" for i in range(5)]
+            created = await asyncio.gather(
+                *(admin.put_user(u, budget={"epsilon": 1.0, "delta": 1e-6}) for u in users)
+            )
+            assert [c.user_id for c in created] == users
+            ev = {"mechanism": "gaussian", "noise_multiplier": 8.0}
+            charge = await pipe.charge(ev, users)
+            assert isinstance(charge, m.Charge) and charge.users == 5
+            page = await pipe.list_users(prefix="async-", sort="-spent", limit=10)
+            assert page.total == 5 and {u.user_id for u in page.items} == set(users)
+            assert all(u.charges == 1 and u.last_charge_at is not None for u in page.items)
+            with pytest.raises(BudgetExceeded) as exc:
+                for _ in range(100):
+                    await pipe.charge(ev, users[:1])
+            assert exc.value.refused_users == users[:1]
+            with pytest.raises(NotFound):
+                await pipe.get_user("async-nobody")
+            curve = await pipe.user_curve(users[0])
+            assert len(curve.orders) == len(curve.spent) == len(curve.budget_curve)
+            eps = await pipe.epsilon([ev], delta=1e-6)
+            assert math.isfinite(eps.epsilon)
+
+    asyncio.run(main())
+
+
+def test_listing_and_summary_results_are_typed(server):
+    with AccountantClient(server.url, api_key="viewer-key-0123456789") as v:
+        page = v.list_users(limit=2, sort="remaining")
+        assert isinstance(page, m.UserPage) and len(page.items) == 2 and page.total >= 2
+        assert page.items[0].remaining_epsilon <= page.items[1].remaining_epsilon
+        s = v.summary()
+        assert isinstance(s, m.LedgerSummary) and s.users == v.list_users(limit=1).total
+        assert isinstance(v.list_cohorts(), m.CohortPage)

@@ -97,7 +97,7 @@ def test_ledger_charges_the_sampled_round(server):
         pipe.close()
 
 
-def test_cli(tmp_path):
+def test_cli():
     inner = json.dumps(ROUND["inner"])
     out = subprocess.run(
         [

@@ -26,7 +26,7 @@ from scipy.stats import laplace as laplace_dist
 import mechanisms
 
 from ..helpers.exact import MessagePair, ShuffledPair, shuffled, two_stage
-from ..mechanisms._mech_tables import thesis_digits
+from ..helpers.mech_tables import thesis_digits
 
 
 @dataclass

@@ -43,6 +43,11 @@ COVERED = {
     "laplace_mean",
     "gaussian",
     "laplace",
+    # central user-level mechanisms: tests/audit/test_central_mechanisms.py
+    "private_range",
+    "winsorized_mean",
+    "winsorized_sgd",
+    "outlier_removal_mean",
 }
 
 
@@ -162,51 +167,68 @@ def local_case(draw, sampled: bool, multi: bool | None):
     elif multi is False:
         names.remove("user_mean_two_rounds")
     name = draw(st.sampled_from(names))
-    eps0 = draw(eps0s)
+    case = _draw_case(draw, name, draw(eps0s), multi)
+    return (case, *_draw_population(draw, case, sampled))
+
+
+def _draw_binary_vector(draw, eps0: float, multi: bool | None):
+    d = draw(st.integers(1, 6))
+    slots = valid_slots(d)
+    if multi is False:
+        slots = [1]
+    elif multi is True:
+        slots = [s for s in slots if 2 <= s <= 3] or [2]
+        d = max(d, 2)
+    return C.binary_vector(eps0, d, draw(st.sampled_from([s for s in slots if s <= 3])))
+
+
+def _draw_box(draw, name: str, eps0: float, multi: bool | None):
+    """The ℓ∞ box or the ℓ2 ball (m levels, s slots)."""
+    d = draw(st.sampled_from([1, 2, 3, 4] if name == "linf" else [1, 2, 4]))
+    m = draw(st.integers(1, 3))
+    s = draw(st.sampled_from([s for s in valid_slots(d) if m * s <= 3]))
+    if multi is False:
+        m = s = 1
+    elif multi is True and m * s == 1:
+        m = 2
+    if name == "linf":
+        return C.linf(eps0, d, m, s, draw(st.floats(0.1, 10.0)))
+    return C.l2(eps0, d, m, s, draw(st.integers(0, 50)))
+
+
+def _draw_case(draw, name: str, eps0: float, multi: bool | None):
+    """The catalog case of mechanism ``name`` with its other parameters drawn."""
     if name == "binary_rr":
-        case = C.binary_rr(eps0)
-    elif name == "kary_rr":
+        return C.binary_rr(eps0)
+    if name == "kary_rr":
         k = draw(st.integers(2, 5))
-        case = C.kary_rr(eps0, k, draw(st.sampled_from([0] if k == 2 else [0, 2])))
-    elif name == "binary_vector":
-        d = draw(st.integers(1, 6))
-        slots = valid_slots(d)
-        if multi is False:
-            slots = [1]
-        elif multi is True:
-            slots = [s for s in slots if 2 <= s <= 3] or [2]
-            d = max(d, 2)
-        case = C.binary_vector(eps0, d, draw(st.sampled_from([s for s in slots if s <= 3])))
-    elif name == "l1":
+        return C.kary_rr(eps0, k, draw(st.sampled_from([0] if k == 2 else [0, 2])))
+    if name == "binary_vector":
+        return _draw_binary_vector(draw, eps0, multi)
+    if name == "l1":
         d = draw(st.integers(1, 5))
-        case = C.l1(eps0, d, draw(st.integers(0, d - 1)), draw(st.floats(0.1, 10.0)))
-    elif name in ("linf", "l2"):
-        d = draw(st.sampled_from([1, 2, 3, 4] if name == "linf" else [1, 2, 4]))
-        m = draw(st.integers(1, 3))
-        s = draw(st.sampled_from([s for s in valid_slots(d) if m * s <= 3]))
-        if multi is False:
-            m = s = 1
-        elif multi is True and m * s == 1:
-            m = 2
-        if name == "linf":
-            case = C.linf(eps0, d, m, s, draw(st.floats(0.1, 10.0)))
-        else:
-            case = C.l2(eps0, d, m, s, draw(st.integers(0, 50)))
-    elif name == "hadamard_response":
+        return C.l1(eps0, d, draw(st.integers(0, d - 1)), draw(st.floats(0.1, 10.0)))
+    if name in ("linf", "l2"):
+        return _draw_box(draw, name, eps0, multi)
+    if name == "hadamard_response":
         k = draw(st.integers(2, 6))
         x, x1 = draw(st.lists(st.integers(0, k - 1), min_size=2, max_size=2, unique=True))
-        case = C.hadamard_response(eps0, k, x, x1, others=draw(st.sampled_from([x, x1, (x + 1) % k])))
-    elif name == "user_range":
-        case = C.user_range(eps0, 1.0, draw(st.sampled_from([0.6, 0.4, 0.3, 0.2])))
-    elif name == "user_mean":
+        return C.hadamard_response(eps0, k, x, x1, others=draw(st.sampled_from([x, x1, (x + 1) % k])))
+    if name == "user_range":
+        return C.user_range(eps0, 1.0, draw(st.sampled_from([0.6, 0.4, 0.3, 0.2])))
+    if name == "user_mean":
         m = draw(st.integers(2, 3) if multi else st.integers(1, 1) if multi is False else st.integers(1, 3))
         lo = draw(st.floats(-1.0, 0.5))
-        case = C.user_mean_interval(eps0, m, lo, lo + draw(st.floats(0.1, 1.0)))
-    elif name == "user_mean_two_rounds":
-        case = C.user_mean_two_rounds(eps0, draw(st.integers(1, 2)), 1.0, draw(st.sampled_from([0.5, 0.3])))
-    else:  # laplace_mean
-        edges = draw(st.sampled_from([(0.0,), (-1.0, 0.0, 1.0), (-2.0, -0.5, 0.0, 0.5, 2.0)]))
-        case = C.laplace_mean(eps0, draw(st.integers(1, 3)), draw(st.floats(0.1, 5.0)), edges)
+        return C.user_mean_interval(eps0, m, lo, lo + draw(st.floats(0.1, 1.0)))
+    if name == "user_mean_two_rounds":
+        return C.user_mean_two_rounds(eps0, draw(st.integers(1, 2)), 1.0, draw(st.sampled_from([0.5, 0.3])))
+    # laplace_mean
+    edges = draw(st.sampled_from([(0.0,), (-1.0, 0.0, 1.0), (-2.0, -0.5, 0.0, 0.5, 2.0)]))
+    return C.laplace_mean(eps0, draw(st.integers(1, 3)), draw(st.floats(0.1, 5.0)), edges)
+
+
+def _draw_population(draw, case, sampled: bool):
+    """(n, k, rounds) for ``case``: small enough for the exact audit."""
     L = len(case.messages)
     classes = max(len(m.merged()[0]) for m in case.messages)
     rounds = draw(st.integers(1, 3 if sampled else 2))
@@ -215,13 +237,13 @@ def local_case(draw, sampled: bool, multi: bool | None):
     if case.stage2 is not None:  # the adaptive round: a few users
         n = draw(st.integers(1, 5)) if not sampled else draw(st.integers(4, 3000))
         k = draw(st.integers(1, 3)) if sampled else None
-        return case, n, k, min(rounds, 2)
+        return n, k, min(rounds, 2)
     if sampled:
         k = draw(st.integers(1, 5 if classes <= 3 and L <= 2 else 3 if classes <= 4 else 2))
         n = draw(st.one_of(st.integers(k, 50), st.integers(k, 3000)))
-        return case, n, k, rounds
+        return n, k, rounds
     n = draw(st.integers(1, _n_for(L * rounds if L > 1 else rounds, classes)))
-    return case, n, None, rounds
+    return n, None, rounds
 
 
 @SET
@@ -277,9 +299,9 @@ SHARED_SAMPLE_CASES = [
 
 
 @pytest.mark.parametrize(
-    "label,make,n,k,rounds", SHARED_SAMPLE_CASES, ids=[c[0] for c in SHARED_SAMPLE_CASES]
+    "_label,make,n,k,rounds", SHARED_SAMPLE_CASES, ids=[c[0] for c in SHARED_SAMPLE_CASES]
 )
-def test_sampled_multi_message_rounds_share_one_sample(label, make, n, k, rounds):
+def test_sampled_multi_message_rounds_share_one_sample(_label, make, n, k, rounds):
     """All messages of a round come from the same k sampled users: the exact law is the mixture over
     u's inclusion of the product over shufflers — not a product of per-message mixtures. Accounting
     the messages as separately subsampled events under-reports (mechanisms.md, "Sampling and

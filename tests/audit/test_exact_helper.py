@@ -1,6 +1,6 @@
 """The audit's own exact computations, checked independently: every fast (float64, class-merged,
 mixture-form) distribution against brute-force enumeration of all per-user reports and samples in
-mpmath, built from the full-report tables of tests/mechanisms/_mech_tables.py; the φ-form divergences
+mpmath, built from the full-report tables of tests/helpers/mech_tables.py; the φ-form divergences
 against term-by-term mpmath; the composed hockey-stick divergence against explicit product laws; the
 central Gaussian/Laplace values against quadrature (scipy and mpmath)."""
 
@@ -20,7 +20,7 @@ from scipy.stats import norm
 import mechanisms
 
 from ..helpers import exact as X
-from ..mechanisms import _mech_tables as T
+from ..helpers import mech_tables as T
 from . import _catalog as C
 
 ALPHAS = [1.5, 2.0, 5.0, 16.0]
@@ -99,7 +99,7 @@ def _radix_decoder(base: int, L: int):
         for _ in range(L):
             c, r = divmod(c, base)
             out.append(r)
-        return tuple(reversed(out))  # _mech_tables' products put the first message most significant
+        return tuple(reversed(out))  # mech_tables' products put the first message most significant
 
     return decode
 

@@ -406,9 +406,11 @@ class Gaussian:
         self.mu = float(mu)
 
     def renyi(self, orders, reverse: bool = False) -> np.ndarray:
+        del reverse  # the pair is symmetric: both directions are equal
         return np.asarray(orders, dtype=float) * self.mu**2 / 2.0
 
     def hockey_stick(self, epsilon: float, reverse: bool = False, rounds: int = 1) -> float:
+        del reverse  # the pair is symmetric: both directions are equal
         from scipy.stats import norm
 
         mu = self.mu * math.sqrt(rounds)
@@ -446,6 +448,7 @@ class Laplace:
         self.grid, self.span = grid, span
 
     def renyi(self, orders, reverse: bool = False) -> np.ndarray:
+        del reverse  # the pair is symmetric: both directions are equal
         return np.array([laplace_renyi_quad(self.lam, a) for a in np.atleast_1d(orders)])
 
     def binned(self) -> ShuffledPair:

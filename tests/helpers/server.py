@@ -16,6 +16,7 @@ stdout/stderr go to ``handle.log_path`` (a temp file) so a busy server never blo
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -133,10 +134,8 @@ class ServerHandle:
         try:
             os.killpg(self.proc.pid, sig)  # the group we created: this server and its workers only
         except (ProcessLookupError, PermissionError):
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 self.proc.send_signal(sig)
-            except ProcessLookupError:
-                pass
 
     def stop(self, grace: float = 10.0) -> int | None:
         """SIGTERM (graceful), then SIGKILL after ``grace`` seconds. Returns the exit status."""

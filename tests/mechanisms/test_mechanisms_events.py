@@ -380,7 +380,7 @@ def test_reproducible_with_seeded_generator():
 def test_fwht_matches_dense_hadamard():
     from scipy.linalg import hadamard
 
-    from mechanisms._hadamard import fwht, hadamard_coefficients, hadamard_entries
+    from mechanisms.hadamard import fwht, hadamard_coefficients, hadamard_entries
 
     rng = np.random.default_rng(0)
     for d in (1, 2, 8, 64, 256, 2048):

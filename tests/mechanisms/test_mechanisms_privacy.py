@@ -13,7 +13,7 @@ from scipy.stats import chi2
 
 import mechanisms
 
-from . import _mech_tables as T
+from ..helpers import mech_tables as T
 
 EPS = [0.1, 0.7, 1.0, 2.5, 6.0]
 TOL = 1e-9

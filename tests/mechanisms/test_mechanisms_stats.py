@@ -118,7 +118,7 @@ case(
 )
 
 
-def _truth(mech, name, x, truth):
+def _truth(mech, x, truth):
     if truth is None:
         return np.atleast_1d(np.asarray(x, dtype=float).mean(axis=0))
     if truth.startswith("freq"):
@@ -132,7 +132,7 @@ def _truth(mech, name, x, truth):
 def test_unbiased_and_mse(name, params, make_x, trials, truth):
     mech = mechanisms.get(name, **params)
     x = make_x()
-    errs = simulate(mech, x, _truth(mech, name, x, truth), trials, seed=99)
+    errs = simulate(mech, x, _truth(mech, x, truth), trials, seed=99)
     mse = mech.mse(x=x)
     check_stats(errs, mse, name)
     assert mech.mse(n=len(x)) >= mse * (1 - 1e-12)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 
 def is_power_of_two(d: int) -> bool:
@@ -35,13 +36,13 @@ _BLOCK_BITS = 5
 
 
 @lru_cache(maxsize=16)
-def _factor(bits: int) -> np.ndarray:
+def _factor(bits: int) -> NDArray[np.float64]:
     h = hadamard_matrix(1 << bits)
     h.setflags(write=False)
     return h
 
 
-def fwht(x: np.ndarray) -> np.ndarray:
+def fwht(x: ArrayLike) -> NDArray[np.float64]:
     """Unnormalised fast Walsh–Hadamard transform ``H x`` row-wise along the last axis (``d`` a power of 2).
 
     The log₂ d butterfly stages are grouped into blocks of at most 5 stages; a block of b stages is the
@@ -65,17 +66,14 @@ def fwht(x: np.ndarray) -> np.ndarray:
         f = 1 << b
         post //= f
         h = _factor(b)
-        if post == 1:
-            y = y.reshape(-1, f) @ h
-        else:
-            y = np.matmul(h, y.reshape(rows * pre, f, post))
+        y = y.reshape(-1, f) @ h if post == 1 else np.matmul(h, y.reshape(rows * pre, f, post))
         pre *= f
     if y is x.reshape(rows, d) or np.shares_memory(y, x):
         y = y.copy()
     return y.reshape(*lead, d)
 
 
-def hadamard_coefficients(x: np.ndarray, j: np.ndarray) -> np.ndarray:
+def hadamard_coefficients(x: ArrayLike, j: ArrayLike) -> NDArray[np.float64]:
     """``(H x_i)_{j_i}`` for every row i of ``x`` (batch, d) — one coefficient per row in O(d).
 
     With d = a·b (a = 2^⌊L/2⌋, b = 2^⌈L/2⌉), H_d = H_a ⊗ H_b, so for j = j₁b + j₂ and x viewed as (a, b):
@@ -90,10 +88,11 @@ def hadamard_coefficients(x: np.ndarray, j: np.ndarray) -> np.ndarray:
     lb = total_bits - la
     j = np.asarray(j, dtype=np.int64)
     z = np.einsum("nab,nb->na", x.reshape(n, 1 << la, 1 << lb), _factor(lb)[j & ((1 << lb) - 1)])
-    return np.einsum("na,na->n", z, _factor(la)[j >> lb])
+    out: NDArray[np.float64] = np.einsum("na,na->n", z, _factor(la)[j >> lb])
+    return out
 
 
-def hadamard_entries(rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+def hadamard_entries(rows: ArrayLike, cols: ArrayLike) -> NDArray[np.int8]:
     """``H[rows, cols]`` elementwise (±1 as int8) without building ``H``: ``(-1)^{popcount(r & c)}``."""
     v = np.bitwise_and(np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64))
     parity = np.zeros(v.shape, dtype=np.int64)
@@ -103,7 +102,7 @@ def hadamard_entries(rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
     return (1 - 2 * parity).astype(np.int8)
 
 
-def hadamard_matrix(d: int) -> np.ndarray:
+def hadamard_matrix(d: int) -> NDArray[np.float64]:
     """The dense ``d × d`` Sylvester Hadamard matrix (only for small ``d``: tests and tables)."""
     if not is_power_of_two(d):
         raise ValueError(f"Hadamard matrix order must be a power of two, got {d}")

@@ -1,0 +1,288 @@
+"""The compiled kernels of :mod:`accountant.clones._fused` (imported only when numba is
+installed; module-level functions so that numba can cache them on disk)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+opts = {"cache": True, "nogil": True, "error_model": "numpy"}
+
+
+@njit(**opts)
+def _cell(x, m, s, w):
+    """(1 − s·v, g) of cell x of a point with m = c + 1 coins (module docstring). For |s·v| ≤
+    1/64, g = 2·artanh(s·v) = 2·Σ_k (s·v)^{2k+1}/(2k+1) to k = 6 (the rest is below 2⁻⁸⁴
+    relative) instead of log1p(2sv/(1 − sv)): the same value to rounding, without a log."""
+    v = 2.0 * x
+    v -= m
+    v /= m
+    sv = s * v
+    d = 1.0 - sv
+    if abs(sv) <= 0.015625:
+        z2 = sv * sv
+        p = 1.0 / 11.0 + z2 / 13.0
+        p = 1.0 / 9.0 + z2 * p
+        p = 1.0 / 7.0 + z2 * p
+        p = 1.0 / 5.0 + z2 * p
+        p = 1.0 / 3.0 + z2 * p
+        return d, 2.0 * sv + 2.0 * sv * (z2 * p)
+    gg = math.log1p(2.0 * sv / d)
+    if abs(sv) > 0.5:
+        d = 2.0 * (m - x) / m + v * w
+        gg = math.log((2.0 * x / m - v * w) / d)
+    return d, gg
+
+
+@njit(**opts)
+def g_range(c, x_l, x_h, lwp, s, w):
+    """min and max of |g| over the valid cells: g is increasing in x and 0 only at x = m/2, so
+    they are at the cells next to m/2 and at the window ends."""
+    gmin = math.inf
+    gmax = 0.0
+    for j in range(c.size):
+        if not (lwp[j] > -math.inf and lwp[j] < math.inf):
+            continue
+        m = c[j] + 1.0
+        lo = float(x_l[j])
+        hi = float(x_h[j])
+        for x in (lo, hi, math.ceil(m / 2.0) - 1.0, math.floor(m / 2.0) + 1.0):
+            if x < lo or x > hi:
+                continue
+            d, gg = _cell(x, m, s, w)
+            if gg != 0.0 and d > 0.0:
+                a = abs(gg)
+                gmin = min(gmin, a)
+                gmax = max(gmax, a)
+    return gmin, gmax
+
+
+@njit(**opts)
+def _bin_of(a, prev, ed, top, ksw, dg, gmin, log_r):
+    """The bin (ed[i], ed[i+1]] holding |g| = a (accountant.clones._histogram._bin_keys): the
+    analytic index (uniform part above ``top``, geometric below it; or the previous cell's bin,
+    ``prev`` ≥ 0), then moved to the bin that holds a. −1 if none does (never expected)."""
+    nb = ed.size - 1
+    if a > top:
+        idx = int(min(max(math.ceil((a - top) / dg) + (ksw - 1.0), 0.0), nb - 1.0))
+    elif prev < 0:
+        idx = int(min(max(math.ceil(math.log(a / gmin) / log_r), 0.0), nb - 1.0))
+    else:
+        idx = prev
+    while idx > 0 and a <= ed[idx]:
+        idx -= 1
+    while idx < nb - 1 and a > ed[idx + 1]:
+        idx += 1
+    if not (a > ed[idx] and a <= ed[idx + 1]):
+        return -1
+    return idx
+
+
+@njit(**opts)
+def cells_keys(
+    blk_seg,
+    blk_x0,
+    blk_anchor,
+    blk_len,
+    mf,
+    lwp,
+    s,
+    w,
+    ed,
+    ksw,
+    dg,
+    gmin,
+    log_r,
+    lbw,
+    den,
+    g,
+    key,
+    mx,
+    gl,
+    gh,
+):
+    """Per cell: lw_j + log b_m(x), 1 − s·v, g and the bin key (−1: set aside); per key the
+    largest log-weight and the extreme values of g. Returns 0, or 1 if a cell could not be
+    placed in a bin (never expected)."""
+    top = ed[ksw]
+    for b in range(blk_seg.size):
+        j = blk_seg[b]
+        m = mf[j]
+        x0 = blk_x0[b]
+        ln = blk_len[b]
+        lb = 0.0
+        prev = -1
+        for k in range(32):
+            i = b * 32 + k
+            if k >= ln:
+                key[i] = -1
+                continue
+            x = x0 + k
+            if k == 0:
+                lb = blk_anchor[b]
+            else:
+                lb += math.log((m - x + 1.0) / x)
+            d, gg = _cell(x, m, s, w)
+            lv = lb + lwp[j]
+            lbw[i] = lv
+            den[i] = d
+            g[i] = gg
+            if not (lv > -math.inf and lv < math.inf and gg != 0.0 and d > 0.0):
+                key[i] = -1
+                prev = -1
+                continue
+            idx = _bin_of(abs(gg), prev, ed, top, ksw, dg, gmin, log_r)
+            if idx < 0:
+                return 1
+            prev = idx
+            kk = 2 * idx + (1 if gg < 0.0 else 0)
+            key[i] = kk
+            if lv > mx[kk]:
+                mx[kk] = lv
+            if gg < gl[kk]:
+                gl[kk] = gg
+            if gg > gh[kk]:
+                gh[kk] = gg
+    return 0
+
+
+@njit(**opts)
+def sums_pass(lbw, den, g, key, es, mx, msum, ssum, mlsum):
+    for i in range(lbw.size):
+        k = key[i]
+        if k < 0:
+            continue
+        wt = math.exp(lbw[i] - mx[k]) * den[i]
+        msum[k] += wt
+        ssum[k] += wt * g[i]
+        mlsum[k] += wt * es[i >> 5]
+
+
+# ----------------------------------------------------------------------------------------------
+# the per-order histogram sum (accountant.clones._histogram._hist_sum) and the scalar log φ it
+# needs (accountant._numerics.log_phi: the same branches and formulas)
+# ----------------------------------------------------------------------------------------------
+
+
+@njit(**opts)
+def _em1mx(z):
+    """e^z − 1 − z (series for |z| < 0.05, else expm1(z) − z)."""
+    if abs(z) < 0.05:
+        return (
+            z
+            * z
+            / 2.0
+            * (
+                1.0
+                + z
+                / 3.0
+                * (1.0 + z / 4.0 * (1.0 + z / 5.0 * (1.0 + z / 6.0 * (1.0 + z / 7.0 * (1.0 + z / 8.0)))))
+            )
+        )
+    return math.expm1(z) - z
+
+
+@njit(**opts)
+def _log_em1mx(z):
+    if z > 1.0:
+        return z + math.log1p(-(1.0 + z) * math.exp(-z))
+    return math.log(_em1mx(min(z, 1.0)))
+
+
+@njit(**opts)
+def log_phi(a, x):
+    """log(e^{a·x} − 1 − a(e^x − 1)) (accountant._numerics.log_phi, one element)."""
+    y = a * x
+    if abs(y) <= 0.05 and (a > 1.0 or abs(x) <= 0.05):
+        sk = 1.0 + a
+        term = x / 3.0
+        tot = sk * term
+        for k in range(4, 13):
+            sk = 1.0 + a * sk
+            term = term * x / k
+            tot = tot + sk * term
+        return math.log(0.5 * a * (a - 1.0)) + 2.0 * math.log(abs(x)) + math.log1p(tot)
+    if a < 0.0:
+        u = _log_em1mx(y)
+        v = math.log(-a) + _log_em1mx(x)
+        hi = max(u, v)
+        if hi == -math.inf:
+            return hi
+        return hi + math.log1p(math.exp(min(u, v) - hi))
+    if a < 2.0:
+        d = a - 1.0
+        if abs(x) < 1.0:
+            h = x * math.expm1(x) - _em1mx(x)
+        else:
+            h = 1.0 + math.exp(x) * (x - 1.0)
+        return math.log(d * h + math.exp(x) * _em1mx(d * x))
+    if abs(y) <= 1.0:
+        return math.log(_em1mx(y) - a * _em1mx(x))
+    if y > 1.0:
+        return y + math.log1p(-math.exp(-y) * (1.0 + a * math.expm1(x)))
+    return math.log(math.expm1(y) - a * math.expm1(x))
+
+
+@njit(**opts)
+def _lae(m, s, v):
+    """One step of a streaming log-sum-exp: (max, scaled sum) after adding e^v."""
+    if v == -math.inf:
+        return m, s
+    if v > m:
+        return v, s * math.exp(m - v) + 1.0
+    return m, s + math.exp(v - m)
+
+
+@njit(**opts)
+def hist_sum(alphas, LM, LML, lo, hi, mu, single, wl, wh, gm, p1, p2, npos, prune, up, low):
+    """Per order: the pruning bound of every bin, then the chord/Jensen/max bound of the bins
+    within ``prune`` nats of the largest, summed (log), plus the pruned bins' count times
+    e^{max − prune}; and the same kept bins under the right-end weights."""
+    nb = LM.size
+    bound = np.empty(nb)
+    for r in range(alphas.size):
+        a = alphas[r]
+        la2 = math.log(0.5 * a * a)
+        la = math.log(a)
+        gs = -la / (a - 1.0)
+        rowmax = -math.inf
+        for b in range(nb):
+            if b < npos:
+                v = p1[b] + la2 + a * gm[b]
+            else:
+                v = min(p1[b] + la2, p2[b] + la)
+            bound[b] = v
+            if v > rowmax:
+                rowmax = v
+        thr = rowmax - prune
+        mu_, su = -math.inf, 0.0
+        ml_, sl = -math.inf, 0.0
+        kept = 0
+        for b in range(nb):
+            if not bound[b] >= thr:
+                continue
+            kept += 1
+            if single[b] or hi[b] <= gs:
+                val = log_phi(a, mu[b])
+            else:
+                lpa = log_phi(a, lo[b])
+                lpe = log_phi(a, hi[b])
+                if lo[b] >= gs:
+                    x1 = wl[b] + lpa
+                    x2 = wh[b] + lpe
+                    hx = max(x1, x2)
+                    val = hx if hx == -math.inf else hx + math.log1p(math.exp(min(x1, x2) - hx))
+                else:
+                    val = max(lpa, lpe)
+            mu_, su = _lae(mu_, su, val + LM[b])
+            ml_, sl = _lae(ml_, sl, val + LML[b])
+        res = mu_ + math.log(su) if su > 0.0 else -math.inf
+        ndrop = nb - kept
+        if ndrop > 0:
+            dv = math.log(ndrop) + thr
+            hx = max(res, dv)
+            res = hx + math.log1p(math.exp(min(res, dv) - hx))
+        up[r] = res
+        low[r] = ml_ + math.log(sl) if sl > 0.0 else -math.inf

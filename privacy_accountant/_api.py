@@ -1,0 +1,433 @@
+"""The service's endpoints, described once for the sync and the async client.
+
+Each public method builds a :class:`Call` (HTTP method, path, body, query, retry rule, result
+model) and hands it to ``self._send``: :class:`privacy_accountant.AccountantClient` sends it and
+returns the typed result; :class:`privacy_accountant.AsyncAccountantClient` returns a coroutine
+that does. Method signatures mirror the HTTP bodies (``put_user(user_id, budget={"epsilon": …,
+"delta": …}, policy=…)``); see docs/sdk.md.
+"""
+
+from __future__ import annotations
+
+import uuid
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+from pydantic import BaseModel
+
+from privacy_accountant import models as m
+
+#: the pure computation POSTs: repeating them cannot change state, so they are retried
+PURE_POSTS = frozenset({"/v1/rdp", "/v1/epsilon", "/v1/delta", "/v1/calibrate"})
+#: answers worth repeating: a full queue (429), an unavailable upstream or database (502/503/504)
+RETRY_STATUS = frozenset({429, 502, 503, 504})
+#: longest wait a ``Retry-After`` header may ask for between two attempts (seconds)
+MAX_RETRY_AFTER = 30.0
+
+
+@dataclass(frozen=True)
+class Call:
+    method: str
+    path: str
+    json: Any = None
+    params: Mapping[str, Any] | None = None
+    retry: bool | None = None  # None: the safe-retry rule of the method
+    timeout: float | None = None
+    model: type[BaseModel] | None = None  # None: the decoded JSON (or text) as it is
+
+
+def should_retry(method: str, path: str, retry: bool | None) -> bool:
+    """GET/HEAD/OPTIONS/PUT and the pure computation POSTs may be repeated; other writes only when told."""
+    if retry is not None:
+        return retry
+    method = method.upper()
+    return method in ("GET", "HEAD", "OPTIONS", "PUT") or (method == "POST" and path in PURE_POSTS)
+
+
+def seg(s: str) -> str:
+    """``s`` as exactly one path segment ('.' and '..' would be removed as dot segments by the
+    HTTP client; %2E reaches the service as '.')."""
+    return quote(str(s), safe="").replace(".", "%2E")
+
+
+def params(**kw: Any) -> dict | None:
+    out = {k: v for k, v in kw.items() if v is not None}
+    return out or None
+
+
+def event_json(e: Any) -> dict:
+    """An event as the service reads it: a dict, a pydantic model, or an object with ``to_dict()``
+    (``accountant``'s event classes)."""
+    if isinstance(e, BaseModel):
+        return e.model_dump(mode="json", exclude_none=True)
+    if hasattr(e, "to_dict"):
+        return e.to_dict()
+    if isinstance(e, Mapping):
+        return dict(e)
+    raise TypeError(
+        f"an event must be a dict like {{'mechanism': 'shuffle', ...}}, a pydantic model or an accountant "
+        f"event, got {e!r}"
+    )
+
+
+def orders_json(orders: Iterable[float] | None) -> list[float] | None:
+    return None if orders is None else [float(o) for o in orders]
+
+
+def budget_json(budget: Any) -> dict:
+    if isinstance(budget, BaseModel):
+        budget = budget.model_dump()
+    if isinstance(budget, Mapping) and set(budget) >= {"epsilon", "delta"}:
+        return {"epsilon": float(budget["epsilon"]), "delta": float(budget["delta"])}
+    if isinstance(budget, Sequence) and not isinstance(budget, str) and len(budget) == 2:
+        return {"epsilon": float(budget[0]), "delta": float(budget[1])}
+    raise TypeError(f'budget must be {{"epsilon": ε, "delta": δ}} (or an (ε, δ) pair), got {budget!r}')
+
+
+def _legacy_budget(name: str, budget: Any, args: tuple, legacy: dict) -> tuple[Any, tuple, dict]:
+    """The old positional form ``(…, epsilon, delta, …)`` → ``budget``, with a DeprecationWarning."""
+    legacy = dict(legacy)
+    if isinstance(budget, (int, float)) and not isinstance(budget, bool):
+        if not args and "delta" not in legacy:
+            raise TypeError(f"{name}: give budget={{'epsilon': ε, 'delta': δ}}")
+        delta = args[0] if args else legacy.pop("delta")
+        budget, args = {"epsilon": budget, "delta": delta}, args[1:]
+    elif budget is None and "epsilon" in legacy and "delta" in legacy:
+        budget = {"epsilon": legacy.pop("epsilon"), "delta": legacy.pop("delta")}
+    else:
+        return budget, args, legacy
+    warnings.warn(
+        f"{name}(…, epsilon, delta) is deprecated; pass budget={{'epsilon': ε, 'delta': δ}} "
+        "(the JSON body's shape)",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return budget, args, legacy
+
+
+def user_set(
+    users: Sequence[str] | None,
+    id_range: Mapping[str, Any] | None = None,
+    id_prefix: str | None = None,
+    start: int = 0,
+    count: int | None = None,
+) -> dict:
+    """``{"users": [...]}`` or ``{"id_range": {"prefix", "start", "count"}}``."""
+    if id_range is None and count is not None:
+        id_range = {"prefix": id_prefix or "", "start": start, "count": count}
+    if (users is None) == (id_range is None):
+        raise ValueError("give either users=[...] or id_range={'prefix': …, 'start': …, 'count': …}")
+    if users is not None:
+        if isinstance(users, str):
+            raise TypeError("users must be a list of ids, not one string")
+        return {"users": list(users)}
+    return {"id_range": dict(id_range)}  # type: ignore[arg-type]
+
+
+class Endpoints:
+    """Every endpoint of the service as a method (sync or async through ``_send``)."""
+
+    calibrate_timeout: float | None = None
+
+    def _send(self, call: Call) -> Any:  # pragma: no cover - implemented by the clients
+        raise NotImplementedError
+
+    # -- operations ----------------------------------------------------------------------------
+    def health(self) -> m.HealthResponse:
+        return self._send(Call("GET", "/health", model=m.HealthResponse))
+
+    def metrics(self) -> str:
+        """The Prometheus text exposition."""
+        return self._send(Call("GET", "/metrics"))
+
+    def openapi(self) -> dict:
+        return self._send(Call("GET", "/openapi.json"))
+
+    # -- computation (no key needed) --------------------------------------------------------------
+    def rdp(self, event: Any, orders: Sequence[float] | None = None, bound: str = "upper") -> m.RdpResponse:
+        """``POST /v1/rdp``: the RDP curve of one event (× count) for ``bound`` on ``orders`` (default grid)."""
+        body: dict[str, Any] = {"event": event_json(event), "bound": bound}
+        if orders is not None:
+            body["orders"] = orders_json(orders)
+        return self._send(Call("POST", "/v1/rdp", json=body, model=m.RdpResponse))
+
+    def epsilon(
+        self, events: Iterable[Any], delta: float, orders: Sequence[float] | None = None
+    ) -> m.EpsilonResponse:
+        """``POST /v1/epsilon``: compose ``events`` and convert to ε at ``delta``."""
+        body: dict[str, Any] = {"events": [event_json(e) for e in events], "delta": delta}
+        if orders is not None:
+            body["orders"] = orders_json(orders)
+        return self._send(Call("POST", "/v1/epsilon", json=body, model=m.EpsilonResponse))
+
+    def delta(
+        self, events: Iterable[Any], epsilon: float, orders: Sequence[float] | None = None
+    ) -> m.DeltaResponse:
+        """``POST /v1/delta``: compose ``events`` and convert to δ at ``epsilon``."""
+        body: dict[str, Any] = {"events": [event_json(e) for e in events], "epsilon": epsilon}
+        if orders is not None:
+            body["orders"] = orders_json(orders)
+        return self._send(Call("POST", "/v1/delta", json=body, model=m.DeltaResponse))
+
+    def calibrate(
+        self,
+        event: Any,
+        solve_for: str,
+        target_epsilon: float | None = None,
+        delta: float | None = None,
+        orders: Sequence[float] | None = None,
+        *,
+        target: Mapping[str, float] | None = None,
+    ) -> m.CalibrateResponse:
+        """``POST /v1/calibrate``: solve ``solve_for`` (left out of ``event``) so that the guarantee
+        meets ``target={"epsilon": ε, "delta": δ}`` (or ``target_epsilon``, ``delta``). Raises
+        :class:`~privacy_accountant.InfeasibleTarget` (with ``best_epsilon``) when no value can."""
+        if target is None:
+            if target_epsilon is None or delta is None:
+                raise TypeError("give target={'epsilon': ε, 'delta': δ} (or target_epsilon and delta)")
+            target = {"epsilon": target_epsilon, "delta": delta}
+        body: dict[str, Any] = {"solve_for": solve_for, "target": dict(target), "event": event_json(event)}
+        if orders is not None:
+            body["orders"] = orders_json(orders)
+        return self._send(
+            Call(
+                "POST", "/v1/calibrate", json=body, timeout=self.calibrate_timeout, model=m.CalibrateResponse
+            )
+        )
+
+    # -- users ----------------------------------------------------------------------------------
+    def put_user(
+        self,
+        user_id: str,
+        budget: Mapping[str, float] | Any = None,
+        *args: Any,
+        policy: str = "declared",
+        filter_order: float | None = None,
+        planned_event: Any = None,
+        **legacy: Any,
+    ) -> m.User:
+        """``PUT /v1/users/{user_id}`` (admin): create the user or change its budget (the spent curve
+        is kept). ``budget={"epsilon": ε_B, "delta": δ_B}``; ``policy`` ``"declared"`` or
+        ``"filter"`` (with ``filter_order`` or ``planned_event``). Safe to retry (a full replacement).
+
+        The old form ``put_user(user_id, epsilon, delta, policy)`` still works, with a
+        DeprecationWarning."""
+        budget, args, legacy = _legacy_budget("put_user", budget, args, legacy)
+        if args:
+            policy, *rest = args
+            if rest:
+                raise TypeError("put_user takes user_id, budget and keyword arguments")
+        filter_order = legacy.pop("filter_order", filter_order)
+        if legacy:
+            raise TypeError(f"put_user got unexpected arguments {sorted(legacy)}")
+        body: dict[str, Any] = {"budget": budget_json(budget), "policy": policy}
+        if filter_order is not None:
+            body["filter_order"] = filter_order
+        if planned_event is not None:
+            body["planned_event"] = event_json(planned_event)
+        return self._send(Call("PUT", f"/v1/users/{seg(user_id)}", json=body, model=m.User))
+
+    def bulk_create_users(
+        self,
+        users: Sequence[str] | None = None,
+        *args: Any,
+        budget: Mapping[str, float] | Any = None,
+        id_range: Mapping[str, Any] | None = None,
+        id_prefix: str | None = None,
+        start: int = 0,
+        count: int | None = None,
+        policy: str = "declared",
+        on_conflict: str = "error",
+        filter_order: float | None = None,
+        planned_event: Any = None,
+    ) -> m.BulkUsersResult:
+        """``POST /v1/users/bulk`` (admin): create many users with one ``budget``, all or nothing:
+        explicit ``users`` or ``id_range={"prefix": p, "start": s, "count": c}`` (ids ``f"{p}{i}"``;
+        also as ``id_prefix=, start=, count=``). ``on_conflict``: ``"error"`` (409 if any exists) or
+        ``"skip"``. Retried automatically only with ``on_conflict="skip"`` (then repeating is harmless).
+
+        The old form ``bulk_create_users(epsilon, delta, users, …)`` still works, with a DeprecationWarning."""
+        if isinstance(users, (int, float)) and not isinstance(users, bool):
+            budget, args, _ = _legacy_budget("bulk_create_users", users, args, {})
+            users = args[0] if args else None
+            args = args[1:]
+        if args:
+            raise TypeError("bulk_create_users takes users and keyword arguments")
+        if budget is None:
+            raise TypeError("bulk_create_users needs budget={'epsilon': ε, 'delta': δ}")
+        body: dict[str, Any] = {
+            **user_set(users, id_range, id_prefix, start, count),
+            "budget": budget_json(budget),
+            "policy": policy,
+            "on_conflict": on_conflict,
+        }
+        if filter_order is not None:
+            body["filter_order"] = filter_order
+        if planned_event is not None:
+            body["planned_event"] = event_json(planned_event)
+        return self._send(
+            Call("POST", "/v1/users/bulk", json=body, retry=on_conflict == "skip", model=m.BulkUsersResult)
+        )
+
+    def get_user(self, user_id: str) -> m.User:
+        """``GET /v1/users/{user_id}``: budget, spent ε (at the budget's δ) and remaining ε."""
+        return self._send(Call("GET", f"/v1/users/{seg(user_id)}", model=m.User))
+
+    def list_users(
+        self,
+        limit: int | None = None,
+        offset: int | None = None,
+        *,
+        prefix: str | None = None,
+        policy: str | None = None,
+        remaining_below: float | None = None,
+        sort: str | None = None,
+    ) -> m.UserPage:
+        """``GET /v1/users``: one page of users; ``prefix`` of the id, ``policy``, remaining ε below
+        ``remaining_below``; ``sort`` one of ``user_id``, ``remaining``, ``spent``, ``last_charge``
+        (``-`` in front: descending). ``total`` counts every match."""
+        q = params(
+            limit=limit,
+            offset=offset,
+            prefix=prefix,
+            policy=policy,
+            remaining_below=remaining_below,
+            sort=sort,
+        )
+        return self._send(Call("GET", "/v1/users", params=q, model=m.UserPage))
+
+    def user_charges(self, user_id: str, limit: int | None = None, offset: int | None = None) -> m.ChargeList:
+        """``GET /v1/users/{user_id}/charges``: the charges that reached the user, oldest first."""
+        q = params(limit=limit, offset=offset)
+        return self._send(Call("GET", f"/v1/users/{seg(user_id)}/charges", params=q, model=m.ChargeList))
+
+    def user_cohorts(self, user_id: str) -> m.UserCohorts:
+        """``GET /v1/users/{user_id}/cohorts``: memberships with join/leave rounds."""
+        return self._send(Call("GET", f"/v1/users/{seg(user_id)}/cohorts", model=m.UserCohorts))
+
+    def user_history(self, user_id: str, limit: int | None = None) -> m.UserHistory:
+        """``GET /v1/users/{user_id}/history``: spent ε after each charge."""
+        q = params(limit=limit)
+        return self._send(Call("GET", f"/v1/users/{seg(user_id)}/history", params=q, model=m.UserHistory))
+
+    def user_curve(self, user_id: str) -> m.UserCurve:
+        """``GET /v1/users/{user_id}/curve``: the spent RDP curve against the budget, order by order."""
+        return self._send(Call("GET", f"/v1/users/{seg(user_id)}/curve", model=m.UserCurve))
+
+    def user_audit(self, user_id: str) -> m.Audit:
+        """``GET /v1/users/{user_id}/audit``: running sums against the recomputation from the log."""
+        return self._send(Call("GET", f"/v1/users/{seg(user_id)}/audit", model=m.Audit))
+
+    def summary(self, bucket: str | None = None, buckets: int | None = None) -> m.LedgerSummary:
+        """``GET /v1/summary``: counts, users near exhaustion, admitted/refused charges per hour (or day)."""
+        q = params(bucket=bucket, buckets=buckets)
+        return self._send(Call("GET", "/v1/summary", params=q, model=m.LedgerSummary))
+
+    def nearest_exhaustion(self, limit: int | None = None) -> m.ExhaustionList:
+        """``GET /v1/dashboard/nearest-exhaustion``: the users closest to exhausting their budget."""
+        q = params(limit=limit)
+        return self._send(Call("GET", "/v1/dashboard/nearest-exhaustion", params=q, model=m.ExhaustionList))
+
+    # -- charges --------------------------------------------------------------------------------
+    def charge(
+        self,
+        event: Any,
+        users: Sequence[str] | None = None,
+        *,
+        cohort: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> m.Charge:
+        """``POST /v1/charges`` (admin, pipeline): charge ``event`` to ``users`` (or every current
+        member of ``cohort``), all or nothing. Raises :class:`~privacy_accountant.BudgetExceeded`
+        (nothing recorded; with each refused user's remaining ε and the event's cost) when someone
+        cannot afford it. An idempotency key is generated when not given, so retries never charge twice."""
+        key = idempotency_key or f"sdk-{uuid.uuid4()}"
+        body: dict[str, Any] = {"idempotency_key": key, "event": event_json(event)}
+        if users is not None:
+            if isinstance(users, str):
+                raise TypeError("users must be a list of ids, not one string")
+            body["users"] = list(users)
+        if cohort is not None:
+            body["cohort"] = cohort
+        return self._send(Call("POST", "/v1/charges", json=body, retry=True, model=m.Charge))
+
+    def charge_cohort(self, event: Any, cohort: str, *, idempotency_key: str | None = None) -> m.Charge:
+        """Charge ``event`` to every current member of ``cohort`` (one round), all or nothing."""
+        return self.charge(event, cohort=cohort, idempotency_key=idempotency_key)
+
+    # -- cohorts --------------------------------------------------------------------------------
+    def create_cohort(self, cohort_id: str, description: str | None = None) -> m.Cohort:
+        """``POST /v1/cohorts`` (admin). Not retried (a repeat would be a 409)."""
+        body: dict[str, Any] = {"cohort_id": cohort_id}
+        if description is not None:
+            body["description"] = description
+        return self._send(Call("POST", "/v1/cohorts", json=body, retry=False, model=m.Cohort))
+
+    def list_cohorts(
+        self, limit: int | None = None, offset: int | None = None, *, prefix: str | None = None
+    ) -> m.CohortPage:
+        """``GET /v1/cohorts``: one page of cohorts by id."""
+        q = params(limit=limit, offset=offset, prefix=prefix)
+        return self._send(Call("GET", "/v1/cohorts", params=q, model=m.CohortPage))
+
+    def get_cohort(self, cohort_id: str) -> m.Cohort:
+        return self._send(Call("GET", f"/v1/cohorts/{seg(cohort_id)}", model=m.Cohort))
+
+    def add_members(
+        self,
+        cohort_id: str,
+        users: Sequence[str] | None = None,
+        *,
+        id_range: Mapping[str, Any] | None = None,
+        id_prefix: str | None = None,
+        start: int = 0,
+        count: int | None = None,
+    ) -> m.MembersChanged:
+        """``POST /v1/cohorts/{id}/members`` (admin): explicit ``users`` or an ``id_range``. Safe to
+        retry (users already members are counted in ``already_members``)."""
+        body = user_set(users, id_range, id_prefix, start, count)
+        return self._send(
+            Call(
+                "POST", f"/v1/cohorts/{seg(cohort_id)}/members", json=body, retry=True, model=m.MembersChanged
+            )
+        )
+
+    def remove_members(
+        self,
+        cohort_id: str,
+        users: Sequence[str] | None = None,
+        *,
+        id_range: Mapping[str, Any] | None = None,
+        id_prefix: str | None = None,
+        start: int = 0,
+        count: int | None = None,
+    ) -> m.MembersChanged:
+        """``POST /v1/cohorts/{id}/members/remove`` (admin). Safe to retry (non-members are counted)."""
+        body = user_set(users, id_range, id_prefix, start, count)
+        path = f"/v1/cohorts/{seg(cohort_id)}/members/remove"
+        return self._send(Call("POST", path, json=body, retry=True, model=m.MembersChanged))
+
+    def remove_member(self, cohort_id: str, user_id: str) -> m.MembersChanged:
+        path = f"/v1/cohorts/{seg(cohort_id)}/members/{seg(user_id)}"
+        return self._send(Call("DELETE", path, retry=True, model=m.MembersChanged))
+
+    def cohort_members(
+        self, cohort_id: str, limit: int | None = None, offset: int | None = None, history: bool | None = None
+    ) -> m.MemberList:
+        """``GET /v1/cohorts/{id}/members``; ``history=True`` includes past memberships."""
+        q = params(
+            limit=limit, offset=offset, history=None if history is None else str(bool(history)).lower()
+        )
+        return self._send(Call("GET", f"/v1/cohorts/{seg(cohort_id)}/members", params=q, model=m.MemberList))
+
+    def cohort_history(
+        self, cohort_id: str, delta: float | None = None, limit: int | None = None
+    ) -> m.CohortHistory:
+        """``GET /v1/cohorts/{id}/history``: the cohort's cumulative spent ε after each round."""
+        q = params(delta=delta, limit=limit)
+        return self._send(
+            Call("GET", f"/v1/cohorts/{seg(cohort_id)}/history", params=q, model=m.CohortHistory)
+        )

@@ -1,0 +1,97 @@
+"""The asynchronous client: the same methods as :class:`privacy_accountant.AccountantClient`,
+each a coroutine (``await client.get_user("u1")``), on ``httpx.AsyncClient``; the same retry rules."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+
+from privacy_accountant._api import RETRY_STATUS, Call, Endpoints, should_retry
+from privacy_accountant.client import DEFAULT_URL, backoff_delay, decode, default_headers, retry_after
+from privacy_accountant.errors import TransportError
+
+__all__ = ["AsyncAccountantClient"]
+
+
+class AsyncAccountantClient(Endpoints):
+    """Asynchronous client of the privacy-accountant service (``async with`` it, or ``await aclose()``).
+
+    Every endpoint method of :class:`~privacy_accountant.AccountantClient` exists here with the same
+    signature and returns an awaitable of the same typed result."""
+
+    def __init__(
+        self,
+        base_url: str = DEFAULT_URL,
+        api_key: str | None = None,
+        *,
+        timeout: float = 60.0,
+        calibrate_timeout: float = 300.0,
+        retries: int = 2,
+        backoff: float = 0.2,
+        transport: httpx.AsyncBaseTransport | None = None,
+        headers: Mapping[str, str] | None = None,
+    ):
+        self.base_url = base_url.rstrip("/")
+        self.retries = max(0, int(retries))
+        self.backoff = backoff
+        self.calibrate_timeout = calibrate_timeout
+        self._http = httpx.AsyncClient(
+            base_url=self.base_url,
+            headers=default_headers(api_key, headers),
+            timeout=timeout,
+            transport=transport,
+        )
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncAccountantClient:
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.aclose()
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: Mapping | None = None,
+        retry: bool | None = None,
+        timeout: float | None = None,
+        request_id: str | None = None,
+    ) -> Any:
+        """Send one request; return the decoded JSON (or text). ``retry`` overrides the safe-retry rule."""
+        call = Call(method, path, json=json, params=params, retry=retry, timeout=timeout)
+        return await self._send(call, request_id)
+
+    async def _send(self, call: Call, request_id: str | None = None) -> Any:  # type: ignore[override]
+        attempts = 1 + (self.retries if should_retry(call.method, call.path, call.retry) else 0)
+        kw: dict[str, Any] = {
+            "json": call.json,
+            "params": call.params,
+            "headers": {"x-request-id": request_id} if request_id else None,
+        }
+        if call.timeout is not None:
+            kw["timeout"] = call.timeout
+        last_exc: Exception | None = None
+        asked = 0.0  # the server's Retry-After, when it gave one
+        for i in range(attempts):
+            if i:
+                await asyncio.sleep(max(asked, backoff_delay(self.backoff, i)))
+            try:
+                resp = await self._http.request(call.method, call.path, **kw)
+            except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
+                last_exc = exc
+                continue
+            if resp.status_code in RETRY_STATUS and i + 1 < attempts:
+                asked = retry_after(resp)
+                continue
+            return decode(resp, call)
+        raise TransportError(
+            f"{call.method} {self.base_url}{call.path} failed after {attempts} attempt(s): {last_exc!r}"
+        ) from last_exc

@@ -1,0 +1,141 @@
+"""The synchronous client (httpx).
+
+Retries (``retries``, default 2, exponential backoff with jitter) happen only where repeating
+cannot change state: GETs, the pure computation POSTs, ``PUT /v1/users/{id}`` (a full
+replacement), member changes, and ``POST /v1/charges`` because the client always sends an
+idempotency key (generated when not given), so a retried charge is answered from the original
+result and never charged twice. They are triggered by connection errors, timeouts, 502/503/504 and
+429 (a full queue of anonymous computations) — never by another 4xx — and wait at least the
+``Retry-After`` the server sent (up to 30 s).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+
+from privacy_accountant._api import MAX_RETRY_AFTER, RETRY_STATUS, Call, Endpoints, should_retry
+from privacy_accountant.errors import TransportError, error_from_response
+
+__all__ = ["AccountantClient", "DEFAULT_URL", "default_headers", "backoff_delay", "retry_after", "decode"]
+
+DEFAULT_URL = "http://127.0.0.1:8000"
+
+
+def default_headers(api_key: str | None, headers: Mapping[str, str] | None) -> dict[str, str]:
+    from privacy_accountant import __version__
+
+    h = {"accept": "application/json", "user-agent": f"privacy-accountant-sdk/{__version__}"}
+    if api_key:
+        h["authorization"] = f"Bearer {api_key}"
+    h.update(headers or {})
+    return h
+
+
+def backoff_delay(backoff: float, attempt: int) -> float:
+    """Seconds to wait before retry number ``attempt`` (1, 2, …): backoff·2^(attempt−1), +0–50 % jitter."""
+    return backoff * (2 ** (attempt - 1)) * (1 + random.random() / 2)
+
+
+def retry_after(resp: httpx.Response) -> float:
+    """Seconds the server asked to wait (``Retry-After``, in seconds), capped; 0 if none."""
+    try:
+        return min(MAX_RETRY_AFTER, max(0.0, float(resp.headers.get("retry-after", "0"))))
+    except ValueError:
+        return 0.0
+
+
+def decode(resp: httpx.Response, call: Call) -> Any:
+    """The typed result of a 2xx answer (or raise the typed error of a 4xx/5xx)."""
+    if resp.status_code >= 400:
+        raise error_from_response(resp)
+    ctype = resp.headers.get("content-type", "")
+    data = resp.json() if ctype.startswith("application/json") else resp.text
+    return call.model.model_validate(data) if call.model is not None else data
+
+
+class AccountantClient(Endpoints):
+    """Synchronous client of the privacy-accountant service.
+
+    ``api_key``: a key of the service's ``ACCOUNTANT_API_KEYS`` (the ledger needs one; computation
+    does not). ``timeout`` (seconds) applies to connect, read and write; ``calibrate_timeout`` to
+    ``/v1/calibrate`` (searches can take longer). Use it as a context manager, or call ``close()``."""
+
+    def __init__(
+        self,
+        base_url: str = DEFAULT_URL,
+        api_key: str | None = None,
+        *,
+        timeout: float = 60.0,
+        calibrate_timeout: float = 300.0,
+        retries: int = 2,
+        backoff: float = 0.2,
+        transport: httpx.BaseTransport | None = None,
+        headers: Mapping[str, str] | None = None,
+    ):
+        self.base_url = base_url.rstrip("/")
+        self.retries = max(0, int(retries))
+        self.backoff = backoff
+        self.calibrate_timeout = calibrate_timeout
+        self._http = httpx.Client(
+            base_url=self.base_url,
+            headers=default_headers(api_key, headers),
+            timeout=timeout,
+            transport=transport,
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> AccountantClient:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: Mapping | None = None,
+        retry: bool | None = None,
+        timeout: float | None = None,
+        request_id: str | None = None,
+    ) -> Any:
+        """Send one request; return the decoded JSON (or text). ``retry`` overrides the safe-retry rule."""
+        return self._send(
+            Call(method, path, json=json, params=params, retry=retry, timeout=timeout), request_id
+        )
+
+    def _send(self, call: Call, request_id: str | None = None) -> Any:
+        attempts = 1 + (self.retries if should_retry(call.method, call.path, call.retry) else 0)
+        kw: dict[str, Any] = {
+            "json": call.json,
+            "params": call.params,
+            "headers": {"x-request-id": request_id} if request_id else None,
+        }
+        if call.timeout is not None:
+            kw["timeout"] = call.timeout
+        last_exc: Exception | None = None
+        asked = 0.0  # the server's Retry-After, when it gave one
+        for i in range(attempts):
+            if i:
+                time.sleep(max(asked, backoff_delay(self.backoff, i)))
+            try:
+                resp = self._http.request(call.method, call.path, **kw)
+            except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
+                last_exc = exc
+                continue
+            if resp.status_code in RETRY_STATUS and i + 1 < attempts:
+                asked = retry_after(resp)
+                continue
+            return decode(resp, call)
+        raise TransportError(
+            f"{call.method} {self.base_url}{call.path} failed after {attempts} attempt(s): {last_exc!r}"
+        ) from last_exc

@@ -1,0 +1,193 @@
+"""The SDK as users install it: a top-level package ``privacy_accountant`` that imports inside a
+project with its own ``app`` package (from a normal, non-editable install), and typed results that
+mirror the response schemas the service publishes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import typing
+from pathlib import Path
+
+import pytest
+
+import privacy_accountant
+from privacy_accountant import models as m
+from tests.helpers.server import shared_server
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _pip(*args: str, timeout: float = 540) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.mark.slow
+def test_non_editable_install_imports_inside_a_project_with_its_own_app_package(tmp_path):
+    target = tmp_path / "site"
+    # a normal (non-editable) install of this project, without its dependencies (the running venv has them)
+    r = _pip("install", "--no-deps", "--no-build-isolation", "--target", str(target), str(ROOT))
+    if r.returncode != 0 and "setuptools" in (r.stderr + r.stdout).lower():
+        r = _pip("install", "--no-deps", "--target", str(target), str(ROOT))  # build backend from the index
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (
+        not list(target.glob("__editable__*")) and (target / "privacy_accountant" / "__init__.py").is_file()
+    )
+    assert (target / "app" / "static" / "dashboard" / "index.html").is_file()  # package data is installed
+
+    project = tmp_path / "my-fastapi-project"
+    (project / "app").mkdir(parents=True)
+    (project / "app" / "__init__.py").write_text("WHO = 'the user project'\n")
+    (project / "app" / "main.py").write_text("from fastapi import FastAPI\napp = FastAPI()\n")
+    script = textwrap.dedent(
+        """
+        import json, sys, warnings
+        import app
+        from privacy_accountant import AccountantClient, AsyncAccountantClient, BudgetExceeded
+        from privacy_accountant import __version__
+        import privacy_accountant
+        with AccountantClient(sys.argv[1]) as c:
+            health = c.health()
+            eps = c.epsilon([{"mechanism": "gaussian", "noise_multiplier": 2.0, "count": 3}], delta=1e-6)
+        print(json.dumps({
+            "app": app.WHO,
+            "sdk_file": privacy_accountant.__file__,
+            "service_modules": sorted(k for k in sys.modules if k == "app" or k.startswith("app.")),
+            "health": health.status,
+            "epsilon": eps.epsilon,
+            "version": __version__,
+        }))
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
+    env["PYTHONPATH"] = str(target)
+    # run from the user's project directory: its app/ comes first on sys.path, as in any project
+    out = subprocess.run(
+        [sys.executable, "-c", script, shared_server().url],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    assert res["app"] == "the user project"
+    assert Path(res["sdk_file"]).resolve().is_relative_to(target.resolve())
+    assert res["service_modules"] == [
+        "app"
+    ]  # only the user's own package: the SDK imports none of the service
+    assert res["health"] == "ok" and 0 < res["epsilon"] < 100
+
+
+def test_app_client_is_an_alias_of_the_sdk():
+    import app.client as old
+
+    for name in privacy_accountant.__all__:
+        if name not in ("__version__", "models"):
+            assert getattr(old, name) is getattr(privacy_accountant, name), name
+    assert old.AccountantClient is privacy_accountant.AccountantClient
+    assert old.RdpResponse is m.RdpResponse
+
+
+# ------------------------------------------------------------------------------------------ schemas
+#: SDK model → the service's response schema (components of /openapi.json)
+MIRRORS = {
+    m.HealthResponse: "HealthResponse",
+    m.RdpResponse: "RdpResponse",
+    m.EpsilonResponse: "EpsilonResponse",
+    m.DeltaResponse: "DeltaResponse",
+    m.EventSource: "EventSource",
+    m.CalibrateResponse: "CalibrateResponse",
+    m.Budget: "Budget",
+    m.Spent: "Spent",
+    m.FilterInfo: "FilterInfo",
+    m.User: "UserView",
+    m.UserListItem: "UserListItem",
+    m.UserPage: "UserPage",
+    m.BulkUsersResult: "BulkUsersResult",
+    m.Actor: "Actor",
+    m.Charge: "ChargeAdmitted",
+    m.ChargeRecord: "ChargeRecord",
+    m.ChargeList: "ChargeList",
+    m.RefusalCost: "RefusalCost",
+    m.Cohort: "CohortView",
+    m.CohortPage: "CohortPage",
+    m.MembersChanged: "MembersChanged",
+    m.Member: "Member",
+    m.MemberList: "MemberList",
+    m.Membership: "MembershipView",
+    m.UserCohorts: "UserCohorts",
+    m.HistoryPoint: "HistoryPoint",
+    m.UserHistory: "UserHistory",
+    m.CohortHistory: "CohortHistory",
+    m.UserCurve: "UserCurve",
+    m.TimelineBucket: "TimelineBucket",
+    m.LedgerSummary: "LedgerSummary",
+    m.ExhaustionEntry: "ExhaustionEntry",
+    m.ExhaustionList: "ExhaustionList",
+    m.Audit: "Audit",
+}
+
+
+@pytest.fixture(scope="module")
+def components() -> dict:
+    from app.main import create_app
+
+    return create_app().openapi()["components"]["schemas"]
+
+
+@pytest.mark.parametrize("model", list(MIRRORS), ids=lambda c: c.__name__)
+def test_sdk_models_mirror_the_published_schemas(model, components):
+    schema = components[MIRRORS[model]]
+    props = set(schema["properties"])
+    server_required = set(schema.get("required", []))
+    fields = model.model_fields
+    assert set(fields) == props, (
+        f"{model.__name__}: SDK {sorted(set(fields) - props)} vs service {sorted(props - set(fields))}"
+    )
+    sdk_required = {k for k, f in fields.items() if f.is_required()}
+    assert sdk_required <= server_required, f"{model.__name__} requires what the service may omit"
+
+
+def test_sdk_models_parse_the_schemas_examples(components):
+    for model, name in MIRRORS.items():
+        for ex in components[name].get("examples", []):
+            parsed = model.model_validate(ex)
+            assert parsed.to_dict().keys() >= {k for k, v in ex.items() if v is not None}, name
+
+
+def test_every_model_is_exported():
+    exported = {getattr(m, n) for n in m.__all__}
+    defined = {v for v in vars(m).values() if isinstance(v, type) and issubclass(v, m.Model)}
+    assert defined <= exported
+
+
+def test_mapping_style_reads_keep_old_code_working():
+    u = m.User.model_validate(
+        {
+            "user_id": "u",
+            "budget": {"epsilon": 1.0, "delta": 1e-6},
+            "policy": "declared",
+            "spent": {"epsilon": 0.25, "order": 8.0},
+            "remaining_epsilon": 0.75,
+            "charges": 1,
+            "grid_version": 1,
+            "created_at": "2025-01-01T00:00:00+00:00",
+            "new_field_of_a_later_service": 3,
+        }
+    )
+    assert u["spent"]["epsilon"] == u.spent.epsilon == 0.25 and u.get("filter") is None
+    assert "charges" in u and "nope" not in u and u.new_field_of_a_later_service == 3
+    with pytest.raises(KeyError):
+        u["nope"]
+    assert u.to_dict()["created_at"].startswith("2025-01-01T00:00:00")
+    assert typing.get_type_hints(type(u))["budget"] is m.Budget
