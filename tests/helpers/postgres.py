@@ -16,6 +16,7 @@ postmaster's children).
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import shutil
@@ -137,10 +138,8 @@ class PrivatePostgres:
 
     def _signal(self, sig: int) -> None:
         for pid in self.pids():
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
 
     def freeze(self) -> None:
         """Stop every process of this server (SIGSTOP): connections stay open, nothing answers."""
@@ -155,10 +154,8 @@ class PrivatePostgres:
         finally:
             pm = self.postmaster_pid()
             if pm is not None:
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.kill(pm, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
             time.sleep(0.1)
             shutil.rmtree(self.root, ignore_errors=True)
 
