@@ -56,11 +56,11 @@ def main() -> None:
 
     from bench_cold import baseline_ms
 
-    from accountant.clones import _fused
+    from accountant.clones import fused
     from app.core.tuning import tune_allocator
 
     tuned = tune_allocator()  # as `serve` and the CLI run (app/core/tuning.py)
-    _fused.use("--numpy" not in sys.argv)  # the compiled kernels when numba is installed
+    fused.use("--numpy" not in sys.argv)  # the compiled kernels when numba is installed
     for _ in range(2):
         baseline_ms()
     b0 = statistics.median(baseline_ms() for _ in range(5))
@@ -69,7 +69,7 @@ def main() -> None:
         f"Load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (shared machine; CPU time "
         "is less affected than wall time, but contention still inflates it). Allocator tuning of the service "
         f"(app/core/tuning.py): {'on' if tuned else 'not available'}. Compiled kernels (numba): "
-        f"{'on (switched on for this run; off by default: ACCOUNTANT_NUMBA=1)' if _fused.available() else 'off (pure numpy)'}.",
+        f"{'on (switched on for this run; off by default: ACCOUNTANT_NUMBA=1)' if fused.available() else 'off (pure numpy)'}.",
         "",
         f"Baseline in the same run: dp_accounting RDP + ε of a Poisson-sampled Gaussian composed 10⁴ times "
         f"(bench_cold.py): {b0:.1f} ms wall (median of 5) at the start.",
@@ -81,14 +81,14 @@ def main() -> None:
         "## Clone curve on the default grid (81 orders, 1.1 … 10⁴), CPU ms (median of 3)",
         "",
         "Targets: ≤ 100 ms for n ≤ 10⁵, ≤ 1 s for n = 10⁶. In brackets the engine clone_rdp chose: h = the "
-        "merged-histogram engine (accountant/clones/_histogram.py), a = the adaptive engine (more cells than the "
+        "merged-histogram engine (accountant/clones/histogram.py), a = the adaptive engine (more cells than the "
         "histogram's budget), h+a = histogram with some orders re-evaluated by the adaptive engine (slack check).",
         "",
         "| n \\ ε0 | " + " | ".join(f"{e:g}" for e in eps_list) + " | worst |",
         "|---|" + "---|" * (len(eps_list) + 1),
     ]
-    from accountant.clones import _histogram as H
-    from accountant.clones import _routing as Rt
+    from accountant.clones import histogram as H
+    from accountant.clones import routing as Rt
     from accountant.clones import route
 
     def engine(n, e):

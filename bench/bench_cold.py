@@ -131,12 +131,12 @@ def curve_table(ns, title: str) -> tuple[list[str], list[float]]:
 
 
 def main() -> None:
-    from accountant.clones import _fused
+    from accountant.clones import fused
     from app.core.tuning import tune_allocator
 
     tuned = tune_allocator()
     quick = "--quick" in sys.argv
-    fast = _fused.use("--numpy" not in sys.argv)  # the compiled kernels when numba is installed
+    fast = fused.use("--numpy" not in sys.argv)  # the compiled kernels when numba is installed
     if fast:
         import numba
 
@@ -199,14 +199,14 @@ def main() -> None:
         "",
     ]
     if fast:  # the same table on the pure-numpy path (the fallback; the same bounds)
-        saved = _fused._KERNELS
-        _fused._KERNELS = None
+        saved = fused._KERNELS
+        fused._KERNELS = None
         try:
             tab, allv_np = curve_table(
                 ns, "### The same with the pure-numpy path forced (no compiled kernels)"
             )
         finally:
-            _fused._KERNELS = saved
+            fused._KERNELS = saved
         b_end = statistics.median(baseline_ms() for _ in range(5))
         lines += tab + [
             "",

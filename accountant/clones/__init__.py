@@ -31,9 +31,9 @@ small as a sum of non-negative terms (the φ-form, :func:`accountant._numerics.l
 
 * monotonicity in c (f_α(c) non-increasing: data processing; :mod:`._adaptive`) for the sum over C,
   with f_α(0) the ε0-DP cap;
-* certified bounds on the cells outside each evaluated window (:mod:`._windows`);
+* certified bounds on the cells outside each evaluated window (:mod:`.windows`);
 * per-bin bounds on binned cells: Taylor (:mod:`._binned`), log-concave geometric sums
-  (:mod:`._geometric`), or chord/Jensen on a histogram in g = log R (:mod:`._histogram`).
+  (:mod:`._geometric`), or chord/Jensen on a histogram in g = log R (:mod:`.histogram`).
 
 The result is inflated by a relative 1e-11 (rounding of sums and pmfs) and capped by the ε0-DP
 cap ĉ(α) (valid: f_α(c) ≤ f_α(0) for every c), so it is never below the exact value.
@@ -51,7 +51,7 @@ Engines (``engine=`` of :func:`clone_rdp`)
   (orders whose a-posteriori slack check fails get the smaller of the chord of their checked
   neighbours, by convexity of (α−1)·D_α, and the adaptive engine), else adaptive.
 
-Optional compiled kernels (numba; off unless ``ACCOUNTANT_NUMBA=1``, :mod:`._fused`) build the
+Optional compiled kernels (numba; off unless ``ACCOUNTANT_NUMBA=1``, :mod:`.fused`) build the
 same histogram and its per-order sums in fused loops; the numpy path gives the same bounds.
 
 The prepared histograms of the last few (n, ε0) are kept in the process (:func:`clear_cache`), so
@@ -69,7 +69,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._numerics import pure_dp_rdp
-from ._routing import _PREPARED, ENGINES, clear_cache, log_fm1, route  # noqa: F401 (_PREPARED: bench scripts clear it)
+from .routing import _PREPARED, ENGINES, clear_cache, log_fm1, route  # noqa: F401 (_PREPARED: bench scripts clear it)
 
 __all__ = ["CLONES_MAX_N", "ENGINES", "clone_cap", "clone_rdp", "clear_cache", "route"]
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._binomial import log_binom_pmf
-from ._kernels import Ctx
+from .kernels import Ctx
 
 BLK = 32
 

@@ -21,8 +21,8 @@ import numpy as np
 
 from .._numerics import log_expm1, segment_logsumexp
 from ._binned import RHO_X
-from ._kernels import Ctx, l1m_sq, lf_est, log_cap_f, log_geom, log_q_at, log_q_ratio, log_ratio, tilt
-from ._windows import LAMBDA
+from .kernels import Ctx, l1m_sq, lf_est, log_cap_f, log_geom, log_q_at, log_q_ratio, log_ratio, tilt
+from .windows import LAMBDA
 
 THETA = 0.25  # outer bins below the peaks: width ≤ θ·(distance to the lowest peak)
 

@@ -1,4 +1,4 @@
-"""The merged-histogram engine of the clone bound (accountant.clones._histogram) and the routing
+"""The merged-histogram engine of the clone bound (accountant.clones.histogram) and the routing
 in accountant.clones between it and the adaptive engine.
 
 References are independent of the module: the exact untruncated float summation of
@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from accountant import clones as C
-from accountant.clones import _fused
-from accountant.clones import _histogram as H
-from accountant.clones import _routing as Rt
+from accountant.clones import fused
+from accountant.clones import histogram as H
+from accountant.clones import routing as Rt
 from accountant.orders import DEFAULT_ORDERS
 
 from ..helpers.clone_reference import exact_clone, ref_log_phi, rr_lower
@@ -92,21 +92,21 @@ def test_histogram_bound_is_valid_and_tight_on_random_cells(seed):
     lw = rng.normal(-8.0, 3.0, g.size)
     seg = np.sort(rng.integers(0, 50, g.size))
     alphas = np.array([1.05, 1.5, 2.0, 5.0, 30.0, 300.0, 5000.0])
-    up, _ = H._hist_sum(H._Bins(lw, g, seg, np.zeros(50)), alphas)
+    up, _ = H.hist_sum(H.Bins(lw, g, seg, np.zeros(50)), alphas)
     ref = _direct(lw, g, alphas)
     assert np.all(up >= ref - 1e-12)
     # chord/Jensen slack: ≲ (Δg/g)²/4 near 0, ≲ (αΔg)²/8 (relative) in the exponential part
-    assert np.all(up - ref <= np.maximum(2e-3, 0.15 * alphas * H._DG) + 1e-9)
+    assert np.all(up - ref <= np.maximum(2e-3, 0.15 * alphas * H.DG) + 1e-9)
 
 
 def test_histogram_bound_exact_for_cells_on_bin_edges():
     """Values exactly on bin edges land in the bin they bound (no extrapolated chord), and a bin
     holding one value of g is evaluated exactly."""
-    ed, _, _ = H._edges(1e-4, 0.5)
+    ed, _, _ = H.bin_edges(1e-4, 0.5)
     g = np.concatenate([ed[1:], -ed[1:]])
     lw = np.zeros(g.size)
     alphas = np.array([1.5, 3.0, 40.0])
-    up, _ = H._hist_sum(H._Bins(lw, g, np.zeros(g.size, dtype=np.int64), np.zeros(1)), alphas)
+    up, _ = H.hist_sum(H.Bins(lw, g, np.zeros(g.size, dtype=np.int64), np.zeros(1)), alphas)
     np.testing.assert_allclose(up, _direct(lw, g, alphas), rtol=1e-12, atol=1e-12)
 
 
@@ -226,19 +226,19 @@ def test_merged_bins_never_below_the_direct_sum(seed):
     within the same limits as the unmerged histogram."""
     lw, g, seg = _random_cells(seed)
     alphas = np.array([1.05, 1.5, 2.0, 5.0, 30.0, 300.0, 5000.0])
-    bins = H._Bins(lw, g, seg, np.zeros(50))
+    bins = H.Bins(lw, g, seg, np.zeros(50))
     ref = _direct(lw, g, alphas)
     for level in range(0, 9):
-        up, _ = H._hist_sum(bins.coarse(level), alphas)
+        up, _ = H.hist_sum(bins.coarse(level), alphas)
         assert np.all(up >= ref - 1e-12)
-    up, _ = H._hist_sum_merged(bins, alphas)
+    up, _ = H.hist_sum_merged(bins, alphas)
     assert np.all(up >= ref - 1e-12)
-    assert np.all(up - ref <= np.maximum(2e-3, 0.15 * alphas * H._DG) + 1e-9)
+    assert np.all(up - ref <= np.maximum(2e-3, 0.15 * alphas * H.DG) + 1e-9)
 
 
 def test_merged_bins_keep_mass_mean_and_extremes():
     lw, g, seg = _random_cells(11)
-    bins = H._Bins(lw, g, seg, np.zeros(50))
+    bins = H.Bins(lw, g, seg, np.zeros(50))
     for level in (1, 3, 6):
         cb = bins.coarse(level)
         assert cb.LM.size < bins.LM.size
@@ -265,10 +265,10 @@ _fast = pytest.mark.skipif(not _HAS_NUMBA, reason="numba not installed (the nump
 @pytest.fixture
 def kernels_on():
     """The compiled kernels switched on for one test (off again afterwards)."""
-    was = _fused.available()
-    assert _fused.use(True)
+    was = fused.available()
+    assert fused.use(True)
     yield
-    _fused.use(was)
+    fused.use(was)
 
 
 @_fast
@@ -278,7 +278,7 @@ def test_compiled_histogram_equals_numpy_histogram(n, eps0, monkeypatch):
     """The compiled cell → bin kernel gives the numpy path's histogram: the same bins (up to
     cells on a bin edge), the same statistics to rounding, hence the same bound (checked with
     the pure-numpy path forced)."""
-    from accountant.clones import _fused as F
+    from accountant.clones import fused as F
 
     ctx = Rt.Ctx(n, eps0)
     plan = H.HistPlan(ctx, Rt.HIST_DESIGN)
@@ -314,15 +314,15 @@ def test_compiled_histogram_equals_numpy_histogram(n, eps0, monkeypatch):
 @pytest.mark.usefixtures("kernels_on")
 @pytest.mark.parametrize("seed", range(4))
 def test_compiled_hist_sum_equals_numpy(seed):
-    from accountant.clones import _fused as F
+    from accountant.clones import fused as F
 
     lw, g, seg = _random_cells(seed)
-    bins = H._Bins(lw, g, seg, np.random.default_rng(seed).normal(0, 1, 50))
+    bins = H.Bins(lw, g, seg, np.random.default_rng(seed).normal(0, 1, 50))
     alphas = np.array([1.001, 1.05, 1.5, 2.0, 2.5, 5.0, 30.0, 300.0, 5000.0])
     for level in (0, 2):
         b = bins.coarse(level)
-        up, low = F.hist_sum(b, alphas, H._PRUNE)
-        up_np, low_np = H._hist_sum(b, alphas)
+        up, low = F.hist_sum(b, alphas, H.PRUNE)
+        up_np, low_np = H.hist_sum(b, alphas)
         np.testing.assert_allclose(up, up_np, rtol=0, atol=1e-12)
         np.testing.assert_allclose(low, low_np, rtol=0, atol=1e-12)
         assert np.all(up >= _direct(lw, g, alphas) - 1e-12)
@@ -339,7 +339,7 @@ def test_compiled_log_phi_matches_mpmath(a, x):
     against a high-precision evaluation."""
     import mpmath as mp
 
-    from accountant.clones._fused_kernels import log_phi as lp
+    from accountant.clones.fused_kernels import log_phi as lp
 
     # (the difference cancels to ~x² relative: enough digits for that, plus 40)
     with mp.workdps(40 + int(2 * max(0.0, -math.log10(abs(x))))):
@@ -369,7 +369,7 @@ def test_split_upper_tail_never_below_the_cells_it_replaces(n, eps0):
     """Where the tilted sequence is not concave up to the edge (large ε0), the window stops at
     x_hi anyway and the tail is bounded in two pieces (concave up to y_e, crude beyond): never
     below the direct sum of the cells above the window, and negligible next to the window."""
-    from accountant.clones._windows import tails, windows
+    from accountant.clones.windows import tails, windows
 
     ctx = Rt.Ctx(n, eps0)
     c = np.array([int(ctx.c0)], dtype=np.int64)
@@ -398,8 +398,8 @@ def test_concavity_check_on_a_partial_range_is_sound(c, eps0, a, frac, cut):
     concave on [x_h, y_e], its second differences there are ≤ 0 (direct evaluation)."""
     from scipy.stats import binom
 
-    from accountant.clones._kernels import log_ratio
-    from accountant.clones._windows import concave_above
+    from accountant.clones.kernels import log_ratio
+    from accountant.clones.windows import concave_above
 
     ctx = Rt.Ctx(10, eps0)
     x_h = int(c / 2 + frac * c / 2) + 1
@@ -425,7 +425,7 @@ def test_concavity_check_on_a_partial_range_is_sound(c, eps0, a, frac, cut):
 def test_split_upper_tail_never_below_the_direct_sum(c, eps0, a_hi, frac):
     """Random points whose window stops below the edge with a concave range ending at y_e < c:
     the two-piece tail bound is never below the direct sum of the cells above the window."""
-    from accountant.clones._windows import tails, windows
+    from accountant.clones.windows import tails, windows
 
     ctx = Rt.Ctx(10, eps0)
     cc = np.array([c], dtype=np.int64)

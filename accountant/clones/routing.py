@@ -12,8 +12,8 @@ import numpy as np
 from .._numerics import log_expm1
 from ..orders import DEFAULT_ORDERS
 from ._adaptive import exact_work, refine_log_fm1
-from ._histogram import HistPlan, Prepared
-from ._kernels import Ctx, log_cap_f
+from .histogram import HistPlan, Prepared
+from .kernels import Ctx, log_cap_f
 
 ENGINES = ("auto", "exact", "adaptive", "histogram")
 

@@ -1,11 +1,11 @@
 """Compiled kernels of the clone histogram (optional: numba; off unless enabled).
 
 The same arithmetic as :func:`accountant.clones._cells.hist_cells` followed by
-:class:`accountant.clones._histogram._Bins` — per cell (point j, x in its window, m = c_j + 1,
+:class:`accountant.clones.histogram.Bins` — per cell (point j, x in its window, m = c_j + 1,
 v = (2x − m)/m): log b_m(x) from the block anchor (Loader's pmf at the first cell of each block of
 32, computed by the caller with numpy) plus the exact ratios log((m − x + 1)/x); 1 − s·v and
 g = log((1 + s·v)/(1 − s·v)) in the cancellation-free forms of :mod:`._cells`; the bin key of
-:func:`accountant.clones._histogram._bin_keys` (the analytic index, corrected against the edges);
+:func:`accountant.clones.histogram._bin_keys` (the analytic index, corrected against the edges);
 then per key the largest log-weight, the extreme values of g, and the sums of the weights
 e^{lw − max}·(1 − s·v), of weight·g and of the right-end weights — fused into three loops over
 the cells instead of ~30 numpy passes, so no certificate changes: the histogram it returns is the
@@ -14,7 +14,7 @@ relative error ≲ cells·2⁻⁵³ either way, far inside the 1e-11 outward rou
 to g by the artanh series instead of log1p where |s·v| ≤ 1/64 (an ulp: a cell on a bin edge may
 land in the neighbouring bin; either histogram is valid). Likewise the per-order bin sums
 (:func:`hist_sum`: the pruning, chord/Jensen/max bounds and log φ of
-:func:`accountant.clones._histogram._hist_sum`, one order and one bin at a time).
+:func:`accountant.clones.histogram.hist_sum`, one order and one bin at a time).
 
 Off by default: set the environment variable ``ACCOUNTANT_NUMBA=1`` with numba installed
 (``pip install 'privacy-accountant[fast]'``), or call :func:`use`. Measured gain on a cold curve:
@@ -36,7 +36,7 @@ _TRIED = False
 
 def available() -> bool:
     """Whether the compiled kernels are in use (enabled and numba importable)."""
-    return _kernels() is not None
+    return kernels() is not None
 
 
 def use(enabled: bool) -> bool:
@@ -48,7 +48,7 @@ def use(enabled: bool) -> bool:
     return _KERNELS is not None
 
 
-def _kernels():
+def kernels():
     global _KERNELS, _TRIED
     if _TRIED:
         return _KERNELS
@@ -67,7 +67,7 @@ def _load():
 
 
 def _compile():
-    from ._fused_kernels import cells_keys, g_range, hist_sum, sums_pass
+    from .fused_kernels import cells_keys, g_range, hist_sum, sums_pass
 
     return g_range, cells_keys, sums_pass, hist_sum
 
@@ -75,11 +75,11 @@ def _compile():
 def hist_stats(c, x_l, x_h, lw, shift_low, ctx, edges_fn, log_r: float):
     """Per-key histogram statistics of the cells of points c (windows [x_l, x_h], log-weights lw)
     with the compiled kernels: (LM, LML, lo, hi, mean, keys, layout) for the keys with positive
-    mass (the arguments of ``_Bins._finish``), or None when no cell is valid. ``edges_fn(gmin,
+    mass (the arguments of ``Bins._finish``), or None when no cell is valid. ``edges_fn(gmin,
     gmax)`` gives the bin edges, the first uniform edge and the uniform width."""
     from .._binomial import log_binom_pmf
 
-    g_range, cells_keys, sums_pass, _ = _kernels()
+    g_range, cells_keys, sums_pass, _ = kernels()
     lwf = lw.astype(float)
     gmin, gmax = g_range(c.astype(float), x_l, x_h, lwf, ctx.s, ctx.w)
     if not gmax > 0.0:
@@ -123,8 +123,8 @@ def hist_stats(c, x_l, x_h, lw, shift_low, ctx, edges_fn, log_r: float):
 
 
 def hist_sum(bins, alphas: np.ndarray, prune: float):
-    """:func:`accountant.clones._histogram._hist_sum` with the compiled kernel (same bounds)."""
-    kern = _kernels()[3]
+    """:func:`accountant.clones.histogram.hist_sum` with the compiled kernel (same bounds)."""
+    kern = kernels()[3]
     a = np.ascontiguousarray(alphas, dtype=float)
     up = np.empty(a.size)
     low = np.empty(a.size)

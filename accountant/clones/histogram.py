@@ -16,7 +16,7 @@ sum is bounded, so that the cost of each order no longer grows with the number o
    geometric ladder below down to c = 0, where f_α(0) is exact (the ε0-DP cap). Estimates only
    decide where points go; the bound holds for any grid.
 2. *Cells.* For every point, every cell x of a window [x_lo, x_hi] is evaluated exactly, with the
-   weight W_j·Q_{c_j}(x) (log space). Outside the window, the certified tail bounds of :mod:`._windows` are
+   weight W_j·Q_{c_j}(x) (log space). Outside the window, the certified tail bounds of :mod:`.windows` are
    added per point and order: T_lo + T_hi + (α−1)·τ (φ ≤ R^α + α − 1). Windows follow the tilted
    peaks of the largest order; for points far in the C-tail (whose mass is e^{−45} below every
    order's estimated total even when multiplied by α) the window starts higher, where the bound
@@ -30,14 +30,14 @@ sum is bounded, so that the cost of each order no longer grows with the number o
    value of g is exact. Bins whose crude bound (log M + log(α²g²/2) + α·g for g > 0, from
    ψ'' ≤ α²e^{α·max(g,0)}; log M + log(α|g|) or the Taylor form for g < 0) is 45 nats below the
    largest are not evaluated; their count times e^{largest − 45} is added.
-   Each order sees the histogram merged as far as its own slack allows (:meth:`_Bins.coarse`):
+   Each order sees the histogram merged as far as its own slack allows (:meth:`Bins.coarse`):
    in the uniform part, 2^ℓ neighbouring bins of one sign become one (the union of their
    cells: masses add, means average, extremes extend — every per-bin bound above holds for any
    such union), with 2^ℓ·dg·α ≤ 0.05 and the merged width ≤ 3% of g; low orders then cost a
    fraction of the bins. The level depends on the order and the histogram only.
 4. *Design once, evaluate many times.* Steps 1–3 do not depend on the order: :class:`Prepared`
    keeps them, and :meth:`Prepared.evaluate` costs per order only its bins and tail terms. The
-   caller (:func:`accountant.clones._routing.histogram_engine`) always designs for the same orders (the
+   caller (:func:`accountant.clones.routing.histogram_engine`) always designs for the same orders (the
    default grid and 1.01), so a value depends on (n, ε0, α) only.
 5. *A-posteriori check.* The same histogram with right-end weights (bin j bounded below by
    f(c_{j+1})) estimates the lower end of the C-discretisation bracket; orders whose gap is
@@ -59,17 +59,17 @@ import numpy as np
 
 from .._binomial import log_binom_pmf
 from .._numerics import log_expm1, log_phi, logsumexp, logsumexp_many, segment_logsumexp
-from . import _fused
+from . import fused
 from ._cells import hist_cells
-from ._kernels import CMass, Ctx, log_cap_f, log_q_at, log_ratio, tilt
-from ._windows import tails, windows
+from .kernels import CMass, Ctx, log_cap_f, log_q_at, log_ratio, tilt
+from .windows import tails, windows
 
 _R = 1.03  # geometric ratio of the g-bins near 0 (chord slack ≈ (R−1)²/4 relative)
-_DG = 7.5e-4  # widest g-bin
+DG = 7.5e-4  # widest g-bin
 _MERGE_REL = 0.03  # merged bins (per order): width ≤ this·g in the uniform part …
 _MERGE_ABS = 0.05  # … and ≤ this/α (chord slack ≲ (α·width)²/8 where ψ is exponential)
 _RHO = 1.5e-3  # C-grid: target relative slack of F − 1 (small F) or of log F (large)
-_PRUNE = 45.0
+PRUNE = 45.0
 _CHECK = 2e-2  # fallback when the estimated C-slack log(1+U) − log(1+L) exceeds this·(α/64)^¼·log(1+U)
 _EST_REL = 0.1  # relative error allowed for the estimates of log F
 
@@ -200,13 +200,13 @@ class Prepared:
             lw_low_all = np.logaddexp(below, own)
             lw_low = lw_low_all[1:] if pts[0] == 0 else lw_low_all
             self.cells = plan.cells
-            if _fused.available():  # the same histogram from the compiled kernel
-                st = _fused.hist_stats(c, plan.x_l, plan.x_h, lw, lw_low - lw, ctx, _edges, math.log(_R))
-                self.bins = None if st is None else _Bins.from_stats(*st)
+            if fused.available():  # the same histogram from the compiled kernel
+                st = fused.hist_stats(c, plan.x_l, plan.x_h, lw, lw_low - lw, ctx, bin_edges, math.log(_R))
+                self.bins = None if st is None else Bins.from_stats(*st)
             else:
                 lbw, den, g, segc = hist_cells(c, plan.x_l, plan.x_h, lw, ctx)
                 if np.any(np.isfinite(lbw) & (g != 0.0) & (den > 0.0)):
-                    self.bins = _Bins(lbw, g, segc, lw_low - lw, lin=den)
+                    self.bins = Bins(lbw, g, segc, lw_low - lw, lin=den)
 
     def covers(self, alphas: np.ndarray) -> bool:
         return bool(alphas.size) and self.a_lo <= float(alphas[0]) and float(alphas[-1]) <= self.a_hi
@@ -227,7 +227,7 @@ class Prepared:
                 tail = logsumexp_many(t_lo, t_hi, np.log(alphas - 1.0)[None, :] + ltau[:, None]) + lw[:, None]
             out_terms.append(logsumexp(tail))
             if self.bins is not None:
-                up, low = _hist_sum_merged(self.bins, alphas)
+                up, low = hist_sum_merged(self.bins, alphas)
                 out_terms.append(up)
                 low_terms.append(low)
         res = logsumexp_many(*out_terms)
@@ -290,12 +290,12 @@ def _raise_lower_ends(c, x_l, x_h, lw, lfm1_est, alphas, ctx):
     return np.where(ok & (x_new > x_l), x_new, x_l)
 
 
-def _edges(gmin: float, gmax: float):
+def bin_edges(gmin: float, gmax: float):
     """Bin edges on |g|: 0, gmin, then ×_R while the step is below dg, then steps of dg up to
-    gmax, dg = min(_DG, gmax/200) (finer when ε0 is small, where the largest orders would
+    gmax, dg = min(DG, gmax/200) (finer when ε0 is small, where the largest orders would
     otherwise see few bins). Returns the edges, the index of the first uniform-part edge
     (geometric below it) and dg."""
-    dg = min(_DG, gmax / 200.0)
+    dg = min(DG, gmax / 200.0)
     lr = math.log(_R)
     g_sw = dg / (_R - 1.0)
     k = max(0, int(math.ceil(math.log(max(min(gmax, g_sw), gmin) / gmin) / lr)))
@@ -306,7 +306,7 @@ def _edges(gmin: float, gmax: float):
     return ed, k + 1, dg
 
 
-class _Bins:
+class Bins:
     """The histogram of the cells on g (order-independent): per non-empty bin the log-mass LM, the
     cells' extreme values [lo, hi] of g, the mean μ, and the log-mass under the right-end weights
     (lw + shift_low[seg], for the slack check).
@@ -355,11 +355,11 @@ class _Bins:
         with np.errstate(divide="ignore", invalid="ignore"):
             LML = mx[kk] + np.log(ML)
         self._finish(LM, LML, gl[kk], gh[kk], S[kk] / M[kk], kk)
-        self._cuts: dict[int, _Bins] = {}
+        self._cuts: dict[int, Bins] = {}
 
     @classmethod
-    def from_stats(cls, LM, LML, lo, hi, mean, keys, layout) -> _Bins:
-        """The histogram from per-key statistics already reduced (:mod:`._fused`)."""
+    def from_stats(cls, LM, LML, lo, hi, mean, keys, layout) -> Bins:
+        """The histogram from per-key statistics already reduced (:mod:`.fused`)."""
         out = object.__new__(cls)
         out.layout = layout
         out._cuts = {}
@@ -388,13 +388,13 @@ class _Bins:
             self.p1 = LM + l2g  # + log(½α²) (+ α·g for positive g): the pruning bound
             self.p2 = LM + np.log(gm)  # + log α (negative g)
 
-    def coarse(self, level: int) -> _Bins:
+    def coarse(self, level: int) -> Bins:
         """The same cells in fewer bins: in the uniform part of the edges, 2^ℓ consecutive bins
         of one sign are merged (dyadic groups), ℓ = min(level, ⌊log2(κ·g/dg)⌋) growing with the
         bin's lower edge g (κ = :data:`_MERGE_REL`, so a merged bin stays narrow relative to g,
         where ψ is quadratic); the geometric part near 0 is kept. A merged bin holds the union
         of its bins' cells: mass and right-end mass add, the mean is the mass-weighted mean, the
-        extremes are the extremes — every per-bin bound of :func:`_hist_sum` holds for any set of
+        extremes are the extremes — every per-bin bound of :func:`hist_sum` holds for any set of
         cells with these statistics, so the bound stays valid; only its slack grows (chosen per
         order by :func:`_merge_level`). Cached per level."""
         if level <= 0 or self.layout is None:
@@ -428,7 +428,7 @@ class _Bins:
         hi = np.full(k, -np.inf)
         np.minimum.at(lo, grp, self.lo)
         np.maximum.at(hi, grp, self.hi)
-        out = object.__new__(_Bins)
+        out = object.__new__(Bins)
         out.layout = None
         out._cuts = {}
         out._finish(mx + np.log(M), LML, lo, hi, S / M, uk)
@@ -437,13 +437,13 @@ class _Bins:
 
 
 def _bin_keys(g: np.ndarray, valid: np.ndarray):
-    """Bin key of every valid cell (2·bin + [g < 0], bins on |g| from :func:`_edges`; bin k covers
+    """Bin key of every valid cell (2·bin + [g < 0], bins on |g| from :func:`bin_edges`; bin k covers
     (ed[k], ed[k+1]]), the extra last key for the others, and the number of keys. The analytic
     index is corrected against the edges themselves, so a value on an edge lands in the bin it
     bounds."""
     ag = np.abs(g)
     gmin = float(np.min(ag, where=valid, initial=np.inf))
-    ed, ksw, dg = _edges(gmin, float(np.max(ag, where=valid, initial=0.0)))
+    ed, ksw, dg = bin_edges(gmin, float(np.max(ag, where=valid, initial=0.0)))
     nb = ed.size - 1
     top = ed[ksw]
     # the uniform part's index for every cell (in place), then the geometric part's for the few
@@ -475,23 +475,23 @@ def _merge_level(alphas: np.ndarray, dg: float) -> np.ndarray:
     return np.clip(lev, 0, 30).astype(np.int64)
 
 
-def _hist_sum_merged(bins: _Bins, alphas: np.ndarray):
-    """:func:`_hist_sum` with each order on the histogram merged as far as its slack allows
-    (:meth:`_Bins.coarse`, :func:`_merge_level`): low orders see far fewer bins. Valid for any
+def hist_sum_merged(bins: Bins, alphas: np.ndarray):
+    """:func:`hist_sum` with each order on the histogram merged as far as its slack allows
+    (:meth:`Bins.coarse`, :func:`_merge_level`): low orders see far fewer bins. Valid for any
     merging; the level depends on the order and the histogram's layout only."""
     if bins.layout is None:
-        return _hist_sum(bins, alphas)
+        return hist_sum(bins, alphas)
     lev = _merge_level(alphas, bins.layout[2])
     up = np.empty(alphas.size)
     low = np.empty(alphas.size)
-    summ = (lambda b, a: _fused.hist_sum(b, a, _PRUNE)) if _fused.available() else _hist_sum
+    summ = (lambda b, a: fused.hist_sum(b, a, PRUNE)) if fused.available() else hist_sum
     for ell in np.unique(lev).tolist():
         sel = np.flatnonzero(lev == ell)
         up[sel], low[sel] = summ(bins.coarse(int(ell)), alphas[sel])
     return up, low
 
 
-def _hist_sum(bins: _Bins, alphas: np.ndarray):
+def hist_sum(bins: Bins, alphas: np.ndarray):
     """log Σ over cells of e^{lw}·ψ_α(g), bounded bin by bin (module docstring, step 3), and the
     same sum under the right-end weights (an estimate, for the slack check)."""
     LM, LML, lo, hi, mu = bins.LM, bins.LML, bins.lo, bins.hi, bins.mu
@@ -510,7 +510,7 @@ def _hist_sum(bins: _Bins, alphas: np.ndarray):
             bins.p1[None, npos:] + la2, bins.p2[None, npos:] + np.log(alphas)[:, None], out=A[:, npos:]
         )
     rowmax = A.max(axis=1)
-    keep = A >= (rowmax - _PRUNE)[:, None]
+    keep = A >= (rowmax - PRUNE)[:, None]
     rows, cols = np.nonzero(keep)
     ar = alphas[rows]
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -534,9 +534,9 @@ def _hist_sum(bins: _Bins, alphas: np.ndarray):
     val = val + LM[cols]
     starts = np.searchsorted(rows, np.arange(K))
     res = segment_logsumexp(val, starts)
-    # pruned bins: each below e^{max A − _PRUNE}
+    # pruned bins: each below e^{max A − PRUNE}
     ndrop = LM.size - np.bincount(rows, minlength=K)
     with np.errstate(divide="ignore"):
-        dropped = np.where(ndrop > 0, np.log(np.maximum(ndrop, 1)) + rowmax - _PRUNE, -np.inf)
+        dropped = np.where(ndrop > 0, np.log(np.maximum(ndrop, 1)) + rowmax - PRUNE, -np.inf)
     low = segment_logsumexp(vlow, starts)
     return np.logaddexp(res, dropped), low

@@ -1,4 +1,4 @@
-"""The compiled kernels of :mod:`accountant.clones._fused` (imported only when numba is
+"""The compiled kernels of :mod:`accountant.clones.fused` (imported only when numba is
 installed; module-level functions so that numba can cache them on disk)."""
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def g_range(c, x_l, x_h, lwp, s, w):
 
 @njit(**opts)
 def _bin_of(a, prev, ed, top, ksw, dg, gmin, log_r):
-    """The bin (ed[i], ed[i+1]] holding |g| = a (accountant.clones._histogram._bin_keys): the
+    """The bin (ed[i], ed[i+1]] holding |g| = a (accountant.clones.histogram._bin_keys): the
     analytic index (uniform part above ``top``, geometric below it; or the previous cell's bin,
     ``prev`` ≥ 0), then moved to the bin that holds a. −1 if none does (never expected)."""
     nb = ed.size - 1
@@ -161,7 +161,7 @@ def sums_pass(lbw, den, g, key, es, mx, msum, ssum, mlsum):
 
 
 # ----------------------------------------------------------------------------------------------
-# the per-order histogram sum (accountant.clones._histogram._hist_sum) and the scalar log φ it
+# the per-order histogram sum (accountant.clones.histogram.hist_sum) and the scalar log φ it
 # needs (accountant._numerics.log_phi: the same branches and formulas)
 # ----------------------------------------------------------------------------------------------
 
