@@ -88,8 +88,8 @@ def main() -> None:
         "|---|" + "---|" * (len(eps_list) + 1),
     ]
     from accountant.clones import histogram as H
-    from accountant.clones import routing as Rt
     from accountant.clones import route
+    from accountant.clones import routing as Rt
 
     def engine(n, e):
         """Which engine clone_rdp uses for (n, ε0) on the default grid: e = exact, h = merged

@@ -69,6 +69,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._numerics import pure_dp_rdp
+from .kernels import ArrayLike
 from .routing import _PREPARED, ENGINES, clear_cache, log_fm1, route  # noqa: F401 (_PREPARED: bench scripts clear it)
 
 __all__ = ["CLONES_MAX_N", "ENGINES", "clone_cap", "clone_rdp", "clear_cache", "route"]
@@ -79,13 +80,13 @@ CLONES_MAX_N = 10**8
 _REL_SAFETY = 1e-11
 
 
-def clone_cap(epsilon0: float, orders) -> np.ndarray:
+def clone_cap(epsilon0: float, orders: ArrayLike) -> np.ndarray:
     """The ε0-DP cap ĉ(α) = log((e^{αε0} + e^{(1−α)ε0})/(e^{ε0}+1))/(α−1) = log f_α(0)/(α−1)
     (bounds.md §1): :func:`accountant._numerics.pure_dp_rdp`."""
     return pure_dp_rdp(epsilon0, orders)
 
 
-def clone_rdp(n: int, epsilon0: float, orders, engine: str = "auto") -> np.ndarray:
+def clone_rdp(n: int, epsilon0: float, orders: ArrayLike, engine: str = "auto") -> np.ndarray:
     """Certified RDP upper bound of the shuffle model from the clone reduction.
 
     FMT21 §3 (general ε0-LDP randomizers, replace-one neighbours), evaluated as described in the

@@ -28,7 +28,7 @@ import numpy as np
 from .._numerics import logsumexp
 from ._binned import eval_cells
 from ._geometric import eval_geo
-from .kernels import CMass, Ctx, lf_est, log_cap_f
+from .kernels import Array, CMass, Ctx, lf_est, log_cap_f
 from .windows import windows
 
 RHO_C = 2.0e-3  # bound on the relative slack of the C-discretisation (adaptive mode)
@@ -130,7 +130,18 @@ def exact_work(ctx: Ctx, alphas: np.ndarray) -> float:
     return ncs * cells * alphas.size
 
 
-def _new_points(p, lfm1, nxt, lmass, lf_tot, l_up, bad, rho, width, ctx: Ctx) -> set[int]:
+def _new_points(
+    p: Array,
+    lfm1: Array,
+    nxt: Array,
+    lmass: Array,
+    lf_tot: Array,
+    l_up: Array,
+    bad: Array,
+    rho: float | Array,
+    width: Array,
+    ctx: Ctx,
+) -> set[int]:
     """Where to cut the bins of one chunk whose orders ``bad`` miss the tolerance. G = allowed gap
     (nats) per order; λ_j = log f(c_j) − log f(c_{j+1}); w_j = share of bin j in the bound. Large
     gaps: k_j = ⌈λ_j/(G/2)⌉ pieces for bins with a non-negligible share; small gaps: k_j ∝ √(w_j·λ_j)
@@ -244,4 +255,4 @@ def refine_log_fm1(ctx: Ctx, alphas: np.ndarray, exact: bool) -> np.ndarray:
                 ref.check(i)
         if not any(ref.request):
             break
-    return np.concatenate(ref.result)
+    return np.concatenate([r for r in ref.result if r is not None])

@@ -22,7 +22,7 @@ import numpy as np
 
 from .._numerics import log_expm1, log_phi, logsumexp_many, segment_logsumexp
 from ._cells import BLK, CellBlocks
-from .kernels import Ctx, l1m, l1m_sq, lf_est, log_cap_f, log_ratio
+from .kernels import Array, Ctx, l1m, l1m_sq, lf_est, log_cap_f, log_ratio
 from .windows import tails, windows
 
 RHO_X = 2.0e-4  # target relative slack of the x-discretisation
@@ -34,7 +34,7 @@ class Cells(CellBlocks):
     of each block, and (binned mode) its log-mass, mean and variance of u (bins made of whole
     blocks merge them)."""
 
-    def __init__(self, c: np.ndarray, x_l: np.ndarray, x_h: np.ndarray, ctx: Ctx, exact: bool):
+    def __init__(self, c: Array, x_l: Array, x_h: Array, ctx: Ctx, exact: bool) -> None:
         super().__init__(c, x_l, x_h, ctx)
         self.c, self.x_l, self.x_h = c, x_l, x_h
         self.t_blk = ctx.s / (c[self.blk_seg] + 1.0)
@@ -46,7 +46,7 @@ class Cells(CellBlocks):
         if not exact:
             self.b_lm, self.b_u, self.b_v = sub_stats(self.lq, self.u)
 
-    def select(self, x_lo: np.ndarray, x_hi: np.ndarray):
+    def select(self, x_lo: Array, x_hi: Array) -> tuple[Array, Array, Array, Array]:
         """Block indices covering [x_lo, x_hi] per point (clipped to the window), the effective
         window edges, and the number of selected blocks per point."""
         xl = np.maximum(x_lo, self.x_l)
@@ -62,7 +62,7 @@ class Cells(CellBlocks):
         return idx, e_lo, e_hi, nsel
 
 
-def sub_stats(lq3: np.ndarray, u3: np.ndarray):
+def sub_stats(lq3: Array, u3: Array) -> tuple[Array, Array, Array]:
     """log-mass, mean and variance of u along the last axis (padding: −inf, ignored)."""
     mx = lq3.max(axis=-1)
     safe = np.where(np.isfinite(mx), mx, 0.0)
@@ -77,7 +77,7 @@ def sub_stats(lq3: np.ndarray, u3: np.ndarray):
     return lm, ub, var
 
 
-def _peak_distance(cells: Cells, idx, nsel, a_arr):
+def _peak_distance(cells: Cells, idx: Array, nsel: Array, a_arr: Array) -> Array:
     """Per (order, selected block): nats below the block holding the tilted peak of the order in
     its point (0 on the peak block and its neighbours)."""
     rows = np.arange(idx.size)
@@ -89,10 +89,11 @@ def _peak_distance(cells: Cells, idx, nsel, a_arr):
     at = np.repeat(
         np.minimum.reduceat(np.where(pb >= pk, rows[None, :], idx.size), sstart, axis=1), nsel, axis=1
     )
-    return np.where(np.abs(rows[None, :] - at) <= 1, 0.0, np.maximum(pk - pb, 0.0))
+    out: Array = np.where(np.abs(rows[None, :] - at) <= 1, 0.0, np.maximum(pk - pb, 0.0))
+    return out
 
 
-def block_width(cells: Cells, idx: np.ndarray, nsel: np.ndarray, ch: np.ndarray, ctx: Ctx) -> np.ndarray:
+def block_width(cells: Cells, idx: Array, nsel: Array, ch: Array, ctx: Ctx) -> Array:
     """Target bin width (cells) on each selected block, for one chunk of orders.
 
     For order α the width satisfies (α·g'·w)³/48 ≲ ρ·log f (large log f) or the φ-form analogue
@@ -128,9 +129,9 @@ def block_width(cells: Cells, idx: np.ndarray, nsel: np.ndarray, ch: np.ndarray,
     return w
 
 
-def _fine_bins(cells: Cells, idx, seg, wpow):
+def _fine_bins(cells: Cells, idx: Array, seg: Array, wpow: Array) -> list[tuple[Array, ...]]:
     """Blocks cut into equal sub-bins of width 1, 2, 4, 8 or 16 cells."""
-    parts = []
+    parts: list[tuple[Array, ...]] = []
     for width in (1, 2, 4, 8, 16):
         sel = np.flatnonzero(wpow == width)
         if sel.size == 0:
@@ -155,7 +156,7 @@ def _fine_bins(cells: Cells, idx, seg, wpow):
     return parts
 
 
-def _coarse_bins(cells: Cells, idx, seg, w, coarse):
+def _coarse_bins(cells: Cells, idx: Array, seg: Array, w: Array, coarse: Array) -> tuple[Array, ...]:
     """Runs of consecutive whole blocks of one point, ≤ w/32 blocks per bin (parallel-axis formula
     for the variance)."""
     pos = coarse
@@ -186,7 +187,9 @@ def _coarse_bins(cells: Cells, idx, seg, w, coarse):
     )
 
 
-def chunk_bins(cells: Cells, idx: np.ndarray, nsel: np.ndarray, ch: np.ndarray, ctx: Ctx, exact: bool):
+def chunk_bins(
+    cells: Cells, idx: Array, nsel: Array, ch: Array, ctx: Ctx, exact: bool
+) -> tuple[Array, Array, Array | None, Array, Array, Array, Array]:
     """Bins of one chunk, grouped by point: log-mass, ū, V, u_a, u_b, g(u_b), bins per point.
 
     A block whose target width is < 32 is cut into equal sub-bins of a power-of-two width; runs
@@ -219,7 +222,14 @@ def chunk_bins(cells: Cells, idx: np.ndarray, nsel: np.ndarray, ch: np.ndarray, 
     return lm, ub, var, u_a, u_b, g_b, np.bincount(sg, minlength=n_seg)
 
 
-def main_sums(lm, gbar, nb_seg, alphas, phi: bool, tay=None) -> np.ndarray:
+def main_sums(
+    lm: Array,
+    gbar: Array,
+    nb_seg: Array,
+    alphas: Array,
+    phi: bool,
+    tay: tuple[Array, Array, Array] | None = None,
+) -> Array:
     """log Σ_b [m_b·(h or φ)(ū_b) + Taylor_b] per (point, order), dense over (orders × bins)
     in column batches of whole points. ``tay`` = (l_t0, t·u_b, g(u_b)) or None."""
     n_seg = nb_seg.size
@@ -250,7 +260,9 @@ def main_sums(lm, gbar, nb_seg, alphas, phi: bool, tay=None) -> np.ndarray:
     return res
 
 
-def _taylor_terms(c, lm, var, u_a, u_b, g_b, nb_seg, ctx: Ctx):
+def _taylor_terms(
+    c: Array, lm: Array, var: Array | None, u_a: Array, u_b: Array, g_b: Array, nb_seg: Array, ctx: Ctx
+) -> tuple[tuple[Array, Array, Array] | None, Array]:
     """(Taylor remainder terms, log J per point) of the bins (module docstring); (None, −inf) when
     every bin is a single cell."""
     n_seg = nb_seg.size
@@ -268,8 +280,15 @@ def _taylor_terms(c, lm, var, u_a, u_b, g_b, nb_seg, ctx: Ctx):
 
 
 def eval_cells_chunk(
-    c, cells: Cells, xl_k, xh_k, ch: np.ndarray, ctx: Ctx, exact: bool, ends=None
-) -> np.ndarray:
+    c: Array,
+    cells: Cells,
+    xl_k: Array,
+    xh_k: Array,
+    ch: Array,
+    ctx: Ctx,
+    exact: bool,
+    ends: tuple[Array, Array, Array] | None = None,
+) -> Array:
     """Upper bounds on log(f_α(c) − 1) for one chunk of orders from the cells in [xl_k, xh_k]:
     the h-form where log f is not small, else (or where the h-form gives f < e^{1e-3}) the φ-form
     (module docstring), plus the window tails."""
@@ -309,7 +328,7 @@ def eval_cells_chunk(
     return res
 
 
-def eval_cells(c: np.ndarray, chunks: list[np.ndarray], ctx: Ctx, exact: bool) -> np.ndarray:
+def eval_cells(c: Array, chunks: list[Array], ctx: Ctx, exact: bool) -> Array:
     """Upper bounds on log(f_α(c) − 1) for every c and every order of ``chunks`` (cell path); one
     cell build shared by the chunks, each chunk reading its own window."""
     a_cells = np.concatenate(chunks)

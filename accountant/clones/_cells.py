@@ -20,12 +20,12 @@ from __future__ import annotations
 import numpy as np
 
 from .._binomial import log_binom_pmf
-from .kernels import Ctx
+from .kernels import Array, Ctx
 
 BLK = 32
 
 
-def _blocks(c: np.ndarray, x_l: np.ndarray, x_h: np.ndarray, ctx: Ctx):
+def _blocks(c: Array, x_l: Array, x_h: Array, ctx: Ctx) -> tuple[Array, ...]:
     """The block layout and, per cell: log b_m(x), 1 − s·v, g (module docstring), the padding mask
     and x. Returns (nblk, blk_first, blk_seg, blk_len, xs, m2, pad, lb, den, g, sv, far)."""
     ncell = x_h - x_l + 1
@@ -74,7 +74,7 @@ class CellBlocks:
     ``blk_seg`` (point of each block), ``blk_first`` (first block of each point), ``blk_len``
     (real cells per block), ``nblk`` (blocks per point)."""
 
-    def __init__(self, c: np.ndarray, x_l: np.ndarray, x_h: np.ndarray, ctx: Ctx):
+    def __init__(self, c: Array, x_l: Array, x_h: Array, ctx: Ctx) -> None:
         self.nblk, self.blk_first, self.blk_seg, self.blk_len, xs, m2, self.pad, lb, den, self.g, sv, far = (
             _blocks(c, x_l, x_h, ctx)
         )
@@ -87,7 +87,7 @@ class CellBlocks:
         self.u = 2.0 * xs - m2
 
 
-def hist_cells(c: np.ndarray, x_l: np.ndarray, x_h: np.ndarray, lw: np.ndarray, ctx: Ctx):
+def hist_cells(c: Array, x_l: Array, x_h: Array, lw: Array, ctx: Ctx) -> tuple[Array, Array, Array, Array]:
     """Flat arrays over the cells of every point, in x order within each point:
     (lw_j + log b_m(x), 1 − s·v, g, j); the cell's weight W_j·Q_{c_j}(x) is e^{first}·second.
     Padding cells carry first = −inf (weight 0)."""

@@ -21,13 +21,13 @@ import numpy as np
 
 from .._numerics import log_expm1, segment_logsumexp
 from ._binned import RHO_X
-from .kernels import Ctx, l1m_sq, lf_est, log_cap_f, log_geom, log_q_at, log_q_ratio, log_ratio, tilt
+from .kernels import Array, Ctx, l1m_sq, lf_est, log_cap_f, log_geom, log_q_at, log_q_ratio, log_ratio, tilt
 from .windows import LAMBDA
 
 THETA = 0.25  # outer bins below the peaks: width ≤ θ·(distance to the lowest peak)
 
 
-def geo_bins(c: np.ndarray, ch: np.ndarray, ctx: Ctx):
+def geo_bins(c: Array, ch: Array, ctx: Ctx) -> tuple[Array, Array, Array, Array, Array, Array]:
     """Bin edges [a, b] of every point: σ-scale around the tilted peaks of the chunk's orders
     (width ≲ √(24ρ·log f)·σ_loc and √(8ρ·log f/(α·g'')), placed by inverting their cumulative
     density), geometric below the core and doubling above it, together covering 0..c+1.
@@ -128,7 +128,7 @@ def geo_bins(c: np.ndarray, ch: np.ndarray, ctx: Ctx):
     return seg, a_x, b_x, nb_seg, core_lo, core_hi
 
 
-def eval_geo(c: np.ndarray, ch: np.ndarray, ctx: Ctx) -> np.ndarray:
+def eval_geo(c: Array, ch: Array, ctx: Ctx) -> Array:
     """Upper bounds on log(f_α(c) − 1) for every point c and order of the chunk ``ch`` (module
     docstring), without cell data."""
     cf = c.astype(float)
@@ -175,4 +175,5 @@ def eval_geo(c: np.ndarray, ch: np.ndarray, ctx: Ctx) -> np.ndarray:
     )
     terms = np.logaddexp(left, right)
     gst = np.concatenate([[0], np.cumsum(nb_seg)[:-1]])
-    return log_expm1(segment_logsumexp(terms, gst, axis=1).T)
+    out: Array = log_expm1(segment_logsumexp(terms, gst, axis=1).T)
+    return out

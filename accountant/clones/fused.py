@@ -27,16 +27,28 @@ directory). Without it the numpy path is used: the same bounds.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-_KERNELS = None
+from .kernels import Array, Ctx
+
+if TYPE_CHECKING:
+    from .histogram import Bins, Layout
+
+#: The compiled kernels: (g_range, cells_keys, sums_pass, hist_sum) of :mod:`.fused_kernels`.
+Kernels = tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any], Callable[..., Any]]
+#: Per-key histogram statistics: (LM, LML, lo, hi, mean, keys, layout), see :func:`hist_stats`.
+Stats = tuple[Array, Array, Array, Array, Array, Array, "Layout"]
+
+_KERNELS: Kernels | None = None
 _TRIED = False
 
 
 def available() -> bool:
     """Whether the compiled kernels are in use (enabled and numba importable)."""
-    return kernels() is not None
+    return _kernels() is not None
 
 
 def use(enabled: bool) -> bool:
@@ -48,7 +60,7 @@ def use(enabled: bool) -> bool:
     return _KERNELS is not None
 
 
-def kernels():
+def _kernels() -> Kernels | None:
     global _KERNELS, _TRIED
     if _TRIED:
         return _KERNELS
@@ -58,7 +70,14 @@ def kernels():
     return _KERNELS
 
 
-def _load():
+def _required() -> Kernels:
+    kern = _kernels()
+    if kern is None:
+        raise RuntimeError("the compiled clone kernels are not enabled (see accountant.clones.fused.use)")
+    return kern
+
+
+def _load() -> Kernels | None:
     try:
         import numba  # noqa: F401
     except ImportError:
@@ -66,20 +85,29 @@ def _load():
     return _compile()
 
 
-def _compile():
+def _compile() -> Kernels:
     from .fused_kernels import cells_keys, g_range, hist_sum, sums_pass
 
     return g_range, cells_keys, sums_pass, hist_sum
 
 
-def hist_stats(c, x_l, x_h, lw, shift_low, ctx, edges_fn, log_r: float):
+def hist_stats(
+    c: Array,
+    x_l: Array,
+    x_h: Array,
+    lw: Array,
+    shift_low: Array,
+    ctx: Ctx,
+    edges_fn: Callable[[float, float], Layout],
+    log_r: float,
+) -> Stats | None:
     """Per-key histogram statistics of the cells of points c (windows [x_l, x_h], log-weights lw)
     with the compiled kernels: (LM, LML, lo, hi, mean, keys, layout) for the keys with positive
     mass (the arguments of ``Bins._finish``), or None when no cell is valid. ``edges_fn(gmin,
     gmax)`` gives the bin edges, the first uniform edge and the uniform width."""
     from .._binomial import log_binom_pmf
 
-    g_range, cells_keys, sums_pass, _ = kernels()
+    g_range, cells_keys, sums_pass, _ = _required()
     lwf = lw.astype(float)
     gmin, gmax = g_range(c.astype(float), x_l, x_h, lwf, ctx.s, ctx.w)
     if not gmax > 0.0:
@@ -122,9 +150,9 @@ def hist_stats(c, x_l, x_h, lw, shift_low, ctx, edges_fn, log_r: float):
     return LM, LML, gl[kk], gh[kk], ssum[kk] / msum[kk], kk, (ed, ksw, dg)
 
 
-def hist_sum(bins, alphas: np.ndarray, prune: float):
+def hist_sum(bins: Bins, alphas: Array, prune: float) -> tuple[Array, Array]:
     """:func:`accountant.clones.histogram.hist_sum` with the compiled kernel (same bounds)."""
-    kern = kernels()[3]
+    kern = _required()[3]
     a = np.ascontiguousarray(alphas, dtype=float)
     up = np.empty(a.size)
     low = np.empty(a.size)

@@ -4,15 +4,25 @@ installed; module-level functions so that numba can cache them on disk)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 import numpy as np
 from numba import njit
 
-opts = {"cache": True, "nogil": True, "error_model": "numpy"}
+from .kernels import Array
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 
-@njit(**opts)
-def _cell(x, m, s, w):
+def _jit(fn: _F) -> _F:
+    """numba's ``njit`` with the options of every kernel here (on-disk cache, no GIL, numpy's
+    floating-point error model: inf/nan, no exceptions)."""
+    return cast(_F, njit(cache=True, nogil=True, error_model="numpy")(fn))
+
+
+@_jit
+def _cell(x: float, m: float, s: float, w: float) -> tuple[float, float]:
     """(1 − s·v, g) of cell x of a point with m = c + 1 coins (module docstring). For |s·v| ≤
     1/64, g = 2·artanh(s·v) = 2·Σ_k (s·v)^{2k+1}/(2k+1) to k = 6 (the rest is below 2⁻⁸⁴
     relative) instead of log1p(2sv/(1 − sv)): the same value to rounding, without a log."""
@@ -36,8 +46,8 @@ def _cell(x, m, s, w):
     return d, gg
 
 
-@njit(**opts)
-def g_range(c, x_l, x_h, lwp, s, w):
+@_jit
+def g_range(c: Array, x_l: Array, x_h: Array, lwp: Array, s: float, w: float) -> tuple[float, float]:
     """min and max of |g| over the valid cells: g is increasing in x and 0 only at x = m/2, so
     they are at the cells next to m/2 and at the window ends."""
     gmin = math.inf
@@ -59,8 +69,10 @@ def g_range(c, x_l, x_h, lwp, s, w):
     return gmin, gmax
 
 
-@njit(**opts)
-def _bin_of(a, prev, ed, top, ksw, dg, gmin, log_r):
+@_jit
+def _bin_of(
+    a: float, prev: int, ed: Array, top: float, ksw: int, dg: float, gmin: float, log_r: float
+) -> int:
     """The bin (ed[i], ed[i+1]] holding |g| = a (accountant.clones.histogram._bin_keys): the
     analytic index (uniform part above ``top``, geometric below it; or the previous cell's bin,
     ``prev`` ≥ 0), then moved to the bin that holds a. −1 if none does (never expected)."""
@@ -80,29 +92,29 @@ def _bin_of(a, prev, ed, top, ksw, dg, gmin, log_r):
     return idx
 
 
-@njit(**opts)
+@_jit
 def cells_keys(
-    blk_seg,
-    blk_x0,
-    blk_anchor,
-    blk_len,
-    mf,
-    lwp,
-    s,
-    w,
-    ed,
-    ksw,
-    dg,
-    gmin,
-    log_r,
-    lbw,
-    den,
-    g,
-    key,
-    mx,
-    gl,
-    gh,
-):
+    blk_seg: Array,
+    blk_x0: Array,
+    blk_anchor: Array,
+    blk_len: Array,
+    mf: Array,
+    lwp: Array,
+    s: float,
+    w: float,
+    ed: Array,
+    ksw: int,
+    dg: float,
+    gmin: float,
+    log_r: float,
+    lbw: Array,
+    den: Array,
+    g: Array,
+    key: Array,
+    mx: Array,
+    gl: Array,
+    gh: Array,
+) -> int:
     """Per cell: lw_j + log b_m(x), 1 − s·v, g and the bin key (−1: set aside); per key the
     largest log-weight and the extreme values of g. Returns 0, or 1 if a cell could not be
     placed in a bin (never expected)."""
@@ -148,8 +160,10 @@ def cells_keys(
     return 0
 
 
-@njit(**opts)
-def sums_pass(lbw, den, g, key, es, mx, msum, ssum, mlsum):
+@_jit
+def sums_pass(
+    lbw: Array, den: Array, g: Array, key: Array, es: Array, mx: Array, msum: Array, ssum: Array, mlsum: Array
+) -> None:
     for i in range(lbw.size):
         k = key[i]
         if k < 0:
@@ -166,8 +180,8 @@ def sums_pass(lbw, den, g, key, es, mx, msum, ssum, mlsum):
 # ----------------------------------------------------------------------------------------------
 
 
-@njit(**opts)
-def _em1mx(z):
+@_jit
+def _em1mx(z: float) -> float:
     """e^z − 1 − z (series for |z| < 0.05, else expm1(z) − z)."""
     if abs(z) < 0.05:
         return (
@@ -184,15 +198,15 @@ def _em1mx(z):
     return math.expm1(z) - z
 
 
-@njit(**opts)
-def _log_em1mx(z):
+@_jit
+def _log_em1mx(z: float) -> float:
     if z > 1.0:
         return z + math.log1p(-(1.0 + z) * math.exp(-z))
     return math.log(_em1mx(min(z, 1.0)))
 
 
-@njit(**opts)
-def log_phi(a, x):
+@_jit
+def log_phi(a: float, x: float) -> float:
     """log(e^{a·x} − 1 − a(e^x − 1)) (accountant._numerics.log_phi, one element)."""
     y = a * x
     if abs(y) <= 0.05 and (a > 1.0 or abs(x) <= 0.05):
@@ -225,8 +239,8 @@ def log_phi(a, x):
     return math.log(math.expm1(y) - a * math.expm1(x))
 
 
-@njit(**opts)
-def _lae(m, s, v):
+@_jit
+def _lae(m: float, s: float, v: float) -> tuple[float, float]:
     """One step of a streaming log-sum-exp: (max, scaled sum) after adding e^v."""
     if v == -math.inf:
         return m, s
@@ -235,8 +249,25 @@ def _lae(m, s, v):
     return m, s + math.exp(v - m)
 
 
-@njit(**opts)
-def hist_sum(alphas, LM, LML, lo, hi, mu, single, wl, wh, gm, p1, p2, npos, prune, up, low):
+@_jit
+def hist_sum(
+    alphas: Array,
+    LM: Array,
+    LML: Array,
+    lo: Array,
+    hi: Array,
+    mu: Array,
+    single: Array,
+    wl: Array,
+    wh: Array,
+    gm: Array,
+    p1: Array,
+    p2: Array,
+    npos: int,
+    prune: float,
+    up: Array,
+    low: Array,
+) -> None:
     """Per order: the pruning bound of every bin, then the chord/Jensen/max bound of the bins
     within ``prune`` nats of the largest, summed (log), plus the pruned bins' count times
     e^{max − prune}; and the same kept bins under the right-end weights."""

@@ -61,7 +61,7 @@ from .._binomial import log_binom_pmf
 from .._numerics import log_expm1, log_phi, logsumexp, logsumexp_many, segment_logsumexp
 from . import fused
 from ._cells import hist_cells
-from .kernels import CMass, Ctx, log_cap_f, log_q_at, log_ratio, tilt
+from .kernels import Array, CMass, Ctx, log_cap_f, log_q_at, log_ratio, tilt
 from .windows import tails, windows
 
 _R = 1.03  # geometric ratio of the g-bins near 0 (chord slack ≈ (R−1)²/4 relative)
@@ -74,7 +74,7 @@ _CHECK = 2e-2  # fallback when the estimated C-slack log(1+U) − log(1+L) excee
 _EST_REL = 0.1  # relative error allowed for the estimates of log F
 
 
-def _estimates(ctx: Ctx, alphas: np.ndarray, cs: np.ndarray) -> np.ndarray:
+def _estimates(ctx: Ctx, alphas: Array, cs: Array) -> Array:
     """Rough log(f_α(c) − 1) on samples cs (orders × samples): Laplace at the tilted peak, or the
     Gaussian small-f form, whichever is larger. Design only."""
     s = ctx.s
@@ -91,10 +91,12 @@ def _estimates(ctx: Ctx, alphas: np.ndarray, cs: np.ndarray) -> np.ndarray:
     gauss = np.log(2.0 * a * (a - 1.0) * s * s / (cf + 1.0))
     lf_l = log_expm1(np.maximum(lap, 1e-300))
     # the Laplace form is noisy when f ≈ 1 (x* rounded to a cell); the Gaussian form is used there
-    return np.where(lap >= 1.0, lf_l, np.minimum(gauss, log_expm1(lcap)))
+    out: Array = np.where(lap >= 1.0, lf_l, np.minimum(gauss, log_expm1(lcap)))
+    return out
 
 
-def _c_grid(ctx: Ctx, alphas: np.ndarray) -> np.ndarray:
+def _c_grid(ctx: Ctx, alphas: Array) -> tuple[Array, Array]:
+    """The C-grid points (step 1 of the module docstring) and the estimated log(F − 1) per order."""
     big_n, c0, sd = ctx.N, ctx.c0, ctx.sig_c
     # samples: dense around c0, geometric towards 0 and N
     z = np.concatenate([np.linspace(-6, 6, 49), -6 * 1.25 ** np.arange(1, 40), 6 * 1.25 ** np.arange(1, 12)])
@@ -108,7 +110,7 @@ def _c_grid(ctx: Ctx, alphas: np.ndarray) -> np.ndarray:
     L = lp[None, :] + est
     mx = L.max(axis=1, keepdims=True)
     # relevant: within 40 nats (+10% of log F: the estimate's relative error) of each order's peak
-    rel = L >= mx - 40.0 - _EST_REL * np.maximum(mx, 0.0)
+    rel = mx - 40.0 - _EST_REL * np.maximum(mx, 0.0) <= L
     # allowed relative slack per order, and |d log(f−1)/dc| per sample interval
     lnF = np.logaddexp(0.0, mx[:, 0])
     eta = _RHO * np.maximum(1.0, alphas / 64.0) ** 0.25 * np.maximum(1.0, lnF)
@@ -157,7 +159,7 @@ class HistPlan:
     """The C-grid, weights and windows of one evaluation (computed before any cell, so that the
     caller can check the cost: ``cells``)."""
 
-    def __init__(self, ctx: Ctx, alphas: np.ndarray):
+    def __init__(self, ctx: Ctx, alphas: Array) -> None:
         self.ctx, self.alphas = ctx, alphas
         # the design estimates use every other order (neighbouring orders need nearly the same grid)
         sub = alphas if alphas.size <= 12 else np.unique(np.append(alphas[::2], alphas[-1]))
@@ -183,12 +185,12 @@ class Prepared:
     requests for other orders of the same (n, ε0) — the real-order refinement of an ε answer, a
     custom order list — reuse it."""
 
-    def __init__(self, plan: HistPlan):
+    def __init__(self, plan: HistPlan) -> None:
         self.plan = plan
-        self._design = None
+        self._design: tuple[Array, Array] | None = None
         self.a_lo, self.a_hi = float(plan.alphas[0]), float(plan.alphas[-1])
         ctx, pts, lw_pts, c, lw = plan.ctx, plan.pts, plan.lw_pts, plan.c, plan.lw
-        self.bins = None
+        self.bins: Bins | None = None
         self.cells = 0
         if c.size:
             # right-end weights (bin j−1 lower-bounded by f(c_j)): an estimate of the lower end of
@@ -266,8 +268,13 @@ def hist_log_fm1(plan: HistPlan) -> tuple[np.ndarray, np.ndarray]:
 
 _TAIL_NATS = 45.0
 
+#: The bin edges on |g|, the index of the first uniform-part edge and the uniform width.
+Layout = tuple[Array, int, float]
 
-def _raise_lower_ends(c, x_l, x_h, lw, lfm1_est, alphas, ctx):
+
+def _raise_lower_ends(
+    c: Array, x_l: Array, x_h: Array, lw: Array, lfm1_est: Array, alphas: Array, ctx: Ctx
+) -> Array:
     """Points far out in the C-tail matter only through their upper cells (the tilted peaks of
     the high orders). There the window may start at x_lo with g(x_lo − 1) ≤ G_j, G_j such that the
     tail bound below the window, W_j·((α−1)·τ + e^{α·g(x_lo−1)}) with τ ≤ 1, stays e^{−45} below
@@ -290,7 +297,7 @@ def _raise_lower_ends(c, x_l, x_h, lw, lfm1_est, alphas, ctx):
     return np.where(ok & (x_new > x_l), x_new, x_l)
 
 
-def bin_edges(gmin: float, gmax: float):
+def bin_edges(gmin: float, gmax: float) -> Layout:
     """Bin edges on |g|: 0, gmin, then ×_R while the step is below dg, then steps of dg up to
     gmax, dg = min(DG, gmax/200) (finer when ε0 is small, where the largest orders would
     otherwise see few bins). Returns the edges, the index of the first uniform-part edge
@@ -316,7 +323,23 @@ class Bins:
     monotone in x within a point) are reduced first when runs are long, then merged into the
     bins."""
 
-    def __init__(self, lw: np.ndarray, g: np.ndarray, seg: np.ndarray, shift_low: np.ndarray, lin=None):
+    layout: Layout | None
+    _cuts: dict[int, Bins]
+    LM: Array
+    LML: Array
+    lo: Array
+    hi: Array
+    mu: Array
+    keys: Array
+    single: Array
+    wl: Array
+    wh: Array
+    gm: Array
+    p1: Array
+    p2: Array
+    npos: int
+
+    def __init__(self, lw: Array, g: Array, seg: Array, shift_low: Array, lin: Array | None = None) -> None:
         valid = np.isfinite(lw) & (g != 0.0)
         if lin is not None:
             valid &= lin > 0.0
@@ -355,10 +378,12 @@ class Bins:
         with np.errstate(divide="ignore", invalid="ignore"):
             LML = mx[kk] + np.log(ML)
         self._finish(LM, LML, gl[kk], gh[kk], S[kk] / M[kk], kk)
-        self._cuts: dict[int, Bins] = {}
+        self._cuts = {}
 
     @classmethod
-    def from_stats(cls, LM, LML, lo, hi, mean, keys, layout) -> Bins:
+    def from_stats(
+        cls, LM: Array, LML: Array, lo: Array, hi: Array, mean: Array, keys: Array, layout: Layout
+    ) -> Bins:
         """The histogram from per-key statistics already reduced (:mod:`.fused`)."""
         out = object.__new__(cls)
         out.layout = layout
@@ -366,17 +391,17 @@ class Bins:
         out._finish(LM, LML, lo, hi, mean, keys)
         return out
 
-    def _finish(self, LM, LML, lo, hi, mean, keys):
+    def _finish(self, LM: Array, LML: Array, lo: Array, hi: Array, mean: Array, keys: Array) -> None:
         """Per bin (lo, hi: the cells' own extreme values of g): chord weights and pruning terms,
         the bins with positive g first."""
-        mu = np.clip(mean, lo, hi)
-        single = hi <= lo
+        mu: Array = np.clip(mean, lo, hi)
+        single: Array = hi <= lo
         width = np.where(single, 1.0, hi - lo)
         with np.errstate(divide="ignore", invalid="ignore"):
-            wl = np.log((hi - mu) / width)
-            wh = np.log((mu - lo) / width)
-            gm = np.maximum(np.abs(lo), np.abs(hi))
-            l2g = 2.0 * np.log(gm)
+            wl: Array = np.log((hi - mu) / width)
+            wh: Array = np.log((mu - lo) / width)
+            gm: Array = np.maximum(np.abs(lo), np.abs(hi))
+            l2g: Array = 2.0 * np.log(gm)
         order = np.argsort(hi <= 0.0, kind="stable")  # positive g first
         self.npos = int((hi > 0.0).sum())
         LM, LML, lo, hi, mu, single, wl, wh, gm, l2g, keys = (
@@ -436,7 +461,7 @@ class Bins:
         return out
 
 
-def _bin_keys(g: np.ndarray, valid: np.ndarray):
+def _bin_keys(g: Array, valid: Array) -> tuple[Array, int, Layout]:
     """Bin key of every valid cell (2·bin + [g < 0], bins on |g| from :func:`bin_edges`; bin k covers
     (ed[k], ed[k+1]]), the extra last key for the others, and the number of keys. The analytic
     index is corrected against the edges themselves, so a value on an edge lands in the bin it
@@ -475,7 +500,7 @@ def _merge_level(alphas: np.ndarray, dg: float) -> np.ndarray:
     return np.clip(lev, 0, 30).astype(np.int64)
 
 
-def hist_sum_merged(bins: Bins, alphas: np.ndarray):
+def hist_sum_merged(bins: Bins, alphas: Array) -> tuple[Array, Array]:
     """:func:`hist_sum` with each order on the histogram merged as far as its slack allows
     (:meth:`Bins.coarse`, :func:`_merge_level`): low orders see far fewer bins. Valid for any
     merging; the level depends on the order and the histogram's layout only."""
@@ -491,7 +516,7 @@ def hist_sum_merged(bins: Bins, alphas: np.ndarray):
     return up, low
 
 
-def hist_sum(bins: Bins, alphas: np.ndarray):
+def hist_sum(bins: Bins, alphas: Array) -> tuple[Array, Array]:
     """log Σ over cells of e^{lw}·ψ_α(g), bounded bin by bin (module docstring, step 3), and the
     same sum under the right-end weights (an estimate, for the slack check)."""
     LM, LML, lo, hi, mu = bins.LM, bins.LML, bins.lo, bins.hi, bins.mu
@@ -510,7 +535,7 @@ def hist_sum(bins: Bins, alphas: np.ndarray):
             bins.p1[None, npos:] + la2, bins.p2[None, npos:] + np.log(alphas)[:, None], out=A[:, npos:]
         )
     rowmax = A.max(axis=1)
-    keep = A >= (rowmax - PRUNE)[:, None]
+    keep = (rowmax - PRUNE)[:, None] <= A
     rows, cols = np.nonzero(keep)
     ar = alphas[rows]
     with np.errstate(divide="ignore", invalid="ignore"):

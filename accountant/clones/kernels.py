@@ -11,11 +11,18 @@ designs, the c = 0 value (the ε0-DP cap) and the law of C ~ Bin(n−1, e^{−ε
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from .._binomial import log_binom_pmf, log_binom_pmf_range
 from .._numerics import log_pure_dp_excess, segment_logsumexp
+
+#: A numpy array of any shape and dtype (the engines mix float64, int64 and bool arrays).
+Array = npt.NDArray[Any]
+#: A float or an array of floats (the closed forms broadcast).
+ArrayLike = Any
 
 
 class Ctx:
@@ -36,7 +43,7 @@ class Ctx:
         self.lcap_cache: dict[float, float] = {}
 
 
-def l1m(n1, u, w: float, s: float):
+def l1m(n1: ArrayLike, u: ArrayLike, w: float, s: float) -> ArrayLike:
     """log(1 − s·u/n1), accurate also as s·u/n1 → 1 (s may round to 1): for s·u/n1 > ½ it is
     log((n1 − u) + u·w) − log(n1) with w = 1 − s; below, log1p (full relative accuracy when
     s·u/n1 is tiny, e.g. ε0 ≈ 1e-6)."""
@@ -45,24 +52,24 @@ def l1m(n1, u, w: float, s: float):
         return np.where(sv > 0.5, np.log((n1 - u) + u * w) - np.log(n1), np.log1p(-np.minimum(sv, 0.5)))
 
 
-def log_ratio(n1, u, ctx: Ctx):
+def log_ratio(n1: ArrayLike, u: ArrayLike, ctx: Ctx) -> ArrayLike:
     """g = log R(u, c) = log(1 + s·u/n1) − log(1 − s·u/n1), n1 = c + 1 (accurate up to |u| = n1)."""
     return l1m(n1, -u, ctx.w, ctx.s) - l1m(n1, u, ctx.w, ctx.s)
 
 
-def l1m_sq(n1, u, ctx: Ctx):
+def l1m_sq(n1: ArrayLike, u: ArrayLike, ctx: Ctx) -> ArrayLike:
     """log(1 − s²u²/n1²) = log(1 − s|u|/n1) + log(1 + s|u|/n1)."""
     ua = np.abs(u)
     return l1m(n1, ua, ctx.w, ctx.s) + l1m(n1, -ua, ctx.w, ctx.s)
 
 
-def lf_est(alpha, c, ctx: Ctx, lcap):
+def lf_est(alpha: ArrayLike, c: ArrayLike, ctx: Ctx, lcap: ArrayLike) -> ArrayLike:
     """Rough log f_α(c): the Gaussian approximation 2α(α−1)s²/(c+1), capped by the exact c = 0
     value. Steers designs only (no bound depends on it)."""
     return np.minimum(2.0 * alpha * (alpha - 1.0) * ctx.s**2 / (c + 1.0), lcap)
 
 
-def log_cap_f(alpha, ctx: Ctx):
+def log_cap_f(alpha: ArrayLike, ctx: Ctx) -> Any:
     """log f_α(0) = (α−1)·ĉ(α), ĉ the ε0-DP cap (at c = 0 the pair (P, Q) is binary randomized
     response); memoised per order on the context."""
     a = np.atleast_1d(np.asarray(alpha, dtype=float))
@@ -75,7 +82,7 @@ def log_cap_f(alpha, ctx: Ctx):
     return out if np.ndim(alpha) else out[0]
 
 
-def tilt(c: np.ndarray, a, s: float):
+def tilt(c: Array, a: ArrayLike, s: float) -> tuple[Array, Array, Array]:
     """Tilted peak u* of Q·R^a, its standard deviation (in u) and whether it sits at the edge
     u = c + 1 (window and bin-width choice only; no bound depends on it). ``a`` may be an array
     of orders (results then have shape (len(a), len(c))).
@@ -123,7 +130,7 @@ def tilt(c: np.ndarray, a, s: float):
     return u, sig, edge
 
 
-def log_q_at(x: np.ndarray, c: np.ndarray, ctx: Ctx) -> np.ndarray:
+def log_q_at(x: Array, c: Array, ctx: Ctx) -> Array:
     """log Q_c(x) at arbitrary cells 0 ≤ x ≤ c+1 (Loader's pmf; x = c+1: q·b(c)/(1+q))."""
     top = x >= c + 1
     xb = np.where(top, c, x).astype(float)
@@ -135,15 +142,16 @@ def log_q_at(x: np.ndarray, c: np.ndarray, ctx: Ctx) -> np.ndarray:
         )
 
 
-def log_q_ratio(x: np.ndarray, c: np.ndarray, ctx: Ctx) -> np.ndarray:
+def log_q_ratio(x: Array, c: Array, ctx: Ctx) -> Array:
     """log Q_c(x+1)/Q_c(x) for 0 ≤ x ≤ c (closed form from b(x±1)/b(x))."""
     xf = x.astype(float)
     cf = c.astype(float)
     with np.errstate(divide="ignore"):
-        return np.log((cf - xf) / (xf + 1.0) + ctx.q) - np.log1p(ctx.q * xf / (cf - xf + 1.0))
+        out: Array = np.log((cf - xf) / (xf + 1.0) + ctx.q) - np.log1p(ctx.q * xf / (cf - xf + 1.0))
+    return out
 
 
-def log_geom(z: np.ndarray, w: np.ndarray) -> np.ndarray:
+def log_geom(z: Array, w: Array) -> Array:
     """log Σ_{j<w} e^{jz} (w ≥ 1), stable for every real z."""
     za = np.abs(z)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -163,7 +171,7 @@ class CMass:
         self.hi = int(min(ctx.N, math.ceil(ctx.c0 + half)))
         self.lpmf = log_binom_pmf_range(self.lo, self.hi, ctx.N, ctx.q, ctx.q1, block=32)
 
-    def _tail(self, k: np.ndarray, lower: bool) -> np.ndarray:
+    def _tail(self, k: Array, lower: bool) -> Array:
         ctx = self.ctx
         kf = k.astype(float)
         big_n = float(ctx.N)
@@ -175,7 +183,7 @@ class CMass:
                 r = (big_n - kf) * ctx.q / ((kf + 1.0) * ctx.q1)
             return np.where(r < 1.0, lp - np.log1p(-np.where(r < 1.0, r, 0.0)), 0.0)
 
-    def bins(self, pts: np.ndarray) -> np.ndarray:
+    def bins(self, pts: Array) -> Array:
         """log masses of [pts_j, pts_{j+1} − 1] and [pts_last, N]."""
         a = pts
         b = np.append(pts[1:] - 1, self.ctx.N)

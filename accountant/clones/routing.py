@@ -13,7 +13,7 @@ from .._numerics import log_expm1
 from ..orders import DEFAULT_ORDERS
 from ._adaptive import exact_work, refine_log_fm1
 from .histogram import HistPlan, Prepared
-from .kernels import Ctx, log_cap_f
+from .kernels import ArrayLike, Ctx, log_cap_f
 
 ENGINES = ("auto", "exact", "adaptive", "histogram")
 
@@ -118,7 +118,7 @@ def _histogram_checked(ctx: Ctx, prep: Prepared, alphas: np.ndarray) -> np.ndarr
     return np.array([got[a] for a in alphas.tolist()])
 
 
-def route(n: int, eps0: float, orders) -> str:
+def route(n: int, eps0: float, orders: ArrayLike) -> str:
     """The engine ``"auto"`` uses for these orders: ``"exact"``, ``"histogram"`` or ``"adaptive"``."""
     alphas = np.unique(np.asarray(orders, dtype=float))
     ctx = Ctx(int(n), float(eps0))
@@ -135,7 +135,8 @@ def log_fm1(n: int, eps0: float, alphas: np.ndarray, engine: str = "auto") -> np
     """Upper bound on log(E_Q[R^α] − 1) for sorted unique orders by the chosen engine."""
     ctx = Ctx(n, eps0)
     if ctx.N == 0:
-        return log_expm1(log_cap_f(alphas, ctx))
+        out: np.ndarray = log_expm1(log_cap_f(alphas, ctx))
+        return out
     if engine == "exact" or (engine == "auto" and _exact_is_cheap(ctx, alphas)):
         return refine_log_fm1(ctx, alphas, exact=True)
     if engine == "histogram":
@@ -144,7 +145,9 @@ def log_fm1(n: int, eps0: float, alphas: np.ndarray, engine: str = "auto") -> np
                 f"the histogram engine covers ε0 in [{HIST_EPS0[0]:g}, {HIST_EPS0[1]:g}] and orders in "
                 f"[{HIST_DESIGN[0]:g}, {HIST_DESIGN[-1]:g}]; use engine 'adaptive' or 'auto'"
             )
-        return histogram_engine(ctx, force=True).evaluate(alphas)[0]
+        prep = histogram_engine(ctx, force=True)
+        assert prep is not None  # (forced: always built)
+        return prep.evaluate(alphas)[0]
     if engine == "auto" and _in_hist_domain(ctx, alphas):
         prep = histogram_engine(ctx)
         if prep is not None:

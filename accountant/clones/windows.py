@@ -27,13 +27,13 @@ import numpy as np
 
 from .._binomial import log_binom_pmf
 from .._numerics import log_expm1
-from .kernels import Ctx, l1m_sq, lf_est, log_cap_f, log_ratio, tilt
+from .kernels import Array, Ctx, l1m_sq, lf_est, log_cap_f, log_ratio, tilt
 
 LAMBDA = 38.0  # neglected contributions are ≲ e^{−38} relative (window choice only) …
 LAMBDA_BINNED = 25.0  # … e^{−25} outside exact mode (the bounds there have a ≳ 1e-4 slack anyway)
 
 
-def concave_above(c: np.ndarray, x_h: np.ndarray, a: float, ctx: Ctx, y_e=None) -> np.ndarray:
+def concave_above(c: Array, x_h: Array, a: float, ctx: Ctx, y_e: Array | None = None) -> Array:
     """Whether z_y = log b(y) + a·g(u(y+1)) is concave on y ∈ [x_h, y_e] (y > c/2; y_e = c when
     not given): Δ²z(y) ≤ 0 for every y in [x_h + 1, y_e − 1], checked on a grid covering [x_h, y_e].
 
@@ -52,10 +52,11 @@ def concave_above(c: np.ndarray, x_h: np.ndarray, a: float, ctx: Ctx, y_e=None) 
     t = ctx.s / n1[:, None]
     g2 = 4.0 * t**3 * ub * np.exp(-2.0 * l1m_sq(n1[:, None], ub, ctx))
     inf_b = 1.0 / (y0 + 1.0) + 1.0 / np.maximum(cf[:, None] - y0 + 1.0, 1.0)
-    return np.all(4.0 * a * g2 <= inf_b, axis=1)
+    ok: Array = np.all(4.0 * a * g2 <= inf_b, axis=1)
+    return ok
 
 
-def windows(c, a_lo: float, a_hi: float, ctx: Ctx, exact: bool):
+def windows(c: Array, a_lo: float, a_hi: float, ctx: Ctx, exact: bool) -> tuple[Array, Array, Array]:
     """Cell window [xL, xH] per c (integers within [0, c+1]) for the orders in [a_lo, a_hi].
 
     Below: the neglected mass (≤ e^{−d²/(2σ_x²)}, Hoeffding) is ≲ e^{−38}·(f − 1)/α at a_lo.
@@ -102,12 +103,14 @@ def windows(c, a_lo: float, a_hi: float, ctx: Ctx, exact: bool):
     return x_l, x_h, y_e
 
 
-def _geo_tail(lpmf: np.ndarray, r: np.ndarray) -> np.ndarray:
+def _geo_tail(lpmf: Array, r: Array) -> Array:
     """log of pmf(k)/(1 − r) when the pmf ratio r < 1 (a geometric series), else 0 (mass ≤ 1)."""
     return np.where(r < 1.0, lpmf - np.log1p(-np.where(r < 1.0, r, 0.0)), 0.0)
 
 
-def tails(c: np.ndarray, e_lo: np.ndarray, e_hi: np.ndarray, alphas: np.ndarray, ctx: Ctx, y_e=None):
+def tails(
+    c: Array, e_lo: Array, e_hi: Array, alphas: Array, ctx: Ctx, y_e: Array | None = None
+) -> tuple[Array, Array, Array]:
     """Bounds on what lies outside the window [e_lo, e_hi] of each point, per order (module
     docstring; ``y_e`` from :func:`windows`, c when not given: the end of the checked concave
     range). Returns log T_lo, log T_hi (points × orders) and log τ (the neglected Q-mass)."""
