@@ -53,20 +53,21 @@ def eval_points(c: np.ndarray, chunks: list[np.ndarray], ctx: Ctx, exact: bool) 
     if c.size > 1 and cum[-1] > _CELL_BATCH:
         cut = int(np.clip(np.searchsorted(cum, _CELL_BATCH), 1, c.size - 1))
         return np.vstack([eval_points(c[:cut], chunks, ctx, exact), eval_points(c[cut:], chunks, ctx, exact)])
-    out = np.empty((c.size, alphas.size))
+    return _eval_batch(c, chunks, ctx, exact)
+
+
+def _eval_batch(c: Array, chunks: list[Array], ctx: Ctx, exact: bool) -> Array:
+    """:func:`eval_points` for one batch of points: each chunk by the geometric bins or the cells."""
+    out = np.empty((c.size, sum(ch.size for ch in chunks)))
     starts = np.concatenate([[0], np.cumsum([ch.size for ch in chunks])])
-    geo = [False if exact else is_geo(ch, ctx) for ch in chunks]
-    for i, ch in enumerate(chunks):
-        if geo[i]:
-            out[:, starts[i] : starts[i + 1]] = eval_geo(c, ch, ctx)
-    cell_idx = [i for i in range(len(chunks)) if not geo[i]]
-    if cell_idx:
+    geo = np.array([not exact and is_geo(ch, ctx) for ch in chunks], dtype=bool)
+    for i in np.flatnonzero(geo):
+        out[:, starts[i] : starts[i + 1]] = eval_geo(c, chunks[i], ctx)
+    cell_idx = np.flatnonzero(~geo)
+    if cell_idx.size:
         res = eval_cells(c, [chunks[i] for i in cell_idx], ctx, exact)
-        col = 0
-        for i in cell_idx:
-            k = chunks[i].size
-            out[:, starts[i] : starts[i + 1]] = res[:, col : col + k]
-            col += k
+        cols = np.concatenate([np.arange(starts[i], starts[i + 1]) for i in cell_idx])
+        out[:, cols] = res
     return out
 
 
@@ -193,19 +194,22 @@ class _Refinement:
         """Requested points grouped by the set of chunks asking for them (the geometric-bin chunks
         each at its own points); when the points are few and small (per-call overhead dominates)
         all of them for all the cell chunks."""
-        by_sig: dict[tuple[int, ...], list[int]] = {}
         nch = len(self.chunks)
-        for i in range(nch):
-            if self.geo[i] and self.request[i]:
-                by_sig[(i,)] = list(self.request[i])
-        cell = [i for i in range(nch) if not self.geo[i] and self.request[i]]
-        allc = set().union(*[self.request[i] for i in cell]) if cell else set()
+        by_sig: dict[tuple[int, ...], list[int]] = {
+            (i,): list(self.request[i]) for i in range(nch) if self.geo[i] and self.request[i]
+        }
+        by_sig.update(self._cell_groups([i for i in range(nch) if not self.geo[i] and self.request[i]]))
+        return by_sig
+
+    def _cell_groups(self, cell: list[int]) -> dict[tuple[int, ...], list[int]]:
+        """The requested points of the cell chunks ``cell``, grouped by the chunks asking for them."""
+        allc: set[int] = set().union(*[self.request[i] for i in cell])
         if allc and sum(allc) + 2 * len(allc) <= 2.5e5:
-            by_sig[tuple(cell)] = list(allc)
-        else:
-            for cval in allc:
-                sig = tuple(i for i in cell if cval in self.request[i])
-                by_sig.setdefault(sig, []).append(cval)
+            return {tuple(cell): list(allc)}
+        by_sig: dict[tuple[int, ...], list[int]] = {}
+        for cval in allc:
+            sig = tuple(i for i in cell if cval in self.request[i])
+            by_sig.setdefault(sig, []).append(cval)
         return by_sig
 
     def evaluate_requests(self) -> None:

@@ -93,6 +93,12 @@ def _bin_of(
 
 
 @_jit
+def _valid(lv: float, gg: float, d: float) -> bool:
+    """Whether a cell adds to the histogram: finite log-weight, g ≠ 0 (ψ(0) = 0), 1 − s·v > 0."""
+    return lv > -math.inf and lv < math.inf and gg != 0.0 and d > 0.0
+
+
+@_jit
 def cells_keys(
     blk_seg: Array,
     blk_x0: Array,
@@ -141,7 +147,7 @@ def cells_keys(
             lbw[i] = lv
             den[i] = d
             g[i] = gg
-            if not (lv > -math.inf and lv < math.inf and gg != 0.0 and d > 0.0):
+            if not _valid(lv, gg, d):
                 key[i] = -1
                 prev = -1
                 continue
@@ -151,12 +157,9 @@ def cells_keys(
             prev = idx
             kk = 2 * idx + (1 if gg < 0.0 else 0)
             key[i] = kk
-            if lv > mx[kk]:
-                mx[kk] = lv
-            if gg < gl[kk]:
-                gl[kk] = gg
-            if gg > gh[kk]:
-                gh[kk] = gg
+            mx[kk] = max(mx[kk], lv)
+            gl[kk] = min(gl[kk], gg)
+            gh[kk] = max(gh[kk], gg)
     return 0
 
 
@@ -206,37 +209,58 @@ def _log_em1mx(z: float) -> float:
 
 
 @_jit
-def log_phi(a: float, x: float) -> float:
-    """log(e^{a·x} − 1 − a(e^x − 1)) (accountant._numerics.log_phi, one element)."""
-    y = a * x
-    if abs(y) <= 0.05 and (a > 1.0 or abs(x) <= 0.05):
-        sk = 1.0 + a
-        term = x / 3.0
-        tot = sk * term
-        for k in range(4, 13):
-            sk = 1.0 + a * sk
-            term = term * x / k
-            tot = tot + sk * term
-        return math.log(0.5 * a * (a - 1.0)) + 2.0 * math.log(abs(x)) + math.log1p(tot)
-    if a < 0.0:
-        u = _log_em1mx(y)
-        v = math.log(-a) + _log_em1mx(x)
-        hi = max(u, v)
-        if hi == -math.inf:
-            return hi
-        return hi + math.log1p(math.exp(min(u, v) - hi))
-    if a < 2.0:
-        d = a - 1.0
-        if abs(x) < 1.0:
-            h = x * math.expm1(x) - _em1mx(x)
-        else:
-            h = 1.0 + math.exp(x) * (x - 1.0)
-        return math.log(d * h + math.exp(x) * _em1mx(d * x))
+def _log_phi_series(a: float, x: float) -> float:
+    """log φ by its series in x (|a·x| ≤ 0.05)."""
+    sk = 1.0 + a
+    term = x / 3.0
+    tot = sk * term
+    for k in range(4, 13):
+        sk = 1.0 + a * sk
+        term = term * x / k
+        tot = tot + sk * term
+    return math.log(0.5 * a * (a - 1.0)) + 2.0 * math.log(abs(x)) + math.log1p(tot)
+
+
+@_jit
+def _log_phi_negative(a: float, x: float, y: float) -> float:
+    """log φ for a < 0: log(e^y − 1 − y) ⊕ log(−a) + log(e^x − 1 − x)."""
+    u = _log_em1mx(y)
+    v = math.log(-a) + _log_em1mx(x)
+    hi = max(u, v)
+    if hi == -math.inf:
+        return hi
+    return hi + math.log1p(math.exp(min(u, v) - hi))
+
+
+@_jit
+def _log_phi_near_one(a: float, x: float) -> float:
+    """log φ for 0 ≤ a < 2: (a−1)·h(x) + e^x·(e^{(a−1)x} − 1 − (a−1)x), h(x) = 1 + e^x(x − 1)."""
+    d = a - 1.0
+    h = x * math.expm1(x) - _em1mx(x) if abs(x) < 1.0 else 1.0 + math.exp(x) * (x - 1.0)
+    return math.log(d * h + math.exp(x) * _em1mx(d * x))
+
+
+@_jit
+def _log_phi_large(a: float, x: float, y: float) -> float:
+    """log φ for a ≥ 2."""
     if abs(y) <= 1.0:
         return math.log(_em1mx(y) - a * _em1mx(x))
     if y > 1.0:
         return y + math.log1p(-math.exp(-y) * (1.0 + a * math.expm1(x)))
     return math.log(math.expm1(y) - a * math.expm1(x))
+
+
+@_jit
+def log_phi(a: float, x: float) -> float:
+    """log(e^{a·x} − 1 − a(e^x − 1)) (accountant._numerics.log_phi, one element)."""
+    y = a * x
+    if abs(y) <= 0.05 and (a > 1.0 or abs(x) <= 0.05):
+        return _log_phi_series(a, x)
+    if a < 0.0:
+        return _log_phi_negative(a, x, y)
+    if a < 2.0:
+        return _log_phi_near_one(a, x)
+    return _log_phi_large(a, x, y)
 
 
 @_jit
@@ -247,6 +271,42 @@ def _lae(m: float, s: float, v: float) -> tuple[float, float]:
     if v > m:
         return v, s * math.exp(m - v) + 1.0
     return m, s + math.exp(v - m)
+
+
+@_jit
+def _log_add(x1: float, x2: float) -> float:
+    """log(e^{x1} + e^{x2})."""
+    hx = max(x1, x2)
+    return hx if hx == -math.inf else hx + math.log1p(math.exp(min(x1, x2) - hx))
+
+
+@_jit
+def _prune_bounds(a: float, p1: Array, p2: Array, gm: Array, npos: int, bound: Array) -> float:
+    """The pruning bound of every bin at order a (into ``bound``; bins with positive g first),
+    and the largest."""
+    la2 = math.log(0.5 * a * a)
+    la = math.log(a)
+    rowmax = -math.inf
+    for b in range(p1.size):
+        v = p1[b] + la2 + a * gm[b] if b < npos else min(p1[b] + la2, p2[b] + la)
+        bound[b] = v
+        rowmax = max(rowmax, v)
+    return rowmax
+
+
+@_jit
+def _bin_value(
+    a: float, gs: float, lo: float, hi: float, mu: float, single: bool, wl: float, wh: float
+) -> float:
+    """log of the bound on a bin's average of ψ_a: Jensen at μ (concave side of g* = gs, or one
+    value), the chord at μ (convex side), else the larger end value."""
+    if single or hi <= gs:
+        return log_phi(a, mu)
+    lpa = log_phi(a, lo)
+    lpe = log_phi(a, hi)
+    if lo >= gs:
+        return _log_add(wl + lpa, wh + lpe)
+    return max(lpa, lpe)
 
 
 @_jit
@@ -271,49 +331,24 @@ def hist_sum(
     """Per order: the pruning bound of every bin, then the chord/Jensen/max bound of the bins
     within ``prune`` nats of the largest, summed (log), plus the pruned bins' count times
     e^{max − prune}; and the same kept bins under the right-end weights."""
-    nb = LM.size
-    bound = np.empty(nb)
+    bound = np.empty(LM.size)
     for r in range(alphas.size):
         a = alphas[r]
-        la2 = math.log(0.5 * a * a)
-        la = math.log(a)
-        gs = -la / (a - 1.0)
-        rowmax = -math.inf
-        for b in range(nb):
-            if b < npos:
-                v = p1[b] + la2 + a * gm[b]
-            else:
-                v = min(p1[b] + la2, p2[b] + la)
-            bound[b] = v
-            if v > rowmax:
-                rowmax = v
-        thr = rowmax - prune
+        thr = _prune_bounds(a, p1, p2, gm, npos, bound) - prune
+        gs = -math.log(a) / (a - 1.0)
         mu_, su = -math.inf, 0.0
         ml_, sl = -math.inf, 0.0
         kept = 0
-        for b in range(nb):
+        for b in range(LM.size):
             if not bound[b] >= thr:
                 continue
             kept += 1
-            if single[b] or hi[b] <= gs:
-                val = log_phi(a, mu[b])
-            else:
-                lpa = log_phi(a, lo[b])
-                lpe = log_phi(a, hi[b])
-                if lo[b] >= gs:
-                    x1 = wl[b] + lpa
-                    x2 = wh[b] + lpe
-                    hx = max(x1, x2)
-                    val = hx if hx == -math.inf else hx + math.log1p(math.exp(min(x1, x2) - hx))
-                else:
-                    val = max(lpa, lpe)
+            val = _bin_value(a, gs, lo[b], hi[b], mu[b], single[b], wl[b], wh[b])
             mu_, su = _lae(mu_, su, val + LM[b])
             ml_, sl = _lae(ml_, sl, val + LML[b])
         res = mu_ + math.log(su) if su > 0.0 else -math.inf
-        ndrop = nb - kept
+        ndrop = LM.size - kept
         if ndrop > 0:
-            dv = math.log(ndrop) + thr
-            hx = max(res, dv)
-            res = hx + math.log1p(math.exp(min(res, dv) - hx))
+            res = _log_add(res, math.log(ndrop) + thr)
         up[r] = res
         low[r] = ml_ + math.log(sl) if sl > 0.0 else -math.inf

@@ -313,6 +313,30 @@ def bin_edges(gmin: float, gmax: float) -> Layout:
     return ed, k + 1, dg
 
 
+class _Runs:
+    """Runs of equal (key, point) among consecutive cells (g is monotone in x within a point),
+    reduced first when they are long enough to pay for it (else every cell is its own run)."""
+
+    def __init__(self, key: Array, seg: Array) -> None:
+        brk = np.flatnonzero((key[1:] != key[:-1]) | (seg[1:] != seg[:-1])) + 1
+        self.reduced = bool(8 * brk.size < key.size)
+        if self.reduced:
+            self.starts = np.concatenate([[0], brk])
+            self.sizes = np.diff(np.append(self.starts, key.size))
+            self.key, self.seg = key[self.starts], seg[self.starts]
+        else:
+            self.key, self.seg = key, seg
+
+    def reduce(self, ufunc: np.ufunc, values: Array) -> Array:
+        """Per run, ``ufunc`` reduced over its cells."""
+        out: Array = ufunc.reduceat(values, self.starts) if self.reduced else values
+        return out
+
+    def expand(self, per_run: Array) -> Array:
+        """A per-run value repeated for every cell of its run."""
+        return np.repeat(per_run, self.sizes) if self.reduced else per_run
+
+
 class Bins:
     """The histogram of the cells on g (order-independent): per non-empty bin the log-mass LM, the
     cells' extreme values [lo, hi] of g, the mean μ, and the log-mass under the right-end weights
@@ -344,28 +368,21 @@ class Bins:
         if lin is not None:
             valid &= lin > 0.0
         key, nk, self.layout = _bin_keys(g, valid)
-        # runs of equal (key, point); reduced first when they are long enough to pay for it
-        brk = np.flatnonzero((key[1:] != key[:-1]) | (seg[1:] != seg[:-1])) + 1
-        if 8 * brk.size < key.size:
-            st = np.concatenate([[0], brk])
-            sizes = np.diff(np.append(st, key.size))
-            red = (key[st], seg[st], st, sizes)
-        else:
-            red = None
-        rk, rseg = (red[0], red[1]) if red else (key, seg)
+        runs = _Runs(key, seg)
+        rk, rseg = runs.key, runs.seg
         mx = np.full(nk, -np.inf)
         gl = np.full(nk, np.inf)
         gh = np.full(nk, -np.inf)
-        np.maximum.at(mx, rk, np.maximum.reduceat(lw, red[2]) if red else lw)
-        np.minimum.at(gl, rk, np.minimum.reduceat(g, red[2]) if red else g)
-        np.maximum.at(gh, rk, np.maximum.reduceat(g, red[2]) if red else g)
+        np.maximum.at(mx, rk, runs.reduce(np.maximum, lw))
+        np.minimum.at(gl, rk, runs.reduce(np.minimum, g))
+        np.maximum.at(gh, rk, runs.reduce(np.maximum, g))
         with np.errstate(invalid="ignore"):  # the set-aside key: −inf − (−inf)
-            w = lw - (np.repeat(mx[rk], red[3]) if red else mx[key])
+            w = lw - runs.expand(mx[rk])
             np.exp(w, out=w)
         if lin is not None:
             w *= lin
-        r_m = np.add.reduceat(w, red[2]) if red else w
-        r_s = np.add.reduceat(w * g, red[2]) if red else w * g
+        r_m = runs.reduce(np.add, w)
+        r_s = runs.reduce(np.add, w * g)
         M = np.bincount(rk, r_m, minlength=nk)
         S = np.bincount(rk, r_s, minlength=nk)
         kk = np.flatnonzero(M[:-1] > 0)  # (the last key holds the set-aside cells)

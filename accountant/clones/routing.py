@@ -131,6 +131,19 @@ def route(n: int, eps0: float, orders: ArrayLike) -> str:
     return "adaptive"
 
 
+def _histogram_only(ctx: Ctx, alphas: np.ndarray) -> np.ndarray:
+    """The histogram engine's bound as it is (``engine="histogram"``), built whatever its cost."""
+    if not _in_hist_domain(ctx, alphas):
+        raise ValueError(
+            f"the histogram engine covers ε0 in [{HIST_EPS0[0]:g}, {HIST_EPS0[1]:g}] and orders in "
+            f"[{HIST_DESIGN[0]:g}, {HIST_DESIGN[-1]:g}]; use engine 'adaptive' or 'auto'"
+        )
+    prep = histogram_engine(ctx, force=True)
+    if prep is None:  # (never: a forced build always returns the histogram)
+        raise RuntimeError("the clone histogram could not be built")
+    return prep.evaluate(alphas)[0]
+
+
 def log_fm1(n: int, eps0: float, alphas: np.ndarray, engine: str = "auto") -> np.ndarray:
     """Upper bound on log(E_Q[R^α] − 1) for sorted unique orders by the chosen engine."""
     ctx = Ctx(n, eps0)
@@ -140,14 +153,7 @@ def log_fm1(n: int, eps0: float, alphas: np.ndarray, engine: str = "auto") -> np
     if engine == "exact" or (engine == "auto" and _exact_is_cheap(ctx, alphas)):
         return refine_log_fm1(ctx, alphas, exact=True)
     if engine == "histogram":
-        if not _in_hist_domain(ctx, alphas):
-            raise ValueError(
-                f"the histogram engine covers ε0 in [{HIST_EPS0[0]:g}, {HIST_EPS0[1]:g}] and orders in "
-                f"[{HIST_DESIGN[0]:g}, {HIST_DESIGN[-1]:g}]; use engine 'adaptive' or 'auto'"
-            )
-        prep = histogram_engine(ctx, force=True)
-        assert prep is not None  # (forced: always built)
-        return prep.evaluate(alphas)[0]
+        return _histogram_only(ctx, alphas)
     if engine == "auto" and _in_hist_domain(ctx, alphas):
         prep = histogram_engine(ctx)
         if prep is not None:
