@@ -2,17 +2,19 @@
 
 The same arithmetic as :func:`accountant.clones._cells.hist_cells` followed by
 :class:`accountant.clones.histogram.Bins` — per cell (point j, x in its window, m = c_j + 1,
-v = (2x − m)/m): log b_m(x) from the block anchor (Loader's pmf at the first cell of each block of
-32, computed by the caller with numpy) plus the exact ratios log((m − x + 1)/x); 1 − s·v and
+v = (2x − m)/m): b_m(x) = e^{anchor}·r from the block anchor (Loader's pmf at the first cell of
+each block of 32, computed by the caller with numpy) and r the product of the exact ratios
+(m − x + 1)/x (the numpy path sums their logs: the same to ≲ 31 ulps); 1 − s·v and
 g = log((1 + s·v)/(1 − s·v)) in the cancellation-free forms of :mod:`._cells`; the bin key of
-:func:`accountant.clones.histogram._bin_keys` (the analytic index, corrected against the edges);
-then per key the largest log-weight, the extreme values of g, and the sums of the weights
-e^{lw − max}·(1 − s·v), of weight·g and of the right-end weights — fused into three loops over
-the cells instead of ~30 numpy passes, so no certificate changes: the histogram it returns is the
-one numpy builds, up to the order of floating-point additions (each sum is of non-negative terms,
-relative error ≲ cells·2⁻⁵³ either way, far inside the 1e-11 outward rounding of the result) and
-to g by the artanh series instead of log1p where |s·v| ≤ 1/64 (an ulp: a cell on a bin edge may
-land in the neighbouring bin; either histogram is valid). Likewise the per-order bin sums
+:func:`accountant.clones.histogram._bin_keys` (the previous cell's bin or the analytic index,
+corrected against the edges); then per key the extreme values of g and the sums of the weights
+e^{lw}·b_m(x)·(1 − s·v), of weight·g and of the right-end weights, each relative to the key's
+largest block scale (runs of consecutive cells of one key are summed first: one exp per run) —
+one loop over the cells instead of ~30 numpy passes, so no certificate changes: the histogram
+it returns is the one numpy builds, up to the order of floating-point operations (each sum is of
+non-negative terms, relative error ≲ cells·2⁻⁵³ either way, far inside the 1e-11 outward
+rounding of the result) and to g by the artanh series instead of log1p where |s·v| ≤ 1/64 (an
+ulp: a cell on a bin edge may land in the neighbouring bin; either histogram is valid). Likewise the per-order bin sums
 (:func:`hist_sum`: the pruning, chord/Jensen/max bounds and log φ of
 :func:`accountant.clones.histogram.hist_sum`, one order and one bin at a time).
 
@@ -37,8 +39,8 @@ from .kernels import Array, Ctx
 if TYPE_CHECKING:
     from .histogram import Bins, Layout
 
-#: The compiled kernels: (g_range, cells_keys, sums_pass, hist_sum) of :mod:`.fused_kernels`.
-Kernels = tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any], Callable[..., Any]]
+#: The compiled kernels: (g_range, cells_stats, hist_sum) of :mod:`.fused_kernels`.
+Kernels = tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any]]
 #: Per-key histogram statistics: (LM, LML, lo, hi, mean, keys, layout), see :func:`hist_stats`.
 Stats = tuple[Array, Array, Array, Array, Array, Array, "Layout"]
 
@@ -86,9 +88,9 @@ def _load() -> Kernels | None:
 
 
 def _compile() -> Kernels:
-    from .fused_kernels import cells_keys, g_range, hist_sum, sums_pass
+    from .fused_kernels import cells_stats, g_range, hist_sum
 
-    return g_range, cells_keys, sums_pass, hist_sum
+    return g_range, cells_stats, hist_sum
 
 
 def hist_stats(
@@ -107,7 +109,7 @@ def hist_stats(
     gmax)`` gives the bin edges, the first uniform edge and the uniform width."""
     from .._binomial import log_binom_pmf
 
-    g_range, cells_keys, sums_pass, _ = _required()
+    g_range, cells_stats, _ = _required()
     lwf = lw.astype(float)
     gmin, gmax = g_range(c.astype(float), x_l, x_h, lwf, ctx.s, ctx.w)
     if not gmax > 0.0:
@@ -123,24 +125,21 @@ def hist_stats(
     blk_len = np.minimum(32, x_h[seg] - x0 + 1).astype(np.int64)
     with np.errstate(divide="ignore", invalid="ignore"):
         anchor = log_binom_pmf(x0, mf[seg], 0.5, 0.5)
-    n = 32 * nb_tot
-    lbw = np.empty(n)
-    den = np.empty(n)
-    g = np.empty(n)
-    key = np.empty(n, dtype=np.int64)
     nk = 2 * (ed.size - 1)
-    mx = np.full(nk, -np.inf)
-    gl = np.full(nk, np.inf)
-    gh = np.full(nk, -np.inf)
-    args = (seg, x0, anchor, blk_len, mf, lwf, ctx.s, ctx.w, ed, int(ksw), float(dg), float(gmin), log_r)
-    if cells_keys(*args, lbw, den, g, key, mx, gl, gh):
-        raise FloatingPointError("histogram bin assignment failed")
+    acc = (
+        np.full(nk, -np.inf),
+        np.zeros(nk),
+        np.zeros(nk),
+        np.zeros(nk),
+        np.full(nk, np.inf),
+        np.full(nk, -np.inf),
+    )
+    mx, msum, ssum, mlsum, gl, gh = acc
     with np.errstate(under="ignore", over="ignore"):
-        es = np.exp(np.clip(shift_low, -700.0, 700.0))[seg]  # per block
-    msum = np.zeros(nk)
-    ssum = np.zeros(nk)
-    mlsum = np.zeros(nk)
-    sums_pass(lbw, den, g, key, es, mx, msum, ssum, mlsum)
+        es = np.exp(np.clip(shift_low, -700.0, 700.0))  # per point
+    args = (seg, x0, anchor, blk_len, mf, lwf, es, ctx.s, ctx.w, ed, int(ksw), float(dg), float(gmin), log_r)
+    if cells_stats(*args, acc):
+        raise FloatingPointError("histogram bin assignment failed")
     kk = np.flatnonzero(msum > 0)
     if kk.size == 0:
         return None
@@ -152,7 +151,7 @@ def hist_stats(
 
 def hist_sum(bins: Bins, alphas: Array, prune: float) -> tuple[Array, Array]:
     """:func:`accountant.clones.histogram.hist_sum` with the compiled kernel (same bounds)."""
-    kern = _required()[3]
+    kern = _required()[2]
     a = np.ascontiguousarray(alphas, dtype=float)
     up = np.empty(a.size)
     low = np.empty(a.size)

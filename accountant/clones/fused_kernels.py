@@ -21,6 +21,12 @@ def _jit(fn: _F) -> _F:
     return cast(_F, njit(cache=True, nogil=True, error_model="numpy")(fn))
 
 
+def _jit_inline(fn: _F) -> _F:
+    """:func:`_jit` inlined into its callers (helpers of the per-cell loops that take arrays:
+    a call would pay reference counting for each array argument)."""
+    return cast(_F, njit(cache=True, nogil=True, error_model="numpy", inline="always")(fn))
+
+
 @_jit
 def _cell(x: float, m: float, s: float, w: float) -> tuple[float, float]:
     """(1 − s·v, g) of cell x of a point with m = c + 1 coins (module docstring). For |s·v| ≤
@@ -39,11 +45,10 @@ def _cell(x: float, m: float, s: float, w: float) -> tuple[float, float]:
         p = 1.0 / 5.0 + z2 * p
         p = 1.0 / 3.0 + z2 * p
         return d, 2.0 * sv + 2.0 * sv * (z2 * p)
-    gg = math.log1p(2.0 * sv / d)
     if abs(sv) > 0.5:
         d = 2.0 * (m - x) / m + v * w
-        gg = math.log((2.0 * x / m - v * w) / d)
-    return d, gg
+        return d, math.log((2.0 * x / m - v * w) / d)
+    return d, math.log1p(2.0 * sv / d)
 
 
 @_jit
@@ -69,7 +74,7 @@ def g_range(c: Array, x_l: Array, x_h: Array, lwp: Array, s: float, w: float) ->
     return gmin, gmax
 
 
-@_jit
+@_jit_inline
 def _bin_of(
     a: float, prev: int, ed: Array, top: float, ksw: int, dg: float, gmin: float, log_r: float
 ) -> int:
@@ -77,12 +82,12 @@ def _bin_of(
     analytic index (uniform part above ``top``, geometric below it; or the previous cell's bin,
     ``prev`` ≥ 0), then moved to the bin that holds a. −1 if none does (never expected)."""
     nb = ed.size - 1
-    if a > top:
-        idx = int(min(max(math.ceil((a - top) / dg) + (ksw - 1.0), 0.0), nb - 1.0))
-    elif prev < 0:
-        idx = int(min(max(math.ceil(math.log(a / gmin) / log_r), 0.0), nb - 1.0))
-    else:
+    if prev >= 0:
         idx = prev
+    elif a > top:
+        idx = int(min(max(math.ceil((a - top) / dg) + (ksw - 1.0), 0.0), nb - 1.0))
+    else:
+        idx = int(min(max(math.ceil(math.log(a / gmin) / log_r), 0.0), nb - 1.0))
     while idx > 0 and a <= ed[idx]:
         idx -= 1
     while idx < nb - 1 and a > ed[idx + 1]:
@@ -92,20 +97,50 @@ def _bin_of(
     return idx
 
 
-@_jit
-def _valid(lv: float, gg: float, d: float) -> bool:
-    """Whether a cell adds to the histogram: finite log-weight, g ≠ 0 (ψ(0) = 0), 1 − s·v > 0."""
-    return lv > -math.inf and lv < math.inf and gg != 0.0 and d > 0.0
+@_jit_inline
+def _flush(
+    k: int,
+    la: float,
+    sm: float,
+    sg: float,
+    sml: float,
+    lo: float,
+    hi: float,
+    mx: Array,
+    msum: Array,
+    ssum: Array,
+    mlsum: Array,
+    gl: Array,
+    gh: Array,
+) -> None:
+    """Adds one run of cells of key k — weights e^{la}·(sm, Σ weight·g = e^{la}·sg, right-end
+    e^{la}·sml), extreme values lo, hi of g — to the key's sums, kept relative to e^{mx[k]}
+    (mx[k] the largest run scale la so far; the sums are rescaled when it grows). One exp.
+    Nothing for k < 0 (cells set aside) or an empty run."""
+    if k < 0 or not sm > 0.0:
+        return
+    if la > mx[k]:
+        f = math.exp(mx[k] - la)
+        msum[k] = msum[k] * f + sm
+        ssum[k] = ssum[k] * f + sg
+        mlsum[k] = mlsum[k] * f + sml
+        mx[k] = la
+    else:
+        e = math.exp(la - mx[k])
+        msum[k] += sm * e
+        ssum[k] += sg * e
+        mlsum[k] += sml * e
+    gl[k] = min(gl[k], lo)
+    gh[k] = max(gh[k], hi)
 
 
-@_jit
-def cells_keys(
-    blk_seg: Array,
-    blk_x0: Array,
-    blk_anchor: Array,
-    blk_len: Array,
-    mf: Array,
-    lwp: Array,
+@_jit_inline
+def _block(
+    la: float,
+    m: float,
+    x0: float,
+    ln: int,
+    es: float,
     s: float,
     w: float,
     ed: Array,
@@ -113,68 +148,80 @@ def cells_keys(
     dg: float,
     gmin: float,
     log_r: float,
-    lbw: Array,
-    den: Array,
-    g: Array,
-    key: Array,
-    mx: Array,
-    gl: Array,
-    gh: Array,
+    acc: tuple[Array, Array, Array, Array, Array, Array],
 ) -> int:
-    """Per cell: lw_j + log b_m(x), 1 − s·v, g and the bin key (−1: set aside); per key the
-    largest log-weight and the extreme values of g. Returns 0, or 1 if a cell could not be
-    placed in a bin (never expected)."""
+    """The cells x0 … x0 + ln − 1 of one block (log-weight of its first cell: la): each cell's
+    weight relative to the first, r·(1 − s·v) with r = b_m(x)/b_m(x0) the product of the exact
+    ratios (m − x + 1)/x, its g and key; runs of consecutive cells of one key are added to the
+    key's sums by :func:`_flush`. Returns 1 if a cell could not be placed in a bin, else 0."""
+    mx, msum, ssum, mlsum, gl, gh = acc
     top = ed[ksw]
-    for b in range(blk_seg.size):
-        j = blk_seg[b]
-        m = mf[j]
-        x0 = blk_x0[b]
-        ln = blk_len[b]
-        lb = 0.0
-        prev = -1
-        for k in range(32):
-            i = b * 32 + k
-            if k >= ln:
-                key[i] = -1
-                continue
-            x = x0 + k
-            if k == 0:
-                lb = blk_anchor[b]
-            else:
-                lb += math.log((m - x + 1.0) / x)
-            d, gg = _cell(x, m, s, w)
-            lv = lb + lwp[j]
-            lbw[i] = lv
-            den[i] = d
-            g[i] = gg
-            if not _valid(lv, gg, d):
-                key[i] = -1
-                prev = -1
-                continue
-            idx = _bin_of(abs(gg), prev, ed, top, ksw, dg, gmin, log_r)
-            if idx < 0:
-                return 1
-            prev = idx
-            kk = 2 * idx + (1 if gg < 0.0 else 0)
-            key[i] = kk
-            mx[kk] = max(mx[kk], lv)
-            gl[kk] = min(gl[kk], gg)
-            gh[kk] = max(gh[kk], gg)
+    r = 1.0
+    k_run = -1
+    prev = -1
+    sm = sg = 0.0
+    lo = math.inf
+    hi = -math.inf
+    for k in range(ln):
+        x = x0 + k
+        r = r * ((m - x + 1.0) / x) if k > 0 else 1.0
+        d, gg = _cell(x, m, s, w)
+        idx = _bin_of(abs(gg), prev, ed, top, ksw, dg, gmin, log_r) if (gg != 0.0 and d > 0.0) else -2
+        if idx == -1:
+            return 1
+        prev = max(idx, -1)
+        kk = 2 * idx + (gg < 0.0) if idx >= 0 else -1
+        if kk != k_run:
+            _flush(k_run, la, sm, sg, sm * es, lo, hi, mx, msum, ssum, mlsum, gl, gh)
+            k_run = kk
+            sm = sg = 0.0
+            lo = math.inf
+            hi = -math.inf
+        wt = r * d
+        sm += wt
+        sg += wt * gg
+        lo = min(lo, gg)
+        hi = max(hi, gg)
+    _flush(k_run, la, sm, sg, sm * es, lo, hi, mx, msum, ssum, mlsum, gl, gh)
     return 0
 
 
 @_jit
-def sums_pass(
-    lbw: Array, den: Array, g: Array, key: Array, es: Array, mx: Array, msum: Array, ssum: Array, mlsum: Array
-) -> None:
-    for i in range(lbw.size):
-        k = key[i]
-        if k < 0:
+def cells_stats(
+    blk_seg: Array,
+    blk_x0: Array,
+    blk_anchor: Array,
+    blk_len: Array,
+    mf: Array,
+    lwp: Array,
+    es: Array,
+    s: float,
+    w: float,
+    ed: Array,
+    ksw: int,
+    dg: float,
+    gmin: float,
+    log_r: float,
+    acc: tuple[Array, Array, Array, Array, Array, Array],
+) -> int:
+    """Per key: the largest run log-mass mx, and relative to e^{mx} the sums of the cells'
+    weights e^{lw_j}·b_m(x)·(1 − s·v), of weight·g and of the right-end weights (×es_j); the
+    extreme values of g (``acc`` = (mx, msum, ssum, mlsum, gl, gh), filled in place). Cells with
+    lw = ±inf, g = 0 or 1 − s·v ≤ 0 are set aside. Returns 0, or 1 if a cell could not be placed
+    in a bin (never expected).
+
+    b_m(x) = e^{anchor}·r within each block of 32 (anchor: Loader's pmf at the block's first cell,
+    from the caller), r the product of at most 31 exact ratios, so its relative error is ≲ 31 ulps
+    (the log-space sum of the numpy path: the same to rounding). r stays in the normal range for
+    m ≤ 5·10¹⁰ (b_m(x0 + k)/b_m(x0) ≥ 1/C(m, 31)), far above ``CLONES_MAX_N``."""
+    for b in range(blk_seg.size):
+        j = blk_seg[b]
+        la = blk_anchor[b] + lwp[j]
+        if not (la > -math.inf and la < math.inf):
             continue
-        wt = math.exp(lbw[i] - mx[k]) * den[i]
-        msum[k] += wt
-        ssum[k] += wt * g[i]
-        mlsum[k] += wt * es[i >> 5]
+        if _block(la, mf[j], blk_x0[b], blk_len[b], es[j], s, w, ed, ksw, dg, gmin, log_r, acc):
+            return 1
+    return 0
 
 
 # ----------------------------------------------------------------------------------------------
