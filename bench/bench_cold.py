@@ -199,14 +199,13 @@ def main() -> None:
         "",
     ]
     if fast:  # the same table on the pure-numpy path (the fallback; the same bounds)
-        saved = fused._KERNELS
-        fused._KERNELS = None
+        fused.use(False)
         try:
             tab, allv_np = curve_table(
                 ns, "### The same with the pure-numpy path forced (no compiled kernels)"
             )
         finally:
-            fused._KERNELS = saved
+            fused.use(True)
         b_end = statistics.median(baseline_ms() for _ in range(5))
         lines += tab + [
             "",

@@ -70,7 +70,9 @@ _MERGE_REL = 0.03  # merged bins (per order): width ≤ this·g in the uniform p
 _MERGE_ABS = 0.05  # … and ≤ this/α (chord slack ≲ (α·width)²/8 where ψ is exponential)
 _RHO = 1.5e-3  # C-grid: target relative slack of F − 1 (small F) or of log F (large)
 PRUNE = 45.0
-_CHECK = 2e-2  # fallback when the estimated C-slack log(1+U) − log(1+L) exceeds this·(α/64)^¼·log(1+U)
+#: Slack check: an order is flagged (and re-evaluated by the caller) when its estimated
+#: C-slack log(1+U) − log(1+L) exceeds CHECK·(α/64)^¼·log(1+U).
+CHECK = 2e-2
 _EST_REL = 0.1  # relative error allowed for the estimates of log F
 
 
@@ -236,7 +238,7 @@ class Prepared:
         lo_est = logsumexp_many(*low_terms) if low_terms else np.full(alphas.shape, -np.inf)
         l_up = np.logaddexp(0.0, res)
         gap = l_up - np.logaddexp(0.0, lo_est)
-        suspect = gap > _CHECK * np.maximum(1.0, alphas / 64.0) ** 0.25 * l_up
+        suspect = gap > CHECK * np.maximum(1.0, alphas / 64.0) ** 0.25 * l_up
         return res, suspect
 
     def chord_bound(self, alphas: np.ndarray) -> np.ndarray:

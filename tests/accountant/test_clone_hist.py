@@ -173,7 +173,7 @@ def test_suspect_orders_are_reevaluated_and_the_smaller_bound_kept(monkeypatch):
     C.clear_cache()
     hist = C.clone_rdp(n, eps0, ORDERS, engine="histogram")
     adaptive = C.clone_rdp(n, eps0, ORDERS, engine="adaptive")
-    monkeypatch.setattr(H, "_CHECK", -1.0)
+    monkeypatch.setattr(H, "CHECK", -1.0)
     got = C.clone_rdp(n, eps0, ORDERS)
     np.testing.assert_array_equal(got, np.minimum(hist, adaptive))
 
@@ -274,7 +274,7 @@ def kernels_on():
 @_fast
 @pytest.mark.usefixtures("kernels_on")
 @pytest.mark.parametrize("n,eps0", [(1000, 2.0), (5000, 0.3), (10**5, 2.0), (10**7, 1.0), (300, 40.0)])
-def test_compiled_histogram_equals_numpy_histogram(n, eps0, monkeypatch):
+def test_compiled_histogram_equals_numpy_histogram(n, eps0):
     """The compiled cell → bin kernel gives the numpy path's histogram: the same bins (up to
     cells on a bin edge), the same statistics to rounding, hence the same bound (checked with
     the pure-numpy path forced)."""
@@ -283,8 +283,7 @@ def test_compiled_histogram_equals_numpy_histogram(n, eps0, monkeypatch):
     ctx = Rt.Ctx(n, eps0)
     plan = H.HistPlan(ctx, Rt.HIST_DESIGN)
     fast = H.Prepared(plan)
-    monkeypatch.setattr(F, "_KERNELS", None)
-    monkeypatch.setattr(F, "_TRIED", True)
+    F.use(False)  # the pure-numpy path
     slow = H.Prepared(plan)
     if slow.bins is None:
         assert fast.bins is None
@@ -305,7 +304,7 @@ def test_compiled_histogram_equals_numpy_histogram(n, eps0, monkeypatch):
     assert fast.bins.lo.min() == pytest.approx(slow.bins.lo.min(), rel=1e-14)
     assert fast.bins.hi.max() == pytest.approx(slow.bins.hi.max(), rel=1e-14)
     v_slow, _ = slow.evaluate(ORDERS)
-    monkeypatch.undo()
+    assert F.use(True)
     v_fast, _ = fast.evaluate(ORDERS)
     np.testing.assert_allclose(v_fast, v_slow, rtol=1e-13, atol=1e-11)
 
