@@ -455,29 +455,53 @@ class Bins:
         lev = np.minimum(level, allowed).astype(np.int64)
         start = np.where(uni, ksw + ((j >> lev) << lev), b)
         gkey = 2 * start + (self.keys & 1)
-        uk, grp = np.unique(gkey, return_inverse=True)
+        uk, grp, st = _group_runs(gkey)
         if uk.size == self.keys.size:
             self._cuts[level] = self
             return self
         k = uk.size
-        mx = np.full(k, -np.inf)
-        np.maximum.at(mx, grp, self.LM)
+        mx = _reduce_groups(np.maximum, self.LM, grp, st, k, -np.inf)
         w = np.exp(self.LM - mx[grp])
         M = np.bincount(grp, w, minlength=k)
         S = np.bincount(grp, w * self.mu, minlength=k)
         with np.errstate(divide="ignore", under="ignore"):
             ML = np.bincount(grp, np.exp(self.LML - mx[grp]), minlength=k)
             LML = mx + np.log(ML)
-        lo = np.full(k, np.inf)
-        hi = np.full(k, -np.inf)
-        np.minimum.at(lo, grp, self.lo)
-        np.maximum.at(hi, grp, self.hi)
+        lo = _reduce_groups(np.minimum, self.lo, grp, st, k, np.inf)
+        hi = _reduce_groups(np.maximum, self.hi, grp, st, k, -np.inf)
         out = object.__new__(Bins)
         out.layout = None
         out._cuts = {}
         out._finish(mx + np.log(M), LML, lo, hi, S / M, uk)
         self._cuts[level] = out
         return out
+
+
+def _group_runs(gkey: Array) -> tuple[Array, Array, Array | None]:
+    """The distinct merged keys, each bin's group and, when every group is one run of
+    consecutive bins (bins are stored positive g first, each sign by ascending key, and merging
+    keeps that order), the first bin of each group (else None: the groups of a sort)."""
+    brk = np.flatnonzero(gkey[1:] != gkey[:-1]) + 1
+    st = np.concatenate([[0], brk])
+    uk = gkey[st]
+    par = uk & 1
+    if np.all((uk[1:] > uk[:-1]) | (par[1:] != par[:-1])) and np.all(np.diff(par) >= 0):
+        grp = np.repeat(np.arange(st.size), np.diff(np.append(st, gkey.size)))
+        return uk, grp, st
+    uk, grp = np.unique(gkey, return_inverse=True)
+    return uk, grp, None
+
+
+def _reduce_groups(
+    ufunc: np.ufunc, values: Array, grp: Array, st: Array | None, k: int, init: float
+) -> Array:
+    """``ufunc`` (max or min: exact in any order) over each group of :func:`_group_runs`."""
+    if st is not None:
+        out: Array = ufunc.reduceat(values, st)
+        return out
+    res = np.full(k, init)
+    ufunc.at(res, grp, values)
+    return res
 
 
 def _bin_keys(g: Array, valid: Array) -> tuple[Array, int, Layout]:
