@@ -61,6 +61,7 @@ from .._binomial import log_binom_pmf
 from .._numerics import log_expm1, log_phi, logsumexp, logsumexp_many, segment_logsumexp
 from . import fused
 from ._cells import hist_cells
+from ._runs import Runs, group_runs, reduce_groups
 from .kernels import Array, CMass, Ctx, log_cap_f, log_q_at, log_ratio, tilt
 from .windows import tails, windows
 
@@ -315,30 +316,6 @@ def bin_edges(gmin: float, gmax: float) -> Layout:
     return ed, k + 1, dg
 
 
-class _Runs:
-    """Runs of equal (key, point) among consecutive cells (g is monotone in x within a point),
-    reduced first when they are long enough to pay for it (else every cell is its own run)."""
-
-    def __init__(self, key: Array, seg: Array) -> None:
-        brk = np.flatnonzero((key[1:] != key[:-1]) | (seg[1:] != seg[:-1])) + 1
-        self.reduced = bool(8 * brk.size < key.size)
-        if self.reduced:
-            self.starts = np.concatenate([[0], brk])
-            self.sizes = np.diff(np.append(self.starts, key.size))
-            self.key, self.seg = key[self.starts], seg[self.starts]
-        else:
-            self.key, self.seg = key, seg
-
-    def reduce(self, ufunc: np.ufunc, values: Array) -> Array:
-        """Per run, ``ufunc`` reduced over its cells."""
-        out: Array = ufunc.reduceat(values, self.starts) if self.reduced else values
-        return out
-
-    def expand(self, per_run: Array) -> Array:
-        """A per-run value repeated for every cell of its run."""
-        return np.repeat(per_run, self.sizes) if self.reduced else per_run
-
-
 class Bins:
     """The histogram of the cells on g (order-independent): per non-empty bin the log-mass LM, the
     cells' extreme values [lo, hi] of g, the mean μ, and the log-mass under the right-end weights
@@ -370,7 +347,7 @@ class Bins:
         if lin is not None:
             valid &= lin > 0.0
         key, nk, self.layout = _bin_keys(g, valid)
-        runs = _Runs(key, seg)
+        runs = Runs(key, seg)
         rk, rseg = runs.key, runs.seg
         mx = np.full(nk, -np.inf)
         gl = np.full(nk, np.inf)
@@ -455,53 +432,26 @@ class Bins:
         lev = np.minimum(level, allowed).astype(np.int64)
         start = np.where(uni, ksw + ((j >> lev) << lev), b)
         gkey = 2 * start + (self.keys & 1)
-        uk, grp, st = _group_runs(gkey)
+        uk, grp, st = group_runs(gkey)
         if uk.size == self.keys.size:
             self._cuts[level] = self
             return self
         k = uk.size
-        mx = _reduce_groups(np.maximum, self.LM, grp, st, k, -np.inf)
+        mx = reduce_groups(np.maximum, self.LM, grp, st, k, -np.inf)
         w = np.exp(self.LM - mx[grp])
         M = np.bincount(grp, w, minlength=k)
         S = np.bincount(grp, w * self.mu, minlength=k)
         with np.errstate(divide="ignore", under="ignore"):
             ML = np.bincount(grp, np.exp(self.LML - mx[grp]), minlength=k)
             LML = mx + np.log(ML)
-        lo = _reduce_groups(np.minimum, self.lo, grp, st, k, np.inf)
-        hi = _reduce_groups(np.maximum, self.hi, grp, st, k, -np.inf)
+        lo = reduce_groups(np.minimum, self.lo, grp, st, k, np.inf)
+        hi = reduce_groups(np.maximum, self.hi, grp, st, k, -np.inf)
         out = object.__new__(Bins)
         out.layout = None
         out._cuts = {}
         out._finish(mx + np.log(M), LML, lo, hi, S / M, uk)
         self._cuts[level] = out
         return out
-
-
-def _group_runs(gkey: Array) -> tuple[Array, Array, Array | None]:
-    """The distinct merged keys, each bin's group and, when every group is one run of
-    consecutive bins (bins are stored positive g first, each sign by ascending key, and merging
-    keeps that order), the first bin of each group (else None: the groups of a sort)."""
-    brk = np.flatnonzero(gkey[1:] != gkey[:-1]) + 1
-    st = np.concatenate([[0], brk])
-    uk = gkey[st]
-    par = uk & 1
-    if np.all((uk[1:] > uk[:-1]) | (par[1:] != par[:-1])) and np.all(np.diff(par) >= 0):
-        grp = np.repeat(np.arange(st.size), np.diff(np.append(st, gkey.size)))
-        return uk, grp, st
-    uk, grp = np.unique(gkey, return_inverse=True)
-    return uk, grp, None
-
-
-def _reduce_groups(
-    ufunc: np.ufunc, values: Array, grp: Array, st: Array | None, k: int, init: float
-) -> Array:
-    """``ufunc`` (max or min: exact in any order) over each group of :func:`_group_runs`."""
-    if st is not None:
-        out: Array = ufunc.reduceat(values, st)
-        return out
-    res = np.full(k, init)
-    ufunc.at(res, grp, values)
-    return res
 
 
 def _bin_keys(g: Array, valid: Array) -> tuple[Array, int, Layout]:
