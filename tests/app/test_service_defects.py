@@ -182,7 +182,7 @@ def test_the_sdk_retries_a_503_with_the_same_key_after_retry_after(monkeypatch):
     retried after (at least) that many seconds, with the same idempotency key."""
     import httpx
 
-    from app import client as sdk
+    from privacy_accountant import client as sdk
 
     sent, slept = [], []
     answers = [
