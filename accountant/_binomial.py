@@ -19,10 +19,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats
-from scipy.special import gammaln
 
+from ._lazy import gammaln, lazy
 from ._numerics import log_phi, logsumexp
+
+stats = lazy("scipy.stats")
 
 DENSE_MAX = 50_001  # longest window of K summed term by term
 JENSEN_BINS = 50_000  # bins used beyond that

@@ -5,7 +5,8 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
-from scipy.special import gammaln
+
+from ._lazy import gammaln
 
 LOG2 = float(np.log(2.0))
 # Relative outward rounding applied to every reported upper bound: float evaluation of a

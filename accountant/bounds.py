@@ -26,7 +26,7 @@ from ._validation import check_epsilon0, check_int, check_n, check_orders
 from .clones import CLONES_MAX_N, clone_rdp
 from .errors import BoundNotApplicable, InvalidParameter
 from .nested import wbk19_over, wbk_inner_orders
-from .store import LRUCache, cached_curve
+from .store import BoundedCache, MiB, cached_curve, checkpoint
 
 #: whether the default curves include the tighter bounds of bounds.md §8 (clones, WBK19)
 _TIGHT: ContextVar[bool] = ContextVar("accountant_tight_bounds", default=True)
@@ -97,7 +97,7 @@ def _hull(
     return tight, [s if t >= v else "convex hull" for s, t, v in zip(sources, tight, vals)]
 
 
-_DETAILS = LRUCache(256)
+_DETAILS = BoundedCache(256, 32 * MiB, name="shuffle_details")
 
 
 def _cached_detail(
@@ -110,6 +110,7 @@ def _cached_detail(
     key = (kind, *params, o.tobytes(), _TIGHT.get())
     got = _DETAILS.get(key)
     if got is None:
+        checkpoint()
         got = compute()
         got.rdp.setflags(write=False)
         _DETAILS.put(key, got)

@@ -32,8 +32,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from scipy.special import gammaln
 
+from ._lazy import gammaln
 from ._numerics import log_expm1, segment_logsumexp
 
 __all__ = ["wbk19_rdp"]

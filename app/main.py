@@ -1,4 +1,10 @@
-"""The FastAPI application: ``uvicorn app.main:app`` (or ``privacy-accountant serve``)."""
+"""The FastAPI application factory: ``create_app(settings)``.
+
+``privacy-accountant serve`` builds the settings once, migrates the database and serves
+``create_app(settings, served=True)``; ``uvicorn --factory app.main:create_app`` serves an app with
+the settings read from the environment. Importing this module has no side effects: ``app.main.app``
+(for ``uvicorn app.main:app``) is created on first access.
+"""
 
 from __future__ import annotations
 
@@ -10,14 +16,19 @@ from contextlib import asynccontextmanager
 import anyio
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import accountant
-from app.core.config import get_settings
+import mechanisms
+from app.core.admission import Overloaded, install_checkpoint
+from app.core.config import Settings
 from app.core.logging import request_id_var
-from app.core.metrics import DOMAIN_ERRORS
+from app.core.mechanisms import InvalidMechanismRequest
+from app.core.metrics import DB_UNAVAILABLE, DOMAIN_ERRORS
 from app.core.middleware import ServiceMiddleware
+from app.core.services import ComputeTimeLimit, RequestAbandoned, Services
+from app.db.session import DatabaseUnavailable
 from app.ledger import errors as ledger_errors
 
 log = logging.getLogger("app")
@@ -27,13 +38,18 @@ Shuffle-model Rényi-DP accountant: RDP curves of shuffle and subsampled-shuffle
 thesis's bounds and the tightest valid combination), composition, conversion to (ε, δ), calibration
 of ε0 / rounds / n / k against a target, and a per-user budget ledger.
 
-* The computation endpoints (`/v1/rdp`, `/v1/epsilon`, `/v1/delta`, `/v1/calibrate`) need no key.
+* The computation endpoints (`/v1/rdp`, `/v1/epsilon`, `/v1/delta`, `/v1/calibrate`, the mechanisms) need
+  no key; a valid key gives the request reserved capacity. Anonymous computations get a bounded share: when
+  their queue is full the answer is `429`, when no slot frees up in time `503`, both with `Retry-After`.
   `orders` is optional everywhere (default grid: bounds.md §6); every answer says which orders it used.
 * Ledger endpoints need `Authorization: Bearer <key>` (roles admin, pipeline, viewer).
 * Every error body is JSON with a human-readable `detail`: malformed input `422` (FastAPI's
   validation shape: strings for numbers, NaN/Infinity, unknown fields, out-of-range values), domain
   errors `400` (a bound outside its validity, a parameter outside its domain) or `422` (an
-  infeasible target, with `best_epsilon`), bodies over 1 MiB `413`, auth `401`/`403`, refusals `409`.
+  infeasible target, with `best_epsilon`), bodies over 1 MiB `413` (not received within the body time
+  limit `408`), auth `401`/`403`, refusals `409`.
+* `503` with `Retry-After` means "not now, nothing was done": the service is busy, or the database is
+  unavailable (nothing was recorded). A pipeline retries the same request with the same idempotency key.
 * No response contains NaN or Infinity; a curve value with no finite bound is `null`.
 * Every response carries `X-Request-ID` (echoed from the request when given).
 """
@@ -51,6 +67,7 @@ def _sanitize(obj, depth: int = 0):
     if isinstance(obj, (int, bool)) or obj is None:
         return obj
     if isinstance(obj, str):
+        obj = _no_surrogates(obj)
         return obj if len(obj) <= 200 else obj[:200] + f"… ({len(obj)} characters)"
     if isinstance(obj, dict):
         items = list(obj.items())
@@ -68,6 +85,15 @@ def _sanitize(obj, depth: int = 0):
     return str(obj)[:200]
 
 
+def _no_surrogates(s: str) -> str:
+    """``s`` with lone surrogates (which UTF-8 cannot encode) written as ``\\udXXX`` escapes."""
+    try:
+        s.encode("utf-8")
+        return s
+    except UnicodeEncodeError:
+        return s.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 #: the HTTP status of each ledger error (the most specific class listed wins)
 LEDGER_STATUS: dict[type[ledger_errors.LedgerError], int] = {
     ledger_errors.NotFound: 404,
@@ -81,16 +107,31 @@ def _ledger_status(exc: ledger_errors.LedgerError) -> int:
     return next((LEDGER_STATUS[c] for c in type(exc).__mro__ if c in LEDGER_STATUS), 400)
 
 
-def _error(status: int, detail, request: Request | None = None, **extra) -> JSONResponse:
+#: the HTTP status of each error of the mechanisms (the most specific class listed wins)
+MECHANISM_STATUS: dict[type[Exception], int] = {
+    mechanisms.UnknownMechanismError: 404,
+    mechanisms.CalibrationTimeout: 400,
+    mechanisms.MechanismError: 422,
+    InvalidMechanismRequest: 422,
+}
+
+
+def _error(status: int, detail, request: Request | None = None, headers=None, **extra) -> JSONResponse:
     body = {"detail": detail, **extra}
     rid = request_id_var.get()
     if rid:
         body["request_id"] = rid
-    return JSONResponse(status_code=status, content=body)
+    return JSONResponse(status_code=status, content=body, headers=headers)
 
 
 @asynccontextmanager
 async def _lifespan(app: FastAPI):
+    services: Services = app.state.services
+    logging.captureWarnings(True)  # warnings become (JSON) log records, not raw stderr text
+    if services.settings.malloc_tuning and services.served:
+        from app.core.tuning import tune_allocator
+
+        tune_allocator()
     yield
     # curves computed by this process but not yet written to the shared store
     from accountant.store import flush_store
@@ -98,13 +139,28 @@ async def _lifespan(app: FastAPI):
     await anyio.to_thread.run_sync(flush_store)
 
 
-def create_app() -> FastAPI:
-    settings = get_settings()
-    logging.captureWarnings(True)  # warnings become (JSON) log records, not raw stderr text
-    if settings.malloc_tuning:
-        from app.core.tuning import tune_allocator
+def _curve_store(settings: Settings, served: bool) -> None:
+    """Where expensive curves go: the shared database store when configured (or, by default, when
+    served by ``serve``, which migrated the database), else the in-process memory store."""
+    from accountant.store import MemoryStore, set_store
 
-        tune_allocator()
+    choice = settings.curve_store or ("database" if served else "memory")
+    if choice == "database":
+        from app.db.curve_store import install
+
+        install(settings.database_url, settings.curve_cache_bytes, settings.curve_store_max_rows)
+    else:
+        set_store(MemoryStore(settings.curve_cache_bytes))
+
+
+def create_app(settings: Settings | None = None, *, served: bool = False) -> FastAPI:
+    """A new app serving with ``settings`` (default: read from the environment now). ``served``:
+    the database was migrated by ``serve`` (so the shared curve store may be used by default, and
+    the process-wide allocator tuning applies)."""
+    settings = settings if settings is not None else Settings()
+    services = Services.build(settings, served)
+    install_checkpoint()
+    _curve_store(settings, served)
     app = FastAPI(
         lifespan=_lifespan,
         title="Privacy accountant",
@@ -130,11 +186,8 @@ def create_app() -> FastAPI:
             },
         ],
     )
-    app.add_middleware(ServiceMiddleware, max_body_bytes=settings.max_body_bytes)
-    if settings.curve_store == "database":
-        from app.db.curve_store import install
-
-        install(settings.database_url)
+    app.state.services = services
+    app.add_middleware(ServiceMiddleware, services=services)
 
     @app.exception_handler(accountant.AccountantError)
     async def accountant_error(request: Request, exc: accountant.AccountantError):
@@ -154,6 +207,37 @@ def create_app() -> FastAPI:
         if rid:
             body["request_id"] = rid
         return JSONResponse(status_code=_ledger_status(exc), content=body)
+
+    @app.exception_handler(Overloaded)
+    async def overloaded(request: Request, exc: Overloaded):
+        return _error(
+            exc.status, exc.detail, request, {"Retry-After": str(exc.retry_after)}, error="Overloaded"
+        )
+
+    @app.exception_handler(ComputeTimeLimit)
+    async def time_limit(request: Request, exc: ComputeTimeLimit):
+        if exc.busy:
+            headers = {"Retry-After": str(exc.retry_after)}
+            return _error(503, exc.detail, request, headers, error="TimeLimitExceeded")
+        return _error(400, exc.detail, request, error="TimeLimitExceeded")
+
+    @app.exception_handler(RequestAbandoned)
+    async def abandoned(request: Request, exc: RequestAbandoned):
+        return Response(status_code=499)  # nobody reads it: the client left (nginx's "client closed")
+
+    @app.exception_handler(DatabaseUnavailable)
+    async def database_unavailable(request: Request, exc: DatabaseUnavailable):
+        DB_UNAVAILABLE.labels(exc.cause).inc()
+        log.warning("database unavailable", extra={"cause": exc.cause, "reason": exc.reason})
+        headers = {"Retry-After": str(exc.retry_after)}
+        return _error(503, exc.detail, request, headers, error="DatabaseUnavailable", cause=exc.cause)
+
+    for exc_class in MECHANISM_STATUS:
+
+        @app.exception_handler(exc_class)
+        async def mechanism_error(request: Request, exc: Exception):
+            status = next((MECHANISM_STATUS[c] for c in type(exc).__mro__ if c in MECHANISM_STATUS), 422)
+            return _error(status, _sanitize(str(exc)), request)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError):
@@ -225,4 +309,16 @@ def _version() -> str:
         return "0.0.0"
 
 
-app = create_app()
+def create_served_app() -> FastAPI:
+    """The factory ``serve --workers N`` gives uvicorn: each worker reads the same environment the
+    parent read (and the parent migrated the database)."""
+    return create_app(Settings(), served=True)
+
+
+def __getattr__(name: str):
+    """``app.main.app``: the app with the environment's settings, created on first access."""
+    if name == "app":
+        app = create_app()
+        globals()["app"] = app
+        return app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

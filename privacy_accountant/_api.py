@@ -22,7 +22,10 @@ from privacy_accountant import models as m
 
 #: the pure computation POSTs: repeating them cannot change state, so they are retried
 PURE_POSTS = frozenset({"/v1/rdp", "/v1/epsilon", "/v1/delta", "/v1/calibrate"})
-RETRY_STATUS = frozenset({502, 503, 504})
+#: answers worth repeating: a full queue (429), an unavailable upstream or database (502/503/504)
+RETRY_STATUS = frozenset({429, 502, 503, 504})
+#: longest wait a ``Retry-After`` header may ask for between two attempts (seconds)
+MAX_RETRY_AFTER = 30.0
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 
 from privacy_accountant._api import RETRY_STATUS, Call, Endpoints, should_retry
-from privacy_accountant.client import DEFAULT_URL, backoff_delay, decode, default_headers
+from privacy_accountant.client import DEFAULT_URL, backoff_delay, decode, default_headers, retry_after
 from privacy_accountant.errors import TransportError
 
 __all__ = ["AsyncAccountantClient"]
@@ -79,15 +79,17 @@ class AsyncAccountantClient(Endpoints):
         if call.timeout is not None:
             kw["timeout"] = call.timeout
         last_exc: Exception | None = None
+        asked = 0.0  # the server's Retry-After, when it gave one
         for i in range(attempts):
             if i:
-                await asyncio.sleep(backoff_delay(self.backoff, i))
+                await asyncio.sleep(max(asked, backoff_delay(self.backoff, i)))
             try:
                 resp = await self._http.request(call.method, call.path, **kw)
             except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
                 last_exc = exc
                 continue
             if resp.status_code in RETRY_STATUS and i + 1 < attempts:
+                asked = retry_after(resp)
                 continue
             return decode(resp, call)
         raise TransportError(

@@ -4,8 +4,9 @@ Retries (``retries``, default 2, exponential backoff with jitter) happen only wh
 cannot change state: GETs, the pure computation POSTs, ``PUT /v1/users/{id}`` (a full
 replacement), member changes, and ``POST /v1/charges`` because the client always sends an
 idempotency key (generated when not given), so a retried charge is answered from the original
-result and never charged twice. They are triggered by connection errors, timeouts and
-502/503/504 — never by a 4xx.
+result and never charged twice. They are triggered by connection errors, timeouts, 502/503/504 and
+429 (a full queue of anonymous computations) — never by another 4xx — and wait at least the
+``Retry-After`` the server sent (up to 30 s).
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ from typing import Any
 
 import httpx
 
-from privacy_accountant._api import RETRY_STATUS, Call, Endpoints, should_retry
+from privacy_accountant._api import MAX_RETRY_AFTER, RETRY_STATUS, Call, Endpoints, should_retry
 from privacy_accountant.errors import TransportError, error_from_response
 
-__all__ = ["AccountantClient", "DEFAULT_URL", "default_headers", "backoff_delay", "decode"]
+__all__ = ["AccountantClient", "DEFAULT_URL", "default_headers", "backoff_delay", "retry_after", "decode"]
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 
@@ -38,6 +39,14 @@ def default_headers(api_key: str | None, headers: Mapping[str, str] | None) -> d
 def backoff_delay(backoff: float, attempt: int) -> float:
     """Seconds to wait before retry number ``attempt`` (1, 2, …): backoff·2^(attempt−1), +0–50 % jitter."""
     return backoff * (2 ** (attempt - 1)) * (1 + random.random() / 2)
+
+
+def retry_after(resp: httpx.Response) -> float:
+    """Seconds the server asked to wait (``Retry-After``, in seconds), capped; 0 if none."""
+    try:
+        return min(MAX_RETRY_AFTER, max(0.0, float(resp.headers.get("retry-after", "0"))))
+    except ValueError:
+        return 0.0
 
 
 def decode(resp: httpx.Response, call: Call) -> Any:
@@ -114,15 +123,17 @@ class AccountantClient(Endpoints):
         if call.timeout is not None:
             kw["timeout"] = call.timeout
         last_exc: Exception | None = None
+        asked = 0.0  # the server's Retry-After, when it gave one
         for i in range(attempts):
             if i:
-                time.sleep(backoff_delay(self.backoff, i))
+                time.sleep(max(asked, backoff_delay(self.backoff, i)))
             try:
                 resp = self._http.request(call.method, call.path, **kw)
             except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
                 last_exc = exc
                 continue
             if resp.status_code in RETRY_STATUS and i + 1 < attempts:
+                asked = retry_after(resp)
                 continue
             return decode(resp, call)
         raise TransportError(

@@ -37,9 +37,10 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from scipy import optimize
-
+from .._lazy import lazy
 from ..errors import AccountantError
+
+optimize = lazy("scipy.optimize")
 
 Number = float | int
 _MAX_BRACKET_STEPS = 200

@@ -24,7 +24,6 @@ import math
 import numbers
 from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, fields
-from functools import lru_cache
 from typing import Any, ClassVar
 
 import numpy as np
@@ -32,6 +31,7 @@ import numpy as np
 from .._validation import check_float, check_int
 from ..bounds import tight_bounds
 from ..errors import InvalidEvent, InvalidParameter
+from ..store import MiB, memoize
 
 #: most users (n, k) an event may describe: 10¹² is already ~100× any real population
 MAX_USERS = 10**12
@@ -303,7 +303,7 @@ class Event:
         return d
 
 
-@lru_cache(maxsize=4096)
+@memoize("unit_curves", max_entries=4096, max_bytes=64 * MiB)
 def cached_unit_curve(event: Event, orders_key: tuple, bound: str, tight: bool = True) -> np.ndarray:
     """Curve of ONE repetition (``event`` has count 1) at ``orders_key``, cached (keyed also by
     :func:`accountant.bounds.tight_bounds`, the setting it was computed under); read-only."""

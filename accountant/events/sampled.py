@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, ClassVar
 
 import numpy as np
 
 from .. import bounds as _b
 from ..nested import CurveDetail, amplified_epsilon, sampled_round_detail
+from ..store import MiB, memoize
 from ._declare import (
     MAX_EPSILON0,
     REPLACE_ONE,
@@ -111,7 +111,7 @@ class SubsampledEvent(Event):
         return parts
 
 
-@lru_cache(maxsize=256)
+@memoize("sampled_details", max_entries=256, max_bytes=32 * MiB)
 def _detail(ev: SubsampledEvent, orders_key: tuple, tight: bool) -> CurveDetail:
     """The curve with its sources (``tight``: :func:`accountant.bounds.tight_bounds`, part of
     the cache key)."""

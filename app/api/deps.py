@@ -1,4 +1,6 @@
-"""FastAPI dependencies of the ledger: the database session source and API-key authentication.
+"""FastAPI dependencies: the app's services, the ledger database, API-key authentication and the
+caller class of a computation. They only look things up, so they are ``async`` (run on the event
+loop, no worker-thread hop per dependency).
 
 Keys come from ``ACCOUNTANT_API_KEYS`` (``key:role,...``; roles ``admin``, ``pipeline``,
 ``viewer``). A request presents ``Authorization: Bearer <key>``. The presented key is compared
@@ -8,18 +10,21 @@ charge record: a charge records the key's *name* (``<role>-<position>`` in the s
 
 Roles: ``admin`` — everything (users, cohorts, charges, reads); ``pipeline`` — charges and reads;
 ``viewer`` — reads only. A missing or unknown key is ``401``; a known key without the role is
-``403``.
+``403``. The computation endpoints need no key (unless ``ACCOUNTANT_ANONYMOUS_COMPUTE`` is
+``key-required``); a valid key there puts the request in the ``keyed`` class, which has reserved
+capacity (:mod:`app.core.admission`), and an invalid one is a ``401``.
 """
 
 from __future__ import annotations
 
-import hmac
-from collections.abc import Callable
+import time
+from collections.abc import AsyncIterator, Callable
 
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from app.db.session import Database, get_database
+from app.core.services import ANONYMOUS, ApiKey, Caller, Services, match_key
+from app.db.session import Database, get_database, operation_deadline
 from app.ledger.service import Actor
 
 ROLES = ("admin", "pipeline", "viewer")
@@ -40,42 +45,74 @@ class AuthError(HTTPException):
         super().__init__(status_code=status_code, detail=detail, headers=headers)
 
 
-def _settings():
-    from app.core.config import get_settings
+def services(request: Request) -> Services:
+    """The services of the app serving this request (built by :func:`app.main.create_app`; an app
+    that only includes these routers gets them from the environment's settings on first use)."""
+    state = request.app.state
+    svc = getattr(state, "services", None)
+    if svc is None:
+        from app.core.config import Settings
 
-    return get_settings()
-
-
-def get_api_keys() -> list[tuple[bytes, str, str]]:
-    """Configured keys as (key bytes, role, name). Overridable in tests."""
-    keys = _settings().api_keys
-    out = []
-    for i, (key, role) in enumerate(keys.items()):
-        out.append((key.encode("utf-8"), role, f"{role}-{i + 1}"))
-    return out
+        svc = state.services = Services.build(Settings())
+    return svc
 
 
-def get_db(request: Request) -> Database:
-    """The ledger database: ``app.state.ledger_db`` if set (tests), else ``DATABASE_URL``."""
+async def get_api_keys(request: Request) -> list[ApiKey]:
+    """Configured keys (from the app's settings). Overridable in tests."""
+    return services(request).keys
+
+
+async def get_db(request: Request) -> Database:
+    """The ledger database: ``app.state.ledger_db`` if set (tests), else the settings' URL."""
     db = getattr(request.app.state, "ledger_db", None)
     if db is not None:
         return db
-    return get_database(_settings().database_url)
+    svc = services(request)
+    return get_database(svc.settings.database_url, svc.db_options)
 
 
-def authenticate(
+async def write_turn(request: Request, db: Database = Depends(get_db)) -> AsyncIterator[None]:
+    """A ledger write waits its turn here, on the event loop, before its handler takes a worker
+    thread (:meth:`app.core.services.Services.write_gate`); the wait counts against the database
+    time limit (then ``503``)."""
+    gate = services(request).write_gate(db)
+    deadline = time.monotonic() + db.options.timeout
+    await gate.acquire(db.options.timeout)
+    operation_deadline.set(deadline)  # the handler's database operations end by then
+    try:
+        yield
+    finally:
+        operation_deadline.set(None)
+        gate.release()
+
+
+#: the dependency of every ledger write route (after authentication, so only known callers queue)
+WRITE_TURN = Depends(write_turn, scope="function")
+
+
+def _as_api_keys(keys: list) -> list[ApiKey]:
+    """Accept (key, role, name) triples too (tests override the keys that way)."""
+    from app.core.services import idempotency_scope
+
+    out = []
+    for k in keys:
+        if isinstance(k, ApiKey):
+            out.append(k)
+        else:
+            key, role, name = k
+            out.append(ApiKey(key, role, name, idempotency_scope(key)))
+    return out
+
+
+async def authenticate(
     credentials: HTTPAuthorizationCredentials | None = Depends(_bearer),
-    keys: list[tuple[bytes, str, str]] = Depends(get_api_keys),
+    keys: list = Depends(get_api_keys),
 ) -> Actor:
     if credentials is None or (credentials.scheme or "").lower() != "bearer" or not credentials.credentials:
         raise AuthError(
             401, "missing API key: send 'Authorization: Bearer <key>' with a key from ACCOUNTANT_API_KEYS"
         )
-    presented = credentials.credentials.encode("utf-8", "surrogateescape")
-    found: Actor | None = None
-    for key, role, name in keys:  # no early exit: every key is compared
-        if hmac.compare_digest(presented, key) and found is None:
-            found = Actor(name=name, role=role)
+    found = match_key(credentials.credentials, _as_api_keys(keys))
     if found is None:
         raise AuthError(401, "invalid API key")
     return found
@@ -84,7 +121,7 @@ def authenticate(
 def require_roles(*roles: str) -> Callable[..., Actor]:
     allowed = tuple(roles)
 
-    def dep(actor: Actor = Depends(authenticate)) -> Actor:
+    async def dep(actor: Actor = Depends(authenticate)) -> Actor:
         if actor.role not in allowed:
             raise AuthError(403, f"role {actor.role!r} may not do this; allowed roles: {list(allowed)}")
         return actor
@@ -96,3 +133,23 @@ def require_roles(*roles: str) -> Callable[..., Actor]:
 require_reader = require_roles(*READ_ROLES)
 require_charger = require_roles(*CHARGE_ROLES)
 require_admin = require_roles(*ADMIN_ROLES)
+
+
+async def compute_caller(request: Request, keys: list = Depends(get_api_keys)) -> Caller:
+    """The class of a computation request: ``keyed`` with a valid key, ``anonymous`` without one
+    (``401`` when anonymous computation is switched off, or the key presented is not valid)."""
+    header = request.headers.get("authorization")
+    if header is None:
+        if services(request).settings.anonymous_compute == "key-required":
+            raise AuthError(
+                401,
+                "this service computes only for callers with an API key: send 'Authorization: Bearer <key>'",
+            )
+        return ANONYMOUS
+    scheme, _, credentials = header.partition(" ")
+    if scheme.lower() != "bearer" or not credentials.strip():
+        raise AuthError(401, "malformed Authorization header: send 'Authorization: Bearer <key>'")
+    actor = match_key(credentials.strip(), _as_api_keys(keys))
+    if actor is None:
+        raise AuthError(401, "invalid API key (computations need no key; send none, or a valid one)")
+    return Caller("keyed", actor)

@@ -21,6 +21,7 @@ import numpy as np
 import accountant
 from accountant import AccountantError, InvalidParameter
 from accountant._validation import check_orders
+from app.core.admission import current_deadline
 from app.schemas.events import MAX_USERS
 
 #: per-order cost floor in the work estimate (small orders cost about as much as α = 1000)
@@ -49,23 +50,48 @@ def _orders_array(orders: Sequence[float] | None) -> np.ndarray:
     return check_orders(orders)
 
 
-def check_work(events: Sequence, orders: np.ndarray, max_mass: float, convert: bool) -> None:
-    """Refuse requests whose estimated cost exceeds ``max_mass`` (Σ over the distinct costly curves
-    the events need (``Event.heavy_parts``) of Σ max(α, 1000), plus the conversion's refinement
-    around the optimum)."""
+#: work estimate of a cheap event (no costly curve, e.g. ``rdp_curve``): a fixed cost per distinct
+#: event, plus a cost per given point and per order evaluated (in the units of the order mass:
+#: ~1e-7 s each on the reference machine)
+_LIGHT_EVENT = 1000.0
+_LIGHT_ITEM = 2.0
+
+
+def _items(ev) -> int:
+    """How many numbers an event carries in its list fields (an rdp_curve's points)."""
+    return sum(len(v) for v in vars(ev).values() if isinstance(v, tuple))
+
+
+def work_estimate(events: Sequence, orders: np.ndarray, convert: bool) -> tuple[float, int]:
+    """(estimated cost, number of distinct costly curves) of evaluating ``events`` on ``orders``.
+
+    Costly curves (``Event.heavy_parts``, e.g. the clone bound of a shuffle event): Σ over the
+    distinct ones of Σ_α max(α, 1000), plus the conversion's refinement around the optimum. Cheap
+    events (no costly part, e.g. ``rdp_curve``): per distinct event a fixed cost plus a cost per
+    point it carries and per order it is evaluated at (the grid, and the refinement)."""
     heavy = frozenset().union(*(e.heavy_parts() for e in events))
-    if not heavy:
-        return
-    per_event = float(np.maximum(orders, _MASS_FLOOR).sum())
+    per_heavy = float(np.maximum(orders, _MASS_FLOOR).sum())
     if convert:
-        per_event += _REFINE * max(float(orders.max()) * 1.25, _MASS_FLOOR)
-    mass = per_event * len(heavy)
+        per_heavy += _REFINE * max(float(orders.max()) * 1.25, _MASS_FLOOR)
+    units = {(e.with_count(1) if e.count != 1 else e) for e in events if not e.heavy_parts()}
+    evaluations = orders.size + (_REFINE if convert else 0)
+    light = sum(_LIGHT_EVENT + _LIGHT_ITEM * (_items(u) + evaluations) for u in units)
+    return per_heavy * len(heavy) + light, len(heavy)
+
+
+def check_work(events: Sequence, orders: np.ndarray, max_mass: float, convert: bool) -> None:
+    """Refuse requests whose estimated cost (:func:`work_estimate`) exceeds ``max_mass``."""
+    mass, n_heavy = work_estimate(events, orders, convert)
     if mass > max_mass:
-        raise WorkLimitExceeded(
-            f"this request asks for too much computation (work estimate {mass:.3g} > limit {max_mass:.3g}: "
-            f"{len(heavy)} distinct shuffle-model event(s) × orders up to {orders.max():g}); the bounds cost time "
+        what = (
+            f"{n_heavy} distinct shuffle-model event(s) × orders up to {orders.max():g}; the bounds cost time "
             "roughly proportional to the order α. Ask for fewer or smaller orders (the default grid reaches 10⁴, "
             "which is enough for any practical δ), or fewer distinct events per request"
+            if n_heavy
+            else f"{len(events)} events × {orders.size} orders. Ask for fewer orders or fewer distinct events per request"
+        )
+        raise WorkLimitExceeded(
+            f"this request asks for too much computation (work estimate {mass:.3g} > limit {max_mass:.3g}: {what})"
         )
 
 
@@ -140,16 +166,26 @@ def _orders_containing(grid: np.ndarray, order: float) -> np.ndarray:
 
 
 def _event_sources(evs: list, grid: np.ndarray, order: float) -> tuple[list[dict], list[str]]:
-    """For each event, the bound that gave its value at the optimal order."""
-    o = _orders_containing(grid, order)
-    j = int(np.flatnonzero(o == order)[0])
+    """For each event, the bound that gave its value at the optimal order. A costly event is asked
+    on the orders its curve was computed on (so the answer comes from the curve caches); a cheap
+    one only at the optimal order."""
+    o_full: np.ndarray | None = None
+    at = np.array([order])
     sources, notes, seen = [], [], {}
     for i, ev in enumerate(evs):
         unit = ev.with_count(1) if ev.count != 1 else ev
         if unit not in seen:
-            seen[unit] = _curve_sources(unit, o, "upper")
+            if unit.heavy_parts():
+                if o_full is None:
+                    o_full = _orders_containing(grid, order)
+                j = int(np.flatnonzero(o_full == order)[0])
+                s, n = _curve_sources(unit, o_full, "upper")
+                seen[unit] = (s[j], n)
+            else:
+                s, n = _curve_sources(unit, at, "upper")
+                seen[unit] = (s[0], n)
         s, n = seen[unit]
-        sources.append({"event": i, "mechanism": ev.mechanism, "bound": s[j]})
+        sources.append({"event": i, "mechanism": ev.mechanism, "bound": s})
         notes.extend(x for x in n if x not in notes)
     return sources, notes
 
@@ -187,7 +223,7 @@ def _guarantee_result(
 ) -> dict:
     if not events:
         raise InvalidParameter("events must not be empty: give at least one event to compose")
-    deadline = None if time_limit is None else time.monotonic() + time_limit
+    deadline = current_deadline() if time_limit is None else time.monotonic() + time_limit
     evs = [accountant.event_from_dict(e) for e in events]
     grid = _orders_array(orders)
     check_work(evs, grid, max_mass, convert=True)

@@ -1,7 +1,20 @@
-"""One pure-ASGI middleware for every HTTP request: request id, body-size cap, strict JSON (no
-NaN/Infinity), Prometheus metrics and the JSON access log.
+"""One pure-ASGI middleware for every HTTP request: request id, bounded body reading, strict JSON
+(no NaN/Infinity, no lone surrogates), the cached-answer fast path, Prometheus metrics and the JSON
+access log.
 
 Pure ASGI (not ``BaseHTTPMiddleware``) so the per-request overhead stays in the microseconds.
+
+Bodies are bounded three ways, so a client that declares or trickles large bodies cannot hold the
+server's memory: at most ``max_body_bytes`` per request (``413``); the whole body within
+``body_timeout`` seconds of the request's start (``408``); at most ``max_inflight_body_bytes``
+bytes of bodies over :data:`SMALL_BODY` held by all requests in progress at once (a new large body
+that does not fit is a ``503`` with ``Retry-After``; small bodies are always received, so ordinary
+requests keep being served). Each of these answers closes the connection (the rest of the body is
+never read).
+
+A ``POST`` to a computation endpoint whose exact body bytes were answered before is answered
+from the response cache here, without routing or validation (the same caller rules apply: no
+key where anonymous computation is open, or a valid key).
 """
 
 from __future__ import annotations
@@ -11,16 +24,26 @@ import logging
 import re
 import time
 import uuid
+from typing import Any
+
+import anyio
 
 from .logging import request_id_var
-from .metrics import observe
+from .metrics import BODY_REFUSALS, COMPUTE_CACHE, observe
 
 log = logging.getLogger("app.access")
 
 _RID_OK = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
 # tokens Python's json accepts but JSON does not, and exponents that overflow to ±inf
 _SUSPECT = re.compile(rb"NaN|Infinity|[eE][+]?0*[0-9]{3,}")
-_BODY_METHODS = {b"POST", b"PUT", b"PATCH", b"DELETE", "POST", "PUT", "PATCH", "DELETE"}
+# a JSON escape of a UTF-16 surrogate (lone ones are not text: UTF-8 cannot encode them)
+_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_BODY_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
+#: bodies up to this size are not counted against the in-flight budget (the server buffers that
+#: much per connection anyway), so small requests are served while large uploads are refused
+SMALL_BODY = 64 * 1024
+#: computation endpoints answered from the response cache by exact body bytes
+FAST_PATHS = frozenset({"/v1/rdp", "/v1/epsilon", "/v1/delta", "/v1/calibrate"})
 
 
 class _NonFinite(ValueError):
@@ -53,33 +76,74 @@ def non_finite_error(body: bytes) -> str | None:
     return None
 
 
-def _json_response(status: int, body: dict, rid: str) -> tuple[dict, dict]:
+def _lone_surrogate(obj: Any, loc: list) -> list | None:
+    """The location of the first string (key or value) holding a lone surrogate, or None."""
+    if isinstance(obj, str):
+        try:
+            obj.encode("utf-8")
+        except UnicodeEncodeError:
+            return loc
+        return None
+    if isinstance(obj, list):
+        for i, v in enumerate(obj):
+            got = _lone_surrogate(v, [*loc, i])
+            if got is not None:
+                return got
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            got = _lone_surrogate(k, [*loc, "(key)"]) or _lone_surrogate(v, [*loc, k])
+            if got is not None:
+                return got
+    return None
+
+
+def surrogate_error(body: bytes) -> list | None:
+    """The location of a string with a lone surrogate in the JSON ``body`` (or None)."""
+    if not _SURROGATE.search(body):
+        return None
+    try:
+        data = json.loads(body)
+    except Exception:  # not JSON at all: FastAPI reports it in its own shape
+        return None
+    return _lone_surrogate(data, ["body"])
+
+
+def _json_response(status: int, body: dict, rid: str, close: bool = False, headers=()) -> list[dict]:
     data = json.dumps(body).encode()
-    start = {
-        "type": "http.response.start",
-        "status": status,
-        "headers": [
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(data)).encode()),
-            (b"x-request-id", rid.encode()),
-        ],
-    }
-    return start, {"type": "http.response.body", "body": data}
+    head = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(data)).encode()),
+        (b"x-request-id", rid.encode()),
+        *headers,
+    ]
+    if close:
+        head.append((b"connection", b"close"))
+    return [
+        {"type": "http.response.start", "status": status, "headers": head},
+        {"type": "http.response.body", "body": data},
+    ]
 
 
-def _replay_disconnect(message, receive):
-    pending = [message]
+def _invalid_json(msg: str, rid: str, loc: list | None = None, kind: str = "json_invalid") -> list[dict]:
+    detail = [{"type": kind, "loc": loc or ["body"], "msg": msg, "input": None, "ctx": {"error": msg}}]
+    return _json_response(422, {"detail": detail, "request_id": rid}, rid)
 
-    async def replay():
-        return pending.pop() if pending else await receive()
 
-    return replay
+class _Refused(Exception):
+    def __init__(self, messages: list[dict], reason: str):
+        self.messages = messages
+        self.reason = reason
 
 
 class ServiceMiddleware:
-    def __init__(self, app, max_body_bytes: int = 1_048_576):
+    def __init__(self, app, services=None, max_body_bytes: int | None = None):
         self.app = app
-        self.max_body_bytes = max_body_bytes
+        self.services = services
+        st = services.settings if services is not None else None
+        self.max_body_bytes = max_body_bytes or (st.max_body_bytes if st else 1_048_576)
+        self.body_timeout = st.body_timeout if st else 10.0
+        self.max_inflight = st.max_inflight_body_bytes if st else 32 << 20
+        self.inflight = 0  # bytes of bodies held by the requests in progress (event loop only)
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -88,6 +152,8 @@ class ServiceMiddleware:
         t0 = time.perf_counter()
         rid = None
         content_length = None
+        authorization = None
+        json_body = False
         for k, v in scope.get("headers", ()):
             if k == b"x-request-id":
                 s = v.decode("latin-1").strip()
@@ -95,10 +161,16 @@ class ServiceMiddleware:
                     rid = s
             elif k == b"content-length":
                 content_length = v
+            elif k == b"authorization":
+                authorization = v
+            elif k == b"content-type":
+                json_body = b"json" in v.lower()
         if rid is None:
             rid = uuid.uuid4().hex
         token = request_id_var.set(rid)
         state = {"status": 500, "started": False}
+        scope.setdefault("state", {})["arrival"] = time.monotonic()
+        held = 0
 
         async def send_wrapper(message):
             if message["type"] == "http.response.start":
@@ -108,26 +180,36 @@ class ServiceMiddleware:
             await send(message)
 
         try:
-            early = None
             if scope.get("method") in _BODY_METHODS:
-                early, receive = await self._read_body(content_length, receive, rid)
-            if early is not None:
-                state["status"], state["started"] = early[0]["status"], True
-                for m in early:
-                    await send(m)
-            else:
-                await self.app(scope, receive, send_wrapper)
+                try:
+                    body, held = await self._read_body(content_length, receive, rid)
+                except _Refused as refusal:
+                    BODY_REFUSALS.labels(refusal.reason).inc()
+                    await self._send_all(refusal.messages, send, state)
+                    return
+                if body is None:  # the client left while sending
+                    state["status"] = 499
+                    return
+                early = self._check_body(body, rid)
+                if early is not None:
+                    await self._send_all(early, send, state)
+                    return
+                if json_body and await self._fast_path(scope, body, authorization, send, state, rid):
+                    return
+                scope["state"]["raw_body"] = body
+                receive = _replay(body, receive)
+            await self.app(scope, receive, send_wrapper)
         except Exception:
             log.exception("unhandled error", extra={"path": scope.get("path")})
             if not state["started"]:
-                start, body = _json_response(500, {"detail": "internal error", "request_id": rid}, rid)
-                state["status"] = 500
-                await send(start)
-                await send(body)
+                await self._send_all(
+                    _json_response(500, {"detail": "internal error", "request_id": rid}, rid), send, state
+                )
         finally:
+            self.inflight -= held
             dt = time.perf_counter() - t0
             route = scope.get("route")
-            endpoint = getattr(route, "path", None) or "unmatched"
+            endpoint = getattr(route, "path", None) or state.get("endpoint") or "unmatched"
             method = scope.get("method", "")
             status = state["status"]
             observe(method, endpoint, status, dt)
@@ -147,53 +229,175 @@ class ServiceMiddleware:
                 )
             request_id_var.reset(token)
 
-    async def _read_body(self, content_length, receive, rid):
-        """Read the whole body (bounded). Returns (early response messages or None, new receive)."""
+    @staticmethod
+    async def _send_all(messages: list[dict], send, state: dict) -> None:
+        state["status"], state["started"] = messages[0]["status"], True
+        for m in messages:
+            await send(m)
+
+    # -------------------------------------------------------------------------------- bodies
+    async def _read_body(self, content_length, receive, rid) -> tuple[bytes | None, int]:
+        """The whole body (bounded in size, time and bytes in flight) and the bytes it holds of the
+        in-flight budget; None if the client disconnected. Raises :class:`_Refused`."""
         limit = self.max_body_bytes
-        too_large = {
-            "detail": f"request body too large: at most {limit} bytes (send a smaller request)",
+        declared = None
+        if content_length is not None:
+            try:
+                declared = int(content_length)
+            except ValueError:
+                declared = None
+        if declared is not None and declared > limit:
+            raise _Refused(self._too_large(rid), "too_large")
+        held = 0
+        if declared is not None and declared > SMALL_BODY:
+            held = self._reserve(declared, rid)
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            with anyio.fail_after(self.body_timeout):
+                more = True
+                while more:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        self.inflight -= held
+                        return None, 0
+                    chunk = message.get("body", b"")
+                    size += len(chunk)
+                    if size > limit:
+                        raise _Refused(self._too_large(rid), "too_large")
+                    needed = (
+                        size - SMALL_BODY if declared is None else 0
+                    )  # chunked: what exceeds the small size
+                    if needed > held:
+                        held += self._reserve(needed - held, rid)
+                    chunks.append(chunk)
+                    more = message.get("more_body", False)
+        except TimeoutError:
+            self.inflight -= held
+            raise _Refused(
+                _json_response(
+                    408,
+                    {
+                        "detail": f"the request body was not received within {self.body_timeout:g} s; send it "
+                        "at once (the connection is closed)",
+                        "error": "BodyTimeout",
+                        "request_id": rid,
+                    },
+                    rid,
+                    close=True,
+                ),
+                "timeout",
+            ) from None
+        except _Refused:
+            self.inflight -= held
+            raise
+        return b"".join(chunks), held
+
+    def _reserve(self, nbytes: int, rid: str) -> int:
+        if self.inflight + nbytes > self.max_inflight:
+            raise _Refused(
+                _json_response(
+                    503,
+                    {
+                        "detail": "the service is receiving too many request bodies at once; retry after the "
+                        "time in the Retry-After header",
+                        "error": "Overloaded",
+                        "request_id": rid,
+                    },
+                    rid,
+                    close=True,
+                    headers=[(b"retry-after", b"1")],
+                ),
+                "inflight",
+            )
+        self.inflight += nbytes
+        return nbytes
+
+    def _too_large(self, rid: str) -> list[dict]:
+        body = {
+            "detail": f"request body too large: at most {self.max_body_bytes} bytes (send a smaller request)",
             "error": "PayloadTooLarge",
             "request_id": rid,
         }
-        if content_length is not None:
-            try:
-                if int(content_length) > limit:
-                    return list(_json_response(413, too_large, rid)), receive
-            except ValueError:
-                pass
-        chunks = []
-        size = 0
-        more = True
-        while more:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return None, _replay_disconnect(message, receive)
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > limit:
-                return list(_json_response(413, too_large, rid)), receive
-            chunks.append(chunk)
-            more = message.get("more_body", False)
-        body = b"".join(chunks)
+        return _json_response(413, body, rid, close=True)
+
+    @staticmethod
+    def _check_body(body: bytes, rid: str) -> list[dict] | None:
         msg = non_finite_error(body)
         if msg is not None:
-            detail = [
-                {
-                    "type": "json_invalid",
-                    "loc": ["body"],
-                    "msg": "JSON decode error: " + msg,
-                    "input": None,
-                    "ctx": {"error": msg},
-                }
-            ]
-            return list(_json_response(422, {"detail": detail, "request_id": rid}, rid)), receive
-        sent = False
+            return _invalid_json("JSON decode error: " + msg, rid)
+        loc = surrogate_error(body)
+        if loc is not None:
+            return _invalid_json(
+                "the string holds a lone UTF-16 surrogate escape (\\ud800–\\udfff not part of a pair), which is "
+                "not text; send valid Unicode",
+                rid,
+                [str(x) if not isinstance(x, int) else x for x in loc],
+                "string_unicode",
+            )
+        return None
 
-        async def replay():
-            nonlocal sent
-            if not sent:
-                sent = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
+    # -------------------------------------------------------------------------------- fast path
+    async def _fast_path(self, scope, body: bytes, authorization, send, state, rid) -> bool:
+        svc = self.services
+        path = scope.get("path")
+        if svc is None or scope.get("method") != "POST" or path not in FAST_PATHS:
+            return False
+        hit = svc.compute.raw_hit(path, body)
+        if hit is None:
+            if authorization is None and svc.compute.admission.full("anonymous"):
+                # refused before parsing: a flood of anonymous requests costs little to turn away
+                refusal = svc.compute.admission.refusal("anonymous")
+                await self._send_all(
+                    _json_response(
+                        refusal.status,
+                        {"detail": refusal.detail, "error": "Overloaded", "request_id": rid},
+                        rid,
+                        headers=[(b"retry-after", str(refusal.retry_after).encode())],
+                    ),
+                    send,
+                    state,
+                )
+                state["endpoint"] = path
+                return True
+            return False
+        if not self._caller_allowed(authorization):
+            return False
+        state["endpoint"] = path
+        state["status"], state["started"] = 200, True
+        COMPUTE_CACHE.labels(path.rsplit("/", 1)[-1], "hit").inc()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(hit)).encode()),
+                    (b"x-request-id", rid.encode()),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": hit})
+        return True
 
-        return None, replay
+    def _caller_allowed(self, authorization: bytes | None) -> bool:
+        svc = self.services
+        if authorization is None:
+            return svc.settings.anonymous_compute == "open"
+        from app.core.services import match_key
+
+        scheme, _, cred = authorization.decode("latin-1").partition(" ")
+        return scheme.lower() == "bearer" and match_key(cred.strip(), svc.keys) is not None
+
+
+def _replay(body: bytes, receive):
+    sent = False
+
+    async def replay():
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay

@@ -60,12 +60,37 @@ _upgrade_lock = threading.Lock()  # Alembic's context/op proxies are process-glo
 
 def upgrade_to_head(database_url: str) -> str:
     """Migrate ``database_url`` to head; return the head revision. Safe to call concurrently from
-    several processes (the database serialises them) and threads (a process-wide lock)."""
+    several processes (the database serialises them) and threads (a process-wide lock). A database
+    already at head with the current order grid is only read (so a read-only database can be
+    served: reads answer, writes are refused with 503)."""
     url = normalize_url(database_url)
+    head = head_revision()
+    if current_revision(url) == head and _grid_current(url):
+        return head
     with _upgrade_lock:
         command.upgrade(alembic_config(url), "head")
     from app.db.session import get_database
     from app.ledger.grid import ensure_grid
 
     get_database(url).run_write(ensure_grid)
-    return head_revision()
+    return head
+
+
+def _grid_current(database_url: str) -> bool:
+    """Whether the current default grid is registered and every stored running curve (classes and
+    cohorts) is on it, i.e. :func:`app.ledger.grid.ensure_grid` has nothing to write."""
+    import numpy as np
+    from sqlalchemy import select
+
+    from app.db.models import T_GRIDS
+    from app.db.session import get_database
+    from app.ledger import curves as cv
+    from app.ledger import repository as repo
+
+    with get_database(database_url).read() as s:
+        row = s.execute(select(T_GRIDS.c.orders).where(T_GRIDS.c.version == cv.GRID_VERSION)).first()
+        if row is None or not np.array_equal(cv.from_bytes(row.orders), cv.ORDERS):
+            return False
+        return not repo.classes_not_on_grid(s, cv.GRID_VERSION) and not repo.cohorts_not_on_grid(
+            s, cv.GRID_VERSION
+        )

@@ -5,10 +5,15 @@ class reached, ``after = spent ⊕ cost`` (added and rounded outward, :func:`app
 must be admitted by the class's policy (:func:`app.ledger.curves.evaluate`); otherwise the unit
 raises :class:`Refused` and nothing is written. Locks: :mod:`app.ledger.locking`.
 
-Idempotency: the key is unique among charges. It is checked at the start and again once the locks
-are held; a racing duplicate that still reaches the insert fails on the unique constraint and is
-answered with the stored result (``replayed``); the same key with a different body is an
-:class:`IdempotencyConflict`.
+Idempotency: a key belongs to the API key that sent it (its scope, :attr:`Actor.idempotency_scope`):
+the same key sent with two API keys names two charges. It is stored as
+:func:`app.ledger.repository.scoped_key` and is unique among charges. It is checked at the start
+and again once the locks are held; a racing duplicate that still reaches the insert fails on the
+unique constraint and is answered with the stored result (``replayed``). The same key with a body
+that means something else is an :class:`IdempotencyConflict`; bodies that mean the same compare
+equal (:func:`request_hash` hashes the normal form: the accountant's form of the event, the users
+sorted without repeats). Charges recorded before keys were scoped keep their bare key, which every
+caller still finds.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import numpy as np
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+import accountant
 from app.db.session import Database
 from app.ledger import curves as cv
 from app.ledger import repository as repo
@@ -49,6 +55,20 @@ CHARGED = (
 
 
 def request_hash(users: list[str] | None, cohort: str | None, event: dict) -> str:
+    """The hash of what a charge request means: the event in the accountant's normal form (defaults
+    filled in, optional defaults dropped, e.g. an explicit ``"count": 1``), the users sorted and
+    without repeats (a charge reaches each named user once), the cohort."""
+    normal = accountant.event_from_dict(event).to_dict()
+    names = sorted(set(users)) if users is not None else None
+    return _hash(names, cohort, normal)
+
+
+def legacy_request_hash(users: list[str] | None, cohort: str | None, event: dict) -> str:
+    """The hash charges stored before bodies were normalised (the body as received)."""
+    return _hash(users, cohort, event)
+
+
+def _hash(users: list[str] | None, cohort: str | None, event: dict) -> str:
     text = json.dumps(
         {"users": users, "cohort": cohort, "event": event}, sort_keys=True, separators=(",", ":")
     )
@@ -100,6 +120,7 @@ class _Request:
     def __init__(
         self,
         event: dict,
+        cost_event: dict,
         cost: np.ndarray,
         actor: Actor,
         users: list[str] | None,
@@ -108,16 +129,18 @@ class _Request:
     ):
         self.event, self.cost, self.actor, self.cohort, self.key = event, cost, actor, cohort, key
         self.users = list(dict.fromkeys(users)) if users is not None else None
-        self.hash = request_hash(users, cohort, event)
+        self.hash = request_hash(users, cohort, cost_event)
+        self.legacy_hash = legacy_request_hash(users, cohort, event)
+        self.stored_key = None if key is None else repo.scoped_key(actor.idempotency_scope, key)
 
     def prior(self, s: Session) -> ChargeResult | None:
         """The stored result under this request's key (None: not charged yet)."""
         if self.key is None:
             return None
-        row = repo.charge_by_key(s, self.key)
+        row = repo.charge_by_key(s, self.stored_key, self.key)  # scoped, or stored before scoping
         if row is None:
             return None
-        if row.request_hash != self.hash:
+        if row.request_hash not in (self.hash, self.legacy_hash):
             raise IdempotencyConflict(self.key)
         return _replayed(row.id, row.response)
 
@@ -139,7 +162,7 @@ class _Request:
     def record(self, s: Session, r: ChargeResult, n_users: int, ts: datetime, **cohort: Any) -> int:
         return repo.insert_charge(
             s,
-            key=self.key,
+            key=self.stored_key,
             req_hash=self.hash,
             event=self.event,
             cost=self.cost,
@@ -166,9 +189,11 @@ def charge(
     ``event`` is stored as received; ``cost_event`` (default: ``event``) is the accountant's form."""
     if (users is None) == (cohort is None):
         raise Invalid("give exactly one of 'users' (a list of user ids) or 'cohort' (a cohort id)")
+    cost_event = cost_event if cost_event is not None else event
     req = _Request(
         event,
-        event_cost(cost_event if cost_event is not None else event),
+        cost_event,
+        event_cost(cost_event),
         actor,
         users,
         cohort,

@@ -30,6 +30,7 @@ from app.ledger.records import (
     UserStatus,
     utc,
 )
+from app.ledger.repository import visible_key as repo_visible_key
 
 # ---------------------------------------------------------------------------------------------- users
 
@@ -161,6 +162,7 @@ def user_charges(s: Session, user_pk: int, limit: int, offset: int) -> tuple[int
         c.actor_name,
         c.actor_role,
         c.created_at,
+        c.response,
     )
     sq = user_charges_subquery(user_pk, cols)
     total = s.execute(select(func.count()).select_from(sq)).scalar_one()
@@ -175,7 +177,7 @@ def user_charges(s: Session, user_pk: int, limit: int, offset: int) -> tuple[int
         ChargeEntry(
             charge_id=str(r["id"]),
             event=json.loads(r["event"]),
-            idempotency_key=r["idempotency_key"],
+            idempotency_key=repo_visible_key(r["idempotency_key"], r["response"]),
             cohort=names.get(r["cohort_id"]),
             cohort_round=r["cohort_seq"],
             users=int(r["n_users"]),

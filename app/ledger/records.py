@@ -42,10 +42,17 @@ def utc(ts: datetime | None) -> datetime | None:
 
 @dataclass(frozen=True)
 class Actor:
-    """Who acted: the API key's name (never the key) and its role."""
+    """Who acted: the API key's name (never the key) and its role. ``scope``: the idempotency
+    scope of the key (a digest, see :func:`app.core.services.idempotency_scope`); empty for
+    callers without a key (the command line, tests), whose scope is then the name."""
 
     name: str
     role: str
+    scope: str = ""
+
+    @property
+    def idempotency_scope(self) -> str:
+        return self.scope or f"name:{self.name}"
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ reads say so in their name or take ``lock=True`` (PostgreSQL row locks, :func:`a
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -344,13 +345,44 @@ def close_memberships(s: Session, cohort_pk_: int, user_pks: Sequence[int], seq:
 # ---------------------------------------------------------------------------------------------- charges
 
 
-def charge_by_key(s: Session, key: str) -> Row | None:
-    """(id, request_hash, response) of the charge recorded under an idempotency key."""
-    return s.execute(
-        select(T_CHARGES.c.id, T_CHARGES.c.request_hash, T_CHARGES.c.response).where(
-            T_CHARGES.c.idempotency_key == key
-        )
-    ).first()
+#: between an idempotency key's scope and the key in the stored column (ids never hold control
+#: characters, so the separator is unambiguous)
+SCOPE_SEP = "\x1f"
+
+
+def scoped_key(scope: str, key: str) -> str:
+    """The stored form of ``key`` sent by the API key of ``scope``: ``scope␟key``, or, when that
+    would not fit the 256-character column, ``scope␟␟sha256(key)`` (the key itself stays in the
+    stored response)."""
+    s = scope[:32]
+    out = f"{s}{SCOPE_SEP}{key}"
+    if len(out) <= 256:
+        return out
+    return f"{s}{SCOPE_SEP}{SCOPE_SEP}{hashlib.sha256(key.encode()).hexdigest()}"
+
+
+def visible_key(stored: str | None, response: str | None = None) -> str | None:
+    """The key as its sender wrote it, from the stored column (and the stored response for a hashed
+    long key)."""
+    if stored is None or SCOPE_SEP not in stored:
+        return stored
+    key = stored.split(SCOPE_SEP, 1)[1]
+    if key.startswith(SCOPE_SEP):
+        return json.loads(response).get("idempotency_key") if response else None
+    return key
+
+
+def charge_by_key(s: Session, key: str, *others: str) -> Row | None:
+    """(id, request_hash, response) of the charge recorded under an idempotency key (the first of
+    ``key, *others`` that has one)."""
+    keys = [key, *others]
+    rows = s.execute(
+        select(
+            T_CHARGES.c.id, T_CHARGES.c.request_hash, T_CHARGES.c.response, T_CHARGES.c.idempotency_key
+        ).where(T_CHARGES.c.idempotency_key.in_(keys))
+    ).all()
+    by_key = {r.idempotency_key: r for r in rows}
+    return next((by_key[k] for k in keys if k in by_key), None)
 
 
 def insert_charge(

@@ -110,7 +110,40 @@ ERROR_422 = {
         }
     },
 }
-COMPUTE_ERRORS: dict[int | str, dict[str, Any]] = {400: ERROR_400, 413: ERROR_413, 422: ERROR_422}
+ERROR_401 = {
+    "model": ErrorResponse,
+    "description": "An `Authorization` header with a key that is not valid (computations need no key: send "
+    "none, or a valid one, which gives the request reserved capacity); or no key where the service "
+    "computes only for callers with a key (`ACCOUNTANT_ANONYMOUS_COMPUTE=key-required`).",
+    "content": {"application/json": {"example": {"detail": "invalid API key"}}},
+}
+RETRY_AFTER = {
+    "Retry-After": {
+        "description": "seconds after which a retry has a fair chance",
+        "schema": {"type": "integer"},
+    }
+}
+ERROR_429 = {
+    "model": ErrorResponse,
+    "description": "Too many anonymous computations are waiting: retry after `Retry-After` seconds, or send an "
+    "API key (keyed requests have reserved capacity).",
+    "headers": RETRY_AFTER,
+}
+ERROR_503 = {
+    "model": ErrorResponse,
+    "description": "The service is busy (no computation slot within the queue time or the request's time "
+    "limit, or too many requests waiting): nothing was computed for this request; retry after `Retry-After` "
+    "seconds (what was computed so far is cached).",
+    "headers": RETRY_AFTER,
+}
+COMPUTE_ERRORS: dict[int | str, dict[str, Any]] = {
+    400: ERROR_400,
+    401: ERROR_401,
+    413: ERROR_413,
+    422: ERROR_422,
+    429: ERROR_429,
+    503: ERROR_503,
+}
 
 
 # -------------------------------------------------------------------------------------------- /v1/rdp
@@ -337,9 +370,44 @@ class CalibrateResponse(BaseModel):
     evaluations: int | None = Field(None, description="curve evaluations the search used")
 
 
+class DatabaseReadiness(BaseModel):
+    dialect: str = Field(description="sqlite or postgresql")
+    reachable: bool = Field(description="a query was answered within the check's time limit")
+    writes: Literal["ok", "busy", "locked", "read_only", "unknown"] = Field(
+        description="`ok`; `busy` (this process's writes are queued: ready, under load); `locked` (another "
+        "process holds SQLite's write lock); `read_only`; `unknown` (unreachable)"
+    )
+    detail: str | None = Field(None, description="why the database is not ready")
+
+
+class ReadinessResponse(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "status": "ready",
+                    "database": {"dialect": "sqlite", "reachable": True, "writes": "ok"},
+                    "compute": {
+                        "slots": 2,
+                        "running": {"keyed": 0, "anonymous": 1},
+                        "waiting": {"keyed": 0, "anonymous": 0},
+                    },
+                }
+            ]
+        }
+    )
+    status: Literal["ready", "not ready"]
+    database: DatabaseReadiness
+    compute: dict[str, Any] = Field(
+        description="compute slots, and the computations running and waiting by caller class"
+    )
+
+
 class HealthResponse(BaseModel):
     status: Literal["ok"]
     version: str
-    calibration: bool = Field(description="whether /v1/calibrate is available in this build")
+    calibration: bool = Field(
+        description="always true: every build serves /v1/calibrate (kept for clients that check it)"
+    )
     default_orders: int = Field(description="number of orders on the default grid")
     grid_version: int

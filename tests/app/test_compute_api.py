@@ -11,7 +11,6 @@ import pytest
 from fastapi.testclient import TestClient
 
 import accountant
-from app.api.routes.compute import CACHE
 from app.core import compute
 from app.main import create_app
 
@@ -299,7 +298,7 @@ def test_delta_zero_epsilon_is_allowed(client):
 
 
 def test_repeated_request_is_served_from_the_cache(client):
-    CACHE.clear()
+    client.app.state.services.compute.cache.clear()
     req = {"event": {"mechanism": "shuffle", "n": 1234, "epsilon0": 0.77}, "orders": [2, 3]}
     a = client.post("/v1/rdp", json=req)
     t0 = time.perf_counter()
@@ -340,11 +339,12 @@ def test_every_error_carries_the_request_id(client):
     )
 
 
-def test_health_is_static_and_fast(client):
-    t0 = time.perf_counter()
-    for _ in range(50):
-        assert client.get("/health").json()["status"] == "ok"
-    assert (time.perf_counter() - t0) / 50 < 0.02
+def test_health_is_static_liveness(client):
+    """``/health`` is liveness only: the same small answer every time, no database involved (that
+    is ``/health/ready``; its latency is measured in bench/, not timed here)."""
+    answers = [client.get("/health").json() for _ in range(20)]
+    assert all(a == answers[0] for a in answers) and answers[0]["status"] == "ok"
+    assert "database" not in answers[0]
 
 
 def test_infeasible_n_reports_the_best_epsilon_within_the_http_cap(client):

@@ -77,9 +77,11 @@ def test_a_new_process_reuses_the_stored_clone_curve(db_url, monkeypatch):
 
 
 def test_serve_keeps_curves_across_a_restart(tmp_path):
-    db = tmp_path / "serve.db"
+    """SQLite: the curves live in a file of their own (serve.curves.db), off the ledger's write lock."""
+    ledger = tmp_path / "serve.db"
+    db = tmp_path / "serve.curves.db"
     body = {"events": [{"mechanism": "shuffle", "n": 98765, "epsilon0": 0.8, "count": 100}], "delta": 1e-8}
-    with start_server({"DATABASE_URL": f"sqlite:///{db}"}) as srv:
+    with start_server({"DATABASE_URL": f"sqlite:///{ledger}"}) as srv:
         r1 = httpx.post(srv.url + "/v1/epsilon", json=body, timeout=60).json()
         # curves are written behind the answer (a background thread): give it a moment
         deadline = time.monotonic() + 10
@@ -99,3 +101,4 @@ def test_serve_keeps_curves_across_a_restart(tmp_path):
     assert r2["epsilon"] == r1["epsilon"] and r2["order"] == r1["order"]
     rows2 = sqlite3.connect(db).execute("select count(*) from accountant_curve_cache").fetchone()[0]
     assert rows2 == len(rows)  # nothing recomputed and stored again
+    assert sqlite3.connect(ledger).execute("select count(*) from accountant_curve_cache").fetchone()[0] == 0

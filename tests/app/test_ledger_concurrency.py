@@ -257,7 +257,9 @@ def test_kill_9_mid_charges_loses_nothing_admitted(servers, backend_url):
     db = Database(backend_url)
     try:
         with db.read() as s:
-            rows = dict(s.execute(text("SELECT idempotency_key, id FROM ledger_charges")).all())
+            # keys are stored under their API key's scope (scope␟key): compare the keys themselves
+            raw = s.execute(text("SELECT idempotency_key, id FROM ledger_charges")).all()
+            rows = {k.split("\x1f")[-1]: cid for k, cid in raw}
     finally:
         db.dispose()
     for key, cid in ok.items():  # every 201 survived the crash

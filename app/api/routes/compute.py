@@ -1,28 +1,24 @@
-"""Computation endpoints (no API key): ``/v1/rdp``, ``/v1/epsilon``, ``/v1/delta``, ``/v1/calibrate``;
-and the operational ``/health`` and ``/metrics``.
+"""Computation endpoints (no API key needed): ``/v1/rdp``, ``/v1/epsilon``, ``/v1/delta``,
+``/v1/calibrate``; and the operational ``/health``, ``/health/ready`` and ``/metrics``.
 
-The CPU-bound work runs in a worker thread (``anyio.to_thread``), never on the event loop, so
-``/health`` stays fast while a long calibration runs. Answers are pure functions of the request,
-so they are cached (LRU, keyed by the validated, canonical request) and a repeated request is
-answered without recomputation.
+Each computation endpoint validates its request and hands the pure function of
+:mod:`app.core.compute` to :class:`app.core.services.ComputeService` (response cache, admission
+control, worker thread, deadline).
 """
 
 from __future__ import annotations
 
-import json
-import os
-from collections.abc import Callable
 from functools import partial
 
-import anyio
-from fastapi import APIRouter
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 
 import accountant
-from accountant.store import LRUCache
+from app.api.deps import compute_caller, services
 from app.core import compute
-from app.core.config import get_settings
-from app.core.metrics import COMPUTE_CACHE, render
+from app.core.admission import checkpoint
+from app.core.metrics import render
+from app.core.services import Caller, dumps
 from app.schemas.compute import (
     COMPUTE_ERRORS,
     CalibrateRequest,
@@ -34,63 +30,14 @@ from app.schemas.compute import (
     HealthResponse,
     RdpRequest,
     RdpResponse,
+    ReadinessResponse,
     UnprocessableResponse,
 )
 
 router = APIRouter()
 
-_CACHEABLE_MAX_BYTES = 256 * 1024
-
-
-class ResponseCache(LRUCache):
-    """A small thread-safe LRU of serialized JSON answers (large answers are not kept)."""
-
-    def put(self, key: tuple, value: bytes) -> None:
-        if len(value) <= _CACHEABLE_MAX_BYTES:
-            super().put(key, value)
-
-
-CACHE = ResponseCache()
-
-
-def dumps(obj) -> bytes:
-    """JSON without NaN/Infinity (a ValueError if one slipped through, never invalid JSON)."""
-    return json.dumps(obj, allow_nan=False, separators=(",", ":"), ensure_ascii=False).encode()
-
-
-def _json(body: bytes) -> Response:
-    return Response(content=body, media_type="application/json")
-
-
-async def _cached(endpoint: str, key: str, fn: Callable[[], dict]) -> Response:
-    k = (endpoint, key)
-    hit = CACHE.get(k)
-    if hit is not None:
-        COMPUTE_CACHE.labels(endpoint, "hit").inc()
-        return _json(hit)
-    COMPUTE_CACHE.labels(endpoint, "miss").inc()
-    body = dumps(await anyio.to_thread.run_sync(fn, limiter=_limiter()))
-    CACHE.put(k, body)
-    return _json(body)
-
-
-def _mass() -> float:
-    return get_settings().max_order_mass
-
-
-def _time_limit() -> float:
-    return get_settings().compute_time_limit
-
-
-_LIMITER: anyio.CapacityLimiter | None = None
-
-
-def _limiter() -> anyio.CapacityLimiter:
-    """Computations at once (default: CPU count); more would only slow each other down."""
-    global _LIMITER
-    if _LIMITER is None:
-        _LIMITER = anyio.CapacityLimiter(get_settings().compute_concurrency or max(2, os.cpu_count() or 2))
-    return _LIMITER
+#: a valid key on a computation endpoint gives reserved capacity; an invalid one is a 401
+CALLER = Depends(compute_caller)
 
 
 @router.get(
@@ -114,9 +61,9 @@ def _limiter() -> anyio.CapacityLimiter:
         }
     },
 )
-async def health() -> dict:
-    """Always fast: never waits for a computation (those run in worker threads)."""
-    return _HEALTH
+async def health() -> Response:
+    """Always fast: never waits for a computation (those run in worker threads) or the database."""
+    return Response(_HEALTH_BYTES, media_type="application/json")
 
 
 def _health_body() -> dict:
@@ -135,7 +82,30 @@ def _health_body() -> dict:
     }
 
 
-_HEALTH = _health_body()
+_HEALTH_BYTES = dumps(_health_body())
+
+
+@router.get(
+    "/health/ready",
+    response_model=ReadinessResponse,
+    tags=["operations"],
+    summary="Readiness: 200 when the database answers and accepts writes, else 503",
+    description=(
+        "Checks the database (a query, and whether writes can proceed: read-only, or SQLite's write lock held by "
+        "another process, is *not ready*) within 2 s, and reports the computation slots in use. `GET /health` "
+        "stays liveness (the process serves) and never touches the database."
+    ),
+    responses={503: {"model": ReadinessResponse, "description": "not ready: `database` says why"}},
+)
+async def ready(request: Request) -> Response:
+    svc = services(request)
+    body = {
+        "database": await svc.readiness(),
+        "compute": svc.compute.admission.snapshot(),
+    }
+    ok = body["database"]["reachable"] and body["database"]["writes"] in ("ok", "busy")
+    body = {"status": "ready" if ok else "not ready", **body}
+    return Response(dumps(body), status_code=200 if ok else 503, media_type="application/json")
 
 
 @router.get(
@@ -155,8 +125,9 @@ _HEALTH = _health_body()
         }
     },
 )
-def metrics() -> Response:
-    data, ctype = render()
+async def metrics(request: Request) -> Response:
+    cache = services(request).compute.cache
+    data, ctype = render({"responses": (cache.nbytes, len(cache))})
     return Response(content=data, media_type=ctype)
 
 
@@ -175,9 +146,12 @@ def metrics() -> Response:
     ),
     responses=COMPUTE_ERRORS,
 )
-async def rdp(req: RdpRequest) -> Response:
-    fn = partial(compute.rdp_result, req.event.to_accountant(), req.orders, req.bound, _mass())
-    return await _cached("rdp", req.model_dump_json(), fn)
+async def rdp(req: RdpRequest, request: Request, caller: Caller = CALLER) -> Response:
+    svc = services(request)
+    fn = partial(
+        compute.rdp_result, req.event.to_accountant(), req.orders, req.bound, svc.settings.max_order_mass
+    )
+    return await svc.compute.answer("rdp", req.model_dump_json(), caller, request, fn)
 
 
 @router.post(
@@ -193,16 +167,16 @@ async def rdp(req: RdpRequest) -> Response:
     ),
     responses=COMPUTE_ERRORS,
 )
-async def epsilon(req: EpsilonRequest) -> Response:
+async def epsilon(req: EpsilonRequest, request: Request, caller: Caller = CALLER) -> Response:
+    svc = services(request)
     fn = partial(
         compute.epsilon_result,
         [e.to_accountant() for e in req.events],
         req.delta,
         req.orders,
-        _mass(),
-        _time_limit(),
+        svc.settings.max_order_mass,
     )
-    return await _cached("epsilon", req.model_dump_json(), fn)
+    return await svc.compute.answer("epsilon", req.model_dump_json(), caller, request, fn)
 
 
 @router.post(
@@ -216,16 +190,16 @@ async def epsilon(req: EpsilonRequest) -> Response:
     ),
     responses=COMPUTE_ERRORS,
 )
-async def delta(req: DeltaRequest) -> Response:
+async def delta(req: DeltaRequest, request: Request, caller: Caller = CALLER) -> Response:
+    svc = services(request)
     fn = partial(
         compute.delta_result,
         [e.to_accountant() for e in req.events],
         req.epsilon,
         req.orders,
-        _mass(),
-        _time_limit(),
+        svc.settings.max_order_mass,
     )
-    return await _cached("delta", req.model_dump_json(), fn)
+    return await svc.compute.answer("delta", req.model_dump_json(), caller, request, fn)
 
 
 CALIBRATE_ERRORS = {
@@ -282,7 +256,8 @@ CALIBRATE_ERRORS = {
     ),
     responses=CALIBRATE_ERRORS,
 )
-async def calibrate(req: CalibrateRequest) -> Response:
+async def calibrate(req: CalibrateRequest, request: Request, caller: Caller = CALLER) -> Response:
+    svc = services(request)
     fn = partial(
         compute.calibrate_result,
         req.event.to_accountant(),
@@ -290,6 +265,12 @@ async def calibrate(req: CalibrateRequest) -> Response:
         req.target.epsilon,
         req.target.delta,
         req.orders,
-        _mass(),
+        svc.settings.max_order_mass,
+        progress=_checkpoint,
     )
-    return await _cached("calibrate", req.model_dump_json(), fn)
+    return await svc.compute.answer("calibrate", req.model_dump_json(), caller, request, fn)
+
+
+def _checkpoint(_fraction: float, _epsilon: float) -> None:
+    """After each evaluation of a search: stop if its time is up or its client left."""
+    checkpoint()

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query, Response
 
-from app.api.deps import get_db, require_admin, require_charger, require_reader
+from app.api.deps import WRITE_TURN, get_db, require_admin, require_charger, require_reader
 from app.db.session import Database
 from app.ledger import service as svc
 from app.schemas import ledger as sch
@@ -66,6 +66,7 @@ def put_user(
     response: Response,
     db: Database = Depends(get_db),
     _actor=Depends(require_admin),
+    _turn=WRITE_TURN,
 ):
     created, status = svc.put_user(db, user_id, _budget(body))
     response.status_code = 201 if created else 200
@@ -84,7 +85,12 @@ def put_user(
         **AUTH_ERRORS,
     },
 )
-def bulk_users(body: sch.BulkUsersRequest, db: Database = Depends(get_db), _actor=Depends(require_admin)):
+def bulk_users(
+    body: sch.BulkUsersRequest,
+    db: Database = Depends(get_db),
+    _actor=Depends(require_admin),
+    _turn=WRITE_TURN,
+):
     return views.BulkUsersResult.of(
         svc.bulk_create_users(db, body.all_ids(), _budget(body), body.on_conflict)
     )
@@ -239,7 +245,9 @@ def nearest_exhaustion(
         **AUTH_ERRORS,
     },
 )
-def post_charge(body: sch.ChargeRequest, db: Database = Depends(get_db), actor=Depends(require_charger)):
+def post_charge(
+    body: sch.ChargeRequest, db: Database = Depends(get_db), actor=Depends(require_charger), _turn=WRITE_TURN
+):
     event = body.event.model_dump(mode="json", exclude_unset=True)
     event["mechanism"] = body.event.mechanism
     result = svc.charge(
@@ -266,7 +274,9 @@ def post_charge(body: sch.ChargeRequest, db: Database = Depends(get_db), actor=D
     "who join later are not charged for earlier rounds, members who leave stop being charged.",
     responses={409: {"model": views.ErrorBody, "description": "the cohort exists"}, **AUTH_ERRORS},
 )
-def create_cohort(body: sch.CohortCreate, db: Database = Depends(get_db), _actor=Depends(require_admin)):
+def create_cohort(
+    body: sch.CohortCreate, db: Database = Depends(get_db), _actor=Depends(require_admin), _turn=WRITE_TURN
+):
     return views.CohortView.of(svc.create_cohort(db, body.cohort_id, body.description))
 
 
@@ -306,6 +316,7 @@ def add_members(
     body: sch.MembersRequest,
     db: Database = Depends(get_db),
     _actor=Depends(require_admin),
+    _turn=WRITE_TURN,
 ):
     return views.MembersChanged.of(svc.change_members(db, cohort_id, body.all_ids(), join=True))
 
@@ -323,6 +334,7 @@ def remove_members(
     body: sch.MembersRequest,
     db: Database = Depends(get_db),
     _actor=Depends(require_admin),
+    _turn=WRITE_TURN,
 ):
     return views.MembersChanged.of(svc.change_members(db, cohort_id, body.all_ids(), join=False))
 
@@ -334,7 +346,11 @@ def remove_members(
     responses={404: {"model": views.UnknownUsers, "description": "unknown cohort or user"}, **AUTH_ERRORS},
 )
 def remove_member(
-    cohort_id: CohortPath, user_id: UserPath, db: Database = Depends(get_db), _actor=Depends(require_admin)
+    cohort_id: CohortPath,
+    user_id: UserPath,
+    db: Database = Depends(get_db),
+    _actor=Depends(require_admin),
+    _turn=WRITE_TURN,
 ):
     return views.MembersChanged.of(svc.change_members(db, cohort_id, [user_id], join=False))
 
