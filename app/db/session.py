@@ -162,6 +162,10 @@ class FifoGate:
     def waiting(self) -> int:
         return len(self._waiters)
 
+    @property
+    def held(self) -> int:
+        return self._held
+
 
 # ---------------------------------------------------------------------------------------------- watchdog
 @dataclass
