@@ -171,7 +171,9 @@ def _event_sources(evs: list, grid: np.ndarray, order: float) -> tuple[list[dict
     one only at the optimal order."""
     o_full: np.ndarray | None = None
     at = np.array([order])
-    sources, notes, seen = [], [], {}
+    sources: list[dict] = []
+    notes: list[str] = []
+    seen: dict[Any, tuple[str, list[str]]] = {}
     for i, ev in enumerate(evs):
         unit = ev.with_count(1) if ev.count != 1 else ev
         if unit not in seen:
@@ -179,14 +181,14 @@ def _event_sources(evs: list, grid: np.ndarray, order: float) -> tuple[list[dict
                 if o_full is None:
                     o_full = _orders_containing(grid, order)
                 j = int(np.flatnonzero(o_full == order)[0])
-                s, n = _curve_sources(unit, o_full, "upper")
-                seen[unit] = (s[j], n)
+                per_order, unit_notes = _curve_sources(unit, o_full, "upper")
+                seen[unit] = (per_order[j], unit_notes)
             else:
-                s, n = _curve_sources(unit, at, "upper")
-                seen[unit] = (s[0], n)
-        s, n = seen[unit]
-        sources.append({"event": i, "mechanism": ev.mechanism, "bound": s})
-        notes.extend(x for x in n if x not in notes)
+                per_order, unit_notes = _curve_sources(unit, at, "upper")
+                seen[unit] = (per_order[0], unit_notes)
+        bound, unit_notes = seen[unit]
+        sources.append({"event": i, "mechanism": ev.mechanism, "bound": bound})
+        notes.extend(x for x in unit_notes if x not in notes)
     return sources, notes
 
 
@@ -196,7 +198,7 @@ def _prewarm(evs: list, grid: np.ndarray, deadline: float | None) -> None:
     a retry continues from the cache."""
     if deadline is None:
         return
-    done = set()
+    done: set = set()
     for ev in evs:
         unit = ev.with_count(1) if ev.count != 1 else ev
         if unit in done or not unit.heavy_parts():
@@ -216,7 +218,6 @@ def _guarantee_result(
     fn: Callable,
     events: Sequence[dict],
     value: float,
-    key: str,
     orders: Sequence[float] | None,
     max_mass: float,
     time_limit: float | None,
@@ -237,7 +238,7 @@ def _guarantee_result(
             f"the optimal order {g.order:.6g} was found by refining between grid points; "
             "'rdp' is the composed curve on 'orders'"
         )
-    out = {
+    out: dict[str, Any] = {
         "epsilon": float(g.epsilon),
         "delta": float(g.delta),
         "order": float(g.order),
@@ -263,9 +264,7 @@ def epsilon_result(
     time_limit: float | None = None,
 ) -> dict:
     """``/v1/epsilon``: compose ``events`` and convert to ε at ``delta``."""
-    return _guarantee_result(
-        accountant.epsilon_guarantee, events, delta, "delta", orders, max_mass, time_limit
-    )
+    return _guarantee_result(accountant.epsilon_guarantee, events, delta, orders, max_mass, time_limit)
 
 
 def delta_result(
@@ -276,9 +275,7 @@ def delta_result(
     time_limit: float | None = None,
 ) -> dict:
     """``/v1/delta``: compose ``events`` and convert to δ at ``epsilon``."""
-    return _guarantee_result(
-        accountant.delta_guarantee, events, epsilon, "epsilon", orders, max_mass, time_limit
-    )
+    return _guarantee_result(accountant.delta_guarantee, events, epsilon, orders, max_mass, time_limit)
 
 
 def calibrate_result(
@@ -299,7 +296,7 @@ def calibrate_result(
             f"the event must leave out the field being solved for; remove {solve_for!r} from the event"
         )
     grid = None if orders is None else _orders_array(orders)
-    if grid is not None and _is_heavy(event.get("mechanism")):
+    if grid is not None and _is_heavy(str(event.get("mechanism"))):
         # a search evaluates the curve many times: allow a tenth of the one-shot budget per evaluation
         check_work([_Mech(event["mechanism"])], grid, max_mass / 10, convert=True)
     kwargs: dict[str, Any] = {}
@@ -325,7 +322,7 @@ def calibrate_result(
         raise above_the_cap(
             accountant.event_from_dict({**event, "n": MAX_USERS}), f"not even n = {MAX_USERS:.0e}"
         ) from None
-    ev = accountant.event_from_dict(res.event)
+    ev: Any = accountant.event_from_dict(res.event)  # solving for n: the event type has an ``n``
     if solve_for == "n" and ev.n > MAX_USERS:
         raise above_the_cap(ev, f"it would take n = {ev.n:.3g}")
     evd = ev.to_dict()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 from . import compute as C
 from .spec import TITLES, Panel
@@ -55,7 +56,7 @@ def render(fig_id: str, panels: list[Panel], data: dict, out: Path) -> list[Path
 
     rows, cols = _LAYOUT[fig_id]
     fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.6 * rows + 0.9), squeeze=False)
-    handles = {}
+    handles: dict[str, Any] = {}
     for ax, p in zip(axes.ravel(), panels):
         for curve in C.CURVES[p.kind]:
             pts = [

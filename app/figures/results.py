@@ -8,6 +8,7 @@ import os
 import statistics
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -46,7 +47,7 @@ def cost_measurements(quick: bool) -> dict:
     from accountant.baselines import clone_dp
     from accountant.baselines import pld as P
 
-    out = {"clone": [], "pld": []}
+    out: dict[str, list] = {"clone": [], "pld": []}
     cases = (
         [(10**6, 0.5)] if quick else [(10**4, 0.5), (10**6, 0.5), (10**6, 2.0), (10**5, 2.0), (10**8, 0.5)]
     )
@@ -65,7 +66,14 @@ def cost_measurements(quick: bool) -> dict:
         t0 = time.perf_counter()
         pl = P.clone_pld(n, e0)
         build = time.perf_counter() - t0
-        row = {"n": n, "eps0": e0, "build": build, "points": pl.grid_points, "bins": pl.bins, "compose": []}
+        row: dict[str, Any] = {
+            "n": n,
+            "eps0": e0,
+            "build": build,
+            "points": pl.grid_points,
+            "bins": pl.bins,
+            "compose": [],
+        }
         for T in rounds:
             t0 = time.perf_counter()
             composed = pl.compose(T)

@@ -135,7 +135,7 @@ class _Request:
 
     def prior(self, s: Session) -> ChargeResult | None:
         """The stored result under this request's key (None: not charged yet)."""
-        if self.key is None:
+        if self.key is None or self.stored_key is None:  # a stored key exactly when a key was given
             return None
         row = repo.charge_by_key(s, self.stored_key, self.key)  # scoped, or stored before scoping
         if row is None:

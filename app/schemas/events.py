@@ -38,17 +38,18 @@ def _json_number(v: Any) -> Any:
     return v
 
 
-_NUMBER = BeforeValidator(_json_number)
+#: the validator every JSON-number field carries (strings and booleans refused)
+JSON_NUMBER = BeforeValidator(_json_number)
 
 
 def num(**constraints: Any) -> Any:
     """A finite JSON number with the given pydantic constraints (ge, gt, le, description, ...)."""
-    return Annotated[float, Field(**constraints), _NUMBER]
+    return Annotated[float, Field(**constraints), JSON_NUMBER]
 
 
 def integer(**constraints: Any) -> Any:
     """A JSON integer (integral floats like 1e6 accepted) with the given constraints."""
-    return Annotated[int, Field(**constraints), _NUMBER]
+    return Annotated[int, Field(**constraints), JSON_NUMBER]
 
 
 Num = num()
