@@ -27,8 +27,8 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from tests.app.ledger_support import KEYS_ENV
 from tests.helpers import postgres as pgh
+from tests.helpers.ledger import KEYS_ENV
 from tests.helpers.server import start_server
 
 ADMIN = {"Authorization": "Bearer admin-key-0123456789"}

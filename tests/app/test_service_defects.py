@@ -14,8 +14,8 @@ from fastapi.testclient import TestClient
 from app.cli import uvicorn_options
 from app.core.config import Settings
 from app.main import create_app
-from tests.app import ledger_support as ls
-from tests.app.ledger_support import ADMIN, PIPE, VIEW, shuffle
+from tests.helpers import ledger as ls
+from tests.helpers.ledger import ADMIN, PIPE, VIEW, shuffle
 
 db_url, db, client = ls.db_url, ls.db, ls.client
 
