@@ -291,6 +291,38 @@ def calibrate_result(
 
     ``progress(fraction, epsilon)`` is passed to :func:`accountant.calibrate` (called after each
     curve evaluation)."""
+    grid = _calibration_grid(event, solve_for, orders, max_mass)
+    kwargs: dict[str, Any] = {}
+    if grid is not None:
+        kwargs["orders"] = grid
+    if progress is not None:
+        kwargs["progress"] = progress
+    try:
+        res = accountant.calibrate(dict(event), solve_for, target_epsilon, delta, **kwargs)
+    except accountant.InfeasibleTarget:
+        if solve_for != "n":
+            raise
+        raise _above_the_cap(
+            accountant.event_from_dict({**event, "n": MAX_USERS}),
+            f"not even n = {MAX_USERS:.0e}",
+            target_epsilon,
+            delta,
+            grid,
+        ) from None
+    ev: Any = accountant.event_from_dict(res.event)  # solving for n: the event type has an ``n``
+    if solve_for == "n" and ev.n > MAX_USERS:
+        raise _above_the_cap(ev, f"it would take n = {ev.n:.3g}", target_epsilon, delta, grid)
+    out = _calibration_answer(res, ev.to_dict(), solve_for, target_epsilon, delta, orders is None)
+    if not (math.isfinite(out["epsilon"]) and math.isfinite(out["order"])):  # pragma: no cover
+        raise InvalidParameter("calibration returned a non-finite guarantee")
+    return out
+
+
+def _calibration_grid(
+    event: dict, solve_for: str, orders: Sequence[float] | None, max_mass: float
+) -> np.ndarray | None:
+    """The orders of a calibration (None: the accountant's default grid), once the request is
+    checked: the unknown left out of the event, the search's work within its budget."""
     if solve_for in event:
         raise InvalidParameter(
             f"the event must leave out the field being solved for; remove {solve_for!r} from the event"
@@ -299,33 +331,26 @@ def calibrate_result(
     if grid is not None and _is_heavy(str(event.get("mechanism"))):
         # a search evaluates the curve many times: allow a tenth of the one-shot budget per evaluation
         check_work([_Mech(event["mechanism"])], grid, max_mass / 10, convert=True)
-    kwargs: dict[str, Any] = {}
-    if grid is not None:
-        kwargs["orders"] = grid
-    if progress is not None:
-        kwargs["progress"] = progress
+    return grid
 
-    def above_the_cap(ev, needed: str):
-        at_cap = accountant.epsilon_guarantee([_replace_field(ev, "n", MAX_USERS)], delta, grid)
-        return accountant.InfeasibleTarget(
-            f"no n <= {MAX_USERS:.0e} users meets the target epsilon <= {target_epsilon:g} at delta = {delta:g} "
-            f"({needed}); with n = {MAX_USERS:.0e} epsilon = {at_cap.epsilon:.6g}. Raise the "
-            "target, lower epsilon0 or the number of rounds",
-            best_epsilon=float(at_cap.epsilon),
-        )
 
-    try:
-        res = accountant.calibrate(dict(event), solve_for, target_epsilon, delta, **kwargs)
-    except accountant.InfeasibleTarget:
-        if solve_for != "n":
-            raise
-        raise above_the_cap(
-            accountant.event_from_dict({**event, "n": MAX_USERS}), f"not even n = {MAX_USERS:.0e}"
-        ) from None
-    ev: Any = accountant.event_from_dict(res.event)  # solving for n: the event type has an ``n``
-    if solve_for == "n" and ev.n > MAX_USERS:
-        raise above_the_cap(ev, f"it would take n = {ev.n:.3g}")
-    evd = ev.to_dict()
+def _above_the_cap(
+    ev, needed: str, target_epsilon: float, delta: float, grid: np.ndarray | None
+) -> accountant.InfeasibleTarget:
+    """Solving for n: no n up to ``MAX_USERS`` meets the target; the error says what n = MAX_USERS gives."""
+    at_cap = accountant.epsilon_guarantee([_replace_field(ev, "n", MAX_USERS)], delta, grid)
+    return accountant.InfeasibleTarget(
+        f"no n <= {MAX_USERS:.0e} users meets the target epsilon <= {target_epsilon:g} at delta = {delta:g} "
+        f"({needed}); with n = {MAX_USERS:.0e} epsilon = {at_cap.epsilon:.6g}. Raise the "
+        "target, lower epsilon0 or the number of rounds",
+        best_epsilon=float(at_cap.epsilon),
+    )
+
+
+def _calibration_answer(
+    res: Any, evd: dict, solve_for: str, target_epsilon: float, delta: float, default_orders: bool
+) -> dict[str, Any]:
+    """The ``/v1/calibrate`` answer of the accountant's calibration ``res`` (event ``evd`` solved)."""
     out: dict[str, Any] = {
         "event": evd,
         "epsilon": float(res.epsilon),
@@ -334,17 +359,15 @@ def calibrate_result(
         "solve_for": solve_for,
         "value": evd.get(solve_for, res.value),
         "target": {"epsilon": float(target_epsilon), "delta": float(delta)},
-        "default_orders": orders is None,
+        "default_orders": default_orders,
     }
     if solve_for == "k":
         out["direction"] = "largest"
-    if orders is None:
+    if default_orders:
         out["grid_version"] = accountant.DEFAULT_GRID_VERSION
     out["at_limit"] = bool(res.at_limit)
     out["notes"] = [res.note] if res.note else []
     out["evaluations"] = int(res.evaluations)
-    if not (math.isfinite(out["epsilon"]) and math.isfinite(out["order"])):  # pragma: no cover
-        raise InvalidParameter("calibration returned a non-finite guarantee")
     return out
 
 

@@ -137,15 +137,18 @@ def parameters(name: str, req: ParametersRequest) -> dict:
     if req.calibrate is not None:
         delta = req.calibrate.delta
     if delta is not None and out.get("events"):
-        eps, order = accountant.epsilon(out["events"], delta)
-        out.update(
-            {
-                "epsilon": float(eps) if math.isfinite(eps) else None,
-                "delta": delta,
-                "order": float(order) if order is not None and math.isfinite(order) else None,
-            }
-        )
+        out.update(_composed(out["events"], delta))
     return out
+
+
+def _composed(events: list[dict], delta: float) -> dict[str, Any]:
+    """ε of ``events`` composed, at ``delta``, and the order that gave it (None where not finite)."""
+    eps, order = accountant.epsilon(events, delta)
+    return {
+        "epsilon": float(eps) if math.isfinite(eps) else None,
+        "delta": delta,
+        "order": float(order) if order is not None and math.isfinite(order) else None,
+    }
 
 
 # ---------------------------------------------------------------------------------------------- simulation

@@ -121,22 +121,31 @@ def _model(cls: type[accountant.Event], family: str, inner: Any) -> type[_EventB
             namespace[name] = Field(defaults.get(name, ...), description=s.description)
     prefix = {"full": "", "partial": "Partial", "inner": "Inner"}[family]
     title = prefix + cls.__name__
+    namespace.update(
+        __annotations__=annotations,
+        __doc__=_model_doc(cls, family, title),
+        __module__=__name__,
+        __qualname__=title,
+        model_config=ConfigDict(title=title, json_schema_extra={"examples": [_example(cls, family)]}),
+    )
+    return type(title, (_EventBase,), namespace)
+
+
+def _model_doc(cls: type[accountant.Event], family: str, title: str) -> str:
+    if family == "full":
+        return _doc(cls)
+    where = " without the field being solved for." if family == "partial" else " inside a sampled event."
+    return f"{title}: the '{cls.mechanism}' event" + where
+
+
+def _example(cls: type[accountant.Event], family: str) -> dict[str, Any]:
+    """The type's example event; inside a sampled event, without the population fields."""
     example = dict(cls.EXAMPLE)
     if family == "inner":
         for name, s in cls.specs().items():
             if s.population:
                 example.pop(name, None)
-    namespace.update(
-        __annotations__=annotations,
-        __doc__=_doc(cls)
-        if family == "full"
-        else f"{title}: the '{cls.mechanism}' event"
-        + (" without the field being solved for." if family == "partial" else " inside a sampled event."),
-        __module__=__name__,
-        __qualname__=title,
-        model_config=ConfigDict(title=title, json_schema_extra={"examples": [example]}),
-    )
-    return type(title, (_EventBase,), namespace)
+    return example
 
 
 def _union(models: list[type[_EventBase]]) -> Any:
