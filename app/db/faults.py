@@ -55,11 +55,10 @@ class DatabaseUnavailable(Exception):
 
 
 def _message(exc: BaseException) -> str:
-    return (
-        str(getattr(exc, "orig", None) or exc).strip().splitlines()[0][:200]
-        if str(exc)
-        else type(exc).__name__
-    )
+    """The first line of the driver's message (at most 200 characters), or the exception's type
+    name when there is no message."""
+    lines = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+    return lines[0][:200] if str(exc) and lines else type(exc).__name__
 
 
 def classify(exc: BaseException, op: Op | None = None) -> DatabaseUnavailable | None:
