@@ -12,7 +12,7 @@ import pytest
 from app.cli import SETTINGS_HELP, build_parser, main
 from app.core.config import Settings
 from privacy_accountant import AccountantClient
-from tests.app import ledger_support as ls
+from tests.helpers import ledger as ls
 from tests.helpers.server import start_server
 
 ADMIN, PIPE, VIEWER = "cli-admin-key-1", "cli-pipeline-key-1", "cli-viewer-key-1"
