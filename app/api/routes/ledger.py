@@ -17,6 +17,7 @@ from app.ledger import service as svc
 from app.schemas import ledger as sch
 from app.schemas import ledger_reads as reads
 from app.schemas import ledger_views as views
+from app.schemas.compute import ERROR_413, RETRY_AFTER
 
 UserPath = Annotated[
     str, Path(min_length=1, max_length=256, pattern=sch.ID_PATTERN, description="user (data subject) id")
@@ -28,9 +29,18 @@ CohortPath = Annotated[
 AUTH_ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"model": views.ErrorBody, "description": "missing or invalid API key"},
     403: {"model": views.ErrorBody, "description": "the key's role may not do this"},
+    413: ERROR_413,
     422: {
         "description": "malformed request (FastAPI validation shape) or an invalid budget/event "
         "(`detail` says what to change)"
+    },
+    503: {
+        "model": views.ErrorBody,
+        "description": "The database is unavailable (unreachable, frozen, locked by another process beyond "
+        "the time limit, read-only) or too many database operations are waiting: nothing was recorded "
+        "(unless `detail` says the commit's outcome is unknown). Retry the same request, with the same "
+        "idempotency key, after `Retry-After` seconds.",
+        "headers": RETRY_AFTER,
     },
 }
 
