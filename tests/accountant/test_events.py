@@ -109,14 +109,14 @@ def test_continuous_output_uses_only_universal_bounds():
 
 
 def test_identical_events_are_computed_once():
-    from accountant.composition import _cached_unit_curve
+    from accountant.events import cached_unit_curve
 
-    _cached_unit_curve.cache_clear()
+    cached_unit_curve.cache_clear()
     ev = {"mechanism": "shuffle", "n": 123457, "epsilon0": 0.7, "count": 5}
     A.event_rdp(ev)
     A.event_rdp({**ev, "count": 9})
     A.compose([ev, ev, {**ev, "count": 1}])
-    info = _cached_unit_curve.cache_info()
+    info = cached_unit_curve.cache_info()
     assert info.misses == 1 and info.hits >= 4
 
 
