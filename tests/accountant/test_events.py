@@ -120,6 +120,27 @@ def test_identical_events_are_computed_once():
     assert info.misses == 1 and info.hits >= 4
 
 
+@pytest.mark.parametrize("kind", ["integer", "number", "numbers"])
+@pytest.mark.parametrize("limits", [{}, {"lo": 0.0}, {"hi": 1.0}])
+def test_a_numeric_field_must_declare_both_limits(kind, limits):
+    from accountant.events import Spec
+
+    with pytest.raises(ValueError, match="must declare lo and hi"):
+        Spec(kind, "a field", **limits)
+    assert Spec(kind, "a field", lo=0.0, hi=1.0).kind == kind
+    assert Spec("choice", "a field", choices=("a",)).lo is None  # limits only for numeric kinds
+
+
+def test_memoized_functions_take_positional_arguments_only():
+    from accountant.events import cached_unit_curve
+
+    ev = A.event_from_dict({"mechanism": "gaussian", "noise_multiplier": 2.0})
+    got = cached_unit_curve(ev, (2.0, 4.0), "upper", True)
+    np.testing.assert_allclose(got, [2.0 / 8.0, 4.0 / 8.0], rtol=1e-12)
+    with pytest.raises(TypeError, match="by position"):
+        cached_unit_curve(ev, (2.0, 4.0), bound="upper")
+
+
 def test_central_events():
     g = A.event_rdp({"mechanism": "gaussian", "noise_multiplier": 2.0, "count": 3}, [2, 10])
     assert np.allclose(g, 3 * np.array([2, 10]) / 8, rtol=1e-12)
