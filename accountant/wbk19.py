@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ._lazy import gammaln
 from ._numerics import log_expm1, segment_logsumexp
@@ -43,10 +44,10 @@ _SEGMENT_BUDGET = 1 << 22  # elements of the ragged (α, j) arrays processed at 
 
 def wbk19_rdp(
     gamma: float,
-    inner_int: Callable[[np.ndarray], np.ndarray],
+    inner_int: Callable[[NDArray[np.float64]], ArrayLike],
     eps_inf: float,
-    orders: np.ndarray,
-) -> np.ndarray:
+    orders: ArrayLike,
+) -> NDArray[np.float64]:
     """WBK19 Theorem 9: RDP of an inner mechanism under subsampling without replacement.
 
     Args:
@@ -60,15 +61,15 @@ def wbk19_rdp(
     Returns:
         float64 array of ε'(α), the same shape as ``orders`` (0 when γ = 0 or ε(∞) = 0).
     """
-    a = np.asarray(orders, dtype=float)
+    a = np.asarray(orders, dtype=np.float64)
     if a.size == 0:
         return np.zeros(a.shape)
     if gamma <= 0.0 or eps_inf == 0.0:
         return np.zeros(a.shape)
     uniq, inv = np.unique(a.ravel(), return_inverse=True)
     amax = int(uniq[-1])
-    js = np.arange(2, amax + 1, dtype=float)
-    eps_j = np.asarray(inner_int(js), dtype=float).reshape(js.shape)
+    js = np.arange(2, amax + 1, dtype=np.float64)
+    eps_j = np.asarray(inner_int(js), dtype=np.float64).reshape(js.shape)
     log_g = float(np.log(gamma))
     l_inf = float(log_expm1(np.array(eps_inf)))  # log(e^{ε∞} − 1)
     log2 = float(np.log(2.0))

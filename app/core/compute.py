@@ -153,13 +153,13 @@ def _orders_containing(grid: np.ndarray, order: float) -> np.ndarray:
     conversion evaluated ``order`` — so the per-order source comes from the curve store."""
     if np.any(grid == order):
         return grid
-    from accountant.composition import _refine_orders
+    from accountant.composition import refine_orders
 
     for i in range(grid.size):
         lo = grid[i - 1] if i > 0 else 1.0
         hi = grid[i + 1] if i + 1 < grid.size else np.inf
         if lo < order < hi:
-            fine = _refine_orders(grid, i)
+            fine = refine_orders(grid, i)
             if np.any(fine == order):
                 return fine
     return np.array([order])
