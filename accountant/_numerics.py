@@ -188,15 +188,6 @@ def log_comb(a: ArrayLike, i: ArrayLike) -> NDArray[np.float64]:
     return gammaln(af + 1.0) - gammaln(fi + 1.0) - gammaln(af - fi + 1.0)
 
 
-def log_cosh(x: ArrayLike) -> NDArray[np.float64]:
-    """log cosh(x) without overflow and without cancellation near 0."""
-    xa = np.abs(np.asarray(x, dtype=np.float64))
-    small = xa < 1.0
-    xs = np.where(small, xa, 0.0)
-    xl = np.where(small, 1.0, xa)
-    return np.where(small, np.log1p(2.0 * np.sinh(xs / 2.0) ** 2), xl + np.log1p(np.exp(-2.0 * xl)) - LOG2)
-
-
 @lru_cache(maxsize=8)
 def _tables(size: int) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """Read-only tables over j = 0..size−1: log j!, log Γ(j/2), log j."""

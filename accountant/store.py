@@ -181,10 +181,6 @@ class BoundedCache(Generic[K, V]):
             }
 
 
-#: the former name (a count-bounded LRU)
-LRUCache = BoundedCache
-
-
 class ClearableCache(Protocol):
     """What :func:`register_cache` needs of a cache (``stats()`` is optional)."""
 

@@ -11,15 +11,14 @@ integer j ≥ 2 and ε(∞)-DP, then for every integer α ≥ 2
     ε'(α) ≤ 1/(α−1) · log( 1 + γ²·C(α,2)·min{ 4(e^{ε(2)} − 1), e^{ε(2)}·min{2, (e^{ε(∞)} − 1)²} }
                              + Σ_{j=3..α} γ^j·C(α,j)·e^{(j−1)·ε(j)}·min{2, (e^{ε(∞)} − 1)^j} ).
 
-What was checked: the formula above (bounds.md §8 and issue 7) term by term against the
+What was checked: the formula above (bounds.md §8) term by term against the
 authors' reference implementation (autodp, ``rdp_acct.anaRDPacct.compose_subsampled_mechanism``,
 "Theorem 9 of arXiv:1808.00087"): second moment
 ``2 log γ + log C(α,2) + min(log 4 + ε(2) + log(1 − e^{−ε(2)}), ε(2) + min(log 2, 2(ε∞ + log(1 − e^{−ε∞}))))``
 and j-th moment ``min(j(ε∞ + log(1 − e^{−ε∞})), log 2) + (j−1)·ε(j) + j log γ + log C(α,j)``,
-summed with 1 inside the log — identical. (The paper's PDF text itself was not retrievable
-here.) autodp additionally takes the minimum with the inner curve (α−1)ε(α) and with the
-amplified pure-DP level; those are separate valid bounds the caller may combine, not part of
-this function. Only integer α ≥ 2 are covered; the caller extends to real orders.
+summed with 1 inside the log — identical. autodp additionally takes the minimum with the inner
+curve (α−1)ε(α) and with the amplified pure-DP level; those are separate valid bounds the caller
+may combine, not part of this function. Only integer α ≥ 2 are covered; the caller extends to real orders.
 
 Numerics: all terms in log space (gammaln for C(α,j), log(e^x − 1) via expm1/log1p), the ragged
 sums over j for many α at once as segmented log-sum-exps over concatenated segments, log1p for the final log; results are rounded up by a relative 1e-12. The sum over j
