@@ -290,11 +290,13 @@ class Mechanism:
         assert self.epsilon0 is not None  # mechanisms without a local ε0 override this
         return [float(self.epsilon0)]
 
-    def events(self, n: int, k: int | None = None, count: int = 1) -> list[dict[str, Any]]:
+    def events(self, n: int | None, k: int | None = None, count: int = 1) -> list[dict[str, Any]]:
         """The accountant events (api.md) of ``count`` shuffled rounds over ``n`` users: without
         ``k``, one ``shuffle`` event per separately shuffled message (each with its own ε0); with
         ``k`` users sampled per round, one ``subsampled`` event per round whose inner events are the
-        round's messages (they share the sample). See :func:`report_events`."""
+        round's messages (they share the sample). See :func:`report_events`. A shuffled mechanism
+        needs its population: ``n`` None (or not an integer >= 1) is a ``ParameterError``; the
+        central mechanisms, which override this, accept it."""
         n, k, count = check_population(n, k, count)
         out = "continuous" if self.output == "continuous" else "discrete"
         return report_events(n, k, self.message_epsilons, count, out)

@@ -157,7 +157,8 @@ def exponential_log_probabilities(
     """log P(run r) for the exponential mechanism P(cell) ∝ exp(ε·score/2) (score sensitivity 1;
     McSherry–Talwar 2007, Thm 6), cells grouped in runs of equal score:
     log(len_r) + ε·s_r/2 − logsumexp over the runs (the max is factored out before exponentiating)."""
-    lw: NDArray[np.float64] = np.log(run_lengths.astype(np.float64)) + 0.5 * eps * run_scores.astype(np.float64)
+    lengths, scores = run_lengths.astype(np.float64), run_scores.astype(np.float64)
+    lw: NDArray[np.float64] = np.log(lengths) + 0.5 * eps * scores
     m = float(np.max(lw))
     out: NDArray[np.float64] = lw - (m + math.log(float(np.sum(np.exp(lw - m)))))
     return out

@@ -166,7 +166,9 @@ class AboveThreshold:
     query below the noisy threshold. Threshold noise Lap(2Δ/ε) drawn once at construction, query
     noise Lap(4Δ/ε) fresh per query, Δ the queries' sensitivity: ε-DP for the whole stream."""
 
-    def __init__(self, threshold: float, epsilon: float, sensitivity: float, rng: np.random.Generator) -> None:
+    def __init__(
+        self, threshold: float, epsilon: float, sensitivity: float, rng: np.random.Generator
+    ) -> None:
         self.rng = check_rng(rng)
         self.scale_threshold = 2.0 * sensitivity / epsilon
         self.scale_query = 4.0 * sensitivity / epsilon
