@@ -379,6 +379,35 @@ def as_array(x: ArrayLike, what: str) -> NDArray[Any]:
         raise InputError(f"{what}: expected a rectangular array of numbers") from None
 
 
+def report_pair(reports: object, keys: tuple[str, str], what: str) -> tuple[NDArray[Any], NDArray[Any]]:
+    """The two arrays of a report mapping ``{keys[0]: …, keys[1]: …}`` (``InputError`` naming both keys
+    when ``reports`` is not such a mapping)."""
+    first, second = keys
+    if not isinstance(reports, dict) or first not in reports or second not in reports:
+        raise InputError(f"{what}: reports must be a mapping with arrays '{first}' and '{second}'")
+    return as_array(reports[first], what), as_array(reports[second], what)
+
+
+def check_indices(idx: NDArray[Any], size: int, what: str) -> None:
+    """``InputError`` unless every entry of the numeric, non-empty array ``idx`` is an integer in
+    0..size − 1 (float entries must be integral)."""
+    integral = np.issubdtype(idx.dtype, np.integer) or not np.any(idx != np.round(idx))
+    if not integral or idx.min() < 0 or idx.max() >= size:
+        raise InputError(f"{what}: 'index' entries must be integers in 0..{size - 1}")
+
+
+def n_from(n: int | None, x: ArrayLike | None) -> int:
+    """The number of clients an ``mse`` is for: the length of the inputs ``x`` when given (1 for a
+    scalar), else ``n`` (an integer >= 1, else ``ParameterError``)."""
+    if x is not None:
+        return int(np.shape(x)[0]) if np.ndim(x) else 1
+    if n is None:
+        raise ParameterError("mse needs the number of clients n (or their inputs x)")
+    if isinstance(n, bool) or int(n) != n or int(n) < 1:
+        raise ParameterError(f"n must be an integer >= 1 (got {n!r})")
+    return int(n)
+
+
 def as_float_array(x: ArrayLike, what: str) -> NDArray[np.float64]:
     try:
         return np.asarray(x, dtype=np.float64)

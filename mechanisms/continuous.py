@@ -19,8 +19,8 @@ from ._base import (
     check_population,
     check_rng,
     eps0_param,
+    n_from,
 )
-from .binary import _n_from
 
 
 def _project_l1(x: NDArray[np.float64], r: float) -> NDArray[np.float64]:
@@ -97,7 +97,7 @@ class LaplaceMean(Mechanism):
     def mse(self, n: int | None = None, x: ArrayLike | None = None) -> float:
         """E‖x̂ − x̄‖² = 2 d b²/n with b = 2r/ε0 (plus the projection bias for inputs outside the ball)."""
         if x is None:
-            return 2.0 * self.d * self.scale**2 / _n_from(n, None)
+            return 2.0 * self.d * self.scale**2 / n_from(n, None)
         raw = as_float_batch(x, self.d, self.name)
         xs = _project_l1(raw, self.r)
         n = xs.shape[0]
@@ -244,7 +244,7 @@ class GaussianCentral(_Central):
 
     def mse(self, n: int | None = None, x: ArrayLike | None = None) -> float:
         if x is None:
-            return self.d * self.sigma**2 / _n_from(n, None) ** 2
+            return self.d * self.sigma**2 / n_from(n, None) ** 2
         raw = as_float_batch(x, self.d, self.name)
         xs = _project_l2(raw, self.clip)
         n = xs.shape[0]
@@ -317,7 +317,7 @@ class LaplaceCentral(_Central):
 
     def mse(self, n: int | None = None, x: ArrayLike | None = None) -> float:
         if x is None:
-            return 2.0 * self.d * self.b**2 / _n_from(n, None) ** 2
+            return 2.0 * self.d * self.b**2 / n_from(n, None) ** 2
         raw = as_float_batch(x, self.d, self.name)
         xs = _project_l1(raw, self.clip)
         n = xs.shape[0]

@@ -16,15 +16,17 @@ from ._base import (
     ParameterError,
     ReportArrays,
     ReportArraysLike,
-    as_array,
     as_float_batch,
+    check_indices,
     check_rng,
     eps0_param,
+    n_from,
+    report_pair,
     rr_flip_probability,
     rr_variance,
     weighted_counts,
 )
-from .binary import _n_from, block_layout, check_slot_reports
+from .binary import block_layout, check_slot_reports
 from .hadamard import fwht, hadamard_coefficients, log2_ceil, next_power_of_two
 
 LEVELS_MAX = 24
@@ -107,27 +109,22 @@ class L1Ball(Mechanism):
         """Exact E‖x̂ − x̄‖² = (1/n²) Σ_i (r₁² c² d − ‖x_i‖²); without x its supremum r₁² c² d / n."""
         per = (self.r1 * self.c) ** 2 * self.d
         if x is None:
-            return per / _n_from(n, None)
+            return per / n_from(n, None)
         xs = self._project(x)
         n = xs.shape[0]
         return float((n * per - np.sum(xs * xs)) / n**2)
 
 
 def check_index_sign(reports: object, size: int, what: str) -> tuple[NDArray[np.int64], NDArray[np.int8]]:
-    if not isinstance(reports, dict) or "index" not in reports or "sign" not in reports:
-        raise InputError(f"{what}: reports must be a mapping with arrays 'index' and 'sign'")
-    j = as_array(reports["index"], what).reshape(-1)
-    sign = as_array(reports["sign"], what).reshape(-1)
+    """Signed-coordinate reports {"index": j, "sign": ±1} (flattened): equal-length non-empty arrays,
+    integer indices in 0..size − 1 and signs ±1."""
+    j, sign = report_pair(reports, ("index", "sign"), what)
+    j, sign = j.reshape(-1), sign.reshape(-1)
     if j.shape != sign.shape or j.size == 0:
         raise InputError(f"{what}: 'index' and 'sign' must be non-empty arrays of the same length")
     if not (np.issubdtype(j.dtype, np.number) and np.issubdtype(sign.dtype, np.number)):
         raise InputError(f"{what}: 'index' and 'sign' must be numeric")
-    if (
-        (not np.issubdtype(j.dtype, np.integer) and np.any(j != np.round(j)))
-        or j.min() < 0
-        or j.max() >= size
-    ):
-        raise InputError(f"{what}: 'index' entries must be integers in 0..{size - 1}")
+    check_indices(j, size, what)
     if not np.all((sign == 1) | (sign == -1)):
         raise InputError(f"{what}: 'sign' entries must be +1 or -1")
     return j.astype(np.int64), sign.astype(np.int8)
@@ -292,7 +289,7 @@ class LinfBox(Mechanism):
     def mse(self, n: int | None = None, x: ArrayLike | None = None) -> float:
         """Exact E‖x̂ − x̄‖² for the given inputs (clipped to the box); without x its supremum over the box."""
         if x is None:
-            return 4.0 * self.r_inf**2 * self._sup_z_error() / _n_from(n, None)
+            return 4.0 * self.r_inf**2 * self._sup_z_error() / n_from(n, None)
         xs = as_float_batch(x, self.d, self.name)
         z = (np.clip(xs, -self.r_inf, self.r_inf) + self.r_inf) / (2.0 * self.r_inf)
         n = z.shape[0]
