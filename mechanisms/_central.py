@@ -91,9 +91,11 @@ class CentralMechanism(Mechanism):
 
     @property
     def message_epsilons(self) -> list[float]:
+        """No local messages: a central release has no ε0-LDP report."""
         return []
 
     def run_events(self, count: int) -> list[dict[str, Any]]:  # pragma: no cover - overridden
+        """The accountant events of ``count`` uses (each mechanism overrides it)."""
         raise NotImplementedError
 
     def events(self, n: int | None = None, k: int | None = None, count: int = 1) -> list[dict[str, Any]]:
@@ -140,6 +142,7 @@ class CentralMechanism(Mechanism):
             return cls(**{**params, **cls.paper_params(epsilon, delta, count, params)})
 
         def f(x: float) -> float:
+            """Accounted ε at δ of ``count`` uses with the knob at ``x``."""
             return accounted_epsilon(cls(**{**params, cls.KNOB: x}).events(count=count), delta)
 
         lo, hi = cls.KNOB_RANGE

@@ -96,6 +96,8 @@ class BinaryRR(Mechanism):
         return b ^ flip.astype(np.uint8)
 
     def estimate(self, reports: ArrayLike) -> float:
+        """x̂ = (ȳ − p)/(1 − 2p): unbiased for the mean bit, since E[y] = p + b(1 − 2p) for input b
+        (Algorithm 2.2.1, Theorem 2.4.1)."""
         y = as_bits(reports, f"{self.name} reports")
         if y.size == 0:
             raise InputError("binary_rr: need at least one report to estimate")
@@ -144,6 +146,7 @@ class KaryRR(Mechanism):
         }
 
     def _symbols(self, x: ArrayLike, what: str) -> NDArray[np.int64]:
+        """Symbols checked to be integers in 0..k−1 (flattened, int64)."""
         arr = as_array(x, what)
         if arr.size and not np.issubdtype(arr.dtype, np.number):
             raise InputError(f"{what} must be integers in 0..{self.k - 1}")
@@ -161,6 +164,8 @@ class KaryRR(Mechanism):
         return np.where(keep, s, other)
 
     def estimate(self, reports: ArrayLike) -> NDArray[np.float64]:
+        """p̂_x = ((e^{ε0}+k−1)·f̂_x − 1)/(e^{ε0}−1), f̂ the report frequencies: unbiased, since
+        E f̂_x = r + (q − r)·p_x with q − r = (e^{ε0}−1)/(e^{ε0}+k−1), r = 1/(e^{ε0}+k−1)."""
         y = self._symbols(reports, f"{self.name} reports")
         if y.size == 0:
             raise InputError("kary_rr: need at least one report to estimate")
@@ -169,6 +174,8 @@ class KaryRR(Mechanism):
         return ((e + self.k - 1) * f - 1.0) / (e - 1.0)
 
     def mse(self, n: int | None = None, x: ArrayLike | None = None) -> float:
+        """Σ_x E(p̂_x − p_x)² = A²·(q(1−q) + (k−1)·r(1−r))/n with A = (e^{ε0}+k−1)/(e^{ε0}−1): each report
+        adds q(1−q) + (k−1)r(1−r) to Σ_x n²·Var f̂_x whatever its input (class docstring)."""
         n = n_from(n, x)
         e = math.exp(self.epsilon0)
         a = (e + self.k - 1) / (e - 1)
@@ -223,6 +230,7 @@ class BinaryVector(Mechanism):
 
     @property
     def message_epsilons(self) -> list[float]:
+        """s messages, one per slot, at ε0/s each (each shuffled separately)."""
         return [self.slot_epsilon] * self.s
 
     def internals(self) -> dict[str, Any]:
@@ -242,6 +250,8 @@ class BinaryVector(Mechanism):
         return {"index": idx, "bit": bits ^ flip.astype(np.uint8)}
 
     def estimate(self, reports: ReportArraysLike) -> NDArray[np.float64]:
+        """b̂ = (1/n)·Σ_i Σ_slots a·(y − p)/(1 − 2p)·e_coordinate (Algorithm 3.3.2): unbiased, each
+        coordinate of a block being sampled with probability 1/a (padding coordinates dropped)."""
         idx, bit = check_slot_reports(reports, (self.s,), self.a, self.name)
         n: int = idx.shape[0]
         coords = idx + (np.arange(self.s) * self.a)[None, :]

@@ -5,10 +5,14 @@ For a mechanism whose privacy knob x is ε0 (local randomizers) or a noise scale
 ε(x) = ``accountant.epsilon_guarantee(mech(x).events(n, k, count), δ).epsilon`` is monotone in x
 (non-decreasing in ε0, non-increasing in a noise scale), so the calibrated knob is the feasible end
 of the crossing ε(x) = target found by ``accountant.calibration.find_crossing`` (bracketing, then
-Brent's method and bisection, keeping the end at which ε(x) ≤ target). The returned mechanism's
-accounted ε is therefore never above the target. The central user-level mechanisms
-(:class:`CentralMechanism`) calibrate themselves (``CentralMechanism.calibrated``), with the same
-guarantee.
+Brent's method and bisection).
+
+Soundness: the knob returned is ``find_crossing``'s ``good`` point, one at which ε(x) was evaluated
+and found ≤ target; the returned mechanism is built from that same x and the same parameters, so
+its events — and the accountant's ε for them — are exactly the evaluated ones. The guarantee
+therefore holds whether or not ε(x) is monotone; monotonicity only makes x the least private
+feasible value up to ``rel_tol``. The central user-level mechanisms (:class:`CentralMechanism`)
+calibrate themselves (``CentralMechanism.calibrated``), with the same argument.
 """
 
 from __future__ import annotations
@@ -73,6 +77,7 @@ class _Request:
     deadline: float | None
 
     def expired(self) -> bool:
+        """True when the deadline has passed."""
         return self.deadline is not None and time.monotonic() > self.deadline
 
 
@@ -137,13 +142,14 @@ def _calibrate_knob(cls: type[Mechanism], req: _Request, params: dict[str, Any])
         raise ParameterError(f"leave '{knob}' out when calibrating: it is what is solved for")
 
     def make(v: float) -> Mechanism:
+        """The mechanism with the knob at ``v`` and the other parameters as given."""
         return cls(**{**params, knob: v})
 
-    make(1.0).events(
-        n=req.n, k=req.k, count=req.count
-    )  # validate the other parameters and the population first
+    # validate the other parameters and the population first
+    make(1.0).events(n=req.n, k=req.k, count=req.count)
 
     def eps(v: float) -> float:
+        """Accounted ε at δ of the mechanism with the knob at ``v`` (``CalibrationTimeout`` past the deadline)."""
         if req.expired():
             raise CalibrationTimeout(
                 f"calibrating {req.name} needs more computation than allowed (the accountant's curves computed "

@@ -24,6 +24,7 @@ from ._base import (
 
 
 def _project_l1(x: NDArray[np.float64], r: float) -> NDArray[np.float64]:
+    """Rows with ‖x‖₁ > r scaled radially onto the ℓ1 sphere, x·r/‖x‖₁ (the others unchanged)."""
     norms = np.abs(x).sum(axis=1)
     over = norms > r
     if np.any(over):
@@ -33,6 +34,7 @@ def _project_l1(x: NDArray[np.float64], r: float) -> NDArray[np.float64]:
 
 
 def _project_l2(x: NDArray[np.float64], r: float) -> NDArray[np.float64]:
+    """Rows scaled onto the ℓ2 ball, x·min(1, r/‖x‖₂) (the Euclidean projection)."""
     norms = np.sqrt(np.einsum("ij,ij->i", x, x))
     over = norms > r
     if np.any(over):
@@ -90,6 +92,7 @@ class LaplaceMean(Mechanism):
         return xs + rng.laplace(0.0, self.scale, size=xs.shape)
 
     def estimate(self, reports: ArrayLike) -> NDArray[np.float64]:
+        """The mean of the reports, (1/n)·Σ (x_i + Lap(b)^d): unbiased for the mean of the projected inputs."""
         y = as_float_batch(reports, self.d, f"{self.name} reports")
         mean: NDArray[np.float64] = y.mean(axis=0)
         return mean
@@ -113,16 +116,25 @@ class Release(TypedDict):
 
 
 class _Central(Mechanism):
+    """The trusted-server noise mechanisms: clip each user's vector, sum, add the noise once.
+
+    Events are replace-one (the relation of the shuffle bounds) whatever the calibration relation:
+    the noise is charged over Δ = 2·clip."""
+
     kind = "central"
     output = "continuous"
     d: int  # dimension, set by each subclass's _setup
 
     def _sensitivity(self, clip: float) -> float:
+        """Δ of the clipped sum: 2·clip under replace-one neighbours (‖u − v‖ ≤ 2·clip for two clipped
+        vectors), clip under add/remove."""
         return 2.0 * clip if self.params["neighbouring"] == "replace" else clip
 
     def _central_events(
         self, n: object, k: object, count: object, ev: dict[str, Any]
     ) -> list[dict[str, Any]]:
+        """[``ev``] with its ``count``, after checking the population; a central release has no
+        sampled form, so ``k`` must be None."""
         if k is not None:
             raise ParameterError(
                 f"{self.name} is a central (trusted-server) release: there is no subsampled event for it; "
@@ -135,9 +147,11 @@ class _Central(Mechanism):
         return [ev]
 
     def _project(self, x: NDArray[np.float64]) -> NDArray[np.float64]:  # pragma: no cover - overridden
+        """Each user's vector clipped to the mechanism's norm ball (overridden)."""
         raise NotImplementedError
 
     def _noise(self, rng: np.random.Generator) -> NDArray[np.float64]:  # pragma: no cover - overridden
+        """One draw of the release's noise, shape (d,) (overridden)."""
         raise NotImplementedError
 
     def clip_sum(self, x: ArrayLike) -> NDArray[np.float64]:
@@ -163,6 +177,7 @@ class _Central(Mechanism):
         return self.release(self._project(xs).sum(axis=0), xs.shape[0], rng)
 
     def estimate(self, reports: Release) -> NDArray[np.float64]:
+        """(Σ clip(x_i) + noise)/n: unbiased for the mean of the clipped vectors."""
         if not isinstance(reports, dict) or "noisy_sum" not in reports or "n" not in reports:
             raise InputError(f"{self.name}: reports must be the release {{'noisy_sum': [...], 'n': users}}")
         s = as_float_array(reports["noisy_sum"], self.name).reshape(-1)
@@ -224,6 +239,7 @@ class GaussianCentral(_Central):
 
     @property
     def message_epsilons(self) -> list[float]:
+        """No local messages (a central release)."""
         return []
 
     def internals(self) -> dict[str, Any]:
@@ -232,17 +248,22 @@ class GaussianCentral(_Central):
     def events(self, n: int | None = None, k: int | None = None, count: int = 1) -> list[dict[str, Any]]:
         # the accountant's events are replace-one (a user's whole data replaced): σ over Δ₂ = 2·clip,
         # whichever relation the noise was calibrated for (add/remove noise is charged at half its multiplier)
+        """One ``gaussian`` event with noise multiplier σ/Δ₂, Δ₂ = 2·clip the replace-one sensitivity:
+        RDP α/(2(σ/Δ₂)²) per release (Mironov 2017 Prop. 7)."""
         return self._central_events(
             n, k, count, {"mechanism": "gaussian", "noise_multiplier": float(self.sigma / (2.0 * self.clip))}
         )
 
     def _project(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
+        """ℓ2 clipping to ``clip``."""
         return _project_l2(x, self.clip)
 
     def _noise(self, rng: np.random.Generator) -> NDArray[np.float64]:
+        """N(0, σ²I_d)."""
         return rng.normal(0.0, self.sigma, size=self.d)
 
     def mse(self, n: int | None = None, x: ArrayLike | None = None) -> float:
+        """E‖x̂ − x̄‖² = d·σ²/n², plus the clipping bias ‖mean(clip(x)) − mean(x)‖² for given inputs."""
         if x is None:
             return self.d * self.sigma**2 / n_from(n, None) ** 2
         raw = as_float_batch(x, self.d, self.name)
@@ -298,6 +319,7 @@ class LaplaceCentral(_Central):
 
     @property
     def message_epsilons(self) -> list[float]:
+        """No local messages (a central release)."""
         return []
 
     def internals(self) -> dict[str, Any]:
@@ -305,17 +327,22 @@ class LaplaceCentral(_Central):
 
     def events(self, n: int | None = None, k: int | None = None, count: int = 1) -> list[dict[str, Any]]:
         # replace-one events: b over Δ₁ = 2·clip (see GaussianCentral.events)
+        """One ``laplace`` event with scale b/Δ₁, Δ₁ = 2·clip the replace-one sensitivity: the exact
+        Laplace RDP curve (Mironov 2017 Prop. 6) per release."""
         return self._central_events(
             n, k, count, {"mechanism": "laplace", "scale": float(self.b / (2.0 * self.clip))}
         )
 
     def _project(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
+        """ℓ1 clipping (radial scaling) to ``clip``."""
         return _project_l1(x, self.clip)
 
     def _noise(self, rng: np.random.Generator) -> NDArray[np.float64]:
+        """Lap(b)^d."""
         return rng.laplace(0.0, self.b, size=self.d)
 
     def mse(self, n: int | None = None, x: ArrayLike | None = None) -> float:
+        """E‖x̂ − x̄‖² = 2d·b²/n², plus the clipping bias ‖mean(clip(x)) − mean(x)‖² for given inputs."""
         if x is None:
             return 2.0 * self.d * self.b**2 / n_from(n, None) ** 2
         raw = as_float_batch(x, self.d, self.name)

@@ -98,6 +98,7 @@ class HadamardResponse(Mechanism):
         }
 
     def symbols(self, x: ArrayLike, what: str) -> NDArray[np.int64]:
+        """Symbols checked to be integers in 0..k−1 (flattened, int64)."""
         arr = as_array(x, what)
         if arr.size and not np.issubdtype(arr.dtype, np.number):
             raise InputError(f"{what} must be integers in 0..{self.k - 1}")
@@ -113,6 +114,8 @@ class HadamardResponse(Mechanism):
         return {"index": j, "bit": bit}
 
     def estimate(self, reports: ReportArraysLike) -> NDArray[np.float64]:
+        """p̂ = c·H_K S/n, S_j = Σ_{group j} (2y − 1) (eq. 7.31 with |US_j| replaced by n/K), cut to the
+        k real symbols."""
         j, bit = check_index_bit(reports, self.K, self.name)
         return hr_frequencies_from_sums(hr_sign_sums(j, bit, self.K), j.size, self.epsilon0)[: self.k]
 

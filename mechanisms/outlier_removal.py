@@ -227,6 +227,7 @@ class OutlierRemovalSession:
 
     @property
     def halted(self) -> bool:
+        """True once the gate answered ⊥ (the run answers no more queries)."""
         return self.gate.halted
 
     def query(self, values: ArrayLike) -> NDArray[np.float64] | None:

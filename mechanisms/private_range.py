@@ -150,6 +150,7 @@ class PrivateRange(CentralMechanism):
         return np.clip(k, 0, self.K - 1).astype(np.int64)
 
     def _values(self, x: ArrayLike) -> NDArray[np.float64]:
+        """One value per user (the mean of its items, ``user_means``); at least one user."""
         v = user_means(x, 1, self.name)[:, 0]
         if v.size < 1:
             raise InputError(f"{self.name}: needs at least one user")

@@ -174,6 +174,8 @@ class UserRange(Mechanism):
         }
 
     def bins(self, means: NDArray[np.float64]) -> NDArray[np.int64]:
+        """Each user's bin j = clip(⌊(ȳ + B)/(2τ)⌋, 0, k − 1): the centre a_j = −B + (2j+1)τ closest to
+        its mean ȳ (Algorithm 4)."""
         return np.clip(np.floor((means + self.B) / (2.0 * self.tau)), 0, self.k - 1).astype(np.int64)
 
     def randomize(self, x: ArrayLike, rng: np.random.Generator) -> ReportArrays:
@@ -315,6 +317,8 @@ class UserMean(Mechanism):
 
     @property
     def message_epsilons(self) -> list[float]:
+        """The range round's messages (one at ε0/2 for d = 1; d' at ε0/(2d') for d > 1; none with a
+        public interval), then the m·s messages of the ℓ∞ mean report."""
         r = [] if self.range_mech is None else [self.range_mech.epsilon0] * self.range_count
         return r + self.linf.message_epsilons
 
@@ -338,6 +342,7 @@ class UserMean(Mechanism):
 
     # ---------------------------------------------------------------------------------------------
     def _rotate(self, y: NDArray[np.float64]) -> NDArray[np.float64]:
+        """w = U·y = H·diag(ω)·y/√d' per user (y zero-padded to d'); the identity for d = 1."""
         if self.signs is None:  # d = 1: no rotation
             return y
         w = np.zeros((y.shape[0], self.D))
@@ -346,14 +351,17 @@ class UserMean(Mechanism):
         return fwht(w) / math.sqrt(self.D)
 
     def _unrotate(self, w: NDArray[np.float64]) -> NDArray[np.float64]:
+        """y = Uᵀ·w = diag(ω)·H·w/√d', cut to the first d coordinates; the identity for d = 1."""
         if self.signs is None:  # d = 1: no rotation
             return w
         return (fwht(w) * (self.signs / math.sqrt(self.D)))[: self.d]
 
     def _clip_samples(self, y: NDArray[np.float64]) -> NDArray[np.float64]:
+        """User means clipped to [−B, B] per coordinate (the samples' bound)."""
         return np.clip(y, -self.B, self.B)
 
     def _range_reports(self, w: NDArray[np.float64], rng: np.random.Generator) -> ReportArrays:
+        """Round 1: each user's Hadamard response of its bin, per rotated coordinate."""
         rm = self.range_mech
         assert rm is not None  # called only when there is a range round
         bins = rm.bins(w)  # (users, D)
@@ -361,6 +369,8 @@ class UserMean(Mechanism):
         return {"index": j, "bit": bit}
 
     def _centres_from_range(self, rep: ReportArraysLike) -> NDArray[np.float64]:
+        """The server's broadcast centres: per rotated coordinate, the centre of the bin with the
+        largest estimated frequency (Algorithm 3 line 8), from the round-1 reports."""
         rm = self.range_mech
         assert rm is not None  # called only when there is a range round
         j = np.asarray(rep["index"])

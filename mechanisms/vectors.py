@@ -75,6 +75,7 @@ class L1Ball(Mechanism):
         return {"hadamard_dimension": self.D, "c": self.c, "report_magnitude": self.r1 * self.c}
 
     def _project(self, x: ArrayLike) -> NDArray[np.float64]:
+        """Inputs (batch, d); rows with ‖x‖₁ > r₁ scaled onto the sphere, x·r₁/‖x‖₁."""
         xs = as_float_batch(x, self.d, self.name)
         norms = np.abs(xs).sum(axis=1)
         over = norms > self.r1
@@ -100,6 +101,8 @@ class L1Ball(Mechanism):
         return {"index": j, "sign": sign}
 
     def estimate(self, reports: ReportArraysLike) -> NDArray[np.float64]:
+        """x̂ = r₁c·H S/n, S_j the sum of the signs reported at index j: the mean of the reports'
+        z_i = sign_i·r₁c·H(j_i), unbiased (Lemma 3.4.1), by one fast Walsh–Hadamard transform."""
         j, sign = check_index_sign(reports, self.D, self.name)
         s = weighted_counts(j, sign.astype(np.float64), self.D)
         n: int = j.shape[0]
@@ -197,6 +200,9 @@ class LinfBox(Mechanism):
         )
 
     def _init_box(self, epsilon0: float, d: int, m: int, s: int, r_inf: float) -> None:
+        """The ℓ∞ mechanism's calibration: blocks of a = ⌈d/s⌉, level budgets ε0·f_k (``level_split``),
+        per-slot budgets ε0·f_k/s with exact 2RR flip probabilities 1/(1+e^{ε0·f_k/s}), and level
+        weights w_k = 2^{−k} (k < m), w_m = 2^{−(m−1)} (Algorithm 3.5.1)."""
         self.epsilon0 = epsilon0
         self.d, self.m, self.r_inf = d, m, r_inf
         self.a, self.s = block_layout(d, s)
@@ -212,6 +218,7 @@ class LinfBox(Mechanism):
 
     @property
     def message_epsilons(self) -> list[float]:
+        """m·s messages: for each level k, s slots at ε0·f_k/s each."""
         return [float(e) for e in self.slot_epsilons for _ in range(self.s)]
 
     def internals(self) -> dict[str, Any]:
@@ -225,6 +232,8 @@ class LinfBox(Mechanism):
 
     # digits of z at given positions ----------------------------------------------------------------
     def _digits(self, z: NDArray[np.float64]) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+        """(q, ρ) for z ∈ [0, 1]: q = min(⌊2^{m−1}z⌋, 2^{m−1} − 1), whose bits are the m−1 binary digits of
+        z, and ρ = clip(2^{m−1}z − q, 0, 1), the probability of the unbiased last bit u (§3.5.1)."""
         scale = float(2 ** (self.m - 1))
         t = z * scale
         q = np.minimum(np.floor(t), scale - 1).astype(np.int64)
@@ -232,6 +241,9 @@ class LinfBox(Mechanism):
         return q, rho
 
     def _randomize_box(self, x: NDArray[np.float64], rng: np.random.Generator) -> ReportArrays:
+        """ℓ∞ reports of x (batch, d), Algorithm 3.5.1 computed at the sampled coordinates only: per
+        level and slot a uniform index in the block, that coordinate's digit (at the last level
+        u ~ Bern(ρ)), flipped with the level's probability p_k."""
         n = x.shape[0]
         m, s, a, d = self.m, self.s, self.a, self.d
         idx = rng.integers(0, a, size=(n, m, s), dtype=np.int32)
@@ -255,6 +267,7 @@ class LinfBox(Mechanism):
         return self._randomize_box(as_float_batch(x, self.d, self.name), rng)
 
     def _estimate_z(self, reports: ReportArraysLike) -> NDArray[np.float64]:
+        """ẑ = Σ_k w_k·b̂^(k), b̂^(k) the unbiased binary-vector estimate of level k (Algorithm 3.5.2)."""
         idx, bit = check_slot_reports(reports, (self.m, self.s), self.a, self.name)
         n: int = idx.shape[0]
         coords = idx + (np.arange(self.s) * self.a)[None, None, :]
@@ -264,6 +277,7 @@ class LinfBox(Mechanism):
         return tot[: self.d] / n
 
     def estimate(self, reports: ReportArraysLike) -> NDArray[np.float64]:
+        """x̂ = 2r∞·ẑ − r∞ (Algorithm 3.5.2): unbiased for the mean of the inputs clipped to the box."""
         return 2.0 * self.r_inf * self._estimate_z(reports) - self.r_inf
 
     def _per_client_z_error(self, z: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -279,6 +293,8 @@ class LinfBox(Mechanism):
         return out
 
     def _sup_z_error(self) -> float:
+        """sup over z ∈ [0, 1]^d of E‖ẑ_i − z_i‖² (class docstring): every digit vector has ‖b^(k)‖² ≤ d,
+        and Σ_j (aρ_j − ρ_j²) ≤ d·max_ρ (aρ − ρ²) = d(a − 1) for a ≥ 2 (at ρ = 1), d/4 for a = 1 (ρ = ½)."""
         a, d, m = self.a, self.d, self.m
         v = np.array([rr_variance(p) for p in self.p])
         tot = sum(4.0 ** (-k) * (a * d * v[k - 1] + (a - 1) * d) for k in range(1, m))
@@ -371,6 +387,7 @@ class L2Ball(LinfBox):
         return out
 
     def _project(self, x: ArrayLike) -> NDArray[np.float64]:
+        """Inputs (batch, d); rows with ‖x‖₂ > r₂ scaled onto the sphere, x·r₂/‖x‖₂."""
         xs = as_float_batch(x, self.d_in, self.name)
         norms = np.sqrt(np.einsum("ij,ij->i", xs, xs))
         over = norms > self.r2
@@ -402,10 +419,14 @@ class L2Ball(LinfBox):
         return self._randomize_box(w, rng)
 
     def estimate(self, reports: ReportArraysLike) -> NDArray[np.float64]:
+        """x̂ = Uᵀŵ, ŵ = 2r∞·ẑ − r∞ the ℓ∞ estimate of the rotated inputs (Algorithm 3.6.2)."""
         w_hat = 2.0 * self.r_inf * self._estimate_z(reports) - self.r_inf
         return self.unrotate(w_hat)
 
     def mse(self, n: int | None = None, x: ArrayLike | None = None) -> float:
+        """Without x: the ℓ∞ supremum at r∞ (valid when nothing is clipped, w.p. ≥ 1 − β). With x: the
+        ℓ∞ variance of the clipped rotations plus the clipping bias ‖Uᵀ·mean(clip(Ux)) − mean(x)‖²
+        (U orthogonal: exact when d is a power of two, an upper bound otherwise)."""
         if x is None:
             return super().mse(n=n)
         xs = self._project(x)

@@ -72,6 +72,7 @@ def tau_subgaussian(sigma: float, d: int, m: int, n: int, gamma: float) -> float
 
 
 def _check_tau_args(m: int, n: int, gamma: float) -> None:
+    """``ParameterError`` unless m, n >= 1 and γ ∈ (0, 1)."""
     if not (m >= 1 and n >= 1 and 0 < gamma < 1):
         raise ParameterError("m and n must be >= 1 and gamma in (0, 1)")
 
@@ -235,6 +236,7 @@ class WinsorizedMean(CentralMechanism):
 
     # ------------------------------------------------------------------------------------------ server
     def _inputs(self, x: ArrayLike) -> NDArray[np.float64]:
+        """Per-user vectors (users, d) (datasets averaged per user, ``user_means``)."""
         v = user_means(x, self.d, self.name)
         if v.shape[0] < 1:
             raise InputError(f"{self.name}: needs at least one user")
