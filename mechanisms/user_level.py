@@ -71,7 +71,8 @@ def _ragged_user_means(arrs: list[NDArray[np.float64]], d: int, what: str) -> ND
     numbers (d = 1) or of length-d vectors."""
     out = []
     for a in arrs:
-        a = a.reshape(-1, d) if (d > 1 or a.ndim <= 1) else a
+        if (d > 1 or a.ndim <= 1) and a.size % d == 0:  # else the shape check below refuses it
+            a = a.reshape(-1, d)
         if a.size == 0 or a.ndim != 2 or a.shape[1] != d:
             raise InputError(
                 f"{what}: each user's dataset must be a non-empty list of "
