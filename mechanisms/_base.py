@@ -321,6 +321,20 @@ class Mechanism:
         out = "continuous" if self.output == "continuous" else "discrete"
         return report_events(n, k, self.message_epsilons, count, out)
 
+    # the client/server interface (each mechanism implements it; the report types differ by mechanism)
+    def randomize(self, x: Any, rng: np.random.Generator) -> Any:  # pragma: no cover - overridden
+        """Client side: the reports of a batch of inputs, all randomness drawn from ``rng``."""
+        raise NotImplementedError
+
+    def estimate(self, reports: Any) -> Any:  # pragma: no cover - overridden
+        """Server side: the unbiased aggregate of the (shuffled) reports."""
+        raise NotImplementedError
+
+    def mse(self, n: int | None = None, x: Any = None) -> float:  # pragma: no cover - overridden
+        """The estimate's mean squared error: exact for given inputs ``x``, else its supremum over the
+        input domain for ``n`` clients."""
+        raise NotImplementedError
+
     def internals(self) -> dict[str, Any]:
         """The calibrated internals (flip probabilities, budget split, radii …); none by default."""
         return {}

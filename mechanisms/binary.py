@@ -79,6 +79,7 @@ class BinaryRR(Mechanism):
     output_alphabet_size: int
 
     def _setup(self) -> None:
+        """Flip probability p = 1/(1 + e^{ε0}) (Theorem 2.4.1: exactly ε0-LDP); one bit per report."""
         self.epsilon0 = self.params["epsilon0"]
         self.p = rr_flip_probability(self.epsilon0)
         self.bits_per_report = 1
@@ -131,6 +132,7 @@ class KaryRR(Mechanism):
     output_alphabet_size: int
 
     def _setup(self) -> None:
+        """Keep probability e^{ε0}/(e^{ε0}+k−1), each other symbol 1/(e^{ε0}+k−1); ⌈log₂ k⌉ bits."""
         self.epsilon0 = self.params["epsilon0"]
         self.k: int = self.params["k"]
         e = math.exp(self.epsilon0)
@@ -219,6 +221,8 @@ class BinaryVector(Mechanism):
     output_alphabet_size: int
 
     def _setup(self) -> None:
+        """Blocks of a = ⌈d/s⌉, slot budget ε0/s, flip probability 1/(1 + e^{ε0/s});
+        s·(⌈log₂ a⌉ + 1) bits per report."""
         self.epsilon0 = self.params["epsilon0"]
         self.d: int = self.params["d"]
         self.s: int = self.params["s"]

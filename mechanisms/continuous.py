@@ -75,6 +75,7 @@ class LaplaceMean(Mechanism):
     epsilon0: float
 
     def _setup(self) -> None:
+        """Laplace scale b = 2r/ε0: the ℓ1 sensitivity of a projected input under replacement is 2r."""
         self.epsilon0 = self.params["epsilon0"]
         self.d: int = self.params["d"]
         self.r: float = self.params["r"]
@@ -228,6 +229,7 @@ class GaussianCentral(_Central):
     }
 
     def _setup(self) -> None:
+        """σ = noise_multiplier·Δ, Δ = 2·clip (replace-one) or clip (add/remove)."""
         self.noise_multiplier: float = self.params["noise_multiplier"]
         self.clip: float = self.params["clip"]
         self.d = self.params["d"]
@@ -308,6 +310,7 @@ class LaplaceCentral(_Central):
     epsilon0: float
 
     def _setup(self) -> None:
+        """b = scale·Δ, Δ = 2·clip (replace-one) or clip (add/remove); pure ε = 1/scale per release."""
         self.scale: float = self.params["scale"]
         self.clip: float = self.params["clip"]
         self.d = self.params["d"]

@@ -80,6 +80,7 @@ class HadamardResponse(Mechanism):
     output_alphabet_size: int
 
     def _setup(self) -> None:
+        """K = 2^⌈log₂ k⌉ groups and c = (e^{ε0}+1)/(e^{ε0}−1); ⌈log₂ K⌉ + 1 bits per report."""
         self.epsilon0 = self.params["epsilon0"]
         self.k: int = self.params["k"]
         self.K = next_power_of_two(self.k)

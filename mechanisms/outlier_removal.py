@@ -169,6 +169,7 @@ class AboveThreshold:
     def __init__(
         self, threshold: float, epsilon: float, sensitivity: float, rng: np.random.Generator
     ) -> None:
+        """Draw the threshold noise ρ ~ Lap(2Δ/ε) once: the noisy threshold is ``threshold`` − ρ."""
         self.rng = check_rng(rng)
         self.scale_threshold = 2.0 * sensitivity / epsilon
         self.scale_query = 4.0 * sensitivity / epsilon
@@ -220,6 +221,7 @@ class OutlierRemovalSession:
     """One run of at most T adaptive queries (the run is charged for all T when it starts)."""
 
     def __init__(self, mech: OutlierRemovalMean, rng: np.random.Generator) -> None:
+        """A run of ``mech``'s T queries behind its own AboveThreshold gate (threshold θn, ε_g, Δ_s = 2)."""
         self.mech = mech
         self.rng = check_rng(rng)
         self.gate = AboveThreshold(mech.threshold, mech.epsilon_gate, GATE_SENSITIVITY, self.rng)
@@ -312,6 +314,9 @@ class OutlierRemovalMean(CentralMechanism):
     }
 
     def _setup(self) -> None:
+        """The gate's failure ζ_g and margins (:func:`gate_failure`), the coupling quantile K
+        (:func:`coupling_quantile`) and Δ₂ = min(6τ, 9τ(K + 1)/n)·(1 + 10⁻⁹) (:func:`privacy_proof` (c);
+        the margin covers the rounding of the distance comparisons). ``ParameterError`` when ζ_g ≥ 1."""
         p = self.params
         self.epsilon_gate: float = p["epsilon_gate"]
         self.sigma: float = p["sigma"]
@@ -347,6 +352,8 @@ class OutlierRemovalMean(CentralMechanism):
         }
 
     def run_events(self, count: int) -> list[dict[str, Any]]:
+        """Per use, one run of T queries: ``above_threshold`` at ε_g with ζ = ζ_g (the gate's noise
+        failure) and ``gaussian`` with noise multiplier σ/Δ₂ and ζ = ζ_c, T per use (:func:`privacy_proof`)."""
         return [
             {
                 "mechanism": "above_threshold",
@@ -408,6 +415,7 @@ class OutlierRemovalMean(CentralMechanism):
         params = {"zeta_coupling": delta / (4.0 * T * count), **params}
 
         def f(inv_sigma: float) -> float:
+            """Accounted ε at δ of the runs with σ = 1/inv_sigma (non-decreasing in inv_sigma)."""
             return accounted_epsilon(
                 cls(**{**params, "epsilon_gate": eg, "sigma": 1.0 / inv_sigma}).events(count=count), delta
             )

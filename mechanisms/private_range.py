@@ -115,6 +115,7 @@ class PrivateRange(CentralMechanism):
     }
 
     def _setup(self) -> None:
+        """Interval width w (default 4τ) and K = ⌈B/τ⌉ bins of width 2τ (at most BINS_MAX)."""
         p = self.params
         self.epsilon: float = p["epsilon"]
         self.tau: float = p["tau"]
@@ -130,6 +131,8 @@ class PrivateRange(CentralMechanism):
         return {"bins": self.K, "bin_width": 2 * self.tau, "width": self.width, "pure_epsilon": self.epsilon}
 
     def run_events(self, count: int) -> list[dict[str, Any]]:
+        """One ``exponential`` event at ε per use: the exponential mechanism with a sensitivity-1 score is
+        ε-DP and ε-bounded-range (McSherry–Talwar 2007; Durfee–Rogers 2019)."""
         return [{"mechanism": "exponential", "epsilon": float(self.epsilon), "count": int(count)}]
 
     @classmethod

@@ -145,6 +145,8 @@ class UserRange(Mechanism):
     output_alphabet_size: int
 
     def _setup(self) -> None:
+        """k = ⌈B/τ⌉ bins of width 2τ with centres a_j = −B + (2j+1)τ (k ≥ 2, at most BINS_MAX),
+        K = 2^⌈log₂ k⌉ Hadamard groups, c = (e^{ε0}+1)/(e^{ε0}−1)."""
         self.epsilon0 = self.params["epsilon0"]
         self.B: float = self.params["B"]
         self.tau: float = self.params["tau"]
@@ -269,6 +271,10 @@ class UserMean(Mechanism):
     output_alphabet_size: int
 
     def _setup(self) -> None:
+        """The budget split of Algorithms 1 and 5 (class docstring). d = 1: a range round at ε0/2 and the
+        ℓ∞ report at ε0/2 with r∞ = 3τ, or, with a public interval, the ℓ∞ report at ε0 with r∞ = half
+        its width. d > 1: public signs, τ' = 10τ·√(log(n d'/γ)/d'), d' range reports at ε0/(2d') over
+        [−B√d, B√d] with radius τ_r = min(τ', B√d/2), and the ℓ∞ report at ε0/2 with r∞ = 3τ_r."""
         pr = self.params
         self.epsilon0 = pr["epsilon0"]
         self.d: int = pr["d"]

@@ -62,6 +62,7 @@ class L1Ball(Mechanism):
     output_alphabet_size: int
 
     def _setup(self) -> None:
+        """D = 2^⌈log₂ d⌉ and c = (e^{ε0}+1)/(e^{ε0}−1); ⌈log₂ D⌉ + 1 bits per report."""
         self.epsilon0 = self.params["epsilon0"]
         self.d: int = self.params["d"]
         self.r1: float = self.params["r1"]
@@ -191,6 +192,7 @@ class LinfBox(Mechanism):
     output_alphabet_size: int
 
     def _setup(self) -> None:
+        """The box's calibration from the parameters (:meth:`_init_box`)."""
         self._init_box(
             self.params["epsilon0"],
             self.params["d"],
@@ -372,6 +374,8 @@ class L2Ball(LinfBox):
     }
 
     def _setup(self) -> None:
+        """r∞ = 10·r₂·√(log(n d'/β)/d') (Theorem 3.6.5) unless ``r_inf`` is given, the ℓ∞ box on the
+        padded dimension d', and the public signs from ``rotation_seed``."""
         pr = self.params
         self.d_in: int = pr["d"]
         self.r2: float = pr["r2"]

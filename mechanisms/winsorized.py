@@ -171,6 +171,9 @@ class WinsorizedMean(CentralMechanism):
     }
 
     def _setup(self) -> None:
+        """d' = 2^⌈log₂ d⌉ (1 for d = 1); the rotated radius τ' (given, or :func:`rotated_tau`); the range B,
+        or √d·B for ``norm='linf'`` (‖Ux‖_∞ ≤ ‖x‖₂ ≤ √d·B); the width w = width_factor·τ'; the private
+        range at ε/2."""
         p = self.params
         self.epsilon: float = p["epsilon"]
         self.tau: float = p["tau"]
@@ -208,6 +211,8 @@ class WinsorizedMean(CentralMechanism):
         return 2.0 * self.width / (n * self.epsilon)
 
     def run_events(self, count: int) -> list[dict[str, Any]]:
+        """Per use and rotated coordinate (d' of them): the private range, ``exponential`` at ε/2, and the
+        clipped mean's noise, ``laplace`` with scale b/Δ₁ = (2w/(nε))/(w/n) = 2/ε."""
         c = int(count) * self.D
         return [
             {"mechanism": "exponential", "epsilon": float(self.epsilon / 2.0), "count": c},

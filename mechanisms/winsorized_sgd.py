@@ -149,6 +149,8 @@ class WinsorizedSGD(CentralMechanism):
     }
 
     def _setup(self) -> None:
+        """The per-step :class:`WinsorizedMean` of the clipped gradients (``norm='l2'``, B = G) at ε'' per
+        rotated coordinate, with τ'' given or :func:`rotated_tau` (d > 1)."""
         p = self.params
         self.epsilon: float = p["epsilon"]
         self.T: int = p["T"]
@@ -177,6 +179,7 @@ class WinsorizedSGD(CentralMechanism):
         return {**self.mean.internals(), "steps": self.T, "releases_per_step": 2 * self.D}
 
     def run_events(self, count: int) -> list[dict[str, Any]]:
+        """T steps per use, each the d' coordinates' releases of the per-step winsorized mean."""
         return self.mean.run_events(int(count) * self.T)
 
     def plan(self, n: int | None = None) -> dict[str, Any]:
