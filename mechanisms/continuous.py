@@ -95,6 +95,8 @@ class LaplaceMean(Mechanism):
     def estimate(self, reports: ArrayLike) -> NDArray[np.float64]:
         """The mean of the reports, (1/n)·Σ (x_i + Lap(b)^d): unbiased for the mean of the projected inputs."""
         y = as_float_batch(reports, self.d, f"{self.name} reports")
+        if y.shape[0] == 0:
+            raise InputError(f"{self.name}: need at least one report to estimate")
         mean: NDArray[np.float64] = y.mean(axis=0)
         return mean
 

@@ -127,3 +127,9 @@ def test_bits_inputs():
         BV.randomize([["a"] * 6], RNG(0))
     with pytest.raises(InputError, match="found other values"):
         mechanisms.get("binary_rr", epsilon0=1.0).randomize([0, 1, 3], RNG(0))
+
+
+def test_an_estimate_needs_reports():
+    for mech in (mechanisms.get("binary_rr", epsilon0=1.0), mechanisms.get("laplace_mean", epsilon0=1.0)):
+        with pytest.raises(InputError, match="at least one report"):
+            mech.estimate([])
