@@ -43,13 +43,12 @@ def as_bits(x: ArrayLike, what: str, shape_tail: tuple[int, ...] = ()) -> NDArra
     bits = arr.astype(np.uint8)
     if not shape_tail:
         return bits.reshape(-1)
-    return _batch_of(bits, shape_tail, np.shape(x), what)
+    return _batch_of(bits, shape_tail, what)
 
 
-def _batch_of(
-    bits: NDArray[np.uint8], shape_tail: tuple[int, ...], given: tuple[int, ...], what: str
-) -> NDArray[np.uint8]:
-    """``bits`` as a (batch, *shape_tail) array (``given`` the caller's input shape, for the message)."""
+def _batch_of(bits: NDArray[np.uint8], shape_tail: tuple[int, ...], what: str) -> NDArray[np.uint8]:
+    """``bits`` as a (batch, *shape_tail) array (one client's (shape_tail[0],) vector: a batch of one)."""
+    given = bits.shape
     if bits.ndim == 1 and bits.shape[0] == shape_tail[0]:
         bits = bits.reshape(1, -1)
     if bits.ndim != 1 + len(shape_tail) or bits.shape[1:] != shape_tail:
