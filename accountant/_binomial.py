@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ._lazy import gammaln, lazy
 from ._numerics import log_phi, logsumexp
@@ -39,7 +40,9 @@ def _window(m: int, p: float, L: float) -> tuple[int, int]:
     mode = min(max(mode, 0), m)
     thr = stats.binom.logpmf(mode, m, p) - L
 
-    def search(a, b, rising):  # first index in [a, b] on the rising side / last on the falling side
+    def search(
+        a: int, b: int, rising: bool
+    ) -> int:  # first index in [a, b] on the rising side / last on the falling side
         while b - a > 1:
             mid = (a + b) // 2
             ok = stats.binom.logpmf(mid, m, p) >= thr
@@ -55,10 +58,10 @@ def _window(m: int, p: float, L: float) -> tuple[int, int]:
 
 
 def rr_shuffle_log_moments(
-    m: int, epsilon0: float, gamma: float, orders: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
+    m: int, epsilon0: float, gamma: float, orders: ArrayLike
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """(log E[r^α], log E[r^{1−α}]) for each order α (vectorised)."""
-    orders = np.asarray(orders, dtype=float)
+    orders = np.asarray(orders, dtype=np.float64)
     E = np.exp(epsilon0)
     p = 1.0 / (E + 1.0)
     slope = gamma * (E - 1.0 / E)  # r − 1 = slope·(K/m − p)
@@ -70,7 +73,7 @@ def rr_shuffle_log_moments(
     lo, hi = _window(m, p, L)
     betas = np.stack([orders, 1.0 - orders])  # (2, n_orders)
     if hi - lo + 1 <= DENSE_MAX:
-        K = np.arange(lo, hi + 1, dtype=float)
+        K = np.arange(lo, hi + 1, dtype=np.float64)
         logw = stats.binom.logpmf(K, m, p)
         frac = K / m
     else:
@@ -100,45 +103,45 @@ def rr_shuffle_log_moments(
     return fwd, rev
 
 
-def rr_shuffle_lower(m: int, epsilon0: float, gamma: float, orders: np.ndarray) -> np.ndarray:
+def rr_shuffle_lower(m: int, epsilon0: float, gamma: float, orders: ArrayLike) -> NDArray[np.float64]:
     """max over the two directions of the exact RDP of shuffled binary RR on the extreme pair."""
-    orders = np.asarray(orders, dtype=float)
+    o = np.asarray(orders, dtype=np.float64)
     if epsilon0 == 0.0 or gamma == 0.0:
-        return np.zeros_like(orders)
-    fwd, rev = rr_shuffle_log_moments(m, epsilon0, gamma, orders)
-    return np.maximum(np.maximum(fwd, rev), 0.0) / (orders - 1.0)
+        return np.zeros_like(o)
+    fwd, rev = rr_shuffle_log_moments(m, epsilon0, gamma, o)
+    return np.maximum(np.maximum(fwd, rev), 0.0) / (o - 1.0)
 
 
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
-def _stirlerr(n: np.ndarray) -> np.ndarray:
+def _stirlerr(n: ArrayLike) -> NDArray[np.float64]:
     """log(n!) − log(√(2πn)(n/e)^n) for n ≥ 1 (Loader 2000); the Stirling series for n > 15."""
-    n = np.asarray(n, dtype=float)
-    nn = n * n
+    na = np.asarray(n, dtype=np.float64)
+    nn = na * na
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        series = (1 / 12 - (1 / 360 - (1 / 1260 - (1 / 1680 - 1 / (1188 * nn)) / nn) / nn) / nn) / n
-    small = n <= 15.0
+        series = (1 / 12 - (1 / 360 - (1 / 1260 - (1 / 1680 - 1 / (1188 * nn)) / nn) / nn) / nn) / na
+    small = na <= 15.0
     if small.any():
-        ns = n[small]
+        ns = na[small]
         series[small] = gammaln(ns + 1.0) - (ns + 0.5) * np.log(ns) + ns - _HALF_LOG_2PI
     return series
 
 
-def _bd0(x: np.ndarray, m: np.ndarray) -> np.ndarray:
+def _bd0(x: ArrayLike, m: ArrayLike) -> NDArray[np.float64]:
     """x·log(x/m) + m − x ≥ 0, accurate also when x ≈ m (Loader 2000: the series in v = (x−m)/(x+m))."""
-    x = np.asarray(x, dtype=float)
-    m = np.asarray(m, dtype=float)
-    d = x - m
-    v = d / (x + m)
+    xa = np.asarray(x, dtype=np.float64)
+    ma = np.asarray(m, dtype=np.float64)
+    d = xa - ma
+    v = d / (xa + ma)
     near = np.abs(v) < 0.1
     with np.errstate(divide="ignore", invalid="ignore"):
-        far = np.where(x > 0, x * np.log(x / m), 0.0) + m - x
+        far = np.where(xa > 0, xa * np.log(xa / ma), 0.0) + ma - xa
     if not near.any():
         return far
     vn = np.where(near, v, 0.0)
     s = d * vn
-    ej = 2.0 * x * vn
+    ej = 2.0 * xa * vn
     v2 = vn * vn
     for j in range(1, 14):
         ej = ej * v2
@@ -146,7 +149,7 @@ def _bd0(x: np.ndarray, m: np.ndarray) -> np.ndarray:
     return np.where(near, s, far)
 
 
-def log_binom_pmf(k, big_n, p: float, q1: float) -> np.ndarray:
+def log_binom_pmf(k: ArrayLike, big_n: ArrayLike, p: float, q1: float) -> NDArray[np.float64]:
     """log Bin(N, p) pmf at k (arrays broadcast), q1 = 1 − p given accurately.
 
     Loader, "Fast and accurate computation of binomial probabilities" (2000):
@@ -154,10 +157,10 @@ def log_binom_pmf(k, big_n, p: float, q1: float) -> np.ndarray:
     endpoints k = 0 and k = N in closed form (N·log(1 − p) as N·log1p(−p) for p < ½ and N·log q1
     above, q1 = 1 − p given accurately; N·log p) and −inf outside [0, N].
     """
-    k, big_n = np.broadcast_arrays(np.asarray(k, dtype=float), np.asarray(big_n, dtype=float))
-    inside = (k > 0) & (k < big_n)
-    kk = np.where(inside, k, 1.0)
-    nn = np.where(inside, big_n, 2.0)
+    kb, nb = np.broadcast_arrays(np.asarray(k, dtype=np.float64), np.asarray(big_n, dtype=np.float64))
+    inside = (kb > 0) & (kb < nb)
+    kk = np.where(inside, kb, 1.0)
+    nn = np.where(inside, nb, 2.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         out = (
             _stirlerr(nn)
@@ -169,31 +172,29 @@ def log_binom_pmf(k, big_n, p: float, q1: float) -> np.ndarray:
             - _HALF_LOG_2PI
         )
     # log(1 − p): log1p(−p) for small p, log q1 for p next to 1 (1 − p is never formed there)
-    lo_val = (
-        big_n * (math.log1p(-p) if p < 0.5 else math.log(q1))
-        if q1 > 0
-        else np.where(big_n == 0, 0.0, -np.inf)
-    )
-    hi_val = big_n * (math.log(p) if p > 0 else -np.inf)
+    lo_val = nb * (math.log1p(-p) if p < 0.5 else math.log(q1)) if q1 > 0 else np.where(nb == 0, 0.0, -np.inf)
+    hi_val = nb * (math.log(p) if p > 0 else -np.inf)
     out = np.where(inside, out, -np.inf)
-    out = np.where((k == big_n) & (big_n > 0), hi_val, out)
-    out = np.where((k == 0) & (big_n >= 0), lo_val, out)
+    out = np.where((kb == nb) & (nb > 0), hi_val, out)
+    out = np.where((kb == 0) & (nb >= 0), lo_val, out)
     return out
 
 
-def log_binom_pmf_range(k_lo: int, k_hi: int, big_n: int, p: float, q1: float, block: int = 64) -> np.ndarray:
+def log_binom_pmf_range(
+    k_lo: int, k_hi: int, big_n: int, p: float, q1: float, block: int = 64
+) -> NDArray[np.float64]:
     """log Bin(N, p) pmf at every integer k_lo..k_hi: Loader's value (:func:`log_binom_pmf`) at the
     first k of each block of ``block`` integers, then the exact ratios
     pmf(k)/pmf(k−1) = (N − k + 1)·p/(k·(1 − p)) accumulated within the block (one log of the whole
     ratio each, absolute error ~1 ulp; the sums add ≲ 32 ulps of the partial sums: ≲ 2e-13
     absolute, i.e. relative on the pmf, where log pmf ≥ −40)."""
-    ks = np.arange(k_lo, k_hi + 1, dtype=float)
+    ks = np.arange(k_lo, k_hi + 1, dtype=np.float64)
     if ks.size == 0:
         return ks
     nb = (ks.size + block - 1) // block
-    kk = np.full(nb * block, ks[-1])
-    kk[: ks.size] = ks
-    kk = kk.reshape(nb, block)
+    flat = np.full(nb * block, ks[-1])
+    flat[: ks.size] = ks
+    kk = flat.reshape(nb, block)
     with np.errstate(divide="ignore", invalid="ignore"):
         lr = np.log((big_n - kk + 1.0) * p / (kk * q1))
     lr[:, 0] = log_binom_pmf(kk[:, 0], float(big_n), p, q1)

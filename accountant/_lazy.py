@@ -8,6 +8,9 @@ import importlib
 from types import ModuleType
 from typing import Any
 
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
 
 class _Lazy:
     __slots__ = ("_name", "_module")
@@ -27,10 +30,10 @@ def lazy(name: str) -> Any:
     return _Lazy(name)
 
 
-_GAMMALN: list[Any] = []
+_GAMMALN: list[Any] = []  # the scipy ufunc, once imported
 
 
-def gammaln(x: Any, *args: Any, **kwargs: Any) -> Any:
+def gammaln(x: ArrayLike) -> NDArray[np.float64]:
     """``scipy.special.gammaln`` (log |Γ(x)|), the very function, imported on its first call:
     scipy.special holds ~26 MB that a process serving only cached answers and the ledger never
     needs."""
@@ -38,4 +41,5 @@ def gammaln(x: Any, *args: Any, **kwargs: Any) -> Any:
         from scipy.special import gammaln as f
 
         _GAMMALN.append(f)
-    return _GAMMALN[0](x, *args, **kwargs)
+    out: NDArray[np.float64] = _GAMMALN[0](x)
+    return out

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ._lazy import gammaln
 
@@ -14,32 +16,32 @@ LOG2 = float(np.log(2.0))
 _UP = 1.0 + 2.0**-40
 
 
-def round_up(x: np.ndarray) -> np.ndarray:
+def round_up(x: ArrayLike) -> NDArray[np.float64]:
     """Round an upper bound outward (never report less than the formula gives)."""
-    return np.asarray(x, dtype=float) * _UP
+    return np.asarray(x, dtype=np.float64) * _UP
 
 
-def log_expm1(x):
+def log_expm1(x: ArrayLike) -> NDArray[np.float64]:
     """log(e^x − 1) for x ≥ 0, accurate for tiny and for huge x (−inf at 0, +inf at +inf).
 
     x > 30: x + log1p(−e^{−x}) (no overflow); otherwise log(expm1(x)) (full relative accuracy as
     x → 0).
     """
-    x = np.asarray(x, dtype=float)
+    xa = np.asarray(x, dtype=np.float64)
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        big = x > 30.0
-        safe = np.where(big, 1.0, x)
-        return np.where(big, x + np.log1p(-np.exp(-np.where(big, x, 30.0))), np.log(np.expm1(safe)))
+        big = xa > 30.0
+        safe = np.where(big, 1.0, xa)
+        return np.where(big, xa + np.log1p(-np.exp(-np.where(big, xa, 30.0))), np.log(np.expm1(safe)))
 
 
-def em1mx(z) -> np.ndarray:
+def em1mx(z: ArrayLike) -> NDArray[np.float64]:
     """e^z − 1 − z (series for |z| < 0.05, else expm1(z) − z; relative error ≲ 1e-15)."""
-    z = np.asarray(z, dtype=float)
-    out = np.expm1(z)
-    out -= z
-    small = np.abs(z) < 0.05
+    za = np.asarray(z, dtype=np.float64)
+    out = np.expm1(za)
+    out -= za
+    small = np.abs(za) < 0.05
     if small.any():
-        zs = z[small]
+        zs = za[small]
         out[small] = (
             zs
             * zs
@@ -54,14 +56,14 @@ def em1mx(z) -> np.ndarray:
     return out
 
 
-def _log_em1mx(z: np.ndarray) -> np.ndarray:
+def _log_em1mx(z: NDArray[np.float64]) -> NDArray[np.float64]:
     """log(e^z − 1 − z) ≥ −inf for any real z (z + log1p(−(1+z)e^{−z}) above 1: no overflow)."""
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
         zb = np.where(z > 1.0, z, 2.0)
         return np.where(z > 1.0, zb + np.log1p(-(1.0 + zb) * np.exp(-zb)), np.log(em1mx(np.minimum(z, 1.0))))
 
 
-def _log_phi_series(a: np.ndarray, x: np.ndarray) -> np.ndarray:
+def _log_phi_series(a: NDArray[np.float64], x: NDArray[np.float64]) -> NDArray[np.float64]:
     """log φ_a(e^x) for |a·x| ≤ 0.05 and |x| ≤ 0.05: φ = a(a−1)x²/2·(1 + Σ_{k≥3} 2·S_k·x^{k−2}/k!),
     S_k = Σ_{i<k−1} a^i — the exact power series of e^{a·x} − 1 − a(e^x − 1) (12 terms: the
     neglected rest is below 1e-16 relative)."""
@@ -75,7 +77,7 @@ def _log_phi_series(a: np.ndarray, x: np.ndarray) -> np.ndarray:
     return np.log(0.5 * a * (a - 1.0)) + 2.0 * np.log(np.abs(x)) + np.log1p(tot)
 
 
-def log_phi(alpha, lr) -> np.ndarray:
+def log_phi(alpha: ArrayLike, lr: ArrayLike) -> NDArray[np.float64]:
     """log φ_α(r) with r = e^lr, φ_α(r) = r^α − 1 − α(r − 1) ≥ 0, for real α > 1 or α < 0.
 
     φ_α is the summand of E[R^α] − 1 = E[φ_α(R)] when E[R] = 1 (a likelihood ratio under the
@@ -89,11 +91,11 @@ def log_phi(alpha, lr) -> np.ndarray:
     * α ≥ 2 — (e^y − 1 − y) − α(e^lr − 1 − lr) for |y| ≤ 1; y + log(1 − e^{−y}(1 + α(e^lr − 1)))
       for y > 1; log(expm1(y) − α·expm1(lr)) for y < −1.
     """
-    alpha, lr = np.broadcast_arrays(np.asarray(alpha, dtype=float), np.asarray(lr, dtype=float))
-    y = alpha * lr
+    al_b, lr_b = np.broadcast_arrays(np.asarray(alpha, dtype=np.float64), np.asarray(lr, dtype=np.float64))
+    y = al_b * lr_b
     ay = np.abs(y)
     out = np.empty(y.shape)
-    al, x_all, y_all, o = alpha.ravel(), lr.ravel(), y.ravel(), out.reshape(-1)
+    al, x_all, y_all, o = al_b.ravel(), lr_b.ravel(), y.ravel(), out.reshape(-1)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
         small = ay.ravel() <= 0.05
         if al.size and al.min() <= 1.0:
@@ -115,7 +117,9 @@ def log_phi(alpha, lr) -> np.ndarray:
     return out
 
 
-def _log_phi_branch(kind: str, a: np.ndarray, x: np.ndarray, yy: np.ndarray) -> np.ndarray:
+def _log_phi_branch(
+    kind: str, a: NDArray[np.float64], x: NDArray[np.float64], yy: NDArray[np.float64]
+) -> NDArray[np.float64]:
     """One branch of :func:`log_phi` (its docstring) on the elements routed to it."""
     if kind == "small":
         return _log_phi_series(a, x)
@@ -135,26 +139,31 @@ def _log_phi_branch(kind: str, a: np.ndarray, x: np.ndarray, yy: np.ndarray) -> 
 # ----------------------------------------------------------------------------------------------
 # log-sum-exp (−inf allowed everywhere; an all −inf group gives −inf, a +inf entry gives +inf)
 # ----------------------------------------------------------------------------------------------
-def logsumexp(m: np.ndarray, axis: int = 0) -> np.ndarray:
+def logsumexp(m: NDArray[np.float64], axis: int = 0) -> NDArray[np.float64]:
     """log Σ exp(m) along ``axis``."""
     mx = m.max(axis=axis, keepdims=True)
     safe = np.where(np.isfinite(mx), mx, 0.0)
     with np.errstate(under="ignore", invalid="ignore", divide="ignore"):
         tot = np.log(np.exp(m - safe).sum(axis=axis, keepdims=True))
-    return np.squeeze(np.where(np.isfinite(mx), safe + tot, mx), axis=axis)
+    out: NDArray[np.float64] = np.squeeze(np.where(np.isfinite(mx), safe + tot, mx), axis=axis)
+    return out
 
 
-def logsumexp_many(*arrs) -> np.ndarray:
+def logsumexp_many(*arrs: ArrayLike) -> NDArray[np.float64]:
     """Element-wise log Σ exp of several broadcastable arrays."""
-    arrs = np.broadcast_arrays(*[np.asarray(a, dtype=float) for a in arrs])
-    return logsumexp(np.stack(arrs), axis=0)
+    parts = np.broadcast_arrays(*[np.asarray(a, dtype=np.float64) for a in arrs])
+    return logsumexp(np.stack(parts), axis=0)
 
 
-def segment_logsumexp(values, starts: np.ndarray, axis: int = -1) -> np.ndarray:
+def segment_logsumexp(
+    values: ArrayLike | tuple[NDArray[np.float64], ...], starts: NDArray[np.intp], axis: int = -1
+) -> NDArray[np.float64]:
     """log Σ exp over consecutive non-empty segments along ``axis``, the segments beginning at the
     increasing indices ``starts`` (the last one runs to the end). ``values`` may be a tuple of
     arrays of one shape: their exponentials are added cell by cell before summing."""
-    vals = values if isinstance(values, tuple) else (np.asarray(values, dtype=float),)
+    vals: tuple[NDArray[np.float64], ...] = (
+        values if isinstance(values, tuple) else (np.asarray(values, dtype=np.float64),)
+    )
     if vals[0].shape[axis] == 0:
         shape = list(vals[0].shape)
         shape[axis] = 0
@@ -172,26 +181,17 @@ def segment_logsumexp(values, starts: np.ndarray, axis: int = -1) -> np.ndarray:
         return np.where(np.isfinite(mx), safe + np.log(tot), mx)
 
 
-def log_comb(a, i):
+def log_comb(a: ArrayLike, i: ArrayLike) -> NDArray[np.float64]:
     """log C(a, i) for real a >= i >= 0 (vectorised)."""
-    a = np.asarray(a, dtype=float)
-    i = np.asarray(i, dtype=float)
-    return gammaln(a + 1.0) - gammaln(i + 1.0) - gammaln(a - i + 1.0)
-
-
-def log_cosh(x):
-    """log cosh(x) without overflow and without cancellation near 0."""
-    x = np.abs(np.asarray(x, dtype=float))
-    small = x < 1.0
-    xs = np.where(small, x, 0.0)
-    xl = np.where(small, 1.0, x)
-    return np.where(small, np.log1p(2.0 * np.sinh(xs / 2.0) ** 2), xl + np.log1p(np.exp(-2.0 * xl)) - LOG2)
+    af = np.asarray(a, dtype=np.float64)
+    fi = np.asarray(i, dtype=np.float64)
+    return gammaln(af + 1.0) - gammaln(fi + 1.0) - gammaln(af - fi + 1.0)
 
 
 @lru_cache(maxsize=8)
-def _tables(size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _tables(size: int) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """Read-only tables over j = 0..size−1: log j!, log Γ(j/2), log j."""
-    j = np.arange(size, dtype=float)
+    j = np.arange(size, dtype=np.float64)
     with np.errstate(divide="ignore"):
         tabs = (gammaln(j + 1.0), gammaln(j / 2.0), np.log(j))
     for t in tabs:
@@ -199,7 +199,7 @@ def _tables(size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return tabs
 
 
-def int_tables(max_index: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def int_tables(max_index: int) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """(log j!, log Γ(j/2), log j) for j = 0..max_index at least (sizes rounded to powers of 2)."""
     size = 1 << max(10, int(max_index + 1).bit_length())
     return _tables(size)
@@ -209,7 +209,11 @@ def int_tables(max_index: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 RAGGED_CHUNK = 4_000_000
 
 
-def ragged_logsumexp(orders_int: np.ndarray, start: int, term) -> np.ndarray:
+# A ragged sum's term: (i, α − i) index arrays -> log-term array of their shape.
+RaggedTerm = Callable[[NDArray[np.int64], NDArray[np.int64]], NDArray[np.float64]]
+
+
+def ragged_logsumexp(orders_int: ArrayLike, start: int, term: RaggedTerm) -> NDArray[np.float64]:
     """``log Σ_{i=start..α} exp(term(i, α − i))`` for every integer order α (−inf if empty).
 
     ``term(i, alpha_minus_i)`` receives the concatenated int64 index arrays of all orders and must
@@ -217,17 +221,17 @@ def ragged_logsumexp(orders_int: np.ndarray, start: int, term) -> np.ndarray:
     term that depends on α alone is best added afterwards. Work is Σ(α − start + 1), evaluated in
     chunks of orders so memory stays bounded.
     """
-    orders_int = np.asarray(orders_int, dtype=np.int64)
-    out = np.full(orders_int.shape, -np.inf)
-    if orders_int.size == 0:
+    ords = np.asarray(orders_int, dtype=np.int64)
+    out = np.full(ords.shape, -np.inf)
+    if ords.size == 0:
         return out
-    lengths_all = np.maximum(orders_int - start + 1, 0)
+    lengths_all = np.maximum(ords - start + 1, 0)
     csum = np.cumsum(lengths_all)
     pos = 0
-    while pos < orders_int.size:
+    while pos < ords.size:
         base = csum[pos - 1] if pos else 0
         stop = max(int(np.searchsorted(csum, base + RAGGED_CHUNK, side="right")), pos + 1)
-        chunk = orders_int[pos:stop]
+        chunk = ords[pos:stop]
         lengths = lengths_all[pos:stop]
         nonempty = lengths > 0
         if np.any(nonempty):
@@ -240,7 +244,9 @@ def ragged_logsumexp(orders_int: np.ndarray, start: int, term) -> np.ndarray:
 
 
 @lru_cache(maxsize=64)
-def _ragged_index(orders_bytes: bytes, start: int):
+def _ragged_index(
+    orders_bytes: bytes, start: int
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
     """(i, α − i, offsets, lengths) of the concatenated segments i = start..α; cached per order
     set (the default grid is reused by every call), read-only."""
     chunk = np.frombuffer(orders_bytes, dtype=np.int64)
@@ -254,7 +260,9 @@ def _ragged_index(orders_bytes: bytes, start: int):
     return i, ami, offsets, lengths
 
 
-def interpolate_integer_bound(orders: np.ndarray, integer_bound) -> np.ndarray:
+def interpolate_integer_bound(
+    orders: ArrayLike, integer_bound: Callable[[NDArray[np.int64]], NDArray[np.float64]]
+) -> NDArray[np.float64]:
     """Extend an integer-order upper bound to real orders (thesis Remark 5.3.2).
 
     ``(α−1)·ε(α)`` is convex in α for any pair of distributions (van Erven & Harremoës 2014,
@@ -262,39 +270,39 @@ def interpolate_integer_bound(orders: np.ndarray, integer_bound) -> np.ndarray:
     ``ε(α) ≤ [w(⌊α⌋−1)B(⌊α⌋) + (1−w)(⌈α⌉−1)B(⌈α⌉)]/(α−1)`` and ``(1−1)·B(1) := 0``.
     ``integer_bound(ints)`` evaluates the bound at integer orders ≥ 2.
     """
-    orders = np.asarray(orders, dtype=float)
-    lo = np.floor(orders)
-    hi = np.ceil(orders)
+    o = np.asarray(orders, dtype=np.float64)
+    lo = np.floor(o)
+    hi = np.ceil(o)
     need = np.unique(np.concatenate([lo[lo >= 2], hi[hi >= 2]])).astype(np.int64)
     vals = integer_bound(need) if need.size else np.empty(0)
 
-    def lookup(x):
+    def lookup(x: NDArray[np.float64]) -> NDArray[np.float64]:
         idx = np.searchsorted(need, x.astype(np.int64))
         idx = np.clip(idx, 0, max(need.size - 1, 0))
         got = vals[idx] if need.size else np.zeros_like(x)
         return np.where(x >= 2, (x - 1.0) * got, 0.0)
 
-    w = hi - orders
+    w = hi - o
     with np.errstate(invalid="ignore"):
         num = w * lookup(lo) + (1.0 - w) * lookup(hi)
     # integer orders: w == 0 and lo == hi, num = (α−1)·B(α)
-    return num / (orders - 1.0)
+    return num / (o - 1.0)
 
 
-def log_pure_dp_excess(epsilon, orders) -> np.ndarray:
+def log_pure_dp_excess(epsilon: ArrayLike, orders: ArrayLike) -> NDArray[np.float64]:
     """log(F_α − 1) for binary randomized response at level ε: F_α = (e^{αε} + e^{(1−α)ε})/(e^ε + 1)
     is E[R^α] of its likelihood ratio R ∈ {e^ε w.p. 1/(e^ε+1), e^{−ε} w.p. e^ε/(e^ε+1)} (E[R] = 1),
     so F_α − 1 = (e^ε·φ_α(e^{−ε}) + φ_α(e^ε))/(e^ε + 1) (:func:`log_phi`: two non-negative cells,
     no cancellation, also as α → 1 or ε → 0). Any real α > 1; −inf at ε = 0."""
-    eps = np.asarray(epsilon, dtype=float)
-    a = np.asarray(orders, dtype=float)
+    eps = np.asarray(epsilon, dtype=np.float64)
+    a = np.asarray(orders, dtype=np.float64)
     with np.errstate(divide="ignore", over="ignore"):
         lw1 = -np.log1p(np.exp(-eps))  # log(e^ε/(e^ε + 1))
         lw0 = -eps + lw1  # log(1/(e^ε + 1))
     return np.logaddexp(lw1 + log_phi(a, -eps), lw0 + log_phi(a, eps))
 
 
-def pure_dp_rdp(epsilon, orders) -> np.ndarray:
+def pure_dp_rdp(epsilon: ArrayLike, orders: ArrayLike) -> NDArray[np.float64]:
     """Tight RDP curve of an ε-DP mechanism (= binary randomized response at ε).
 
     ĉ_ε(α) = 1/(α−1)·log((e^{αε} + e^{(1−α)ε})/(e^ε + 1))   (bounds.md §1, "Cap — pure DP"),
@@ -302,8 +310,8 @@ def pure_dp_rdp(epsilon, orders) -> np.ndarray:
     relative 1e-14 (the φ-form is accurate to a few ulps at every α > 1, also next to 1); never
     above ε itself (D_α ≤ D_∞ = ε). Valid for every real α > 1; 0 at ε = 0, +inf at ε = +inf.
     """
-    eps = np.asarray(epsilon, dtype=float)
-    a = np.asarray(orders, dtype=float)
+    eps = np.asarray(epsilon, dtype=np.float64)
+    a = np.asarray(orders, dtype=np.float64)
     shape = np.broadcast(eps, a).shape
     fin = np.broadcast_to(np.isfinite(eps) & (eps > 0.0), shape)
     e_in = np.where(fin, eps, 1.0)
@@ -313,7 +321,7 @@ def pure_dp_rdp(epsilon, orders) -> np.ndarray:
     return np.where(fin, out, np.where(np.broadcast_to(eps, shape) > 0.0, np.inf, 0.0))
 
 
-def convex_tighten(orders: np.ndarray, values: np.ndarray) -> np.ndarray:
+def convex_tighten(orders: ArrayLike, values: ArrayLike) -> NDArray[np.float64]:
     """Tighten an upper-bound curve with the convexity of (α−1)·D_α (van Erven–Harremoës 2014).
 
     The true (α−1)·D_α is convex in α and tends to 0 at α = 1. If it lies below the points
@@ -322,8 +330,8 @@ def convex_tighten(orders: np.ndarray, values: np.ndarray) -> np.ndarray:
     valid upper bound at every α_i that is never above B_i; a minimum of several bounds, which is
     not convex itself, gains at every kink. Orders with an infinite value are left as they are.
     """
-    o = np.asarray(orders, dtype=float)
-    v = np.asarray(values, dtype=float)
+    o = np.asarray(orders, dtype=np.float64)
+    v = np.asarray(values, dtype=np.float64)
     fin = np.isfinite(v)
     if fin.sum() < 2:
         return v
@@ -342,6 +350,6 @@ def convex_tighten(orders: np.ndarray, values: np.ndarray) -> np.ndarray:
         hx.append(x)
         hy.append(y)
     hull = round_up(np.interp(o[fin], hx, hy) / (o[fin] - 1.0))
-    out = v.copy()
+    out: NDArray[np.float64] = v.copy()
     out[fin] = np.minimum(v[fin], hull)
     return out

@@ -97,7 +97,7 @@ def _hull(
     return tight, [s if t >= v else "convex hull" for s, t, v in zip(sources, tight, vals)]
 
 
-_DETAILS = BoundedCache(256, 32 * MiB, name="shuffle_details")
+_DETAILS: BoundedCache[tuple[object, ...], CurveDetail] = BoundedCache(256, 32 * MiB, name="shuffle_details")
 
 
 def _cached_detail(

@@ -69,6 +69,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from .baselines.composition import kov15_delta, kov15_epsilon
 from .conversion import epsilon_vector, log_delta_vector
@@ -200,8 +201,8 @@ class ApproxPart:
 class Account:
     """The summary of a composition on ``orders``: RDP part, additive δ, (ε, δ) releases."""
 
-    orders: np.ndarray
-    rdp: np.ndarray
+    orders: NDArray[np.float64]
+    rdp: NDArray[np.float64]
     zeta: float = 0.0
     approx: ApproxPart = field(default_factory=ApproxPart)
 
@@ -236,22 +237,27 @@ def _zeta_refusal(z: float, d: float, approx: bool) -> ZetaExceedsDelta:
     return ZetaExceedsDelta(ZETA_REFUSAL.format(approx=extra, z=z, d=d))
 
 
-def _rdp_epsilon(orders: np.ndarray, rdp: np.ndarray, delta) -> tuple[np.ndarray, np.ndarray]:
+def _rdp_epsilon(
+    orders: NDArray[np.float64], rdp: NDArray[np.float64], delta: ArrayLike
+) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
     """(min over orders of the conversion, argmin) for one δ or a column of δs."""
-    d = np.asarray(delta, dtype=float)
+    d = np.asarray(delta, dtype=np.float64)
     vec = epsilon_vector(orders[None, :], rdp[None, :], d.reshape(-1, 1))
     i = np.argmin(vec, axis=1)
     return vec[np.arange(vec.shape[0]), i], i
 
 
-def _rdp_log_delta(orders: np.ndarray, rdp: np.ndarray, eps) -> tuple[np.ndarray, np.ndarray]:
-    e = np.atleast_1d(np.asarray(eps, dtype=float))
+def _rdp_log_delta(
+    orders: NDArray[np.float64], rdp: NDArray[np.float64], eps: ArrayLike
+) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
+    """(min over orders of log δ, argmin) for one ε or each of several."""
+    e = np.atleast_1d(np.asarray(eps, dtype=np.float64))
     rows = np.vstack([log_delta_vector(orders, rdp, float(x)) for x in e])
     i = np.argmin(rows, axis=1)
     return rows[np.arange(rows.shape[0]), i], i
 
 
-def _eps2_grid(a: ApproxPart, top: float, ds: float) -> np.ndarray:
+def _eps2_grid(a: ApproxPart, top: float, ds: float) -> NDArray[np.float64]:
     """Candidate ε₂ for the split: 0, a linear grid on [0, top] and a geometric one from a
     thousandth of the (ε, δ) part's own ε at δ/2 (its scale) up to ``top``. Any ε₂ gives a valid
     bound; the grid only decides how close to the best split the answer is."""
@@ -265,7 +271,7 @@ def _eps2_grid(a: ApproxPart, top: float, ds: float) -> np.ndarray:
     return np.unique(np.concatenate([[0.0], geo, np.linspace(0.0, top, _SPLIT_GRID // 2)]))
 
 
-def _pure_candidate_curve(acc: Account) -> np.ndarray:
+def _pure_candidate_curve(acc: Account) -> NDArray[np.float64]:
     a = acc.approx
     extra = np.minimum(a.eps_sum, acc.orders * a.eps_sq_sum / 2.0)
     return np.nextafter(acc.rdp + extra, np.inf)
@@ -312,13 +318,23 @@ def epsilon_of(acc: Account, delta: float) -> Answer:
     return best
 
 
-def _split_values(orders, rdp, a: ApproxPart, ds: float, grid: np.ndarray):
+#: per candidate ε₂ of a split: (total ε, ε₁, δ₁, δ₂, index of the order that gave ε₁)
+_SplitValues = tuple[
+    NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.intp]
+]
+#: the best split found: (total ε, ε₁, δ₁, ε₂, δ₂, order)
+_Split = tuple[float, float, float, float, float, float]
+
+
+def _split_values(
+    orders: NDArray[np.float64], rdp: NDArray[np.float64], a: ApproxPart, ds: float, grid: NDArray[np.float64]
+) -> _SplitValues:
     d2 = np.array([a.delta_at(float(x)) for x in grid])
     d1 = np.nextafter(ds - d2, -np.inf)
     ok = d1 > 0
     tot = np.full(grid.size, np.inf)
     e1 = np.full(grid.size, np.inf)
-    idx = np.zeros(grid.size, dtype=int)
+    idx = np.zeros(grid.size, dtype=np.intp)
     if np.any(ok):
         v, i = _rdp_epsilon(orders, rdp, d1[ok])
         e1[ok] = np.maximum(v, 0.0)
@@ -327,7 +343,9 @@ def _split_values(orders, rdp, a: ApproxPart, ds: float, grid: np.ndarray):
     return tot, e1, d1, d2, idx
 
 
-def _best_split(orders, rdp, a: ApproxPart, ds: float):
+def _best_split(
+    orders: NDArray[np.float64], rdp: NDArray[np.float64], a: ApproxPart, ds: float
+) -> _Split | None:
     grid = _eps2_grid(a, a.eps_sum, ds)
     tot, e1, d1, d2, idx = _split_values(orders, rdp, a, ds, grid)
     j = int(np.argmin(tot))
@@ -378,43 +396,54 @@ def delta_of(acc: Account, epsilon: float) -> Answer:
             Answer(epsilon, min(1.0, _add(d2, acc.zeta)), None, acc.zeta, 0.0, 0.0, epsilon, d2, "split")
         )
     else:
-        tot, d1, d2, idx = _delta_split_values(orders, rdp, a, epsilon, grid)
-        j = int(np.argmin(tot))
-        e2 = grid
-        lo = grid[j - 1] if j > 0 else grid[j]
-        hi = grid[j + 1] if j + 1 < grid.size else grid[j]
-        if hi > lo:
-            fine = np.linspace(lo, hi, _SPLIT_REFINE + 2)[1:-1]
-            ft, fd1, fd2, fidx = _delta_split_values(orders, rdp, a, epsilon, fine)
-            k = int(np.argmin(ft))
-            if ft[k] < tot[j]:
-                tot, d1, d2, idx, e2, j = ft, fd1, fd2, fidx, fine, k
-        cands.append(
-            Answer(
-                epsilon,
-                min(1.0, _add(float(tot[j]), acc.zeta)),
-                float(orders[idx[j]]),
-                acc.zeta,
-                float(epsilon - e2[j]),
-                float(d1[j]),
-                float(e2[j]),
-                float(d2[j]),
-                "split",
-            )
-        )
+        cands.append(_delta_split(acc, epsilon, grid))
     return min(cands, key=lambda c: c.delta)
 
 
-def _delta_split_values(orders, rdp, a: ApproxPart, epsilon: float, grid: np.ndarray):
+def _delta_split(acc: Account, epsilon: float, grid: NDArray[np.float64]) -> Answer:
+    """The split candidate of :func:`delta_of` when the RDP part is not zero: the best ε₂ on
+    ``grid`` (the RDP part converted at ε − ε₂), refined between its neighbours."""
+    orders, rdp, a = acc.orders, acc.rdp, acc.approx
+    tot, d1, d2, idx = _delta_split_values(orders, rdp, a, epsilon, grid)
+    j = int(np.argmin(tot))
+    e2 = grid
+    lo = grid[j - 1] if j > 0 else grid[j]
+    hi = grid[j + 1] if j + 1 < grid.size else grid[j]
+    if hi > lo:
+        fine = np.linspace(lo, hi, _SPLIT_REFINE + 2)[1:-1]
+        ft, fd1, fd2, fidx = _delta_split_values(orders, rdp, a, epsilon, fine)
+        k = int(np.argmin(ft))
+        if ft[k] < tot[j]:
+            tot, d1, d2, idx, e2, j = ft, fd1, fd2, fidx, fine, k
+    return Answer(
+        epsilon,
+        min(1.0, _add(float(tot[j]), acc.zeta)),
+        float(orders[idx[j]]),
+        acc.zeta,
+        float(epsilon - e2[j]),
+        float(d1[j]),
+        float(e2[j]),
+        float(d2[j]),
+        "split",
+    )
+
+
+def _delta_split_values(
+    orders: NDArray[np.float64],
+    rdp: NDArray[np.float64],
+    a: ApproxPart,
+    epsilon: float,
+    grid: NDArray[np.float64],
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.intp]]:
     lds, idx = _rdp_log_delta(orders, rdp, epsilon - grid)
     d1 = np.where(np.isfinite(lds), np.minimum(1.0, np.exp(lds)), np.where(lds > 0, 1.0, 0.0))
     d2 = np.array([a.delta_at(float(x)) for x in grid])
     return np.nextafter(d1 + d2, np.inf), d1, d2, idx
 
 
-def with_orders(acc: Account, orders: np.ndarray, rdp: np.ndarray) -> Account:
+def with_orders(acc: Account, orders: ArrayLike, rdp: ArrayLike) -> Account:
     """The same summary on other orders (the RDP part recomputed there by the caller)."""
-    return replace(acc, orders=np.asarray(orders, dtype=float), rdp=np.asarray(rdp, dtype=float))
+    return replace(acc, orders=np.asarray(orders, dtype=np.float64), rdp=np.asarray(rdp, dtype=np.float64))
 
 
 __all__ = [

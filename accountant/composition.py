@@ -16,12 +16,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ._validation import MAX_ORDER, check_delta, check_epsilon, check_orders
 from .combination import Account, Answer, ApproxPart, ZetaExceedsDelta, delta_of, epsilon_of
 from .curves import curve_from_points, laplace_rdp
 from .errors import InvalidParameter
-from .events import APPROX_NO_CURVE, as_event, cached_unit_curve
+from .events import APPROX_NO_CURVE, Event, EventLike, as_event
 from .orders import DEFAULT_ORDERS
 
 _REFINE_POINTS = 24
@@ -30,22 +31,20 @@ UNBOUNDED = (
     "orders α > 1.01 only, so include some (or omit 'orders' for the default grid), and check that every "
     "event has a finite curve at them (an 'rdp_curve' event is unknown above its largest order)"
 )
-#: the cache of one-repetition curves, by (event, orders, bound) (see accountant.events)
-_cached_unit_curve = cached_unit_curve
 
 
-def _orders_key(orders) -> tuple:
+def _orders_key(orders: ArrayLike | None) -> tuple[float, ...]:
     if orders is None:
         return tuple(DEFAULT_ORDERS.tolist())
     return tuple(check_orders(orders).tolist())
 
 
-def event_rdp(event, orders=None, bound: str = "upper") -> np.ndarray:
+def event_rdp(event: EventLike, orders: ArrayLike | None = None, bound: str = "upper") -> NDArray[np.float64]:
     """RDP curve of one event, already multiplied by its ``count`` (api.md ``/v1/rdp``)."""
     return as_event(event).curve(np.asarray(_orders_key(orders)), bound)
 
 
-def _rdp_part(evs: list, grid: np.ndarray) -> np.ndarray:
+def _rdp_part(evs: list[Event], grid: NDArray[np.float64]) -> NDArray[np.float64]:
     """Order-wise sum of the curves of the events that have one (``approx_dp`` has none)."""
     total = np.zeros(grid.size)
     for ev in evs:
@@ -54,7 +53,7 @@ def _rdp_part(evs: list, grid: np.ndarray) -> np.ndarray:
     return total
 
 
-def compose(events: Iterable, orders=None) -> np.ndarray:
+def compose(events: Iterable[EventLike], orders: ArrayLike | None = None) -> NDArray[np.float64]:
     """Order-wise sum of the (default upper) curves of ``events`` on ``orders`` (default grid).
 
     Only for events whose curves are RDP bounds: an event with an additive δ (``zeta`` > 0) or an
@@ -74,7 +73,7 @@ def compose(events: Iterable, orders=None) -> np.ndarray:
     return _rdp_part(evs, np.asarray(_orders_key(orders)))
 
 
-def account(events: Iterable, orders=None) -> Account:
+def account(events: Iterable[EventLike], orders: ArrayLike | None = None) -> Account:
     """The three-part summary of ``events`` on ``orders`` (:mod:`accountant.combination`): the
     composed RDP part, the additive δ Σ count·ζ (rounded up) and the (ε, δ) releases."""
     evs = [as_event(e) for e in events]
@@ -84,12 +83,12 @@ def account(events: Iterable, orders=None) -> Account:
     return _account(evs, grid)
 
 
-def _account(evs: list, grid: np.ndarray) -> Account:
+def _account(evs: list[Event], grid: NDArray[np.float64]) -> Account:
     zeta = 0.0
     approx = ApproxPart()
     for ev in evs:
         if ev.APPROX:
-            approx = approx + ApproxPart.of(ev.epsilon, ev.delta, ev.count)
+            approx = approx + ApproxPart.of(*ev.approx_release(), ev.count)
         z = ev.additive_delta()
         if z:
             zeta = float(np.nextafter(zeta + z, np.inf)) if zeta else z
@@ -106,8 +105,8 @@ class Guarantee:
     epsilon: float
     delta: float
     order: float
-    orders: np.ndarray
-    rdp: np.ndarray
+    orders: NDArray[np.float64]
+    rdp: NDArray[np.float64]
     detail: Answer | None = None
 
     @property
@@ -115,18 +114,26 @@ class Guarantee:
         return 0.0 if self.detail is None else self.detail.zeta
 
 
-def _refine_orders(orders: np.ndarray, i: int) -> np.ndarray:
+def refine_orders(orders: NDArray[np.float64], i: int) -> NDArray[np.float64]:
+    """The real orders :func:`epsilon_guarantee` and :func:`delta_guarantee` try around the grid
+    minimiser ``orders[i]``: :data:`_REFINE_POINTS` evenly spaced points strictly between its
+    neighbours (below the first order: from halfway to 1, at least 1.0105; above the last: up to
+    1.25 times it, at most ``MAX_ORDER``), the grid order itself left out. Any real order > 1 is
+    valid for every curve here, so the refinement can only lower the answer."""
     lo = orders[i - 1] if i > 0 else max(1.0 + (orders[0] - 1.0) / 2.0, 1.0105)
     hi = orders[i + 1] if i + 1 < orders.size else min(orders[i] * 1.25, MAX_ORDER)
-    pts = np.linspace(lo, hi, _REFINE_POINTS + 2)[1:-1]
-    return pts[(pts != orders[i]) & (pts > 1.0)]
+    pts: NDArray[np.float64] = np.linspace(lo, hi, _REFINE_POINTS + 2)[1:-1]
+    fine: NDArray[np.float64] = pts[(pts != orders[i]) & (pts > 1.0)]
+    return fine
 
 
-def _order_of(ans: Answer, grid: np.ndarray) -> float:
+def _order_of(ans: Answer, grid: NDArray[np.float64]) -> float:
     return float(grid[0]) if ans.order is None else float(ans.order)
 
 
-def epsilon_guarantee(events: Iterable, delta: float, orders=None, refine: bool = True) -> Guarantee:
+def epsilon_guarantee(
+    events: Iterable[EventLike], delta: float, orders: ArrayLike | None = None, refine: bool = True
+) -> Guarantee:
     """Compose ``events`` and convert to ε at ``delta`` (bounds.md §4–5; with an additive δ or
     (ε, δ) releases, :func:`accountant.combination.epsilon_of`).
 
@@ -145,7 +152,7 @@ def epsilon_guarantee(events: Iterable, delta: float, orders=None, refine: bool 
         raise InvalidParameter(UNBOUNDED)
     if refine and best.epsilon > 0 and best.order is not None:
         i = int(np.flatnonzero(grid == best.order)[0]) if np.any(grid == best.order) else None
-        fine = _refine_orders(grid, i) if i is not None else np.empty(0)
+        fine = refine_orders(grid, i) if i is not None else np.empty(0)
         if fine.size:
             ans = epsilon_of(Account(fine, _rdp_part(evs, fine), acc.zeta, acc.approx), delta)
             if ans.epsilon < best.epsilon:
@@ -157,7 +164,9 @@ def _detail(acc: Account, ans: Answer) -> Answer | None:
     return None if acc.plain else ans
 
 
-def delta_guarantee(events: Iterable, epsilon: float, orders=None, refine: bool = True) -> Guarantee:
+def delta_guarantee(
+    events: Iterable[EventLike], epsilon: float, orders: ArrayLike | None = None, refine: bool = True
+) -> Guarantee:
     """Compose ``events`` and convert to δ at ``epsilon`` (bounds.md §4–5; with an additive δ or
     (ε, δ) releases, :func:`accountant.combination.delta_of`), refined as above."""
     epsilon = check_epsilon(epsilon)
@@ -169,7 +178,7 @@ def delta_guarantee(events: Iterable, epsilon: float, orders=None, refine: bool 
     best = delta_of(acc, epsilon)
     if refine and best.order is not None and best.delta > 0.0:
         i = int(np.flatnonzero(grid == best.order)[0]) if np.any(grid == best.order) else None
-        fine = _refine_orders(grid, i) if i is not None else np.empty(0)
+        fine = refine_orders(grid, i) if i is not None else np.empty(0)
         if fine.size:
             ans = delta_of(Account(fine, _rdp_part(evs, fine), acc.zeta, acc.approx), epsilon)
             if ans.delta < best.delta:
@@ -177,13 +186,17 @@ def delta_guarantee(events: Iterable, epsilon: float, orders=None, refine: bool 
     return Guarantee(epsilon, best.delta, _order_of(best, grid), grid, acc.rdp, _detail(acc, best))
 
 
-def epsilon(events: Iterable, delta: float, orders=None) -> tuple[float, float]:
+def epsilon(
+    events: Iterable[EventLike], delta: float, orders: ArrayLike | None = None
+) -> tuple[float, float]:
     """(ε, order) of the composition of ``events`` at ``delta`` on the default grid."""
     g = epsilon_guarantee(events, delta, orders)
     return g.epsilon, g.order
 
 
-def delta(events: Iterable, epsilon: float, orders=None) -> tuple[float, float]:
+def delta(
+    events: Iterable[EventLike], epsilon: float, orders: ArrayLike | None = None
+) -> tuple[float, float]:
     """(δ, order) of the composition of ``events`` at ``epsilon`` on the default grid."""
     g = delta_guarantee(events, epsilon, orders)
     return g.delta, g.order
@@ -203,4 +216,5 @@ __all__ = [
     "epsilon_guarantee",
     "event_rdp",
     "laplace_rdp",
+    "refine_orders",
 ]

@@ -25,8 +25,11 @@ from .errors import InvalidParameter
 _MIN_CONVERSION_ORDER = 1.01
 
 
-def epsilon_vector(orders: ArrayLike, rdp: ArrayLike, delta: float) -> NDArray[np.float64]:
-    """ε at each order (before the minimum); +inf where the order cannot be used."""
+def epsilon_vector(
+    orders: ArrayLike, rdp: ArrayLike, delta: float | NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """ε at each order (before the minimum); +inf where the order cannot be used. ``delta`` may be
+    an array broadcasting against the orders (one row of answers per δ)."""
     a = np.asarray(orders, dtype=float)
     r = np.asarray(rdp, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):

@@ -36,6 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ._numerics import convex_tighten, interpolate_integer_bound, pure_dp_rdp, round_up
 from .orders import DEFAULT_ORDERS
@@ -45,18 +46,21 @@ from .wbk19 import wbk19_rdp
 #: above, interpolated in between by convexity
 WBK_DENSE = 16
 
+#: an RDP curve known through its values at any array of orders
+InnerCurve = Callable[[NDArray[np.float64]], ArrayLike]
+
 
 @dataclass
 class CurveDetail:
     """An upper curve with, per order, the name of the bound that gave it, and notes."""
 
-    orders: np.ndarray
-    rdp: np.ndarray
+    orders: NDArray[np.float64]
+    rdp: NDArray[np.float64]
     sources: list[str]
     notes: list[str] = field(default_factory=list)
 
 
-def wbk_inner_orders(jmax: float) -> np.ndarray:
+def wbk_inner_orders(jmax: float) -> NDArray[np.float64]:
     """Orders at which WBK19's inner curve is evaluated: every integer up to :data:`WBK_DENSE`,
     the rounded default grid above, and the largest integer needed."""
     grid = np.round(DEFAULT_ORDERS[DEFAULT_ORDERS >= 2])
@@ -72,7 +76,7 @@ def amplified_epsilon(gamma: float, eps_inf: float) -> float:
     return float(np.log1p(gamma * np.expm1(eps_inf)))
 
 
-def amplified_cap(gamma: float, eps_inf: float, orders: np.ndarray) -> np.ndarray:
+def amplified_cap(gamma: float, eps_inf: float, orders: ArrayLike) -> NDArray[np.float64]:
     """ĉ_{ε'}(α) with ε' = :func:`amplified_epsilon` (any real α > 1; +∞ when ε(∞) is)."""
     eps = amplified_epsilon(gamma, eps_inf)
     if not np.isfinite(eps):
@@ -80,22 +84,19 @@ def amplified_cap(gamma: float, eps_inf: float, orders: np.ndarray) -> np.ndarra
     return round_up(pure_dp_rdp(eps, orders))
 
 
-def wbk19_over(
-    gamma: float, inner: Callable[[np.ndarray], np.ndarray], eps_inf: float, ints: np.ndarray
-) -> np.ndarray:
+def wbk19_over(gamma: float, inner: InnerCurve, eps_inf: float, ints: ArrayLike) -> NDArray[np.float64]:
     """WBK19 Thm 9 at integer orders ``ints`` for an inner curve known through ``inner(orders)``.
 
     ``inner`` is called once, on :func:`wbk_inner_orders`; every other integer gets the chord of
     (j−1)·ε(j) between its known neighbours, and the pure-DP curve ĉ_{ε(∞)} where smaller.
     """
-    ints = np.asarray(ints, dtype=float)
-    if ints.size == 0:
+    ints_f = np.asarray(ints, dtype=np.float64)
+    if ints_f.size == 0:
         return np.zeros(0)
 
-    def every_integer(js: np.ndarray) -> np.ndarray:
-        js = np.asarray(js, dtype=float)
+    def every_integer(js: NDArray[np.float64]) -> NDArray[np.float64]:
         known = wbk_inner_orders(float(js.max()))
-        vals = np.asarray(inner(known), dtype=float)
+        vals = np.asarray(inner(known), dtype=np.float64)
         with np.errstate(invalid="ignore"):
             lin = np.interp(js, known, (known - 1.0) * vals) / (js - 1.0)
         lin = np.where(np.isnan(lin), np.inf, lin)
@@ -103,16 +104,16 @@ def wbk19_over(
             lin = np.minimum(lin, round_up(pure_dp_rdp(eps_inf, js)))
         return lin
 
-    return wbk19_rdp(gamma, every_integer, eps_inf, ints)
+    return wbk19_rdp(gamma, every_integer, eps_inf, ints_f)
 
 
 def sampled_round_detail(
     n: int,
     k: int,
-    inner: Callable[[np.ndarray], np.ndarray],
+    inner: InnerCurve,
     eps_inf: float,
-    orders: np.ndarray,
-    extra: Sequence[tuple[str, np.ndarray]] = (),
+    orders: ArrayLike,
+    extra: Sequence[tuple[str, ArrayLike]] = (),
     notes: Sequence[str] = (),
 ) -> CurveDetail:
     """The order-wise minimum of the bounds 1–3 of the module docstring and the ``extra``
@@ -121,24 +122,24 @@ def sampled_round_detail(
     ``inner(orders)`` is the composed inner curve (one round on k users) at any orders; it is
     called once, on the union of ``orders`` and the orders WBK19 needs.
     """
-    o = np.asarray(orders, dtype=float)
+    o = np.asarray(orders, dtype=np.float64)
     gamma = k / n
     union = np.unique(np.concatenate([o, wbk_inner_orders(float(np.ceil(o.max())))]))
-    table = dict(zip(union.tolist(), np.asarray(inner(union), dtype=float).tolist()))
+    table = dict(zip(union.tolist(), np.asarray(inner(union), dtype=np.float64).tolist()))
 
-    def known(os_: np.ndarray) -> np.ndarray:
-        return np.array([table[v] for v in np.asarray(os_, dtype=float).tolist()])
+    def known(os_: ArrayLike) -> NDArray[np.float64]:
+        return np.array([table[v] for v in np.asarray(os_, dtype=np.float64).tolist()])
 
-    def int_min(ints: np.ndarray) -> np.ndarray:
+    def int_min(ints: NDArray[np.int64]) -> NDArray[np.float64]:
         return np.minimum(wbk19_over(gamma, known, eps_inf, ints), amplified_cap(gamma, eps_inf, ints))
 
-    cands = [
+    cands: list[tuple[str, ArrayLike]] = [
         ("wbk19", round_up(interpolate_integer_bound(o, int_min))),
         ("cap", amplified_cap(gamma, eps_inf, o)),
         ("inner (no amplification)", known(o)),
         *extra,
     ]
-    stack = np.stack([np.asarray(v, dtype=float) for _, v in cands])
+    stack = np.stack([np.asarray(v, dtype=np.float64) for _, v in cands])
     arg = np.argmin(stack, axis=0)
     vals = stack[arg, np.arange(o.size)]
     labels = [cands[i][0] for i in arg.tolist()]

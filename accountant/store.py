@@ -36,6 +36,7 @@ cached: an entry is stored only once its value exists).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import logging
@@ -43,13 +44,17 @@ import queue
 import sys
 import threading
 import time
-from collections import OrderedDict, namedtuple
+from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from typing import Any, Protocol, TypeVar
+from typing import Any, Generic, NamedTuple, ParamSpec, Protocol, TypeVar
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
-F = TypeVar("F", bound=Callable[..., Any])
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+P = ParamSpec("P")
+R = TypeVar("R")
 
 MiB = 1 << 20
 
@@ -58,7 +63,7 @@ MiB = 1 << 20
 _SAMPLE = 8
 
 
-def approx_size(obj: Any, _depth: int = 0) -> int:
+def approx_size(obj: object, _depth: int = 0) -> int:
     """Approximate bytes held by ``obj`` (arrays by ``nbytes``; containers, dataclass instances and
     strings walked — a long sequence from a sample of its items; anything deeper than 6 levels
     counted as 64 bytes). Used to bound caches, so it errs on the large side for Python objects
@@ -89,22 +94,27 @@ def approx_size(obj: Any, _depth: int = 0) -> int:
 
 
 # ---------------------------------------------------------------------------------------------- LRU
-class BoundedCache:
-    """A thread-safe least-recently-used map bounded by ``max_entries`` and by ``max_bytes``
-    (each entry's size is ``sizeof(key, value)``; an entry larger than ``max_bytes`` alone is not
-    kept)."""
+def _default_sizeof(key: object, value: object) -> int:
+    return approx_size(key) + approx_size(value)
+
+
+class BoundedCache(Generic[K, V]):
+    """A thread-safe least-recently-used map from keys ``K`` to values ``V``, bounded by
+    ``max_entries`` and by ``max_bytes`` (each entry's size is ``sizeof(key, value)``; an entry
+    larger than ``max_bytes`` alone is not kept). A stored value is never None (``get`` answers
+    None for a missing key)."""
 
     def __init__(
         self,
         max_entries: int = 2048,
         max_bytes: int | None = None,
-        sizeof: Callable[[Any, Any], int] | None = None,
+        sizeof: Callable[[K, V], int] | None = None,
         name: str | None = None,
     ):
         self.max_entries = int(max_entries)
         self.max_bytes = None if max_bytes is None else int(max_bytes)
-        self._sizeof = sizeof or (lambda k, v: approx_size(k) + approx_size(v))
-        self._data: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
+        self._sizeof: Callable[[K, V], int] = sizeof or _default_sizeof
+        self._data: OrderedDict[K, tuple[V, int]] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
         self.hits = 0
@@ -117,7 +127,7 @@ class BoundedCache:
     def maxsize(self) -> int:
         return self.max_entries
 
-    def get(self, key: Hashable) -> Any:
+    def get(self, key: K) -> V | None:
         with self._lock:
             got = self._data.get(key)
             if got is None:
@@ -127,7 +137,7 @@ class BoundedCache:
             self.hits += 1
             return got[0]
 
-    def put(self, key: Hashable, value: Any) -> None:
+    def put(self, key: K, value: V) -> None:
         size = self._sizeof(key, value) if self.max_bytes is not None else 0
         if self.max_bytes is not None and size > self.max_bytes:
             return
@@ -171,13 +181,16 @@ class BoundedCache:
             }
 
 
-#: the former name (a count-bounded LRU)
-LRUCache = BoundedCache
+class ClearableCache(Protocol):
+    """What :func:`register_cache` needs of a cache (``stats()`` is optional)."""
 
-_CACHES: dict[str, Any] = {}
+    def clear(self) -> None: ...
 
 
-def register_cache(name: str, cache: Any) -> None:
+_CACHES: dict[str, ClearableCache] = {}
+
+
+def register_cache(name: str, cache: ClearableCache) -> None:
     """Make a cache known to :func:`clear_caches` and :func:`cache_stats` (it needs ``clear()``
     and, for the stats, ``stats()``)."""
     _CACHES[name] = cache
@@ -199,10 +212,15 @@ def clear_caches() -> None:
 
 def cache_stats() -> dict[str, dict[str, int | None]]:
     """Entries, bytes and bounds of every registered cache and of the curve store's memory layer."""
-    out = {name: c.stats() for name, c in _CACHES.items() if hasattr(c, "stats")}
+    out: dict[str, dict[str, int | None]] = {}
+    for name, c in _CACHES.items():
+        stats = getattr(c, "stats", None)
+        if stats is not None:
+            out[name] = stats()
     memory = getattr(_store, "memory", _store)
-    if hasattr(memory, "stats"):
-        out["curve_store"] = memory.stats()
+    stats = getattr(memory, "stats", None)
+    if stats is not None:
+        out["curve_store"] = stats()
     return out
 
 
@@ -227,54 +245,77 @@ def checkpoint() -> None:
 
 
 # ---------------------------------------------------------------------------------------------- memo
-CacheInfo = namedtuple("CacheInfo", ["hits", "misses", "maxsize", "currsize"])
+class CacheInfo(NamedTuple):
+    """Statistics of a memoised function (the fields of :func:`functools.lru_cache`'s)."""
+
+    hits: int
+    misses: int
+    maxsize: int
+    currsize: int
 
 
-def memoize(name: str, max_entries: int, max_bytes: int) -> Callable[[F], F]:
+class Memoized(Generic[P, R]):
+    """A pure function of hashable positional arguments, cached in a :class:`BoundedCache`
+    (see :func:`memoize`); ``cache_clear()`` and ``cache_info()`` as for
+    :func:`functools.lru_cache`, the cache itself as ``cache``."""
+
+    def __init__(self, fn: Callable[P, R], cache: BoundedCache[tuple[Hashable, ...], R]) -> None:
+        self._fn = fn
+        self.cache = cache
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        if kwargs:
+            raise TypeError(
+                f"{getattr(self._fn, '__name__', self._fn)!r} is memoised: pass its arguments by position"
+            )
+        got = self.cache.get(args)
+        if got is not None:
+            return got
+        checkpoint()
+        value = self._fn(*args, **kwargs)  # kwargs is empty here
+        self.cache.put(args, value)
+        return value
+
+    def cache_clear(self) -> None:
+        self.cache.clear()
+
+    def cache_info(self) -> CacheInfo:
+        return CacheInfo(self.cache.hits, self.cache.misses, self.cache.max_entries, len(self.cache))
+
+
+def memoize(name: str, max_entries: int, max_bytes: int) -> Callable[[Callable[P, R]], Memoized[P, R]]:
     """Cache a pure function of hashable arguments in a :class:`BoundedCache` registered as
     ``name``; :func:`checkpoint` is called on every miss. The wrapper has ``cache_clear()`` and
     ``cache_info()`` like :func:`functools.lru_cache`. Failures are not cached."""
 
-    def deco(fn: F) -> F:
-        cache = BoundedCache(max_entries, max_bytes, name=name)
-
-        @functools.wraps(fn)
-        def wrapper(*args: Any) -> Any:
-            got = cache.get(args)
-            if got is not None:
-                return got
-            checkpoint()
-            value = fn(*args)
-            cache.put(args, value)
-            return value
-
-        wrapper.cache_clear = cache.clear  # type: ignore[attr-defined]
-        wrapper.cache_info = lambda: CacheInfo(cache.hits, cache.misses, max_entries, len(cache))  # type: ignore[attr-defined]
-        wrapper.cache = cache  # type: ignore[attr-defined]
-        return wrapper  # type: ignore[return-value]
+    def deco(fn: Callable[P, R]) -> Memoized[P, R]:
+        return Memoized(fn, BoundedCache(max_entries, max_bytes, name=name))
 
     return deco
 
 
 # ---------------------------------------------------------------------------------------------- curve store
 class CurveStore(Protocol):
-    def get(self, key: str) -> np.ndarray | None: ...
+    """Where expensive curves are kept, by :func:`curve_key` string."""
 
-    def put(self, key: str, values: np.ndarray) -> None: ...
+    def get(self, key: str) -> NDArray[np.float64] | None: ...
+
+    def put(self, key: str, values: NDArray[np.float64]) -> None: ...
 
 
-def _curve_size(key: Any, value: Any) -> int:
+def _curve_size(key: str, value: NDArray[np.float64]) -> int:
     return approx_size(key) + approx_size(value)
 
 
-class MemoryStore(BoundedCache):
+class MemoryStore(BoundedCache[str, NDArray[np.float64]]):
     """Thread-safe in-process LRU of curves (kept read-only), bounded in bytes."""
 
     def __init__(self, max_bytes: int = 64 * MiB, max_entries: int = 1 << 16):
         super().__init__(max_entries, max_bytes, _curve_size)
 
-    def put(self, key: str, values: np.ndarray) -> None:
-        v = np.array(values, dtype=float)
+    def put(self, key: str, value: NDArray[np.float64]) -> None:
+        v = np.array(value, dtype=np.float64)
         v.setflags(write=False)
         super().put(key, v)
 
@@ -297,12 +338,12 @@ class LayeredStore:
         self.memory = memory or MemoryStore()
         self.backing = backing
         self.write_behind = write_behind
-        self._queue: queue.Queue[tuple[str, np.ndarray] | None] = queue.Queue(maxsize=max_pending)
+        self._queue: queue.Queue[tuple[str, NDArray[np.float64]] | None] = queue.Queue(maxsize=max_pending)
         self._worker: threading.Thread | None = None
         self._lock = threading.Lock()
         self.dropped = 0
 
-    def get(self, key: str) -> np.ndarray | None:
+    def get(self, key: str) -> NDArray[np.float64] | None:
         v = self.memory.get(key)
         if v is None:
             v = self.backing.get(key)
@@ -310,7 +351,7 @@ class LayeredStore:
                 self.memory.put(key, v)
         return v
 
-    def put(self, key: str, values: np.ndarray) -> None:
+    def put(self, key: str, values: NDArray[np.float64]) -> None:
         self.memory.put(key, values)
         if not self.write_behind:
             self.backing.put(key, values)
@@ -319,7 +360,7 @@ class LayeredStore:
             if self._worker is None or not self._worker.is_alive():
                 self._worker = threading.Thread(target=self._drain, name="curve-store-writer", daemon=True)
                 self._worker.start()
-        v = np.array(values, dtype=float)
+        v = np.array(values, dtype=np.float64)
         try:
             self._queue.put_nowait((key, v))
         except queue.Full:
@@ -375,17 +416,17 @@ def flush_store(timeout: float | None = 10.0) -> bool:
     return flush(timeout) if flush is not None else True
 
 
-def curve_key(bound: str, version: int, orders: np.ndarray, **params: Any) -> str:
+def curve_key(bound: str, version: int, orders: ArrayLike, **params: Any) -> str:
     """A stable key: bound, algorithm version, parameters (repr of floats is exact) and a hash of
     the orders."""
-    h = hashlib.sha256(np.ascontiguousarray(orders, dtype=float).tobytes()).hexdigest()[:24]
+    h = hashlib.sha256(np.ascontiguousarray(orders, dtype=np.float64).tobytes()).hexdigest()[:24]
     ps = ",".join(f"{k}={params[k]!r}" for k in sorted(params))
     return f"{bound}/v{version}/{ps}/orders={h}"
 
 
 def cached_curve(
-    bound: str, version: int, orders: np.ndarray, compute: Callable[[], Any], **params: Any
-) -> np.ndarray:
+    bound: str, version: int, orders: ArrayLike, compute: Callable[[], ArrayLike], **params: Any
+) -> NDArray[np.float64]:
     """Look the curve up in the registered store, or compute and store it."""
     store = get_store()
     key = curve_key(bound, version, orders, **params)
@@ -396,9 +437,7 @@ def cached_curve(
     if got is not None and got.shape == np.shape(orders):
         return got
     checkpoint()
-    values = np.asarray(compute(), dtype=float)
-    try:
+    values = np.asarray(compute(), dtype=np.float64)
+    with contextlib.suppress(Exception):  # a failing store only means the curve is recomputed later
         store.put(key, values)
-    except Exception:
-        pass
     return values

@@ -11,15 +11,14 @@ integer j ≥ 2 and ε(∞)-DP, then for every integer α ≥ 2
     ε'(α) ≤ 1/(α−1) · log( 1 + γ²·C(α,2)·min{ 4(e^{ε(2)} − 1), e^{ε(2)}·min{2, (e^{ε(∞)} − 1)²} }
                              + Σ_{j=3..α} γ^j·C(α,j)·e^{(j−1)·ε(j)}·min{2, (e^{ε(∞)} − 1)^j} ).
 
-What was checked: the formula above (bounds.md §8 and issue 7) term by term against the
+What was checked: the formula above (bounds.md §8) term by term against the
 authors' reference implementation (autodp, ``rdp_acct.anaRDPacct.compose_subsampled_mechanism``,
 "Theorem 9 of arXiv:1808.00087"): second moment
 ``2 log γ + log C(α,2) + min(log 4 + ε(2) + log(1 − e^{−ε(2)}), ε(2) + min(log 2, 2(ε∞ + log(1 − e^{−ε∞}))))``
 and j-th moment ``min(j(ε∞ + log(1 − e^{−ε∞})), log 2) + (j−1)·ε(j) + j log γ + log C(α,j)``,
-summed with 1 inside the log — identical. (The paper's PDF text itself was not retrievable
-here.) autodp additionally takes the minimum with the inner curve (α−1)ε(α) and with the
-amplified pure-DP level; those are separate valid bounds the caller may combine, not part of
-this function. Only integer α ≥ 2 are covered; the caller extends to real orders.
+summed with 1 inside the log — identical. autodp additionally takes the minimum with the inner
+curve (α−1)ε(α) and with the amplified pure-DP level; those are separate valid bounds the caller
+may combine, not part of this function. Only integer α ≥ 2 are covered; the caller extends to real orders.
 
 Numerics: all terms in log space (gammaln for C(α,j), log(e^x − 1) via expm1/log1p), the ragged
 sums over j for many α at once as segmented log-sum-exps over concatenated segments, log1p for the final log; results are rounded up by a relative 1e-12. The sum over j
@@ -32,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ._lazy import gammaln
 from ._numerics import log_expm1, segment_logsumexp
@@ -43,10 +43,10 @@ _SEGMENT_BUDGET = 1 << 22  # elements of the ragged (α, j) arrays processed at 
 
 def wbk19_rdp(
     gamma: float,
-    inner_int: Callable[[np.ndarray], np.ndarray],
+    inner_int: Callable[[NDArray[np.float64]], ArrayLike],
     eps_inf: float,
-    orders: np.ndarray,
-) -> np.ndarray:
+    orders: ArrayLike,
+) -> NDArray[np.float64]:
     """WBK19 Theorem 9: RDP of an inner mechanism under subsampling without replacement.
 
     Args:
@@ -60,15 +60,15 @@ def wbk19_rdp(
     Returns:
         float64 array of ε'(α), the same shape as ``orders`` (0 when γ = 0 or ε(∞) = 0).
     """
-    a = np.asarray(orders, dtype=float)
+    a = np.asarray(orders, dtype=np.float64)
     if a.size == 0:
         return np.zeros(a.shape)
     if gamma <= 0.0 or eps_inf == 0.0:
         return np.zeros(a.shape)
     uniq, inv = np.unique(a.ravel(), return_inverse=True)
     amax = int(uniq[-1])
-    js = np.arange(2, amax + 1, dtype=float)
-    eps_j = np.asarray(inner_int(js), dtype=float).reshape(js.shape)
+    js = np.arange(2, amax + 1, dtype=np.float64)
+    eps_j = np.asarray(inner_int(js), dtype=np.float64).reshape(js.shape)
     log_g = float(np.log(gamma))
     l_inf = float(log_expm1(np.array(eps_inf)))  # log(e^{ε∞} − 1)
     log2 = float(np.log(2.0))

@@ -12,6 +12,7 @@ import importlib
 import logging
 import math
 from contextlib import asynccontextmanager
+from typing import Any
 
 import anyio
 from fastapi import FastAPI, Request
@@ -58,7 +59,7 @@ of ε0 / rounds / n / k against a target, and a per-user budget ledger.
 _MAX_ERRORS = 20
 
 
-def _sanitize(obj, depth: int = 0):
+def _sanitize(obj: Any, depth: int = 0) -> Any:
     """JSON-safe, bounded copy of a validation error (no NaN/inf, no echo of huge inputs)."""
     if depth > 6:
         return "…"
@@ -67,22 +68,34 @@ def _sanitize(obj, depth: int = 0):
     if isinstance(obj, (int, bool)) or obj is None:
         return obj
     if isinstance(obj, str):
-        obj = _no_surrogates(obj)
-        return obj if len(obj) <= 200 else obj[:200] + f"… ({len(obj)} characters)"
+        return _sanitize_str(obj)
     if isinstance(obj, dict):
-        items = list(obj.items())
-        out = {str(k): _sanitize(v, depth + 1) for k, v in items[:20]}
-        if len(items) > 20:
-            out["…"] = f"{len(items) - 20} more keys"
-        return out
+        return _sanitize_dict(obj, depth)
     if isinstance(obj, (list, tuple)):
-        out = [_sanitize(v, depth + 1) for v in obj[:10]]
-        if len(obj) > 10:
-            out.append(f"… ({len(obj)} items)")
-        return out
+        return _sanitize_list(obj, depth)
     if isinstance(obj, BaseException):
         return str(obj)
     return str(obj)[:200]
+
+
+def _sanitize_str(s: str) -> str:
+    s = _no_surrogates(s)
+    return s if len(s) <= 200 else s[:200] + f"… ({len(s)} characters)"
+
+
+def _sanitize_dict(obj: dict, depth: int) -> dict[str, Any]:
+    items = list(obj.items())
+    out = {str(k): _sanitize(v, depth + 1) for k, v in items[:20]}
+    if len(items) > 20:
+        out["…"] = f"{len(items) - 20} more keys"
+    return out
+
+
+def _sanitize_list(obj: list | tuple, depth: int) -> list[Any]:
+    out = [_sanitize(v, depth + 1) for v in obj[:10]]
+    if len(obj) > 10:
+        out.append(f"… ({len(obj)} items)")
+    return out
 
 
 def _no_surrogates(s: str) -> str:
@@ -116,7 +129,7 @@ MECHANISM_STATUS: dict[type[Exception], int] = {
 }
 
 
-def _error(status: int, detail, request: Request | None = None, headers=None, **extra) -> JSONResponse:
+def _error(status: int, detail: Any, headers: dict[str, str] | None = None, **extra: Any) -> JSONResponse:
     body = {"detail": detail, **extra}
     rid = request_id_var.get()
     if rid:
@@ -188,107 +201,7 @@ def create_app(settings: Settings | None = None, *, served: bool = False) -> Fas
     )
     app.state.services = services
     app.add_middleware(ServiceMiddleware, services=services)
-
-    @app.exception_handler(accountant.AccountantError)
-    async def accountant_error(request: Request, exc: accountant.AccountantError):
-        name = type(exc).__name__
-        DOMAIN_ERRORS.labels(name).inc()
-        if isinstance(exc, accountant.InfeasibleTarget):
-            best = exc.best_epsilon
-            best = float(best) if best is not None and math.isfinite(best) else None
-            return _error(422, str(exc), request, error=name, best_epsilon=best)
-        return _error(400, str(exc), request, error=name)
-
-    @app.exception_handler(ledger_errors.LedgerError)
-    async def ledger_error(request: Request, exc: ledger_errors.LedgerError):
-        """Every ledger refusal or lookup failure as JSON: ``detail`` and the error's structured details."""
-        body = {"detail": exc.detail, **exc.extra}
-        rid = request_id_var.get()
-        if rid:
-            body["request_id"] = rid
-        return JSONResponse(status_code=_ledger_status(exc), content=body)
-
-    @app.exception_handler(Overloaded)
-    async def overloaded(request: Request, exc: Overloaded):
-        return _error(
-            exc.status, exc.detail, request, {"Retry-After": str(exc.retry_after)}, error="Overloaded"
-        )
-
-    @app.exception_handler(ComputeTimeLimit)
-    async def time_limit(request: Request, exc: ComputeTimeLimit):
-        if exc.busy:
-            headers = {"Retry-After": str(exc.retry_after)}
-            return _error(503, exc.detail, request, headers, error="TimeLimitExceeded")
-        return _error(400, exc.detail, request, error="TimeLimitExceeded")
-
-    @app.exception_handler(RequestAbandoned)
-    async def abandoned(request: Request, exc: RequestAbandoned):
-        return Response(status_code=499)  # nobody reads it: the client left (nginx's "client closed")
-
-    @app.exception_handler(DatabaseUnavailable)
-    async def database_unavailable(request: Request, exc: DatabaseUnavailable):
-        DB_UNAVAILABLE.labels(exc.cause).inc()
-        log.warning("database unavailable", extra={"cause": exc.cause, "reason": exc.reason})
-        headers = {"Retry-After": str(exc.retry_after)}
-        return _error(503, exc.detail, request, headers, error="DatabaseUnavailable", cause=exc.cause)
-
-    for exc_class in MECHANISM_STATUS:
-
-        @app.exception_handler(exc_class)
-        async def mechanism_error(request: Request, exc: Exception):
-            status = next((MECHANISM_STATUS[c] for c in type(exc).__mro__ if c in MECHANISM_STATUS), 422)
-            return _error(status, _sanitize(str(exc)), request)
-
-    @app.exception_handler(RequestValidationError)
-    async def validation_error(request: Request, exc: RequestValidationError):
-        errors = list(exc.errors())
-        out = []
-        for e in errors[:_MAX_ERRORS]:
-            item = {
-                "type": str(e.get("type", "")),
-                "loc": [x if isinstance(x, (int, str)) else str(x) for x in e.get("loc", ())],
-                "msg": str(e.get("msg", ""))[:500],
-                "input": _sanitize(e.get("input")),
-            }
-            if e.get("ctx"):
-                item["ctx"] = _sanitize(e["ctx"])
-            if (
-                item["loc"] == ["body"]
-                and item["type"] == "model_attributes_type"
-                and isinstance(e.get("input"), (bytes, str))
-                and "json" not in request.headers.get("content-type", "").lower()
-            ):
-                # FastAPI reads a body sent without a JSON content type (curl -d defaults to a form) as raw bytes
-                item["msg"] = (
-                    "the body was not read as JSON: send the header 'Content-Type: application/json' "
-                    "(curl: -H 'content-type: application/json')"
-                )
-            out.append(item)
-        extra = {"errors_omitted": len(errors) - _MAX_ERRORS} if len(errors) > _MAX_ERRORS else {}
-        return _error(422, out, request, **extra)
-
-    @app.exception_handler(StarletteHTTPException)
-    async def http_error(request: Request, exc: StarletteHTTPException):
-        if exc.status_code == 400 and exc.detail == "There was an error parsing the body":
-            # FastAPI's answer to a body that is not UTF-8 JSON (or nested too deeply): malformed → 422
-            cause = exc.__cause__
-            msg = "the body is not valid JSON text (UTF-8)"
-            if isinstance(cause, RecursionError):
-                msg = "the JSON body is nested too deeply"
-            return _error(
-                422,
-                [{"type": "json_invalid", "loc": ["body"], "msg": msg, "input": None, "ctx": {"error": msg}}],
-                request,
-            )
-        resp = _error(exc.status_code, _sanitize(exc.detail), request)
-        if exc.headers:
-            resp.headers.update(exc.headers)
-        return resp
-
-    @app.exception_handler(Exception)
-    async def unexpected(request: Request, exc: Exception):  # pragma: no cover - a bug, logged
-        log.exception("unhandled error", extra={"path": request.url.path})
-        return _error(500, "internal error; the request id identifies the log line", request)
+    _install_error_handlers(app)
 
     # ---- routers (one line each) -----------------------------------------------------------------
     from app.api.routes import compute
@@ -298,6 +211,122 @@ def create_app(settings: Settings | None = None, *, served: bool = False) -> Fas
     app.include_router(importlib.import_module("app.api.routes.mechanisms").router)
     importlib.import_module("app.api.routes.dashboard").install(app)  # /dashboard, /static, offline /docs
     return app
+
+
+# ---- how each error becomes an HTTP answer (the one place domain errors get their status) --------------
+async def _accountant_error(_request: Request, exc: accountant.AccountantError) -> Response:
+    name = type(exc).__name__
+    DOMAIN_ERRORS.labels(name).inc()
+    if isinstance(exc, accountant.InfeasibleTarget):
+        best = exc.best_epsilon
+        best = float(best) if best is not None and math.isfinite(best) else None
+        return _error(422, str(exc), error=name, best_epsilon=best)
+    return _error(400, str(exc), error=name)
+
+
+async def _ledger_error(_request: Request, exc: ledger_errors.LedgerError) -> Response:
+    """Every ledger refusal or lookup failure as JSON: ``detail`` and the error's structured details."""
+    body = {"detail": exc.detail, **exc.extra}
+    rid = request_id_var.get()
+    if rid:
+        body["request_id"] = rid
+    return JSONResponse(status_code=_ledger_status(exc), content=body)
+
+
+async def _overloaded(_request: Request, exc: Overloaded) -> Response:
+    return _error(exc.status, exc.detail, {"Retry-After": str(exc.retry_after)}, error="Overloaded")
+
+
+async def _time_limit(_request: Request, exc: ComputeTimeLimit) -> Response:
+    if exc.busy:
+        headers = {"Retry-After": str(exc.retry_after)}
+        return _error(503, exc.detail, headers, error="TimeLimitExceeded")
+    return _error(400, exc.detail, error="TimeLimitExceeded")
+
+
+async def _abandoned(_request: Request, _exc: RequestAbandoned) -> Response:
+    return Response(status_code=499)  # nobody reads it: the client left (nginx's "client closed")
+
+
+async def _database_unavailable(_request: Request, exc: DatabaseUnavailable) -> Response:
+    DB_UNAVAILABLE.labels(exc.cause).inc()
+    log.warning("database unavailable", extra={"cause": exc.cause, "reason": exc.reason})
+    headers = {"Retry-After": str(exc.retry_after)}
+    return _error(503, exc.detail, headers, error="DatabaseUnavailable", cause=exc.cause)
+
+
+async def _mechanism_error(_request: Request, exc: Exception) -> Response:
+    status = next((MECHANISM_STATUS[c] for c in type(exc).__mro__ if c in MECHANISM_STATUS), 422)
+    return _error(status, _sanitize(str(exc)))
+
+
+async def _validation_error(request: Request, exc: RequestValidationError) -> Response:
+    errors = list(exc.errors())
+    out = [_validation_item(e, request) for e in errors[:_MAX_ERRORS]]
+    extra: dict[str, Any] = {"errors_omitted": len(errors) - _MAX_ERRORS} if len(errors) > _MAX_ERRORS else {}
+    return _error(422, out, **extra)
+
+
+def _validation_item(e: Any, request: Request) -> dict[str, Any]:
+    """One validation error, JSON-safe and bounded."""
+    item = {
+        "type": str(e.get("type", "")),
+        "loc": [x if isinstance(x, (int, str)) else str(x) for x in e.get("loc", ())],
+        "msg": str(e.get("msg", ""))[:500],
+        "input": _sanitize(e.get("input")),
+    }
+    if e.get("ctx"):
+        item["ctx"] = _sanitize(e["ctx"])
+    if (
+        item["loc"] == ["body"]
+        and item["type"] == "model_attributes_type"
+        and isinstance(e.get("input"), (bytes, str))
+        and "json" not in request.headers.get("content-type", "").lower()
+    ):
+        # FastAPI reads a body sent without a JSON content type (curl -d defaults to a form) as raw bytes
+        item["msg"] = (
+            "the body was not read as JSON: send the header 'Content-Type: application/json' "
+            "(curl: -H 'content-type: application/json')"
+        )
+    return item
+
+
+async def _http_error(_request: Request, exc: StarletteHTTPException) -> Response:
+    if exc.status_code == 400 and exc.detail == "There was an error parsing the body":
+        # FastAPI's answer to a body that is not UTF-8 JSON (or nested too deeply): malformed → 422
+        cause = exc.__cause__
+        msg = "the body is not valid JSON text (UTF-8)"
+        if isinstance(cause, RecursionError):
+            msg = "the JSON body is nested too deeply"
+        return _error(
+            422, [{"type": "json_invalid", "loc": ["body"], "msg": msg, "input": None, "ctx": {"error": msg}}]
+        )
+    resp = _error(exc.status_code, _sanitize(exc.detail))
+    if exc.headers:
+        resp.headers.update(exc.headers)
+    return resp
+
+
+async def _unexpected(request: Request, _exc: Exception) -> Response:  # pragma: no cover - a bug, logged
+    log.exception("unhandled error", extra={"path": request.url.path})
+    return _error(500, "internal error; the request id identifies the log line")
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    handlers: list[tuple[type[Exception], Any]] = [
+        (accountant.AccountantError, _accountant_error),
+        (ledger_errors.LedgerError, _ledger_error),
+        (Overloaded, _overloaded),
+        (ComputeTimeLimit, _time_limit),
+        (RequestAbandoned, _abandoned),
+        (DatabaseUnavailable, _database_unavailable),
+        *((exc_class, _mechanism_error) for exc_class in MECHANISM_STATUS),
+        (RequestValidationError, _validation_error),
+        (StarletteHTTPException, _http_error),
+        (Exception, _unexpected),
+    ]
+    for exc_class, handler in handlers:
+        app.add_exception_handler(exc_class, handler)
 
 
 def _version() -> str:

@@ -27,7 +27,7 @@ from dp_accounting import rdp as dp_rdp  # noqa: E402
 import accountant as A  # noqa: E402
 from accountant import bounds as B  # noqa: E402
 from accountant import store  # noqa: E402
-from accountant.composition import _cached_unit_curve  # noqa: E402
+from accountant.events import cached_unit_curve  # noqa: E402
 
 N, K, T = 10**6, 1000, 10**4
 TARGET, DELTA = 2.0, 1e-6
@@ -37,7 +37,7 @@ SUB_EVENT = {"mechanism": "subsampled_shuffle", "n": N, "k": K, "count": T}
 def cold():
     """Drop every cache a curve computation could reuse: the composition's unit curves, the
     curve store, the default-curve details and the clone engine's prepared histograms."""
-    _cached_unit_curve.cache_clear()
+    cached_unit_curve.cache_clear()
     st = store.get_store()
     if hasattr(st, "clear"):
         st.clear()

@@ -61,10 +61,11 @@ SUBSAMPLED = {"mechanism": "subsampled_shuffle", "n": 10**6, "k": 1000, "epsilon
 
 
 def clear_all_caches() -> None:
-    from accountant import bounds, composition, store
+    from accountant import bounds, store
+    from accountant.events import cached_unit_curve
 
     clear_cache()
-    composition._cached_unit_curve.cache_clear()
+    cached_unit_curve.cache_clear()
     bounds._DETAILS.clear()
     store.set_store(None)  # a fresh, empty in-process store
 

@@ -93,10 +93,10 @@ def main():
         f"| conversion speed-up over dp_accounting | **{t_dpa['median_ms'] / t_ours['median_ms']:.0f}×** | ≥ 10× |"
     )
 
-    from accountant.composition import _cached_unit_curve
+    from accountant.events import cached_unit_curve
 
     ev = {"mechanism": "shuffle", "n": 10**6 + 7, "epsilon0": 0.5, "count": 100}
-    _cached_unit_curve.cache_clear()
+    cached_unit_curve.cache_clear()
     import time
 
     t0 = time.perf_counter()

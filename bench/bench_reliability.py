@@ -48,8 +48,8 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.app.ledger_support import KEYS_ENV  # noqa: E402
 from tests.helpers import postgres as pgh  # noqa: E402
+from tests.helpers.ledger import KEYS_ENV  # noqa: E402
 from tests.helpers.server import start_server  # noqa: E402
 
 ADMIN = {"Authorization": "Bearer admin-key-0123456789"}

@@ -61,9 +61,11 @@ class Param:
 
     @property
     def required(self) -> bool:
+        """True when the parameter has no default (it must be given)."""
         return self.default is _REQUIRED
 
     def as_dict(self) -> dict[str, Any]:
+        """The catalog form of the declaration: type, description, required, default, bounds, choices."""
         out: dict[str, Any] = {"type": self.type, "description": self.description}
         out["required"] = self.required
         out["default"] = None if self.required else self.default
@@ -95,6 +97,8 @@ class Param:
         return value
 
     def _check_limits(self, name: str, value: Any) -> None:
+        """``ParameterError`` unless ``value`` is one of the choices and lies in [minimum, maximum]
+        (minimum exclusive when so declared)."""
         if self.choices is not None and value not in self.choices:
             raise ParameterError(f"parameter '{name}' must be one of {list(self.choices)} (got {value!r})")
         if self.minimum is not None:
@@ -107,6 +111,7 @@ class Param:
 
 
 def _as_integer(name: str, value: object) -> int:
+    """``value`` as an int: an integer, or a finite integral float; booleans are rejected."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer, float, np.floating)):
         raise ParameterError(f"parameter '{name}' must be an integer (got {value!r})")
     if isinstance(value, (float, np.floating)) and (not math.isfinite(value) or value != int(value)):
@@ -115,6 +120,7 @@ def _as_integer(name: str, value: object) -> int:
 
 
 def _as_number(name: str, value: object) -> float:
+    """``value`` as a finite float; booleans are rejected."""
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise ParameterError(f"parameter '{name}' must be a number (got {value!r})")
     v = float(value)
@@ -124,6 +130,7 @@ def _as_number(name: str, value: object) -> float:
 
 
 def _as_interval(name: str, value: Any) -> tuple[float, float]:
+    """``value`` as a pair (low, high) of finite floats with low < high."""
     try:
         lo, hi = (float(v) for v in value)
     except (TypeError, ValueError):
@@ -143,10 +150,13 @@ K_MAX = 1 << 24
 
 
 def eps0_param(description: str = "local privacy level ε0 of one whole report (pure ε0-LDP)") -> Param:
+    """The declaration of a local privacy level ε0 ∈ (0, EPS0_MAX] (pure ε0-LDP of one report)."""
     return Param("number", description, minimum=0.0, exclusive_minimum=True, maximum=EPS0_MAX)
 
 
 def check_params(declared: dict[str, Param], given: dict[str, Any], mechanism: str) -> dict[str, Any]:
+    """``given`` validated against ``declared``: unknown names rejected, each value coerced and
+    checked against its declaration, defaults filled in, a missing required parameter named."""
     unknown = sorted(set(given) - set(declared))
     if unknown:
         raise ParameterError(
@@ -169,6 +179,7 @@ def check_params(declared: dict[str, Param], given: dict[str, Any], mechanism: s
 
 
 def _check_int(name: str, value: object, minimum: int) -> int:
+    """``value`` as an int >= ``minimum`` (a finite integral float is accepted)."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         if isinstance(value, (float, np.floating)) and math.isfinite(value) and value == int(value):
             value = int(value)
@@ -181,6 +192,8 @@ def _check_int(name: str, value: object, minimum: int) -> int:
 
 
 def check_population(n: object, k: object, count: object) -> tuple[int, int | None, int]:
+    """(n, k, count) of an accounting: n >= 1 users, k in 1..n users sampled per round (or None:
+    every user in every round), count >= 1 rounds; ``ParameterError`` naming the bad one."""
     n = _check_int("n", n, 1)
     if k is not None:
         k = _check_int("k", k, 1)
@@ -240,6 +253,8 @@ def report_events(
 
 
 def check_rng(rng: object) -> np.random.Generator:
+    """``rng`` itself when it is a ``numpy.random.Generator`` (``TypeError`` otherwise): every
+    mechanism draws all its randomness from the injected generator."""
     if not isinstance(rng, np.random.Generator):
         raise TypeError(
             "rng must be a numpy.random.Generator (e.g. numpy.random.default_rng(seed)); "
@@ -249,6 +264,8 @@ def check_rng(rng: object) -> np.random.Generator:
 
 
 def ldp_ratio(p_max: float, p_min: float) -> float:
+    """p_max/p_min: the largest likelihood ratio of one output between two inputs; a randomizer is
+    ε0-LDP exactly when this is ≤ e^{ε0} for every output (Dwork–Roth Def. 2.4, local form)."""
     return p_max / p_min
 
 
@@ -283,23 +300,43 @@ class Mechanism:
 
     # subclasses -----------------------------------------------------------------------------------
     def _setup(self) -> None:  # pragma: no cover - overridden
+        """Derive the calibrated internals from ``self.params`` (each mechanism overrides it)."""
         pass
 
     @property
     def message_epsilons(self) -> list[float]:
+        """The ε0 of each separately shuffled message of one report; by default one message
+        carrying the whole report's ε0."""
         assert self.epsilon0 is not None  # mechanisms without a local ε0 override this
         return [float(self.epsilon0)]
 
-    def events(self, n: int, k: int | None = None, count: int = 1) -> list[dict[str, Any]]:
+    def events(self, n: int | None, k: int | None = None, count: int = 1) -> list[dict[str, Any]]:
         """The accountant events (api.md) of ``count`` shuffled rounds over ``n`` users: without
         ``k``, one ``shuffle`` event per separately shuffled message (each with its own ε0); with
         ``k`` users sampled per round, one ``subsampled`` event per round whose inner events are the
-        round's messages (they share the sample). See :func:`report_events`."""
+        round's messages (they share the sample). See :func:`report_events`. A shuffled mechanism
+        needs its population: ``n`` None (or not an integer >= 1) is a ``ParameterError``; the
+        central mechanisms, which override this, accept it."""
         n, k, count = check_population(n, k, count)
         out = "continuous" if self.output == "continuous" else "discrete"
         return report_events(n, k, self.message_epsilons, count, out)
 
+    # the client/server interface (each mechanism implements it; the report types differ by mechanism)
+    def randomize(self, x: Any, rng: np.random.Generator) -> Any:  # pragma: no cover - overridden
+        """Client side: the reports of a batch of inputs, all randomness drawn from ``rng``."""
+        raise NotImplementedError
+
+    def estimate(self, reports: Any) -> Any:  # pragma: no cover - overridden
+        """Server side: the unbiased aggregate of the (shuffled) reports."""
+        raise NotImplementedError
+
+    def mse(self, n: int | None = None, x: Any = None) -> float:  # pragma: no cover - overridden
+        """The estimate's mean squared error: exact for given inputs ``x``, else its supremum over the
+        input domain for ``n`` clients."""
+        raise NotImplementedError
+
     def internals(self) -> dict[str, Any]:
+        """The calibrated internals (flip probabilities, budget split, radii …); none by default."""
         return {}
 
     def describe(self) -> dict[str, Any]:
@@ -321,6 +358,7 @@ class Mechanism:
 
     @classmethod
     def catalog_entry(cls) -> dict[str, Any]:
+        """This class's entry of the catalog (``mechanisms.available()``)."""
         return {
             "name": cls.name,
             "description": cls.description,
@@ -332,6 +370,7 @@ class Mechanism:
 
 
 def _jsonable(v: Any) -> Any:
+    """``v`` with numpy arrays and scalars turned into lists, ints and floats, dict keys into strings."""
     if isinstance(v, dict):
         return {str(k): _jsonable(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
@@ -377,7 +416,37 @@ def as_array(x: ArrayLike, what: str) -> NDArray[Any]:
         raise InputError(f"{what}: expected a rectangular array of numbers") from None
 
 
+def report_pair(reports: object, keys: tuple[str, str], what: str) -> tuple[NDArray[Any], NDArray[Any]]:
+    """The two arrays of a report mapping ``{keys[0]: …, keys[1]: …}`` (``InputError`` naming both keys
+    when ``reports`` is not such a mapping)."""
+    first, second = keys
+    if not isinstance(reports, dict) or first not in reports or second not in reports:
+        raise InputError(f"{what}: reports must be a mapping with arrays '{first}' and '{second}'")
+    return as_array(reports[first], what), as_array(reports[second], what)
+
+
+def check_indices(idx: NDArray[Any], size: int, what: str) -> None:
+    """``InputError`` unless every entry of the numeric, non-empty array ``idx`` is an integer in
+    0..size − 1 (float entries must be integral)."""
+    integral = np.issubdtype(idx.dtype, np.integer) or not np.any(idx != np.round(idx))
+    if not integral or idx.min() < 0 or idx.max() >= size:
+        raise InputError(f"{what}: 'index' entries must be integers in 0..{size - 1}")
+
+
+def n_from(n: int | None, x: ArrayLike | None) -> int:
+    """The number of clients an ``mse`` is for: the length of the inputs ``x`` when given (1 for a
+    scalar), else ``n`` (an integer >= 1, else ``ParameterError``)."""
+    if x is not None:
+        return int(np.shape(x)[0]) if np.ndim(x) else 1
+    if n is None:
+        raise ParameterError("mse needs the number of clients n (or their inputs x)")
+    if isinstance(n, bool) or int(n) != n or int(n) < 1:
+        raise ParameterError(f"n must be an integer >= 1 (got {n!r})")
+    return int(n)
+
+
 def as_float_array(x: ArrayLike, what: str) -> NDArray[np.float64]:
+    """``np.asarray(x, float64)``, turning ragged or non-numeric input into an ``InputError``."""
     try:
         return np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError):

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
+from numpy.typing import NDArray
 
-from accountant import epsilon_guarantee
+from accountant import AccountantError, epsilon_guarantee
 from accountant.calibration import Domain, find_crossing
 
 from ._base import Mechanism, ParameterError, check_population
@@ -24,8 +25,12 @@ from ._base import Mechanism, ParameterError, check_population
 #: calibration modes every central mechanism accepts
 MODES = ("tight", "paper")
 
+#: a central mechanism class's own type (``calibrated`` returns an instance of the class it is called on)
+_Central = TypeVar("_Central", bound="CentralMechanism")
+
 
 def check_target(epsilon: float, delta: float) -> tuple[float, float]:
+    """The (ε, δ) target as floats: ε finite and > 0, δ in (0, 1) (``ParameterError`` otherwise)."""
     if isinstance(epsilon, bool) or not (
         isinstance(epsilon, (int, float)) and math.isfinite(epsilon) and epsilon > 0
     ):
@@ -36,15 +41,16 @@ def check_target(epsilon: float, delta: float) -> tuple[float, float]:
 
 
 def check_mode(mode: str) -> str:
+    """``mode`` if it is one of :data:`MODES` (``ParameterError`` naming them otherwise)."""
     if mode not in MODES:
         raise ParameterError(f"calibration mode must be one of {list(MODES)} (got {mode!r})")
     return mode
 
 
-def accounted_epsilon(events: list[dict], delta: float) -> float:
-    """ε at δ of ``events`` as the accountant reports it (+inf when no ε exists)."""
-    from accountant import AccountantError
-
+def accounted_epsilon(events: list[dict[str, Any]], delta: float) -> float:
+    """ε at δ of ``events`` as the accountant reports it (``accountant.epsilon_guarantee``, the
+    tightest valid conversion); +inf when the accountant finds no ε (an ``AccountantError``), so a
+    calibration search treats such a knob value as infeasible — never as cheap."""
     try:
         return epsilon_guarantee(events, delta).epsilon
     except AccountantError:
@@ -85,12 +91,14 @@ class CentralMechanism(Mechanism):
 
     @property
     def message_epsilons(self) -> list[float]:
+        """No local messages: a central release has no ε0-LDP report."""
         return []
 
-    def run_events(self, count: int) -> list[dict]:  # pragma: no cover - overridden
+    def run_events(self, count: int) -> list[dict[str, Any]]:  # pragma: no cover - overridden
+        """The accountant events of ``count`` uses (each mechanism overrides it)."""
         raise NotImplementedError
 
-    def events(self, n: int | None = None, k: int | None = None, count: int = 1) -> list[dict]:
+    def events(self, n: int | None = None, k: int | None = None, count: int = 1) -> list[dict[str, Any]]:
         """The accountant events of ``count`` uses (replace-one user-level; no sampling: every user
         takes part in every use, so ``k`` must be left out)."""
         if k is not None:
@@ -112,14 +120,14 @@ class CentralMechanism(Mechanism):
 
     @classmethod
     def calibrated(
-        cls,
+        cls: type[_Central],
         epsilon: float,
         delta: float,
         mode: str = "tight",
         count: int = 1,
         rel_tol: float = 1e-4,
         **params: Any,
-    ) -> CentralMechanism:
+    ) -> _Central:
         """The mechanism meeting (``epsilon``, ``delta``) over ``count`` uses.
 
         ``tight``: the largest ``KNOB`` whose events, composed by the accountant, give ε ≤ target at δ
@@ -134,6 +142,7 @@ class CentralMechanism(Mechanism):
             return cls(**{**params, **cls.paper_params(epsilon, delta, count, params)})
 
         def f(x: float) -> float:
+            """Accounted ε at δ of ``count`` uses with the knob at ``x``."""
             return accounted_epsilon(cls(**{**params, cls.KNOB: x}).events(count=count), delta)
 
         lo, hi = cls.KNOB_RANGE
@@ -145,18 +154,23 @@ class CentralMechanism(Mechanism):
 # ------------------------------------------------------------------------------------------------------
 
 
-def exponential_log_probabilities(run_lengths: np.ndarray, run_scores: np.ndarray, eps: float) -> np.ndarray:
-    """log P(run r) for the exponential mechanism P(cell) ∝ exp(ε·score/2) (score sensitivity 1),
-    cells grouped in runs of equal score: log(len_r) + ε·s_r/2 − logsumexp."""
-    lw = np.log(run_lengths.astype(float)) + 0.5 * eps * run_scores.astype(float)
+def exponential_log_probabilities(
+    run_lengths: NDArray[np.int64], run_scores: NDArray[np.int64], eps: float
+) -> NDArray[np.float64]:
+    """log P(run r) for the exponential mechanism P(cell) ∝ exp(ε·score/2) (score sensitivity 1;
+    McSherry–Talwar 2007, Thm 6), cells grouped in runs of equal score:
+    log(len_r) + ε·s_r/2 − logsumexp over the runs (the max is factored out before exponentiating)."""
+    lengths, scores = run_lengths.astype(np.float64), run_scores.astype(np.float64)
+    lw: NDArray[np.float64] = np.log(lengths) + 0.5 * eps * scores
     m = float(np.max(lw))
-    return lw - (m + math.log(float(np.sum(np.exp(lw - m)))))
+    out: NDArray[np.float64] = lw - (m + math.log(float(np.sum(np.exp(lw - m)))))
+    return out
 
 
 def exponential_sample(
-    run_starts: np.ndarray,
-    run_lengths: np.ndarray,
-    run_scores: np.ndarray,
+    run_starts: NDArray[np.int64],
+    run_lengths: NDArray[np.int64],
+    run_scores: NDArray[np.int64],
     eps: float,
     rng: np.random.Generator,
 ) -> int:

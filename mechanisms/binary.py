@@ -18,8 +18,11 @@ from ._base import (
     ReportArrays,
     ReportArraysLike,
     as_array,
+    check_indices,
     check_rng,
     eps0_param,
+    n_from,
+    report_pair,
     rr_flip_probability,
     rr_variance,
     weighted_counts,
@@ -28,6 +31,8 @@ from .hadamard import log2_ceil
 
 
 def as_bits(x: ArrayLike, what: str, shape_tail: tuple[int, ...] = ()) -> NDArray[np.uint8]:
+    """Inputs checked to be bits 0/1 (booleans allowed), as uint8: flat without ``shape_tail``, else of
+    shape (batch, *shape_tail) (one client's (shape_tail[0],) vector is a batch of one)."""
     arr = as_array(x, what)
     if arr.dtype == bool:
         arr = arr.astype(np.uint8)
@@ -35,28 +40,22 @@ def as_bits(x: ArrayLike, what: str, shape_tail: tuple[int, ...] = ()) -> NDArra
         raise InputError(f"{what}: inputs must be bits 0/1")
     if arr.size and not np.all((arr == 0) | (arr == 1)):
         raise InputError(f"{what}: inputs must be bits 0/1 (found other values)")
-    arr = arr.astype(np.uint8)
-    if shape_tail:
-        if arr.ndim == 1 and arr.shape[0] == shape_tail[0]:
-            arr = arr.reshape(1, -1)
-        if arr.ndim != 1 + len(shape_tail) or arr.shape[1:] != shape_tail:
-            raise InputError(
-                f"{what}: inputs must have shape (batch, {', '.join(map(str, shape_tail))}) "
-                f"(got {np.shape(x)})"
-            )
-    else:
-        arr = arr.reshape(-1)
-    return arr
+    bits = arr.astype(np.uint8)
+    if not shape_tail:
+        return bits.reshape(-1)
+    return _batch_of(bits, shape_tail, what)
 
 
-def _n_from(n: int | None, x: ArrayLike | None) -> int:
-    if x is not None:
-        return int(np.shape(x)[0]) if np.ndim(x) else 1
-    if n is None:
-        raise ParameterError("mse needs the number of clients n (or their inputs x)")
-    if isinstance(n, bool) or int(n) != n or int(n) < 1:
-        raise ParameterError(f"n must be an integer >= 1 (got {n!r})")
-    return int(n)
+def _batch_of(bits: NDArray[np.uint8], shape_tail: tuple[int, ...], what: str) -> NDArray[np.uint8]:
+    """``bits`` as a (batch, *shape_tail) array (one client's (shape_tail[0],) vector: a batch of one)."""
+    given = bits.shape
+    if bits.ndim == 1 and bits.shape[0] == shape_tail[0]:
+        bits = bits.reshape(1, -1)
+    if bits.ndim != 1 + len(shape_tail) or bits.shape[1:] != shape_tail:
+        raise InputError(
+            f"{what}: inputs must have shape (batch, {', '.join(map(str, shape_tail))}) (got {given})"
+        )
+    return bits
 
 
 class BinaryRR(Mechanism):
@@ -79,6 +78,7 @@ class BinaryRR(Mechanism):
     output_alphabet_size: int
 
     def _setup(self) -> None:
+        """Flip probability p = 1/(1 + e^{ε0}) (Theorem 2.4.1: exactly ε0-LDP); one bit per report."""
         self.epsilon0 = self.params["epsilon0"]
         self.p = rr_flip_probability(self.epsilon0)
         self.bits_per_report = 1
@@ -96,6 +96,8 @@ class BinaryRR(Mechanism):
         return b ^ flip.astype(np.uint8)
 
     def estimate(self, reports: ArrayLike) -> float:
+        """x̂ = (ȳ − p)/(1 − 2p): unbiased for the mean bit, since E[y] = p + b(1 − 2p) for input b
+        (Algorithm 2.2.1, Theorem 2.4.1)."""
         y = as_bits(reports, f"{self.name} reports")
         if y.size == 0:
             raise InputError("binary_rr: need at least one report to estimate")
@@ -103,7 +105,7 @@ class BinaryRR(Mechanism):
 
     def mse(self, n: int | None = None, x: ArrayLike | None = None) -> float:
         """E[(estimate − mean bit)²] = p(1−p)/((1−2p)² n), exactly, for any inputs."""
-        return rr_variance(self.p) / _n_from(n, x)
+        return rr_variance(self.p) / n_from(n, x)
 
 
 class KaryRR(Mechanism):
@@ -129,6 +131,7 @@ class KaryRR(Mechanism):
     output_alphabet_size: int
 
     def _setup(self) -> None:
+        """Keep probability e^{ε0}/(e^{ε0}+k−1), each other symbol 1/(e^{ε0}+k−1); ⌈log₂ k⌉ bits."""
         self.epsilon0 = self.params["epsilon0"]
         self.k: int = self.params["k"]
         e = math.exp(self.epsilon0)
@@ -144,6 +147,7 @@ class KaryRR(Mechanism):
         }
 
     def _symbols(self, x: ArrayLike, what: str) -> NDArray[np.int64]:
+        """Symbols checked to be integers in 0..k−1 (flattened, int64)."""
         arr = as_array(x, what)
         if arr.size and not np.issubdtype(arr.dtype, np.number):
             raise InputError(f"{what} must be integers in 0..{self.k - 1}")
@@ -161,6 +165,8 @@ class KaryRR(Mechanism):
         return np.where(keep, s, other)
 
     def estimate(self, reports: ArrayLike) -> NDArray[np.float64]:
+        """p̂_x = ((e^{ε0}+k−1)·f̂_x − 1)/(e^{ε0}−1), f̂ the report frequencies: unbiased, since
+        E f̂_x = r + (q − r)·p_x with q − r = (e^{ε0}−1)/(e^{ε0}+k−1), r = 1/(e^{ε0}+k−1)."""
         y = self._symbols(reports, f"{self.name} reports")
         if y.size == 0:
             raise InputError("kary_rr: need at least one report to estimate")
@@ -169,7 +175,9 @@ class KaryRR(Mechanism):
         return ((e + self.k - 1) * f - 1.0) / (e - 1.0)
 
     def mse(self, n: int | None = None, x: ArrayLike | None = None) -> float:
-        n = _n_from(n, x)
+        """Σ_x E(p̂_x − p_x)² = A²·(q(1−q) + (k−1)·r(1−r))/n with A = (e^{ε0}+k−1)/(e^{ε0}−1): each report
+        adds q(1−q) + (k−1)r(1−r) to Σ_x n²·Var f̂_x whatever its input (class docstring)."""
+        n = n_from(n, x)
         e = math.exp(self.epsilon0)
         a = (e + self.k - 1) / (e - 1)
         q, r = self.keep_probability, self.other_probability
@@ -212,6 +220,8 @@ class BinaryVector(Mechanism):
     output_alphabet_size: int
 
     def _setup(self) -> None:
+        """Blocks of a = ⌈d/s⌉, slot budget ε0/s, flip probability 1/(1 + e^{ε0/s});
+        s·(⌈log₂ a⌉ + 1) bits per report."""
         self.epsilon0 = self.params["epsilon0"]
         self.d: int = self.params["d"]
         self.s: int = self.params["s"]
@@ -223,6 +233,7 @@ class BinaryVector(Mechanism):
 
     @property
     def message_epsilons(self) -> list[float]:
+        """s messages, one per slot, at ε0/s each (each shuffled separately)."""
         return [self.slot_epsilon] * self.s
 
     def internals(self) -> dict[str, Any]:
@@ -242,6 +253,8 @@ class BinaryVector(Mechanism):
         return {"index": idx, "bit": bits ^ flip.astype(np.uint8)}
 
     def estimate(self, reports: ReportArraysLike) -> NDArray[np.float64]:
+        """b̂ = (1/n)·Σ_i Σ_slots a·(y − p)/(1 − 2p)·e_coordinate (Algorithm 3.3.2): unbiased, each
+        coordinate of a block being sampled with probability 1/a (padding coordinates dropped)."""
         idx, bit = check_slot_reports(reports, (self.s,), self.a, self.name)
         n: int = idx.shape[0]
         coords = idx + (np.arange(self.s) * self.a)[None, :]
@@ -254,7 +267,7 @@ class BinaryVector(Mechanism):
         supremum over {0,1}^d (‖b_i‖² = d)."""
         v = rr_variance(self.p)
         if x is None:
-            n = _n_from(n, None)
+            n = n_from(n, None)
             return (self.a * self.d * v + (self.a - 1) * self.d) / n
         b = as_bits(x, self.name, (self.d,))
         n = b.shape[0]
@@ -296,25 +309,20 @@ def slot_messages(
 def check_slot_reports(
     reports: object, tail: tuple[int, ...], a: int, what: str
 ) -> tuple[NDArray[np.int64], NDArray[np.uint8]]:
-    if not isinstance(reports, dict) or "index" not in reports or "bit" not in reports:
-        raise InputError(f"{what}: reports must be a mapping with arrays 'index' and 'bit'")
-    idx = as_array(reports["index"], what)
-    bit = as_array(reports["bit"], what)
+    """Slot reports {"index", "bit"} of shape (reports, *tail) (one report may drop the batch axis):
+    integer indices in 0..a − 1 (the position inside each slot's block) and bits 0/1."""
+    idx, bit = report_pair(reports, ("index", "bit"), what)
+    given = (idx.shape, bit.shape)
     if idx.ndim == len(tail):
         idx, bit = idx[None], bit[None]
     if idx.shape != bit.shape or idx.shape[1:] != tail or idx.shape[0] < 1:
         raise InputError(
             f"{what}: 'index' and 'bit' must both have shape (reports, {', '.join(map(str, tail))}), "
-            f"got {np.shape(reports['index'])} and {np.shape(reports['bit'])}"
+            f"got {given[0]} and {given[1]}"
         )
     if not (np.issubdtype(idx.dtype, np.number) and np.issubdtype(bit.dtype, np.number)):
         raise InputError(f"{what}: 'index' and 'bit' must be integer arrays")
-    if (
-        (not np.issubdtype(idx.dtype, np.integer) and np.any(idx != np.round(idx)))
-        or idx.min() < 0
-        or idx.max() >= a
-    ):
-        raise InputError(f"{what}: 'index' entries must be integers in 0..{a - 1}")
+    check_indices(idx, a, what)
     if not np.all((bit == 0) | (bit == 1)):
         raise InputError(f"{what}: 'bit' entries must be 0 or 1")
     return idx.astype(np.int64), bit.astype(np.uint8)

@@ -19,11 +19,12 @@ from ._base import (
     check_population,
     check_rng,
     eps0_param,
+    n_from,
 )
-from .binary import _n_from
 
 
 def _project_l1(x: NDArray[np.float64], r: float) -> NDArray[np.float64]:
+    """Rows with ‖x‖₁ > r scaled radially onto the ℓ1 sphere, x·r/‖x‖₁ (the others unchanged)."""
     norms = np.abs(x).sum(axis=1)
     over = norms > r
     if np.any(over):
@@ -33,6 +34,7 @@ def _project_l1(x: NDArray[np.float64], r: float) -> NDArray[np.float64]:
 
 
 def _project_l2(x: NDArray[np.float64], r: float) -> NDArray[np.float64]:
+    """Rows scaled onto the ℓ2 ball, x·min(1, r/‖x‖₂) (the Euclidean projection)."""
     norms = np.sqrt(np.einsum("ij,ij->i", x, x))
     over = norms > r
     if np.any(over):
@@ -73,6 +75,7 @@ class LaplaceMean(Mechanism):
     epsilon0: float
 
     def _setup(self) -> None:
+        """Laplace scale b = 2r/ε0: the ℓ1 sensitivity of a projected input under replacement is 2r."""
         self.epsilon0 = self.params["epsilon0"]
         self.d: int = self.params["d"]
         self.r: float = self.params["r"]
@@ -90,14 +93,17 @@ class LaplaceMean(Mechanism):
         return xs + rng.laplace(0.0, self.scale, size=xs.shape)
 
     def estimate(self, reports: ArrayLike) -> NDArray[np.float64]:
+        """The mean of the reports, (1/n)·Σ (x_i + Lap(b)^d): unbiased for the mean of the projected inputs."""
         y = as_float_batch(reports, self.d, f"{self.name} reports")
+        if y.shape[0] == 0:
+            raise InputError(f"{self.name}: need at least one report to estimate")
         mean: NDArray[np.float64] = y.mean(axis=0)
         return mean
 
     def mse(self, n: int | None = None, x: ArrayLike | None = None) -> float:
         """E‖x̂ − x̄‖² = 2 d b²/n with b = 2r/ε0 (plus the projection bias for inputs outside the ball)."""
         if x is None:
-            return 2.0 * self.d * self.scale**2 / _n_from(n, None)
+            return 2.0 * self.d * self.scale**2 / n_from(n, None)
         raw = as_float_batch(x, self.d, self.name)
         xs = _project_l1(raw, self.r)
         n = xs.shape[0]
@@ -113,16 +119,25 @@ class Release(TypedDict):
 
 
 class _Central(Mechanism):
+    """The trusted-server noise mechanisms: clip each user's vector, sum, add the noise once.
+
+    Events are replace-one (the relation of the shuffle bounds) whatever the calibration relation:
+    the noise is charged over Δ = 2·clip."""
+
     kind = "central"
     output = "continuous"
     d: int  # dimension, set by each subclass's _setup
 
     def _sensitivity(self, clip: float) -> float:
+        """Δ of the clipped sum: 2·clip under replace-one neighbours (‖u − v‖ ≤ 2·clip for two clipped
+        vectors), clip under add/remove."""
         return 2.0 * clip if self.params["neighbouring"] == "replace" else clip
 
     def _central_events(
         self, n: object, k: object, count: object, ev: dict[str, Any]
     ) -> list[dict[str, Any]]:
+        """[``ev``] with its ``count``, after checking the population; a central release has no
+        sampled form, so ``k`` must be None."""
         if k is not None:
             raise ParameterError(
                 f"{self.name} is a central (trusted-server) release: there is no subsampled event for it; "
@@ -135,9 +150,11 @@ class _Central(Mechanism):
         return [ev]
 
     def _project(self, x: NDArray[np.float64]) -> NDArray[np.float64]:  # pragma: no cover - overridden
+        """Each user's vector clipped to the mechanism's norm ball (overridden)."""
         raise NotImplementedError
 
     def _noise(self, rng: np.random.Generator) -> NDArray[np.float64]:  # pragma: no cover - overridden
+        """One draw of the release's noise, shape (d,) (overridden)."""
         raise NotImplementedError
 
     def clip_sum(self, x: ArrayLike) -> NDArray[np.float64]:
@@ -163,6 +180,7 @@ class _Central(Mechanism):
         return self.release(self._project(xs).sum(axis=0), xs.shape[0], rng)
 
     def estimate(self, reports: Release) -> NDArray[np.float64]:
+        """(Σ clip(x_i) + noise)/n: unbiased for the mean of the clipped vectors."""
         if not isinstance(reports, dict) or "noisy_sum" not in reports or "n" not in reports:
             raise InputError(f"{self.name}: reports must be the release {{'noisy_sum': [...], 'n': users}}")
         s = as_float_array(reports["noisy_sum"], self.name).reshape(-1)
@@ -213,6 +231,7 @@ class GaussianCentral(_Central):
     }
 
     def _setup(self) -> None:
+        """σ = noise_multiplier·Δ, Δ = 2·clip (replace-one) or clip (add/remove)."""
         self.noise_multiplier: float = self.params["noise_multiplier"]
         self.clip: float = self.params["clip"]
         self.d = self.params["d"]
@@ -224,6 +243,7 @@ class GaussianCentral(_Central):
 
     @property
     def message_epsilons(self) -> list[float]:
+        """No local messages (a central release)."""
         return []
 
     def internals(self) -> dict[str, Any]:
@@ -232,19 +252,24 @@ class GaussianCentral(_Central):
     def events(self, n: int | None = None, k: int | None = None, count: int = 1) -> list[dict[str, Any]]:
         # the accountant's events are replace-one (a user's whole data replaced): σ over Δ₂ = 2·clip,
         # whichever relation the noise was calibrated for (add/remove noise is charged at half its multiplier)
+        """One ``gaussian`` event with noise multiplier σ/Δ₂, Δ₂ = 2·clip the replace-one sensitivity:
+        RDP α/(2(σ/Δ₂)²) per release (Mironov 2017 Prop. 7)."""
         return self._central_events(
             n, k, count, {"mechanism": "gaussian", "noise_multiplier": float(self.sigma / (2.0 * self.clip))}
         )
 
     def _project(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
+        """ℓ2 clipping to ``clip``."""
         return _project_l2(x, self.clip)
 
     def _noise(self, rng: np.random.Generator) -> NDArray[np.float64]:
+        """N(0, σ²I_d)."""
         return rng.normal(0.0, self.sigma, size=self.d)
 
     def mse(self, n: int | None = None, x: ArrayLike | None = None) -> float:
+        """E‖x̂ − x̄‖² = d·σ²/n², plus the clipping bias ‖mean(clip(x)) − mean(x)‖² for given inputs."""
         if x is None:
-            return self.d * self.sigma**2 / _n_from(n, None) ** 2
+            return self.d * self.sigma**2 / n_from(n, None) ** 2
         raw = as_float_batch(x, self.d, self.name)
         xs = _project_l2(raw, self.clip)
         n = xs.shape[0]
@@ -287,6 +312,7 @@ class LaplaceCentral(_Central):
     epsilon0: float
 
     def _setup(self) -> None:
+        """b = scale·Δ, Δ = 2·clip (replace-one) or clip (add/remove); pure ε = 1/scale per release."""
         self.scale: float = self.params["scale"]
         self.clip: float = self.params["clip"]
         self.d = self.params["d"]
@@ -298,6 +324,7 @@ class LaplaceCentral(_Central):
 
     @property
     def message_epsilons(self) -> list[float]:
+        """No local messages (a central release)."""
         return []
 
     def internals(self) -> dict[str, Any]:
@@ -305,19 +332,24 @@ class LaplaceCentral(_Central):
 
     def events(self, n: int | None = None, k: int | None = None, count: int = 1) -> list[dict[str, Any]]:
         # replace-one events: b over Δ₁ = 2·clip (see GaussianCentral.events)
+        """One ``laplace`` event with scale b/Δ₁, Δ₁ = 2·clip the replace-one sensitivity: the exact
+        Laplace RDP curve (Mironov 2017 Prop. 6) per release."""
         return self._central_events(
             n, k, count, {"mechanism": "laplace", "scale": float(self.b / (2.0 * self.clip))}
         )
 
     def _project(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
+        """ℓ1 clipping (radial scaling) to ``clip``."""
         return _project_l1(x, self.clip)
 
     def _noise(self, rng: np.random.Generator) -> NDArray[np.float64]:
+        """Lap(b)^d."""
         return rng.laplace(0.0, self.b, size=self.d)
 
     def mse(self, n: int | None = None, x: ArrayLike | None = None) -> float:
+        """E‖x̂ − x̄‖² = 2d·b²/n², plus the clipping bias ‖mean(clip(x)) − mean(x)‖² for given inputs."""
         if x is None:
-            return 2.0 * self.d * self.b**2 / _n_from(n, None) ** 2
+            return 2.0 * self.d * self.b**2 / n_from(n, None) ** 2
         raw = as_float_batch(x, self.d, self.name)
         xs = _project_l1(raw, self.clip)
         n = xs.shape[0]

@@ -18,10 +18,12 @@ from numpy.typing import ArrayLike, NDArray
 
 
 def is_power_of_two(d: int) -> bool:
+    """d = 2^j for some j ≥ 0 (d & (d − 1) clears the lowest set bit)."""
     return d >= 1 and (d & (d - 1)) == 0
 
 
 def next_power_of_two(d: int) -> int:
+    """The least 2^j ≥ d, for d ≥ 1."""
     if d < 1:
         raise ValueError("d must be at least 1")
     return 1 << (int(d) - 1).bit_length()
@@ -37,6 +39,7 @@ _BLOCK_BITS = 5
 
 @lru_cache(maxsize=16)
 def _factor(bits: int) -> NDArray[np.float64]:
+    """The Sylvester Hadamard matrix H_{2^bits}, read-only and cached (the Kronecker factors of ``fwht``)."""
     h = hadamard_matrix(1 << bits)
     h.setflags(write=False)
     return h

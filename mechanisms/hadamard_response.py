@@ -16,11 +16,13 @@ from ._base import (
     ReportArrays,
     ReportArraysLike,
     as_array,
+    check_indices,
     check_rng,
     eps0_param,
+    n_from,
+    report_pair,
     weighted_counts,
 )
-from .binary import _n_from
 from .hadamard import fwht, hadamard_entries, log2_ceil, next_power_of_two
 
 
@@ -78,6 +80,7 @@ class HadamardResponse(Mechanism):
     output_alphabet_size: int
 
     def _setup(self) -> None:
+        """K = 2^⌈log₂ k⌉ groups and c = (e^{ε0}+1)/(e^{ε0}−1); ⌈log₂ K⌉ + 1 bits per report."""
         self.epsilon0 = self.params["epsilon0"]
         self.k: int = self.params["k"]
         self.K = next_power_of_two(self.k)
@@ -96,6 +99,7 @@ class HadamardResponse(Mechanism):
         }
 
     def symbols(self, x: ArrayLike, what: str) -> NDArray[np.int64]:
+        """Symbols checked to be integers in 0..k−1 (flattened, int64)."""
         arr = as_array(x, what)
         if arr.size and not np.issubdtype(arr.dtype, np.number):
             raise InputError(f"{what} must be integers in 0..{self.k - 1}")
@@ -111,29 +115,26 @@ class HadamardResponse(Mechanism):
         return {"index": j, "bit": bit}
 
     def estimate(self, reports: ReportArraysLike) -> NDArray[np.float64]:
+        """p̂ = c·H_K S/n, S_j = Σ_{group j} (2y − 1) (eq. 7.31 with |US_j| replaced by n/K), cut to the
+        k real symbols."""
         j, bit = check_index_bit(reports, self.K, self.name)
         return hr_frequencies_from_sums(hr_sign_sums(j, bit, self.K), j.size, self.epsilon0)[: self.k]
 
     def mse(self, n: int | None = None, x: ArrayLike | None = None) -> float:
         """E‖p̂ − p‖² = (c² k − 1)/n exactly, for every input."""
-        return (self.c**2 * self.k - 1.0) / _n_from(n, x)
+        return (self.c**2 * self.k - 1.0) / n_from(n, x)
 
 
 def check_index_bit(reports: object, size: int, what: str) -> tuple[NDArray[np.int64], NDArray[np.uint8]]:
-    if not isinstance(reports, dict) or "index" not in reports or "bit" not in reports:
-        raise InputError(f"{what}: reports must be a mapping with arrays 'index' and 'bit'")
-    j = as_array(reports["index"], what).reshape(-1)
-    bit = as_array(reports["bit"], what).reshape(-1)
+    """Hadamard-response reports {"index": j, "bit": y} (flattened): equal-length non-empty arrays,
+    integer indices in 0..size − 1 and bits 0/1."""
+    j, bit = report_pair(reports, ("index", "bit"), what)
+    j, bit = j.reshape(-1), bit.reshape(-1)
     if j.shape != bit.shape or j.size == 0:
         raise InputError(f"{what}: 'index' and 'bit' must be non-empty arrays of the same length")
     if not (np.issubdtype(j.dtype, np.number) and np.issubdtype(bit.dtype, np.number)):
         raise InputError(f"{what}: 'index' and 'bit' must be integer arrays")
-    if (
-        (not np.issubdtype(j.dtype, np.integer) and np.any(j != np.round(j)))
-        or j.min() < 0
-        or j.max() >= size
-    ):
-        raise InputError(f"{what}: 'index' entries must be integers in 0..{size - 1}")
+    check_indices(j, size, what)
     if not np.all((bit == 0) | (bit == 1)):
         raise InputError(f"{what}: 'bit' entries must be 0 or 1")
     return j.astype(np.int64), bit.astype(np.uint8)

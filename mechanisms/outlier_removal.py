@@ -25,15 +25,18 @@ Chernoff quantile of a sum of independent Bernoullis of mean < 6.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ._base import D_MAX, InputError, Param, ParameterError, check_rng
 from ._central import CentralMechanism, accounted_epsilon, check_mode, check_target, largest_feasible
 
 GATE_SENSITIVITY = 2.0
 COUPLING_MEAN = 6.0
+
+_Outlier = TypeVar("_Outlier", bound="OutlierRemovalMean")
 
 
 def privacy_proof() -> str:
@@ -163,11 +166,14 @@ class AboveThreshold:
     query below the noisy threshold. Threshold noise Lap(2Δ/ε) drawn once at construction, query
     noise Lap(4Δ/ε) fresh per query, Δ the queries' sensitivity: ε-DP for the whole stream."""
 
-    def __init__(self, threshold: float, epsilon: float, sensitivity: float, rng: np.random.Generator):
+    def __init__(
+        self, threshold: float, epsilon: float, sensitivity: float, rng: np.random.Generator
+    ) -> None:
+        """Draw the threshold noise ρ ~ Lap(2Δ/ε) once: the noisy threshold is ``threshold`` − ρ."""
         self.rng = check_rng(rng)
         self.scale_threshold = 2.0 * sensitivity / epsilon
         self.scale_query = 4.0 * sensitivity / epsilon
-        self.noisy_threshold = threshold - self.rng.laplace(0.0, self.scale_threshold)
+        self.noisy_threshold = threshold - float(self.rng.laplace(0.0, self.scale_threshold))
         self.halted = False
         self.answered = 0
 
@@ -176,35 +182,35 @@ class AboveThreshold:
         if self.halted:
             raise InputError("the AboveThreshold stream has halted; start a new one (and charge it)")
         self.answered += 1
-        if value + self.rng.laplace(0.0, self.scale_query) < self.noisy_threshold:
+        if value + float(self.rng.laplace(0.0, self.scale_query)) < self.noisy_threshold:
             self.halted = True
             return False
         return True
 
 
-def neighbour_counts(V: np.ndarray, radius: float, block: int = 512) -> np.ndarray:
+def neighbour_counts(V: ArrayLike, radius: float, block: int = 512) -> NDArray[np.int64]:
     """#{k : ‖v_j − v_k‖₂ ≤ radius} for every j (itself included), in row blocks.
 
     Squared distances come from ‖a‖² + ‖b‖² − 2a·b on centred data (BLAS), whose error is at most
     (d + 2)·u·(‖a‖² + ‖b‖²) (u the unit roundoff); pairs within 4× that of radius² are recomputed
     from the coordinate differences, so each comparison is that of the true distance up to a relative
     O(d·u) — covered by the 1e-9 margin on Δ₂ (:class:`OutlierRemovalMean`)."""
-    V = np.asarray(V, dtype=float)
-    V = V - V.mean(axis=0)
-    n, d = V.shape
-    sq = np.einsum("ij,ij->i", V, V)
+    X = np.asarray(V, dtype=np.float64)
+    X = X - X.mean(axis=0)
+    n, d = X.shape
+    sq = np.einsum("ij,ij->i", X, X)
     r2 = radius * radius
     u = np.finfo(float).eps
     out = np.empty(n, dtype=np.int64)
     for s in range(0, n, block):
-        rows = V[s : s + block]
-        d2 = sq[s : s + block, None] + sq[None, :] - 2.0 * rows @ V.T
+        rows = X[s : s + block]
+        d2 = sq[s : s + block, None] + sq[None, :] - 2.0 * rows @ X.T
         tol = 4.0 * (d + 2) * u * (sq[s : s + block, None] + sq[None, :])
         near = np.abs(d2 - r2) <= tol
         cnt = np.count_nonzero((d2 <= r2) & ~near, axis=1)
         if np.any(near):
             i, j = np.nonzero(near)
-            diff = rows[i] - V[j]
+            diff = rows[i] - X[j]
             exact = np.einsum("ij,ij->i", diff, diff) <= r2
             cnt += np.bincount(i[exact], minlength=rows.shape[0])
         out[s : s + block] = cnt
@@ -214,7 +220,8 @@ def neighbour_counts(V: np.ndarray, radius: float, block: int = 512) -> np.ndarr
 class OutlierRemovalSession:
     """One run of at most T adaptive queries (the run is charged for all T when it starts)."""
 
-    def __init__(self, mech: OutlierRemovalMean, rng: np.random.Generator):
+    def __init__(self, mech: OutlierRemovalMean, rng: np.random.Generator) -> None:
+        """A run of ``mech``'s T queries behind its own AboveThreshold gate (threshold θn, ε_g, Δ_s = 2)."""
         self.mech = mech
         self.rng = check_rng(rng)
         self.gate = AboveThreshold(mech.threshold, mech.epsilon_gate, GATE_SENSITIVITY, self.rng)
@@ -222,14 +229,15 @@ class OutlierRemovalSession:
 
     @property
     def halted(self) -> bool:
+        """True once the gate answered ⊥ (the run answers no more queries)."""
         return self.gate.halted
 
-    def query(self, values: Any) -> np.ndarray | None:
+    def query(self, values: ArrayLike) -> NDArray[np.float64] | None:
         """The users' vectors for this query, shape (n, d) — exactly the n users the run was
         calibrated for (n is part of the privacy argument). Returns the noisy mean, or None (⊥: the
         data failed the concentration test and the run halted)."""
         m = self.mech
-        V = np.asarray(values, dtype=float)
+        V = np.asarray(values, dtype=np.float64)
         if V.ndim == 1 and m.d == 1:
             V = V[:, None]
         if V.ndim != 2 or V.shape != (m.n, m.d) or not np.all(np.isfinite(V)):
@@ -251,7 +259,8 @@ class OutlierRemovalSession:
         p = np.clip((f - m.n / 2.0) / (m.n / 6.0), 0.0, 1.0)
         keep = self.rng.random(m.n) < p
         g = V[keep].mean(axis=0) if np.any(keep) else np.zeros(m.d)
-        return g + self.rng.normal(0.0, m.sigma, size=m.d)
+        out: NDArray[np.float64] = g + self.rng.normal(0.0, m.sigma, size=m.d)
+        return out
 
 
 class OutlierRemovalMean(CentralMechanism):
@@ -305,11 +314,18 @@ class OutlierRemovalMean(CentralMechanism):
     }
 
     def _setup(self) -> None:
+        """The gate's failure ζ_g and margins (:func:`gate_failure`), the coupling quantile K
+        (:func:`coupling_quantile`) and Δ₂ = min(6τ, 9τ(K + 1)/n)·(1 + 10⁻⁹) (:func:`privacy_proof` (c);
+        the margin covers the rounding of the distance comparisons). ``ParameterError`` when ζ_g ≥ 1."""
         p = self.params
-        self.epsilon_gate, self.sigma, self.tau = p["epsilon_gate"], p["sigma"], p["tau"]
-        self.T, self.n, self.d = p["T"], p["n"], p["d"]
-        self.zeta_coupling = p["zeta_coupling"]
-        self.theta = p["threshold_fraction"]
+        self.epsilon_gate: float = p["epsilon_gate"]
+        self.sigma: float = p["sigma"]
+        self.tau: float = p["tau"]
+        self.T: int = p["T"]
+        self.n: int = p["n"]
+        self.d: int = p["d"]
+        self.zeta_coupling: float = p["zeta_coupling"]
+        self.theta: float = p["threshold_fraction"]
         self.threshold = self.theta * self.n
         self.zeta_gate, self.a0, self.a1 = gate_failure(self.n, self.epsilon_gate, self.T, self.theta)
         if self.zeta_gate >= 1.0:
@@ -322,7 +338,7 @@ class OutlierRemovalMean(CentralMechanism):
         # ×(1 + 1e-9): the distance comparisons are exact up to a relative O(d·u) (neighbour_counts)
         self.sensitivity = min(6.0 * self.tau, 9.0 * self.tau * (self.K + 1) / self.n) * (1.0 + 1e-9)
 
-    def internals(self) -> dict:
+    def internals(self) -> dict[str, Any]:
         return {
             "gate_sensitivity": GATE_SENSITIVITY,
             "gate_threshold": self.threshold,
@@ -335,7 +351,9 @@ class OutlierRemovalMean(CentralMechanism):
             "noise_multiplier": self.sigma / self.sensitivity,
         }
 
-    def run_events(self, count: int) -> list[dict]:
+    def run_events(self, count: int) -> list[dict[str, Any]]:
+        """Per use, one run of T queries: ``above_threshold`` at ε_g with ζ = ζ_g (the gate's noise
+        failure) and ``gaussian`` with noise multiplier σ/Δ₂ and ζ = ζ_c, T per use (:func:`privacy_proof`)."""
         return [
             {
                 "mechanism": "above_threshold",
@@ -353,7 +371,7 @@ class OutlierRemovalMean(CentralMechanism):
 
     @classmethod
     def calibrated(
-        cls,
+        cls: type[_Outlier],
         epsilon: float,
         delta: float,
         mode: str = "tight",
@@ -361,7 +379,7 @@ class OutlierRemovalMean(CentralMechanism):
         rel_tol: float = 1e-4,
         gate_fraction: float = 0.5,
         **params: Any,
-    ) -> OutlierRemovalMean:
+    ) -> _Outlier:
         """``paper``: the printed σ (:func:`paper_sigma`) with the printed gate noise Lap(4/ε), Lap(8/ε) —
         which, at the score's true sensitivity 2, is ε_g = ε (not ε/2). ``tight``: ε_g =
         ``gate_fraction``·ε, ζ_c = δ/(4T), n ≥ n_min with ζ_g ≤ δ/4 (else ParameterError), and the
@@ -397,6 +415,7 @@ class OutlierRemovalMean(CentralMechanism):
         params = {"zeta_coupling": delta / (4.0 * T * count), **params}
 
         def f(inv_sigma: float) -> float:
+            """Accounted ε at δ of the runs with σ = 1/inv_sigma (non-decreasing in inv_sigma)."""
             return accounted_epsilon(
                 cls(**{**params, "epsilon_gate": eg, "sigma": 1.0 / inv_sigma}).events(count=count), delta
             )
@@ -408,21 +427,22 @@ class OutlierRemovalMean(CentralMechanism):
         """A new run of at most T queries (charge ``events()`` first)."""
         return OutlierRemovalSession(self, rng)
 
-    def randomize(self, x: Any, rng: np.random.Generator) -> dict:
+    def randomize(self, x: ArrayLike, rng: np.random.Generator) -> dict[str, Any]:
         """One query on the users' vectors (n, d): {"mean": the noisy mean or None, "halted": bool}."""
         s = self.session(rng)
         g = s.query(x)
         return {"mean": None if g is None else (float(g[0]) if self.d == 1 else g), "halted": s.halted}
 
-    def estimate(self, reports: Any) -> Any:
+    def estimate(self, reports: object) -> float | NDArray[np.float64]:
+        """The released noisy mean (a float for d = 1); ``InputError`` for a halted run (⊥)."""
         if not isinstance(reports, dict) or "mean" not in reports:
             raise InputError(f"{self.name}: reports must be the release {{'mean': ..., 'halted': ...}}")
         if reports["mean"] is None:
             raise InputError(f"{self.name}: the run halted (⊥): there is no estimate")
-        m = np.asarray(reports["mean"], dtype=float).reshape(-1)
+        m = np.asarray(reports["mean"], dtype=np.float64).reshape(-1)
         return float(m[0]) if self.d == 1 else m
 
-    def mse(self, n: int | None = None, x: Any = None) -> float:
+    def mse(self, n: int | None = None, x: ArrayLike | None = None) -> float:
         """d·σ²: the error of a passed query when no user is removed (Asi–Liu Lemma 3.7 gives that for
         (τ/2)-concentrated data with high probability)."""
         del n, x  # the same for every population and input

@@ -29,6 +29,7 @@ import math
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ._base import InputError, Param, ParameterError, check_rng
 from ._central import CentralMechanism, exponential_log_probabilities, exponential_sample
@@ -37,7 +38,9 @@ from .user_level import user_means
 BINS_MAX = 1 << 40  # K = ⌈B/τ⌉; only the occupied bins are ever materialised
 
 
-def bin_runs(bins: np.ndarray, K: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def bin_runs(
+    bins: NDArray[np.int64], K: int
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
     """(starts, lengths, scores) of the runs of equal score over the K bins, given each user's bin.
 
     le(k) = #{i : bin_i ≤ k}, ge(k) = n − le(k − 1); s(k) = min(le(k), ge(k)). Both change only at
@@ -48,7 +51,9 @@ def bin_runs(bins: np.ndarray, K: int) -> tuple[np.ndarray, np.ndarray, np.ndarr
     occ, cnt = np.unique(bins, return_counts=True)
     le = np.cumsum(cnt)  # #≤ occupied bin
     ge = n - le + cnt  # #≥ occupied bin
-    starts, lengths, scores = [], [], []
+    starts: list[int] = []
+    lengths: list[int] = []
+    scores: list[int] = []
     if occ[0] > 0:
         starts.append(0)
         lengths.append(int(occ[0]))
@@ -110,19 +115,24 @@ class PrivateRange(CentralMechanism):
     }
 
     def _setup(self) -> None:
+        """Interval width w (default 4τ) and K = ⌈B/τ⌉ bins of width 2τ (at most BINS_MAX)."""
         p = self.params
-        self.epsilon, self.tau, self.B = p["epsilon"], p["tau"], p["B"]
-        self.width = 4.0 * self.tau if p["width"] is None else p["width"]
-        self.K = max(1, math.ceil(self.B / self.tau - 1e-12))
+        self.epsilon: float = p["epsilon"]
+        self.tau: float = p["tau"]
+        self.B: float = p["B"]
+        self.width: float = 4.0 * self.tau if p["width"] is None else p["width"]
+        self.K: int = max(1, math.ceil(self.B / self.tau - 1e-12))
         if self.K > BINS_MAX:
             raise ParameterError(
                 f"B/tau gives {self.K} bins; at most {BINS_MAX} are supported — increase tau"
             )
 
-    def internals(self) -> dict:
+    def internals(self) -> dict[str, Any]:
         return {"bins": self.K, "bin_width": 2 * self.tau, "width": self.width, "pure_epsilon": self.epsilon}
 
-    def run_events(self, count: int) -> list[dict]:
+    def run_events(self, count: int) -> list[dict[str, Any]]:
+        """One ``exponential`` event at ε per use: the exponential mechanism with a sensitivity-1 score is
+        ε-DP and ε-bounded-range (McSherry–Talwar 2007; Durfee–Rogers 2019)."""
         return [{"mechanism": "exponential", "epsilon": float(self.epsilon), "count": int(count)}]
 
     @classmethod
@@ -132,43 +142,48 @@ class PrivateRange(CentralMechanism):
         return {"epsilon": epsilon / count}
 
     # ------------------------------------------------------------------------------------------ server
-    def centres(self) -> np.ndarray:
-        return -self.B + self.tau + 2.0 * self.tau * np.arange(self.K)
+    def centres(self) -> NDArray[np.float64]:
+        """The bin centres c_k = −B + τ + 2τk, k = 0..K−1."""
+        c: NDArray[np.float64] = -self.B + self.tau + 2.0 * self.tau * np.arange(self.K, dtype=np.float64)
+        return c
 
-    def bins(self, values: np.ndarray) -> np.ndarray:
+    def bins(self, values: NDArray[np.float64]) -> NDArray[np.int64]:
+        """Each value's bin k = clip(⌊(clip(X, −B, B) + B)/(2τ)⌋, 0, K − 1)."""
         k = np.floor((np.clip(values, -self.B, self.B) + self.B) / (2.0 * self.tau))
         return np.clip(k, 0, self.K - 1).astype(np.int64)
 
-    def _values(self, x: Any) -> np.ndarray:
+    def _values(self, x: ArrayLike) -> NDArray[np.float64]:
+        """One value per user (the mean of its items, ``user_means``); at least one user."""
         v = user_means(x, 1, self.name)[:, 0]
         if v.size < 1:
             raise InputError(f"{self.name}: needs at least one user")
         return v
 
-    def probabilities(self, x: Any) -> np.ndarray:
+    def probabilities(self, x: ArrayLike) -> NDArray[np.float64]:
         """The exact law of the chosen bin index (dense, K entries; for audits and tests)."""
         if self.K > 1 << 20:
             raise ParameterError("probabilities() is dense: at most 2^20 bins")
         starts, lengths, scores = bin_runs(self.bins(self._values(x)), self.K)
         lp = exponential_log_probabilities(lengths, scores, self.epsilon)
-        out = np.empty(self.K)
-        for s, length, l_ in zip(starts, lengths, lp):
+        out = np.empty(self.K, dtype=np.float64)
+        for s, length, l_ in zip(starts.tolist(), lengths.tolist(), lp.tolist()):
             out[s : s + length] = math.exp(l_) / length
         return out
 
-    def choose(self, values: np.ndarray, rng: np.random.Generator) -> float:
+    def choose(self, values: NDArray[np.float64], rng: np.random.Generator) -> float:
         """The chosen centre a for per-user values (already one per user)."""
         starts, lengths, scores = bin_runs(self.bins(values), self.K)
         k = exponential_sample(starts, lengths, scores, self.epsilon, rng)
         return float(-self.B + self.tau + 2.0 * self.tau * k)
 
-    def randomize(self, x: Any, rng: np.random.Generator) -> dict:
+    def randomize(self, x: ArrayLike, rng: np.random.Generator) -> dict[str, Any]:
         """Per-user values (or datasets) → {"centre": a, "interval": [a − w/2, a + w/2]}."""
         rng = check_rng(rng)
         a = self.choose(self._values(x), rng)
         return {"centre": a, "interval": [a - self.width / 2.0, a + self.width / 2.0]}
 
-    def estimate(self, reports: Any) -> list[float]:
+    def estimate(self, reports: object) -> list[float]:
+        """The released interval [lo, hi] (the release is already the estimate: post-processing)."""
         if not isinstance(reports, dict) or "interval" not in reports:
             raise InputError(
                 f"{self.name}: reports must be the release {{'centre': a, 'interval': [lo, hi]}}"
@@ -181,7 +196,7 @@ class PrivateRange(CentralMechanism):
         """P(a centre of score 0 is picked) ≤ K·e^{−εn/4} for τ-concentrated data (module docstring)."""
         return min(1.0, self.K * math.exp(-self.epsilon * n / 4.0))
 
-    def mse(self, n: int | None = None, x: Any = None) -> float:
+    def mse(self, n: int | None = None, x: ArrayLike | None = None) -> float:
         """Bound on E(a − x₀)² for data within τ of x₀: the centre of an occupied bin is within 2τ of x₀
         (probability ≥ 1 − β), any centre within 2B + 2τ: (1 − β)(2τ)² + β(2B + 2τ)², β the failure
         probability at n users (or the data's number of users)."""

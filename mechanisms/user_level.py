@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -20,9 +20,9 @@ from ._base import (
     as_float_array,
     check_rng,
     eps0_param,
+    n_from,
     weighted_counts,
 )
-from .binary import _n_from
 from .hadamard import fwht, log2_ceil, next_power_of_two
 from .hadamard_response import check_index_bit, hr_frequencies_from_sums, hr_randomize, hr_sign_sums
 from .vectors import LEVELS_MAX, LinfBox
@@ -36,53 +36,77 @@ def user_means(x: ArrayLike, d: int, what: str) -> NDArray[np.float64]:
     d = 1: a 1-D array is one value (already the mean) per user; a 2-D array (users, samples) or a list
     of per-user sequences (ragged allowed) is averaged per user.
     d > 1: (users, d) means, (users, samples, d) datasets, or a list of per-user (samples, d) arrays.
+    A user's mean is (1/m)·Σ_j z_j over its m items (the user-level input of seed 000 §3.7 and Levy et
+    al. 2021 Cor. 1); ``InputError`` for no user, a user without items, or non-finite inputs.
     """
-    if isinstance(x, (list, tuple)) and x and isinstance(x[0], (list, tuple, np.ndarray)):
-        try:
-            arrs = [np.asarray(u, dtype=np.float64) for u in x]
-        except (TypeError, ValueError):
-            raise InputError(f"{what}: user datasets must be numbers") from None
-        shapes = {a.shape for a in arrs}
-        if len(shapes) != 1:  # ragged: average each user separately
-            out = []
-            for a in arrs:
-                a = a.reshape(-1, d) if (d > 1 or a.ndim <= 1) else a
-                if a.size == 0 or a.ndim != 2 or a.shape[1] != d:
-                    raise InputError(
-                        f"{what}: each user's dataset must be a non-empty list of "
-                        f"{'numbers' if d == 1 else f'length-{d} vectors'}"
-                    )
-                out.append(a.mean(axis=0))
-            res = np.array(out)
-            if not np.all(np.isfinite(res)):
-                raise InputError(f"{what}: inputs must be finite")
-            return res
+    if _is_list_of_datasets(x):
+        arrs = _user_arrays(x, what)
+        if len({a.shape for a in arrs}) != 1:  # ragged: average each user separately
+            return _ragged_user_means(arrs, d, what)
     try:
         arr = np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError):
         raise InputError(f"{what}: inputs must be numbers (one mean or one dataset per user)") from None
-    if d == 1:
-        if arr.ndim == 0:
-            arr = arr.reshape(1)
-        if arr.ndim == 1:
-            res = arr.reshape(-1, 1)
-        elif arr.ndim == 2 and arr.shape[1] >= 1:
-            res = arr.mean(axis=1, keepdims=True)
-        else:
-            raise InputError(f"{what}: inputs must be (users,) means or (users, samples) datasets")
-    else:
-        if arr.ndim == 2 and arr.shape[1] == d:
-            res = arr
-        elif arr.ndim == 3 and arr.shape[2] == d and arr.shape[1] >= 1:
-            res = arr.mean(axis=1)
-        else:
-            raise InputError(
-                f"{what}: inputs must be (users, {d}) means or (users, samples, {d}) datasets "
-                f"(got shape {arr.shape})"
-            )
+    res = _scalar_user_means(arr, what) if d == 1 else _vector_user_means(arr, d, what)
     if res.shape[0] < 1 or not np.all(np.isfinite(res)):
         raise InputError(f"{what}: need at least one user and finite inputs")
     return res
+
+
+def _is_list_of_datasets(x: ArrayLike) -> TypeGuard[list[Any] | tuple[Any, ...]]:
+    """A non-empty list or tuple whose first entry is itself a sequence (one dataset per user)."""
+    return isinstance(x, (list, tuple)) and bool(x) and isinstance(x[0], (list, tuple, np.ndarray))
+
+
+def _user_arrays(x: list[Any] | tuple[Any, ...], what: str) -> list[NDArray[np.float64]]:
+    """Each user's dataset as a float64 array."""
+    try:
+        return [np.asarray(u, dtype=np.float64) for u in x]
+    except (TypeError, ValueError):
+        raise InputError(f"{what}: user datasets must be numbers") from None
+
+
+def _ragged_user_means(arrs: list[NDArray[np.float64]], d: int, what: str) -> NDArray[np.float64]:
+    """The means of datasets of different sizes, one at a time: each must be a non-empty list of
+    numbers (d = 1) or of length-d vectors."""
+    out = []
+    for a in arrs:
+        if (d > 1 or a.ndim <= 1) and a.size % d == 0:  # else the shape check below refuses it
+            a = a.reshape(-1, d)
+        if a.size == 0 or a.ndim != 2 or a.shape[1] != d:
+            raise InputError(
+                f"{what}: each user's dataset must be a non-empty list of "
+                f"{'numbers' if d == 1 else f'length-{d} vectors'}"
+            )
+        out.append(a.mean(axis=0))
+    res = np.array(out, dtype=np.float64)
+    if not np.all(np.isfinite(res)):
+        raise InputError(f"{what}: inputs must be finite")
+    return res
+
+
+def _scalar_user_means(arr: NDArray[np.float64], what: str) -> NDArray[np.float64]:
+    """d = 1: (users,) means as (users, 1), or (users, samples) datasets averaged per user."""
+    if arr.ndim == 0:
+        arr = arr.reshape(1)
+    if arr.ndim == 1:
+        return arr.reshape(-1, 1)
+    if arr.ndim == 2 and arr.shape[1] >= 1:
+        means: NDArray[np.float64] = arr.mean(axis=1, keepdims=True)
+        return means
+    raise InputError(f"{what}: inputs must be (users,) means or (users, samples) datasets")
+
+
+def _vector_user_means(arr: NDArray[np.float64], d: int, what: str) -> NDArray[np.float64]:
+    """d > 1: (users, d) means as they are, or (users, samples, d) datasets averaged per user."""
+    if arr.ndim == 2 and arr.shape[1] == d:
+        return arr
+    if arr.ndim == 3 and arr.shape[2] == d and arr.shape[1] >= 1:
+        means: NDArray[np.float64] = arr.mean(axis=1)
+        return means
+    raise InputError(
+        f"{what}: inputs must be (users, {d}) means or (users, samples, {d}) datasets (got shape {arr.shape})"
+    )
 
 
 class UserRange(Mechanism):
@@ -121,6 +145,8 @@ class UserRange(Mechanism):
     output_alphabet_size: int
 
     def _setup(self) -> None:
+        """k = ⌈B/τ⌉ bins of width 2τ with centres a_j = −B + (2j+1)τ (k ≥ 2, at most BINS_MAX),
+        K = 2^⌈log₂ k⌉ Hadamard groups, c = (e^{ε0}+1)/(e^{ε0}−1)."""
         self.epsilon0 = self.params["epsilon0"]
         self.B: float = self.params["B"]
         self.tau: float = self.params["tau"]
@@ -151,6 +177,8 @@ class UserRange(Mechanism):
         }
 
     def bins(self, means: NDArray[np.float64]) -> NDArray[np.int64]:
+        """Each user's bin j = clip(⌊(ȳ + B)/(2τ)⌋, 0, k − 1): the centre a_j = −B + (2j+1)τ closest to
+        its mean ȳ (Algorithm 4)."""
         return np.clip(np.floor((means + self.B) / (2.0 * self.tau)), 0, self.k - 1).astype(np.int64)
 
     def randomize(self, x: ArrayLike, rng: np.random.Generator) -> ReportArrays:
@@ -174,7 +202,7 @@ class UserRange(Mechanism):
         """E‖f̂ − f‖² of the bin frequencies = (c² k − 1)/n for every input."""
         if x is not None:
             n = user_means(x, 1, self.name).shape[0]
-        return (self.c**2 * self.k - 1.0) / _n_from(n, None)
+        return (self.c**2 * self.k - 1.0) / n_from(n, None)
 
 
 class UserMean(Mechanism):
@@ -243,6 +271,10 @@ class UserMean(Mechanism):
     output_alphabet_size: int
 
     def _setup(self) -> None:
+        """The budget split of Algorithms 1 and 5 (class docstring). d = 1: a range round at ε0/2 and the
+        ℓ∞ report at ε0/2 with r∞ = 3τ, or, with a public interval, the ℓ∞ report at ε0 with r∞ = half
+        its width. d > 1: public signs, τ' = 10τ·√(log(n d'/γ)/d'), d' range reports at ε0/(2d') over
+        [−B√d, B√d] with radius τ_r = min(τ', B√d/2), and the ℓ∞ report at ε0/2 with r∞ = 3τ_r."""
         pr = self.params
         self.epsilon0 = pr["epsilon0"]
         self.d: int = pr["d"]
@@ -292,6 +324,8 @@ class UserMean(Mechanism):
 
     @property
     def message_epsilons(self) -> list[float]:
+        """The range round's messages (one at ε0/2 for d = 1; d' at ε0/(2d') for d > 1; none with a
+        public interval), then the m·s messages of the ℓ∞ mean report."""
         r = [] if self.range_mech is None else [self.range_mech.epsilon0] * self.range_count
         return r + self.linf.message_epsilons
 
@@ -315,6 +349,7 @@ class UserMean(Mechanism):
 
     # ---------------------------------------------------------------------------------------------
     def _rotate(self, y: NDArray[np.float64]) -> NDArray[np.float64]:
+        """w = U·y = H·diag(ω)·y/√d' per user (y zero-padded to d'); the identity for d = 1."""
         if self.signs is None:  # d = 1: no rotation
             return y
         w = np.zeros((y.shape[0], self.D))
@@ -323,14 +358,17 @@ class UserMean(Mechanism):
         return fwht(w) / math.sqrt(self.D)
 
     def _unrotate(self, w: NDArray[np.float64]) -> NDArray[np.float64]:
+        """y = Uᵀ·w = diag(ω)·H·w/√d', cut to the first d coordinates; the identity for d = 1."""
         if self.signs is None:  # d = 1: no rotation
             return w
         return (fwht(w) * (self.signs / math.sqrt(self.D)))[: self.d]
 
     def _clip_samples(self, y: NDArray[np.float64]) -> NDArray[np.float64]:
+        """User means clipped to [−B, B] per coordinate (the samples' bound)."""
         return np.clip(y, -self.B, self.B)
 
     def _range_reports(self, w: NDArray[np.float64], rng: np.random.Generator) -> ReportArrays:
+        """Round 1: each user's Hadamard response of its bin, per rotated coordinate."""
         rm = self.range_mech
         assert rm is not None  # called only when there is a range round
         bins = rm.bins(w)  # (users, D)
@@ -338,6 +376,8 @@ class UserMean(Mechanism):
         return {"index": j, "bit": bit}
 
     def _centres_from_range(self, rep: ReportArraysLike) -> NDArray[np.float64]:
+        """The server's broadcast centres: per rotated coordinate, the centre of the bin with the
+        largest estimated frequency (Algorithm 3 line 8), from the round-1 reports."""
         rm = self.range_mech
         assert rm is not None  # called only when there is a range round
         j = np.asarray(rep["index"])

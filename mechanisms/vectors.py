@@ -16,15 +16,17 @@ from ._base import (
     ParameterError,
     ReportArrays,
     ReportArraysLike,
-    as_array,
     as_float_batch,
+    check_indices,
     check_rng,
     eps0_param,
+    n_from,
+    report_pair,
     rr_flip_probability,
     rr_variance,
     weighted_counts,
 )
-from .binary import _n_from, block_layout, check_slot_reports
+from .binary import block_layout, check_slot_reports
 from .hadamard import fwht, hadamard_coefficients, log2_ceil, next_power_of_two
 
 LEVELS_MAX = 24
@@ -60,6 +62,7 @@ class L1Ball(Mechanism):
     output_alphabet_size: int
 
     def _setup(self) -> None:
+        """D = 2^⌈log₂ d⌉ and c = (e^{ε0}+1)/(e^{ε0}−1); ⌈log₂ D⌉ + 1 bits per report."""
         self.epsilon0 = self.params["epsilon0"]
         self.d: int = self.params["d"]
         self.r1: float = self.params["r1"]
@@ -73,6 +76,7 @@ class L1Ball(Mechanism):
         return {"hadamard_dimension": self.D, "c": self.c, "report_magnitude": self.r1 * self.c}
 
     def _project(self, x: ArrayLike) -> NDArray[np.float64]:
+        """Inputs (batch, d); rows with ‖x‖₁ > r₁ scaled onto the sphere, x·r₁/‖x‖₁."""
         xs = as_float_batch(x, self.d, self.name)
         norms = np.abs(xs).sum(axis=1)
         over = norms > self.r1
@@ -98,6 +102,8 @@ class L1Ball(Mechanism):
         return {"index": j, "sign": sign}
 
     def estimate(self, reports: ReportArraysLike) -> NDArray[np.float64]:
+        """x̂ = r₁c·H S/n, S_j the sum of the signs reported at index j: the mean of the reports'
+        z_i = sign_i·r₁c·H(j_i), unbiased (Lemma 3.4.1), by one fast Walsh–Hadamard transform."""
         j, sign = check_index_sign(reports, self.D, self.name)
         s = weighted_counts(j, sign.astype(np.float64), self.D)
         n: int = j.shape[0]
@@ -107,27 +113,22 @@ class L1Ball(Mechanism):
         """Exact E‖x̂ − x̄‖² = (1/n²) Σ_i (r₁² c² d − ‖x_i‖²); without x its supremum r₁² c² d / n."""
         per = (self.r1 * self.c) ** 2 * self.d
         if x is None:
-            return per / _n_from(n, None)
+            return per / n_from(n, None)
         xs = self._project(x)
         n = xs.shape[0]
         return float((n * per - np.sum(xs * xs)) / n**2)
 
 
 def check_index_sign(reports: object, size: int, what: str) -> tuple[NDArray[np.int64], NDArray[np.int8]]:
-    if not isinstance(reports, dict) or "index" not in reports or "sign" not in reports:
-        raise InputError(f"{what}: reports must be a mapping with arrays 'index' and 'sign'")
-    j = as_array(reports["index"], what).reshape(-1)
-    sign = as_array(reports["sign"], what).reshape(-1)
+    """Signed-coordinate reports {"index": j, "sign": ±1} (flattened): equal-length non-empty arrays,
+    integer indices in 0..size − 1 and signs ±1."""
+    j, sign = report_pair(reports, ("index", "sign"), what)
+    j, sign = j.reshape(-1), sign.reshape(-1)
     if j.shape != sign.shape or j.size == 0:
         raise InputError(f"{what}: 'index' and 'sign' must be non-empty arrays of the same length")
     if not (np.issubdtype(j.dtype, np.number) and np.issubdtype(sign.dtype, np.number)):
         raise InputError(f"{what}: 'index' and 'sign' must be numeric")
-    if (
-        (not np.issubdtype(j.dtype, np.integer) and np.any(j != np.round(j)))
-        or j.min() < 0
-        or j.max() >= size
-    ):
-        raise InputError(f"{what}: 'index' entries must be integers in 0..{size - 1}")
+    check_indices(j, size, what)
     if not np.all((sign == 1) | (sign == -1)):
         raise InputError(f"{what}: 'sign' entries must be +1 or -1")
     return j.astype(np.int64), sign.astype(np.int8)
@@ -191,6 +192,7 @@ class LinfBox(Mechanism):
     output_alphabet_size: int
 
     def _setup(self) -> None:
+        """The box's calibration from the parameters (:meth:`_init_box`)."""
         self._init_box(
             self.params["epsilon0"],
             self.params["d"],
@@ -200,6 +202,9 @@ class LinfBox(Mechanism):
         )
 
     def _init_box(self, epsilon0: float, d: int, m: int, s: int, r_inf: float) -> None:
+        """The ℓ∞ mechanism's calibration: blocks of a = ⌈d/s⌉, level budgets ε0·f_k (``level_split``),
+        per-slot budgets ε0·f_k/s with exact 2RR flip probabilities 1/(1+e^{ε0·f_k/s}), and level
+        weights w_k = 2^{−k} (k < m), w_m = 2^{−(m−1)} (Algorithm 3.5.1)."""
         self.epsilon0 = epsilon0
         self.d, self.m, self.r_inf = d, m, r_inf
         self.a, self.s = block_layout(d, s)
@@ -215,6 +220,7 @@ class LinfBox(Mechanism):
 
     @property
     def message_epsilons(self) -> list[float]:
+        """m·s messages: for each level k, s slots at ε0·f_k/s each."""
         return [float(e) for e in self.slot_epsilons for _ in range(self.s)]
 
     def internals(self) -> dict[str, Any]:
@@ -228,6 +234,8 @@ class LinfBox(Mechanism):
 
     # digits of z at given positions ----------------------------------------------------------------
     def _digits(self, z: NDArray[np.float64]) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+        """(q, ρ) for z ∈ [0, 1]: q = min(⌊2^{m−1}z⌋, 2^{m−1} − 1), whose bits are the m−1 binary digits of
+        z, and ρ = clip(2^{m−1}z − q, 0, 1), the probability of the unbiased last bit u (§3.5.1)."""
         scale = float(2 ** (self.m - 1))
         t = z * scale
         q = np.minimum(np.floor(t), scale - 1).astype(np.int64)
@@ -235,6 +243,9 @@ class LinfBox(Mechanism):
         return q, rho
 
     def _randomize_box(self, x: NDArray[np.float64], rng: np.random.Generator) -> ReportArrays:
+        """ℓ∞ reports of x (batch, d), Algorithm 3.5.1 computed at the sampled coordinates only: per
+        level and slot a uniform index in the block, that coordinate's digit (at the last level
+        u ~ Bern(ρ)), flipped with the level's probability p_k."""
         n = x.shape[0]
         m, s, a, d = self.m, self.s, self.a, self.d
         idx = rng.integers(0, a, size=(n, m, s), dtype=np.int32)
@@ -258,6 +269,7 @@ class LinfBox(Mechanism):
         return self._randomize_box(as_float_batch(x, self.d, self.name), rng)
 
     def _estimate_z(self, reports: ReportArraysLike) -> NDArray[np.float64]:
+        """ẑ = Σ_k w_k·b̂^(k), b̂^(k) the unbiased binary-vector estimate of level k (Algorithm 3.5.2)."""
         idx, bit = check_slot_reports(reports, (self.m, self.s), self.a, self.name)
         n: int = idx.shape[0]
         coords = idx + (np.arange(self.s) * self.a)[None, None, :]
@@ -267,6 +279,7 @@ class LinfBox(Mechanism):
         return tot[: self.d] / n
 
     def estimate(self, reports: ReportArraysLike) -> NDArray[np.float64]:
+        """x̂ = 2r∞·ẑ − r∞ (Algorithm 3.5.2): unbiased for the mean of the inputs clipped to the box."""
         return 2.0 * self.r_inf * self._estimate_z(reports) - self.r_inf
 
     def _per_client_z_error(self, z: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -282,6 +295,8 @@ class LinfBox(Mechanism):
         return out
 
     def _sup_z_error(self) -> float:
+        """sup over z ∈ [0, 1]^d of E‖ẑ_i − z_i‖² (class docstring): every digit vector has ‖b^(k)‖² ≤ d,
+        and Σ_j (aρ_j − ρ_j²) ≤ d·max_ρ (aρ − ρ²) = d(a − 1) for a ≥ 2 (at ρ = 1), d/4 for a = 1 (ρ = ½)."""
         a, d, m = self.a, self.d, self.m
         v = np.array([rr_variance(p) for p in self.p])
         tot = sum(4.0 ** (-k) * (a * d * v[k - 1] + (a - 1) * d) for k in range(1, m))
@@ -292,7 +307,7 @@ class LinfBox(Mechanism):
     def mse(self, n: int | None = None, x: ArrayLike | None = None) -> float:
         """Exact E‖x̂ − x̄‖² for the given inputs (clipped to the box); without x its supremum over the box."""
         if x is None:
-            return 4.0 * self.r_inf**2 * self._sup_z_error() / _n_from(n, None)
+            return 4.0 * self.r_inf**2 * self._sup_z_error() / n_from(n, None)
         xs = as_float_batch(x, self.d, self.name)
         z = (np.clip(xs, -self.r_inf, self.r_inf) + self.r_inf) / (2.0 * self.r_inf)
         n = z.shape[0]
@@ -359,6 +374,8 @@ class L2Ball(LinfBox):
     }
 
     def _setup(self) -> None:
+        """r∞ = 10·r₂·√(log(n d'/β)/d') (Theorem 3.6.5) unless ``r_inf`` is given, the ℓ∞ box on the
+        padded dimension d', and the public signs from ``rotation_seed``."""
         pr = self.params
         self.d_in: int = pr["d"]
         self.r2: float = pr["r2"]
@@ -374,6 +391,7 @@ class L2Ball(LinfBox):
         return out
 
     def _project(self, x: ArrayLike) -> NDArray[np.float64]:
+        """Inputs (batch, d); rows with ‖x‖₂ > r₂ scaled onto the sphere, x·r₂/‖x‖₂."""
         xs = as_float_batch(x, self.d_in, self.name)
         norms = np.sqrt(np.einsum("ij,ij->i", xs, xs))
         over = norms > self.r2
@@ -405,10 +423,14 @@ class L2Ball(LinfBox):
         return self._randomize_box(w, rng)
 
     def estimate(self, reports: ReportArraysLike) -> NDArray[np.float64]:
+        """x̂ = Uᵀŵ, ŵ = 2r∞·ẑ − r∞ the ℓ∞ estimate of the rotated inputs (Algorithm 3.6.2)."""
         w_hat = 2.0 * self.r_inf * self._estimate_z(reports) - self.r_inf
         return self.unrotate(w_hat)
 
     def mse(self, n: int | None = None, x: ArrayLike | None = None) -> float:
+        """Without x: the ℓ∞ supremum at r∞ (valid when nothing is clipped, w.p. ≥ 1 − β). With x: the
+        ℓ∞ variance of the clipped rotations plus the clipping bias ‖Uᵀ·mean(clip(Ux)) − mean(x)‖²
+        (U orthogonal: exact when d is a power of two, an upper bound otherwise)."""
         if x is None:
             return super().mse(n=n)
         xs = self._project(x)

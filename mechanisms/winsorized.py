@@ -33,6 +33,7 @@ import math
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ._base import D_MAX, InputError, Param, ParameterError, as_float_array, check_rng
 from ._central import CentralMechanism
@@ -71,6 +72,7 @@ def tau_subgaussian(sigma: float, d: int, m: int, n: int, gamma: float) -> float
 
 
 def _check_tau_args(m: int, n: int, gamma: float) -> None:
+    """``ParameterError`` unless m, n >= 1 and γ ∈ (0, 1)."""
     if not (m >= 1 and n >= 1 and 0 < gamma < 1):
         raise ParameterError("m and n must be >= 1 and gamma in (0, 1)")
 
@@ -169,9 +171,17 @@ class WinsorizedMean(CentralMechanism):
     }
 
     def _setup(self) -> None:
+        """d' = 2^⌈log₂ d⌉ (1 for d = 1); the rotated radius τ' (given, or :func:`rotated_tau`); the range B,
+        or √d·B for ``norm='linf'`` (‖Ux‖_∞ ≤ ‖x‖₂ ≤ √d·B); the width w = width_factor·τ'; the private
+        range at ε/2."""
         p = self.params
-        self.epsilon, self.tau, self.B, self.d = p["epsilon"], p["tau"], p["B"], p["d"]
+        self.epsilon: float = p["epsilon"]
+        self.tau: float = p["tau"]
+        self.B: float = p["B"]
+        self.d: int = p["d"]
         self.D = 1 if self.d == 1 else next_power_of_two(self.d)
+        self.tau_r: float
+        self.range: float
         if self.d == 1:
             self.tau_r, self.range = self.tau, self.B
         else:
@@ -182,10 +192,10 @@ class WinsorizedMean(CentralMechanism):
             else:
                 raise ParameterError("winsorized_mean with d > 1 needs 'n' (for τ') or 'tau_rotated'")
             self.range = math.sqrt(self.d) * self.B if p["norm"] == "linf" else self.B
-        self.width = p["width_factor"] * self.tau_r
+        self.width: float = p["width_factor"] * self.tau_r
         self.ranger = PrivateRange(epsilon=self.epsilon / 2.0, tau=self.tau_r, B=self.range, width=self.width)
 
-    def internals(self) -> dict:
+    def internals(self) -> dict[str, Any]:
         return {
             "rotated_dimension": self.D,
             "tau_rotated": self.tau_r,
@@ -200,7 +210,9 @@ class WinsorizedMean(CentralMechanism):
         """b = 2w/(nε): the clipped mean's sensitivity w/n over its budget ε/2."""
         return 2.0 * self.width / (n * self.epsilon)
 
-    def run_events(self, count: int) -> list[dict]:
+    def run_events(self, count: int) -> list[dict[str, Any]]:
+        """Per use and rotated coordinate (d' of them): the private range, ``exponential`` at ε/2, and the
+        clipped mean's noise, ``laplace`` with scale b/Δ₁ = (2w/(nε))/(w/n) = 2/ε."""
         c = int(count) * self.D
         return [
             {"mechanism": "exponential", "epsilon": float(self.epsilon / 2.0), "count": c},
@@ -228,30 +240,40 @@ class WinsorizedMean(CentralMechanism):
         return {"epsilon": e0 / math.sqrt(8.0 * D * math.log(1.0 / d0))}
 
     # ------------------------------------------------------------------------------------------ server
-    def _inputs(self, x: Any) -> np.ndarray:
+    def _inputs(self, x: ArrayLike) -> NDArray[np.float64]:
+        """Per-user vectors (users, d) (datasets averaged per user, ``user_means``)."""
         v = user_means(x, self.d, self.name)
         if v.shape[0] < 1:
             raise InputError(f"{self.name}: needs at least one user")
         return v
 
-    def signs(self, rng: np.random.Generator) -> np.ndarray:
+    def signs(self, rng: np.random.Generator) -> NDArray[np.float64]:
+        """The public random signs ω ∈ {±1}^{d'} of the rotation U = H·diag(ω)/√d' (Levy et al. Alg. 2
+        line 2): from ``rotation_seed`` when set, else drawn from ``rng``. Data-independent."""
         seed = self.params["rotation_seed"]
         g = np.random.default_rng(seed) if seed is not None else rng
         return g.choice(np.array([-1.0, 1.0]), size=self.D)
 
-    def rotate(self, X: np.ndarray, signs: np.ndarray) -> np.ndarray:
+    def rotate(self, X: NDArray[np.float64], signs: NDArray[np.float64] | None) -> NDArray[np.float64]:
+        """Y_i = U X_i = H·diag(ω)·X_i/√d' per row (X zero-padded to d'); the identity for d = 1
+        (``signs`` may be None only then)."""
         if self.d == 1:
             return X
         w = np.zeros((X.shape[0], self.D))
         w[:, : self.d] = X
-        return fwht(w * signs) / math.sqrt(self.D)
+        return fwht(w * _required_signs(signs)) / math.sqrt(self.D)
 
-    def unrotate(self, Y: np.ndarray, signs: np.ndarray) -> np.ndarray:
+    def unrotate(self, Y: NDArray[np.float64], signs: NDArray[np.float64] | None) -> NDArray[np.float64]:
+        """X = Uᵀ Y = diag(ω)·H·Y/√d' per row (H symmetric), cut back to the first d coordinates; the
+        identity for d = 1 (``signs`` may be None only then)."""
         if self.d == 1:
             return Y
-        return (fwht(Y) * signs / math.sqrt(self.D))[..., : self.d]
+        out: NDArray[np.float64] = (fwht(Y) * _required_signs(signs) / math.sqrt(self.D))[..., : self.d]
+        return out
 
-    def release(self, X: np.ndarray, rng: np.random.Generator, signs: np.ndarray | None = None) -> dict:
+    def release(
+        self, X: NDArray[np.float64], rng: np.random.Generator, signs: NDArray[np.float64] | None = None
+    ) -> dict[str, Any]:
         """One use on per-user vectors X (n, d): the noisy mean and what was released with it."""
         n = X.shape[0]
         if signs is None:
@@ -273,11 +295,13 @@ class WinsorizedMean(CentralMechanism):
             "n": n,
         }
 
-    def randomize(self, x: Any, rng: np.random.Generator) -> dict:
+    def randomize(self, x: ArrayLike, rng: np.random.Generator) -> dict[str, Any]:
+        """Per-user values or datasets → :meth:`release` (the noisy mean, the intervals, the signs)."""
         rng = check_rng(rng)
         return self.release(self._inputs(x), rng)
 
-    def estimate(self, reports: Any) -> Any:
+    def estimate(self, reports: object) -> float | NDArray[np.float64]:
+        """The released mean (a float for d = 1), checked to be d finite numbers."""
         if not isinstance(reports, dict) or "mean" not in reports:
             raise InputError(f"{self.name}: reports must be the release {{'mean': ..., 'intervals': ...}}")
         m = as_float_array(reports["mean"], self.name)
@@ -286,7 +310,7 @@ class WinsorizedMean(CentralMechanism):
         return float(m.reshape(-1)[0]) if self.d == 1 else m.reshape(-1)
 
     # ------------------------------------------------------------------------------------------ utility
-    def mse(self, n: int | None = None, x: Any = None) -> float:
+    def mse(self, n: int | None = None, x: ArrayLike | None = None) -> float:
         """The Laplace noise's E‖noise‖² = d·2b² with b = 2w/(nε): i.i.d. noise of variance 2b² on the d'
         rotated coordinates stays isotropic after the orthogonal un-rotation, and d of the d'
         coordinates are kept. The whole error when nothing is clipped and the ranges succeed (Thm 1/
@@ -301,6 +325,13 @@ class WinsorizedMean(CentralMechanism):
         for data within τ' of a point in every rotated coordinate: d'·K·e^{−nε/8} (each range runs at
         ε/2; module :mod:`mechanisms.private_range`)."""
         return min(1.0, self.D * self.ranger.failure_probability(n))
+
+
+def _required_signs(signs: NDArray[np.float64] | None) -> NDArray[np.float64]:
+    """The rotation's signs, which every d > 1 rotation needs."""
+    if signs is None:
+        raise InputError("winsorized_mean with d > 1: the rotation needs its signs")
+    return signs
 
 
 def theorem1_beta(n: int, epsilon: float, tau: float, B: float, gamma: float) -> float:
@@ -330,7 +361,7 @@ def theorem2_variance(n: int, d: int, epsilon: float, delta: float, tau: float, 
 
 
 def winsorized_user_mean(
-    data: Any,
+    data: ArrayLike,
     epsilon: float,
     delta: float,
     B: float,
@@ -340,7 +371,7 @@ def winsorized_user_mean(
     sigma: float | None = None,
     mode: str = "tight",
     width_factor: float = 4.0,
-) -> tuple[Any, WinsorizedMean]:
+) -> tuple[float | NDArray[np.float64], WinsorizedMean]:
     """Levy et al. Corollary 1: the user-level private mean of per-user datasets.
 
     ``data``: (users, items) or (users, items, d) items in [−B, B] per coordinate (d = 1) or in the

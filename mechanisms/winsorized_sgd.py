@@ -24,13 +24,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ._base import D_MAX, InputError, Param, ParameterError, check_rng
 from ._central import CentralMechanism
 from .hadamard import next_power_of_two
 from .winsorized import WinsorizedMean, rotated_tau
 
-GradFn = Callable[[np.ndarray, Any], np.ndarray]
+#: ``grad_fn(theta, user_data)`` → that user's average gradient, shape (d,)
+GradFn = Callable[[NDArray[np.float64], Any], ArrayLike]
 
 
 @dataclass
@@ -38,23 +40,28 @@ class SGDResult:
     """A finished run: ``theta`` (the output), ``iterates`` (θ_0..θ_T), ``gradients`` (the private
     mean gradients ḡ_t), ``steps`` run."""
 
-    theta: np.ndarray
-    iterates: list[np.ndarray] = field(default_factory=list)
-    gradients: list[np.ndarray] = field(default_factory=list)
+    theta: NDArray[np.float64]
+    iterates: list[NDArray[np.float64]] = field(default_factory=list)
+    gradients: list[NDArray[np.float64]] = field(default_factory=list)
     steps: int = 0
 
 
-def project_l2_ball(theta: np.ndarray, radius: float | None) -> np.ndarray:
+def project_l2_ball(theta: NDArray[np.float64], radius: float | None) -> NDArray[np.float64]:
+    """Π_Θ(θ): the Euclidean projection onto the ℓ2 ball Θ of radius R, θ·min(1, R/‖θ‖₂) (θ itself
+    when ``radius`` is None: Θ = R^d)."""
     if radius is None:
         return theta
     nrm = float(np.linalg.norm(theta))
     return theta if nrm <= radius else theta * (radius / nrm)
 
 
-def clip_rows_l2(g: np.ndarray, bound: float) -> np.ndarray:
+def clip_rows_l2(g: NDArray[np.float64], bound: float) -> NDArray[np.float64]:
+    """Each row g_u scaled to ℓ2 norm at most G: g_u·min(1, G/‖g_u‖₂) (the gradient bound Levy et al.
+    Thm 3 assume; rows of norm 0 are left at 0)."""
     nrm = np.linalg.norm(g, axis=1)
     scale = np.minimum(1.0, bound / np.maximum(nrm, 1e-300))
-    return g * scale[:, None]
+    out: NDArray[np.float64] = g * scale[:, None]
+    return out
 
 
 class WinsorizedSGD(CentralMechanism):
@@ -142,8 +149,13 @@ class WinsorizedSGD(CentralMechanism):
     }
 
     def _setup(self) -> None:
+        """The per-step :class:`WinsorizedMean` of the clipped gradients (``norm='l2'``, B = G) at ε'' per
+        rotated coordinate, with τ'' given or :func:`rotated_tau` (d > 1)."""
         p = self.params
-        self.epsilon, self.T, self.d, self.G = p["epsilon"], p["T"], p["d"], p["G"]
+        self.epsilon: float = p["epsilon"]
+        self.T: int = p["T"]
+        self.d: int = p["d"]
+        self.G: float = p["G"]
         self.D = 1 if self.d == 1 else next_power_of_two(self.d)
         tau_r = (
             p["tau_rotated"]
@@ -163,13 +175,14 @@ class WinsorizedSGD(CentralMechanism):
             rotation_seed=p["rotation_seed"],
         )
 
-    def internals(self) -> dict:
+    def internals(self) -> dict[str, Any]:
         return {**self.mean.internals(), "steps": self.T, "releases_per_step": 2 * self.D}
 
-    def run_events(self, count: int) -> list[dict]:
+    def run_events(self, count: int) -> list[dict[str, Any]]:
+        """T steps per use, each the d' coordinates' releases of the per-step winsorized mean."""
         return self.mean.run_events(int(count) * self.T)
 
-    def plan(self, n: int | None = None) -> dict:
+    def plan(self, n: int | None = None) -> dict[str, Any]:
         """Per-step parameters and the run's events: ε'' per coordinate, its split, τ'', the interval
         width, the Laplace scale at n users, the noise variance of one step's mean gradient."""
         n = self.params["n"] if n is None else n
@@ -204,9 +217,9 @@ class WinsorizedSGD(CentralMechanism):
         return epsilon / (2.0 * math.sqrt(2.0 * T * math.log(2.0 / delta))), delta / (2.0 * T)
 
     # ------------------------------------------------------------------------------------------ runner
-    def private_gradient(self, grads: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    def private_gradient(self, grads: ArrayLike, rng: np.random.Generator) -> NDArray[np.float64]:
         """One step's private mean of the users' gradients (n, d), after clipping each to ℓ2 norm G."""
-        g = np.asarray(grads, dtype=float)
+        g = np.asarray(grads, dtype=np.float64)
         if g.ndim != 2 or g.shape[1] != self.d or not np.all(np.isfinite(g)):
             raise InputError(f"{self.name}: per-user gradients must be a finite (users, {self.d}) array")
         r = self.mean.release(clip_rows_l2(g, self.G), rng)
@@ -216,9 +229,9 @@ class WinsorizedSGD(CentralMechanism):
         self,
         grad_fn: GradFn,
         users: Sequence[Any],
-        theta0: np.ndarray,
+        theta0: ArrayLike,
         rng: np.random.Generator,
-        callback: Callable[[int, np.ndarray], None] | None = None,
+        callback: Callable[[int, NDArray[np.float64]], None] | None = None,
     ) -> SGDResult:
         """Projected SGD for T steps. ``grad_fn(theta, user_data)`` → that user's average gradient (d,);
         ``users``: the n users' data (n must equal the planned n). ``callback(t, theta)`` after each
@@ -226,13 +239,13 @@ class WinsorizedSGD(CentralMechanism):
         rng = check_rng(rng)
         if len(users) != self.params["n"]:
             raise ParameterError(f"the run was planned for n = {self.params['n']} users, got {len(users)}")
-        theta = np.asarray(theta0, dtype=float).copy()
+        theta = np.asarray(theta0, dtype=np.float64).copy()
         if theta.shape != (self.d,):
             raise InputError(f"theta0 must have shape ({self.d},)")
         res = SGDResult(theta=theta, iterates=[theta.copy()])
         eta, R = self.params["learning_rate"], self.params["radius"]
         for t in range(self.T):
-            grads = np.stack([np.asarray(grad_fn(theta, u), dtype=float) for u in users])
+            grads = np.stack([np.asarray(grad_fn(theta, u), dtype=np.float64) for u in users])
             gbar = self.private_gradient(grads, rng)
             theta = project_l2_ball(theta - eta * gbar, R)
             res.iterates.append(theta.copy())
@@ -243,18 +256,19 @@ class WinsorizedSGD(CentralMechanism):
         res.theta = np.mean(res.iterates[1:], axis=0) if self.params["aggregate"] == "average" else theta
         return res
 
-    def randomize(self, x: Any, rng: np.random.Generator) -> dict:
+    def randomize(self, x: ArrayLike, rng: np.random.Generator) -> dict[str, Any]:
         """One step's private mean gradient of per-user gradients x (n, d)."""
         rng = check_rng(rng)
-        return {"gradient": self.private_gradient(np.asarray(x, dtype=float).reshape(-1, self.d), rng)}
+        return {"gradient": self.private_gradient(np.asarray(x, dtype=np.float64).reshape(-1, self.d), rng)}
 
-    def estimate(self, reports: Any) -> Any:
+    def estimate(self, reports: object) -> float | NDArray[np.float64]:
+        """The released mean gradient (a float for d = 1)."""
         if not isinstance(reports, dict) or "gradient" not in reports:
             raise InputError(f"{self.name}: reports must be {{'gradient': [...]}}")
-        g = np.asarray(reports["gradient"], dtype=float).reshape(-1)
+        g = np.asarray(reports["gradient"], dtype=np.float64).reshape(-1)
         return float(g[0]) if self.d == 1 else g
 
-    def mse(self, n: int | None = None, x: Any = None) -> float:
+    def mse(self, n: int | None = None, x: ArrayLike | None = None) -> float:
         """One step's gradient-noise variance d'·2b² (b the per-coordinate Laplace scale at n users)."""
         del x  # the same for every input
         return self.mean.mse(self.params["n"] if n is None else n)
@@ -262,7 +276,9 @@ class WinsorizedSGD(CentralMechanism):
     def theorem3_convex_rate(self, R: float, H: float, epsilon: float, m: int) -> float:
         """Thm 3 (i) without its hidden constants and logs: R²H/T + R·G̃·√d/(n√m·ε), G̃ = √d·τ·√m
         (τ ≈ G̃/√m); the source prints n√(mε) (a typo for n√m·ε)."""
-        n, d, tau = self.params["n"], self.d, self.params["tau"]
+        n: int = self.params["n"]
+        tau: float = self.params["tau"]
+        d = self.d
         g_tilde = tau * math.sqrt(m)
         return R * R * H / self.T + R * g_tilde * math.sqrt(d) / (n * math.sqrt(m) * epsilon)
 

@@ -182,17 +182,19 @@ def error_from_response(resp: httpx.Response) -> AccountantHTTPError:
     except ValueError:
         body = resp.text
     detail = body.get("detail", body) if isinstance(body, dict) else body
-    cls: type[AccountantHTTPError]
-    if resp.status_code >= 500:
-        cls = ServerError
-    else:
-        cls = _BY_STATUS.get(resp.status_code, AccountantHTTPError)
-        if isinstance(body, dict):
-            if resp.status_code == 409 and ("refused_users" in body or body.get("status") == "refused"):
-                cls = BudgetExceeded
-            elif resp.status_code == 422 and (
-                body.get("error") == "InfeasibleTarget" or "best_epsilon" in body
-            ):
-                cls = InfeasibleTarget
+    cls = _error_class(resp.status_code, body)
     rid = resp.headers.get("x-request-id") or (body.get("request_id") if isinstance(body, dict) else None)
     return cls(resp.status_code, detail, body, rid, resp.request.method, str(resp.request.url))
+
+
+def _error_class(status: int, body: Any) -> type[AccountantHTTPError]:
+    """The exception class of a 4xx/5xx answer: by status, a budget refusal (409) and an infeasible
+    target (422) recognised by their bodies."""
+    if status >= 500:
+        return ServerError
+    if isinstance(body, dict):
+        if status == 409 and ("refused_users" in body or body.get("status") == "refused"):
+            return BudgetExceeded
+        if status == 422 and (body.get("error") == "InfeasibleTarget" or "best_epsilon" in body):
+            return InfeasibleTarget
+    return _BY_STATUS.get(status, AccountantHTTPError)

@@ -168,7 +168,7 @@ class Pipeline:
             except RoundRefused:
                 return
 
-    def curve(self, key: str) -> tuple[list[float], list[Any]]:
+    def curve(self, key: str) -> tuple[list[float | None], list[Any]]:
         """(spent ε after each round, the outcome ``key`` of each round) — for plots."""
         pts = [(r.spent_epsilon, r.outcome.get(key)) for r in self.history if key in r.outcome]
         return [p[0] for p in pts], [p[1] for p in pts]

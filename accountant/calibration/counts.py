@@ -19,7 +19,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._validation import MAX_COUNT, check_orders
-from ..composition import UNBOUNDED, _refine_orders, epsilon_guarantee, event_rdp
+from ..composition import UNBOUNDED, epsilon_guarantee, event_rdp, refine_orders
 from ..conversion import epsilon_vector
 from ..errors import InvalidParameter
 from ..events import Event
@@ -89,7 +89,7 @@ def _through_refinement(
             break
         e = epsilon_vector(grid, _scaled(unit, cur), delta)
         i = int(np.argmin(e))
-        fine = _refine_orders(grid, i)
+        fine = refine_orders(grid, i)
         if not math.isfinite(e[i]) or e[i] > t * 1.05 or e[i] == 0 or fine.size == 0:
             break
         end = _argmin_interval_end(unit, c, i, cur)
@@ -164,7 +164,7 @@ def _rows(
     cc: NDArray[np.float64],
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """(ε, order) for the counts ``cc`` (a column): the minimum over the grid of each row, then
-    the refinement of :func:`epsilon_guarantee` — the real orders ``_refine_orders`` puts around
+    the refinement of :func:`epsilon_guarantee` — the real orders ``refine_orders`` puts around
     the row's grid minimiser — for all rows sharing a minimiser at once."""
     eps = epsilon_vector(grid, _scaled(unit[None, :], cc), delta)
     idx = np.argmin(eps, axis=1)
@@ -174,7 +174,7 @@ def _rows(
     best_ord = grid[idx].copy()
     for i in np.unique(idx[best > 0]):
         sel = np.nonzero((idx == i) & (best > 0))[0]
-        fine = _refine_orders(grid, int(i))
+        fine = refine_orders(grid, int(i))
         if fine.size == 0:
             continue
         fine = np.asarray(tuple(check_orders(fine).tolist()))

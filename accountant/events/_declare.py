@@ -24,9 +24,10 @@ import math
 import numbers
 from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, fields
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar, Union
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from .._validation import check_float, check_int
 from ..bounds import tight_bounds
@@ -44,12 +45,17 @@ MAX_ORDER = 1e6
 #: most points of an ``rdp_curve`` event, and most inner events of a sampled event
 MAX_ITEMS = 1000
 
+#: one costly curve an event needs, named by its bound and parameters (``Event.heavy_parts``)
+HeavyPart = tuple[str | int | float, ...]
+
 REPLACE_ONE = (
     "replace-one: neighbouring datasets differ in one user's whole data (the user is replaced by "
     "another); user-level, so a user's every report or record is covered"
 )
 
 KINDS = ("integer", "number", "choice", "numbers", "events")
+#: the kinds whose values (or items) lie between the declared ``lo`` and ``hi``
+NUMERIC_KINDS = ("integer", "number", "numbers")
 
 
 @dataclass(frozen=True)
@@ -82,6 +88,8 @@ class Spec:
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"unknown field kind {self.kind!r}")
+        if self.kind in NUMERIC_KINDS:
+            self._limits()
 
     def check(self, name: str, value: Any) -> Any:
         """The validated (coerced) value, or :class:`InvalidEvent` saying what to change."""
@@ -92,11 +100,18 @@ class Spec:
         except ValueError as exc:  # InvalidParameter from the shared checks
             raise InvalidEvent(str(exc)) from None
 
+    def _limits(self) -> tuple[float, float]:
+        """(lo, hi) of a numeric field (``__post_init__`` makes sure both are declared)."""
+        if self.lo is None or self.hi is None:
+            raise ValueError(f"a {self.kind!r} field must declare lo and hi")
+        return self.lo, self.hi
+
     def _check(self, name: str, value: Any) -> Any:
         if self.kind == "integer":
-            return check_int(name, value, int(self.lo), int(self.hi))
+            lo, hi = self._limits()
+            return check_int(name, value, int(lo), int(hi))
         if self.kind == "number":
-            return check_float(name, value, self.lo, self.hi, self.lo_open, self.hi_open)
+            return check_float(name, value, *self._limits(), self.lo_open, self.hi_open)
         if self.kind == "choice":
             if value not in self.choices:
                 if self.hint:
@@ -114,9 +129,9 @@ class Spec:
             raise InvalidEvent(f"{name} must be a list of numbers, got {value!r}")
         if not 1 <= len(value) <= self.max_items:
             raise InvalidEvent(f"{name} must hold 1 to {self.max_items} numbers, got {len(value)}")
+        lo, hi = self._limits()
         return tuple(
-            check_float(f"{name}[{i}]", v, self.lo, self.hi, self.lo_open, self.hi_open)
-            for i, v in enumerate(value)
+            check_float(f"{name}[{i}]", v, lo, hi, self.lo_open, self.hi_open) for i, v in enumerate(value)
         )
 
 
@@ -183,6 +198,9 @@ def sampling_field() -> Any:
     )
 
 
+_E = TypeVar("_E", bound="Event")
+
+
 @dataclass(frozen=True, kw_only=True)
 class Event:
     """Base of every event type: immutable, hashable, JSON round trip (``to_dict`` /
@@ -217,11 +235,11 @@ class Event:
     def validate(self) -> None:
         """Checks across fields (e.g. k ≤ n); raise :class:`InvalidEvent`."""
 
-    def unit_curve(self, orders: np.ndarray, bound: str = "upper") -> np.ndarray:
+    def unit_curve(self, orders: NDArray[np.float64], bound: str = "upper") -> NDArray[np.float64]:
         """RDP of ONE repetition (count ignored) at ``orders`` (validated, > 1)."""
         raise NotImplementedError
 
-    def curve_sources(self, orders: np.ndarray, bound: str = "upper") -> tuple[list[str], list[str]]:
+    def curve_sources(self, orders: NDArray[np.float64], bound: str = "upper") -> tuple[list[str], list[str]]:
         """Per order, the name of the bound that gave the value; and notes for the user."""
         return [bound if bound != "upper" else self.mechanism] * int(np.size(orders)), []
 
@@ -229,7 +247,11 @@ class Event:
         """ε such that ONE repetition is ε-DP under :attr:`RELATION` (``inf`` when not pure)."""
         return math.inf
 
-    def heavy_parts(self) -> frozenset:
+    def approx_release(self) -> tuple[float, float]:
+        """(ε, δ) of ONE repetition of an (ε, δ) release without a curve (types with ``APPROX``)."""
+        raise NotImplementedError
+
+    def heavy_parts(self) -> frozenset[HeavyPart]:
         """Distinct costly curves this event needs (for the service's work estimate)."""
         return frozenset()
 
@@ -261,15 +283,15 @@ class Event:
     def defaults(cls) -> dict[str, Any]:
         return {f.name: f.default for f in fields(cls) if f.default is not MISSING}
 
-    def curve(self, orders: np.ndarray, bound: str = "upper") -> np.ndarray:
+    def curve(self, orders: ArrayLike, bound: str = "upper") -> NDArray[np.float64]:
         """RDP at ``orders`` of all ``count`` repetitions (RDP adds up: thesis Lemma 2.1.4)."""
-        key = tuple(np.asarray(orders, dtype=float).tolist())
+        key = tuple(np.asarray(orders, dtype=np.float64).tolist())
         unit = cached_unit_curve(self.unit, key, bound, tight_bounds())
         with np.errstate(invalid="ignore"):
             return np.where(unit == 0, 0.0, unit * self.count)
 
     @property
-    def unit(self) -> Event:
+    def unit(self: _E) -> _E:
         """This event with count = 1."""
         return self if self.count == 1 else self.with_count(1)
 
@@ -278,7 +300,7 @@ class Event:
         others follow them: a sampled event's k moves its inner events' n)."""
         return event_from_dict({**self.to_dict(), **changes})
 
-    def with_count(self, count: int) -> Event:
+    def with_count(self: _E, count: int) -> _E:
         return dataclasses.replace(self, count=count)
 
     def to_dict(self) -> dict[str, Any]:
@@ -304,14 +326,17 @@ class Event:
 
 
 @memoize("unit_curves", max_entries=4096, max_bytes=64 * MiB)
-def cached_unit_curve(event: Event, orders_key: tuple, bound: str, tight: bool = True) -> np.ndarray:
+def cached_unit_curve(
+    event: Event, orders_key: tuple[float, ...], bound: str, tight: bool = True
+) -> NDArray[np.float64]:
     """Curve of ONE repetition (``event`` has count 1) at ``orders_key``, cached (keyed also by
     :func:`accountant.bounds.tight_bounds`, the setting it was computed under); read-only."""
+    del tight  # part of the cache key only: the bounds read the setting themselves
     if bound not in event.BOUNDS:
         raise InvalidParameter(
             f"unknown bound {bound!r} for {event.mechanism!r} events; choose one of {list(event.BOUNDS)}"
         )
-    out = np.asarray(event.unit_curve(np.asarray(orders_key, dtype=float), bound), dtype=float)
+    out = np.asarray(event.unit_curve(np.asarray(orders_key, dtype=np.float64), bound), dtype=np.float64)
     out.setflags(write=False)
     return out
 
@@ -348,7 +373,7 @@ def _check_mapping(d: Any) -> type[Event]:
     return cls
 
 
-def event_from_dict(d: Mapping, population: int | None = None) -> Event:
+def event_from_dict(d: Mapping[str, Any], population: int | None = None) -> Event:
     """Build an event from its api.md dict form. Unknown mechanisms, missing and unknown fields
     are errors (never silently defaulted). ``population``: inside a sampled event, the value of
     fields declared ``population`` (filled in when omitted, checked when given)."""
@@ -361,15 +386,28 @@ def event_from_dict(d: Mapping, population: int | None = None) -> Event:
         )
     kwargs = {k: v for k, v in d.items() if k != "mechanism"}
     if population is not None:
-        for name, s in specs.items():
-            if not s.population:
-                continue
-            if name in kwargs and not _same_int(kwargs[name], population):
-                raise InvalidEvent(
-                    f"inside a sampled event, {cls.mechanism!r} describes one round on the k = {population} sampled "
-                    f"users: its {name!r} must be {population} (or left out), got {kwargs[name]!r}"
-                )
-            kwargs[name] = population
+        _fill_population(cls, specs, kwargs, population)
+    _check_complete(cls, specs, kwargs)
+    return cls(**kwargs)
+
+
+def _fill_population(
+    cls: type[Event], specs: dict[str, Spec], kwargs: dict[str, Any], population: int
+) -> None:
+    """Set the ``population`` fields of ``kwargs`` to the sample size (a value given must equal it)."""
+    for name, s in specs.items():
+        if not s.population:
+            continue
+        if name in kwargs and not _same_int(kwargs[name], population):
+            raise InvalidEvent(
+                f"inside a sampled event, {cls.mechanism!r} describes one round on the k = {population} sampled "
+                f"users: its {name!r} must be {population} (or left out), got {kwargs[name]!r}"
+            )
+        kwargs[name] = population
+
+
+def _check_complete(cls: type[Event], specs: dict[str, Spec], kwargs: dict[str, Any]) -> None:
+    """Every field without a default is given, and no float field is NaN or infinite."""
     defaults = cls.defaults()
     missing = [name for name in specs if name not in kwargs and name not in defaults]
     if missing:
@@ -377,11 +415,10 @@ def event_from_dict(d: Mapping, population: int | None = None) -> Event:
     for k, v in kwargs.items():
         if isinstance(v, float) and not math.isfinite(v):
             raise InvalidEvent(f"field {k!r} of event {cls.mechanism!r} must be finite, got {v!r}")
-    return cls(**kwargs)
 
 
 def _same_int(v: Any, n: int) -> bool:
-    return isinstance(v, numbers.Real) and not isinstance(v, bool) and float(v) == float(n)
+    return not isinstance(v, bool) and isinstance(v, numbers.Real) and float(v) == float(n)
 
 
 def parse_inner(name: str, value: Any, population: int, max_items: int) -> tuple[Event, ...]:
@@ -392,7 +429,7 @@ def parse_inner(name: str, value: Any, population: int, max_items: int) -> tuple
     items = list(value)
     if not 1 <= len(items) <= max_items:
         raise InvalidEvent(f"{name} must hold 1 to {max_items} events, got {len(items)}")
-    out = []
+    out: list[Event] = []
     for i, item in enumerate(items):
         ev = item if isinstance(item, Event) else None
         if ev is None:
@@ -424,8 +461,12 @@ def _nested_sampling_msg(name: str, i: int, mech: str) -> str:
     )
 
 
-def as_event(e: Any) -> Event:
-    """Accept an event object or its api.md dict form."""
+#: an event object or its api.md dict form
+EventLike = Union[Event, Mapping[str, Any]]
+
+
+def as_event(e: EventLike | Any) -> Event:
+    """Accept an event object or its api.md dict form (anything else: :class:`InvalidEvent`)."""
     if isinstance(e, Event):
         return e
     return event_from_dict(e)

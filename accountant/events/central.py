@@ -6,10 +6,12 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+from numpy.typing import NDArray
 
 from .._numerics import pure_dp_rdp, round_up
 from ..curves import curve_from_points, curve_point_sources, gaussian_rdp, laplace_rdp
-from ._declare import MAX_EPSILON0, MAX_ORDER, REPLACE_ONE, Event, InvalidEvent, register, spec, zeta_field
+from ..errors import InvalidEvent
+from ._declare import MAX_EPSILON0, MAX_ORDER, REPLACE_ONE, Event, register, spec, zeta_field
 
 
 @register
@@ -34,7 +36,7 @@ class RdpCurveEvent(Event):
         "count": 1,
     }
 
-    orders: tuple = spec(
+    orders: tuple[float, ...] = spec(
         "numbers",
         "Rényi orders α > 1 at which the curve is known",
         lo=1.0,
@@ -42,7 +44,7 @@ class RdpCurveEvent(Event):
         lo_open=True,
         cli="curve-orders",
     )
-    rdp: tuple = spec(
+    rdp: tuple[float, ...] = spec(
         "numbers", "RDP ε(α) at each order (same length as orders)", lo=0.0, hi=1e300, cli="curve-rdp"
     )
     zeta: float = zeta_field()
@@ -54,10 +56,12 @@ class RdpCurveEvent(Event):
                 f"{len(self.rdp)} rdp values"
             )
 
-    def unit_curve(self, orders: np.ndarray, bound: str = "upper") -> np.ndarray:
+    def unit_curve(self, orders: NDArray[np.float64], bound: str = "upper") -> NDArray[np.float64]:
+        del bound  # the one bound of this type ("upper"; BOUNDS)
         return curve_from_points(self.orders, self.rdp, orders)
 
-    def curve_sources(self, orders: np.ndarray, bound: str = "upper") -> tuple[list[str], list[str]]:
+    def curve_sources(self, orders: NDArray[np.float64], bound: str = "upper") -> tuple[list[str], list[str]]:
+        del bound  # the one bound of this type ("upper"; BOUNDS)
         return curve_point_sources(self.orders, orders)
 
 
@@ -82,10 +86,12 @@ class GaussianEvent(Event):
     )
     zeta: float = zeta_field()
 
-    def unit_curve(self, orders: np.ndarray, bound: str = "upper") -> np.ndarray:
+    def unit_curve(self, orders: NDArray[np.float64], bound: str = "upper") -> NDArray[np.float64]:
+        del bound  # the one bound of this type ("upper"; BOUNDS)
         return gaussian_rdp(self.noise_multiplier, orders)
 
-    def curve_sources(self, orders: np.ndarray, bound: str = "upper") -> tuple[list[str], list[str]]:
+    def curve_sources(self, orders: NDArray[np.float64], bound: str = "upper") -> tuple[list[str], list[str]]:
+        del bound  # the one bound of this type ("upper"; BOUNDS)
         return ["gaussian (Mironov 2017, Prop. 7: α/(2σ²))"] * orders.size, []
 
 
@@ -106,10 +112,12 @@ class LaplaceEvent(Event):
     )
     zeta: float = zeta_field()
 
-    def unit_curve(self, orders: np.ndarray, bound: str = "upper") -> np.ndarray:
+    def unit_curve(self, orders: NDArray[np.float64], bound: str = "upper") -> NDArray[np.float64]:
+        del bound  # the one bound of this type ("upper"; BOUNDS)
         return laplace_rdp(self.scale, orders)
 
-    def curve_sources(self, orders: np.ndarray, bound: str = "upper") -> tuple[list[str], list[str]]:
+    def curve_sources(self, orders: NDArray[np.float64], bound: str = "upper") -> tuple[list[str], list[str]]:
+        del bound  # the one bound of this type ("upper"; BOUNDS)
         return ["laplace (Mironov 2017, Prop. 6)"] * orders.size, []
 
     def pure_epsilon(self) -> float:
@@ -132,10 +140,12 @@ class PureDpEvent(Event):
     epsilon: float = spec("number", "ε of the ε-DP release", lo=0.0, hi=MAX_EPSILON0, cli="event-epsilon")
     zeta: float = zeta_field()
 
-    def unit_curve(self, orders: np.ndarray, bound: str = "upper") -> np.ndarray:
+    def unit_curve(self, orders: NDArray[np.float64], bound: str = "upper") -> NDArray[np.float64]:
+        del bound  # the one bound of this type ("upper"; BOUNDS)
         return round_up(pure_dp_rdp(self.epsilon, orders))
 
-    def curve_sources(self, orders: np.ndarray, bound: str = "upper") -> tuple[list[str], list[str]]:
+    def curve_sources(self, orders: NDArray[np.float64], bound: str = "upper") -> tuple[list[str], list[str]]:
+        del bound  # the one bound of this type ("upper"; BOUNDS)
         return ["pure_dp (tight pure-DP curve)"] * orders.size, []
 
     def pure_epsilon(self) -> float:

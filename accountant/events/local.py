@@ -7,12 +7,14 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+from numpy.typing import NDArray
 
 from .. import bounds as _b
+from ..errors import InvalidEvent
 from ._declare import (
     REPLACE_ONE,
     Event,
-    InvalidEvent,
+    HeavyPart,
     epsilon0_field,
     output_field,
     register,
@@ -41,10 +43,10 @@ class ShuffleEvent(Event):
     epsilon0: float = epsilon0_field()
     output: str = output_field()
 
-    def unit_curve(self, orders: np.ndarray, bound: str = "upper") -> np.ndarray:
+    def unit_curve(self, orders: NDArray[np.float64], bound: str = "upper") -> NDArray[np.float64]:
         return _b.shuffle_rdp(self.n, self.epsilon0, orders, bound=bound, output=self.output)
 
-    def curve_sources(self, orders: np.ndarray, bound: str = "upper") -> tuple[list[str], list[str]]:
+    def curve_sources(self, orders: NDArray[np.float64], bound: str = "upper") -> tuple[list[str], list[str]]:
         if bound != "upper":
             return [bound] * orders.size, []
         d = _b.shuffle_upper_detail(self.n, self.epsilon0, orders, self.output)
@@ -53,7 +55,7 @@ class ShuffleEvent(Event):
     def pure_epsilon(self) -> float:
         return self.epsilon0
 
-    def heavy_parts(self) -> frozenset:
+    def heavy_parts(self) -> frozenset[HeavyPart]:
         return frozenset({("shuffle", self.n, self.epsilon0, self.output)})
 
 
@@ -94,12 +96,12 @@ class SubsampledShuffleEvent(Event):
         if self.k > self.n:
             raise InvalidEvent(f"k must be <= {self.n} (the population n), got {self.k}")
 
-    def unit_curve(self, orders: np.ndarray, bound: str = "upper") -> np.ndarray:
+    def unit_curve(self, orders: NDArray[np.float64], bound: str = "upper") -> NDArray[np.float64]:
         return _b.subsampled_shuffle_rdp(
             self.n, self.k, self.epsilon0, orders, bound=bound, output=self.output, sampling=self.sampling
         )
 
-    def curve_sources(self, orders: np.ndarray, bound: str = "upper") -> tuple[list[str], list[str]]:
+    def curve_sources(self, orders: NDArray[np.float64], bound: str = "upper") -> tuple[list[str], list[str]]:
         if bound != "upper":
             return [bound] * orders.size, []
         d = _b.subsampled_upper_detail(self.n, self.k, self.epsilon0, orders, self.output)
@@ -108,7 +110,7 @@ class SubsampledShuffleEvent(Event):
     def pure_epsilon(self) -> float:
         return float(np.log1p(self.k / self.n * np.expm1(self.epsilon0)))
 
-    def heavy_parts(self) -> frozenset:
+    def heavy_parts(self) -> frozenset[HeavyPart]:
         return frozenset(
             {
                 ("subsampled_shuffle", self.n, self.k, self.epsilon0, self.output),

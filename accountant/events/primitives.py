@@ -7,11 +7,12 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+from numpy.typing import NDArray
 
 from .._numerics import pure_dp_rdp, round_up
 from ..curves import bounded_range_rdp
-from ..errors import InvalidParameter
-from ._declare import MAX_EPSILON0, REPLACE_ONE, Event, InvalidEvent, register, spec, zeta_field
+from ..errors import InvalidEvent, InvalidParameter
+from ._declare import MAX_EPSILON0, REPLACE_ONE, Event, register, spec, zeta_field
 
 
 @register
@@ -44,12 +45,14 @@ class ExponentialEvent(Event):
     )
     zeta: float = zeta_field()
 
-    def unit_curve(self, orders: np.ndarray, bound: str = "upper") -> np.ndarray:
+    def unit_curve(self, orders: NDArray[np.float64], bound: str = "upper") -> NDArray[np.float64]:
+        del bound  # the one bound of this type ("upper"; BOUNDS)
         return np.minimum(
             bounded_range_rdp(self.epsilon, orders), round_up(pure_dp_rdp(self.epsilon, orders))
         )
 
-    def curve_sources(self, orders: np.ndarray, bound: str = "upper") -> tuple[list[str], list[str]]:
+    def curve_sources(self, orders: NDArray[np.float64], bound: str = "upper") -> tuple[list[str], list[str]]:
+        del bound  # the one bound of this type ("upper"; BOUNDS)
         return ["exponential (ε-bounded range, Cesar–Rogers 2021)"] * orders.size, []
 
     def pure_epsilon(self) -> float:
@@ -85,10 +88,12 @@ class AboveThresholdEvent(Event):
     )
     zeta: float = zeta_field()
 
-    def unit_curve(self, orders: np.ndarray, bound: str = "upper") -> np.ndarray:
+    def unit_curve(self, orders: NDArray[np.float64], bound: str = "upper") -> NDArray[np.float64]:
+        del bound  # the one bound of this type ("upper"; BOUNDS)
         return round_up(pure_dp_rdp(self.epsilon, orders))
 
-    def curve_sources(self, orders: np.ndarray, bound: str = "upper") -> tuple[list[str], list[str]]:
+    def curve_sources(self, orders: NDArray[np.float64], bound: str = "upper") -> tuple[list[str], list[str]]:
+        del bound  # the one bound of this type ("upper"; BOUNDS)
         return ["above_threshold (pure-DP curve of the whole stream)"] * orders.size, []
 
     def pure_epsilon(self) -> float:
@@ -140,11 +145,16 @@ class ApproxDpEvent(Event):
                 "lower delta or count"
             )
 
-    def unit_curve(self, orders: np.ndarray, bound: str = "upper") -> np.ndarray:
+    def unit_curve(self, orders: NDArray[np.float64], bound: str = "upper") -> NDArray[np.float64]:
+        del orders, bound  # no curve at any order, under any bound
         raise InvalidParameter(APPROX_NO_CURVE)
 
-    def curve_sources(self, orders: np.ndarray, bound: str = "upper") -> tuple[list[str], list[str]]:
+    def curve_sources(self, orders: NDArray[np.float64], bound: str = "upper") -> tuple[list[str], list[str]]:
+        del bound  # the one bound of this type ("upper"; BOUNDS)
         return ["approx_dp ((ε, δ) part, composed apart)"] * orders.size, []
+
+    def approx_release(self) -> tuple[float, float]:
+        return self.epsilon, self.delta
 
 
 __all__ = ["APPROX_NO_CURVE", "AboveThresholdEvent", "ApproxDpEvent", "ExponentialEvent"]

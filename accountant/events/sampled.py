@@ -6,15 +6,17 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from .. import bounds as _b
+from ..errors import InvalidEvent
 from ..nested import CurveDetail, amplified_epsilon, sampled_round_detail
 from ..store import MiB, memoize
 from ._declare import (
     MAX_EPSILON0,
     REPLACE_ONE,
     Event,
-    InvalidEvent,
+    HeavyPart,
     parse_inner,
     register,
     sampling_field,
@@ -68,7 +70,7 @@ class SubsampledEvent(Event):
 
     n: int = users_field("population size", solvable=True)
     k: int = users_field("users sampled per round (1 ≤ k ≤ n)", solvable=True)
-    inner: tuple = spec(
+    inner: tuple[Event, ...] = spec(
         "events",
         "the events of ONE round on the k sampled users (not themselves sampled); a 'shuffle' inner event's "
         "n is k (leave it out, or give k)",
@@ -89,21 +91,24 @@ class SubsampledEvent(Event):
 
     def report_epsilon0(self) -> float | None:
         """When every inner event is a shuffle: the whole report's ε0 = Σ count·ε0; else None."""
-        if not all(isinstance(e, ShuffleEvent) for e in self.inner):
+        shuffles = [e for e in self.inner if isinstance(e, ShuffleEvent)]
+        if len(shuffles) < len(self.inner):
             return None
-        return float(sum(e.count * e.epsilon0 for e in self.inner))
+        return float(sum(e.count * e.epsilon0 for e in shuffles))
 
-    def unit_curve(self, orders: np.ndarray, bound: str = "upper") -> np.ndarray:
-        return _detail(self.unit, tuple(np.asarray(orders, dtype=float).tolist()), _b.tight_bounds()).rdp
+    def unit_curve(self, orders: NDArray[np.float64], bound: str = "upper") -> NDArray[np.float64]:
+        del bound  # the one bound of this type ("upper"; BOUNDS)
+        return _detail(self.unit, tuple(np.asarray(orders, dtype=np.float64).tolist()), _b.tight_bounds()).rdp
 
-    def curve_sources(self, orders: np.ndarray, bound: str = "upper") -> tuple[list[str], list[str]]:
-        d = _detail(self.unit, tuple(np.asarray(orders, dtype=float).tolist()), _b.tight_bounds())
+    def curve_sources(self, orders: NDArray[np.float64], bound: str = "upper") -> tuple[list[str], list[str]]:
+        del bound  # the one bound of this type ("upper"; BOUNDS)
+        d = _detail(self.unit, tuple(np.asarray(orders, dtype=np.float64).tolist()), _b.tight_bounds())
         return list(d.sources), list(d.notes)
 
     def pure_epsilon(self) -> float:
         return amplified_epsilon(self.k / self.n, self.inner_epsilon())
 
-    def heavy_parts(self) -> frozenset:
+    def heavy_parts(self) -> frozenset[HeavyPart]:
         parts = frozenset().union(*(e.heavy_parts() for e in self.inner))
         eps0 = self.report_epsilon0()
         if eps0 is not None:
@@ -112,18 +117,25 @@ class SubsampledEvent(Event):
 
 
 @memoize("sampled_details", max_entries=256, max_bytes=32 * MiB)
-def _detail(ev: SubsampledEvent, orders_key: tuple, tight: bool) -> CurveDetail:
+def _detail(ev: SubsampledEvent, orders_key: tuple[float, ...], tight: bool) -> CurveDetail:
     """The curve with its sources (``tight``: :func:`accountant.bounds.tight_bounds`, part of
     the cache key)."""
-    o = np.asarray(orders_key, dtype=float)
+    del tight  # part of the cache key only: the bounds read the setting themselves
+    o = np.asarray(orders_key, dtype=np.float64)
 
-    def inner(os_: np.ndarray) -> np.ndarray:
-        return np.sum([e.curve(os_) for e in ev.inner], axis=0)
+    def inner(os_: NDArray[np.float64]) -> NDArray[np.float64]:
+        total: NDArray[np.float64] = np.sum([e.curve(os_) for e in ev.inner], axis=0)
+        return total
 
-    extra, notes = [], []
+    extra: list[tuple[str, ArrayLike]] = []
+    notes: list[str] = []
     eps0 = ev.report_epsilon0()
     if eps0 is not None and eps0 <= MAX_EPSILON0:
-        output = "continuous" if any(e.output == "continuous" for e in ev.inner) else "discrete"
+        output = (
+            "continuous"
+            if any(isinstance(e, ShuffleEvent) and e.output == "continuous" for e in ev.inner)
+            else "discrete"
+        )
         d = _b.subsampled_upper_detail(ev.n, ev.k, eps0, o, output)
         extra.append((f"subsampled_shuffle at the report's epsilon0 = {eps0:.6g}", d.rdp))
         notes.extend(d.notes)

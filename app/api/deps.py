@@ -18,7 +18,7 @@ capacity (:mod:`app.core.admission`), and an invalid one is a ``401``.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -118,7 +118,7 @@ async def authenticate(
     return found
 
 
-def require_roles(*roles: str) -> Callable[..., Actor]:
+def require_roles(*roles: str) -> Callable[..., Awaitable[Actor]]:
     allowed = tuple(roles)
 
     async def dep(actor: Actor = Depends(authenticate)) -> Actor:

@@ -32,7 +32,7 @@ import math
 import threading
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
@@ -267,7 +267,7 @@ class Admission:
         kind: Kind,
         fn: Callable[..., T],
         *args: Any,
-        receive: Callable[[], Awaitable[dict]] | None = None,
+        receive: Callable[[], Awaitable[Mapping[str, Any]]] | None = None,
         arrival: float | None = None,
     ) -> T:
         """Run ``fn(*args)`` in a worker thread once a slot of ``kind`` is free; raise
@@ -314,7 +314,9 @@ class Admission:
         return self._limiter
 
 
-async def _watch(receive: Callable[[], Awaitable[dict]], gone: asyncio.Event, token: Token) -> None:
+async def _watch(
+    receive: Callable[[], Awaitable[Mapping[str, Any]]], gone: asyncio.Event, token: Token
+) -> None:
     """Wait for the client's disconnect (the body has been read: the next message is the
     disconnect) and mark the request's token."""
     try:

@@ -153,13 +153,13 @@ def _orders_containing(grid: np.ndarray, order: float) -> np.ndarray:
     conversion evaluated ``order`` — so the per-order source comes from the curve store."""
     if np.any(grid == order):
         return grid
-    from accountant.composition import _refine_orders
+    from accountant.composition import refine_orders
 
     for i in range(grid.size):
         lo = grid[i - 1] if i > 0 else 1.0
         hi = grid[i + 1] if i + 1 < grid.size else np.inf
         if lo < order < hi:
-            fine = _refine_orders(grid, i)
+            fine = refine_orders(grid, i)
             if np.any(fine == order):
                 return fine
     return np.array([order])
@@ -171,7 +171,9 @@ def _event_sources(evs: list, grid: np.ndarray, order: float) -> tuple[list[dict
     one only at the optimal order."""
     o_full: np.ndarray | None = None
     at = np.array([order])
-    sources, notes, seen = [], [], {}
+    sources: list[dict] = []
+    notes: list[str] = []
+    seen: dict[Any, tuple[str, list[str]]] = {}
     for i, ev in enumerate(evs):
         unit = ev.with_count(1) if ev.count != 1 else ev
         if unit not in seen:
@@ -179,14 +181,14 @@ def _event_sources(evs: list, grid: np.ndarray, order: float) -> tuple[list[dict
                 if o_full is None:
                     o_full = _orders_containing(grid, order)
                 j = int(np.flatnonzero(o_full == order)[0])
-                s, n = _curve_sources(unit, o_full, "upper")
-                seen[unit] = (s[j], n)
+                per_order, unit_notes = _curve_sources(unit, o_full, "upper")
+                seen[unit] = (per_order[j], unit_notes)
             else:
-                s, n = _curve_sources(unit, at, "upper")
-                seen[unit] = (s[0], n)
-        s, n = seen[unit]
-        sources.append({"event": i, "mechanism": ev.mechanism, "bound": s})
-        notes.extend(x for x in n if x not in notes)
+                per_order, unit_notes = _curve_sources(unit, at, "upper")
+                seen[unit] = (per_order[0], unit_notes)
+        bound, unit_notes = seen[unit]
+        sources.append({"event": i, "mechanism": ev.mechanism, "bound": bound})
+        notes.extend(x for x in unit_notes if x not in notes)
     return sources, notes
 
 
@@ -196,7 +198,7 @@ def _prewarm(evs: list, grid: np.ndarray, deadline: float | None) -> None:
     a retry continues from the cache."""
     if deadline is None:
         return
-    done = set()
+    done: set = set()
     for ev in evs:
         unit = ev.with_count(1) if ev.count != 1 else ev
         if unit in done or not unit.heavy_parts():
@@ -216,7 +218,6 @@ def _guarantee_result(
     fn: Callable,
     events: Sequence[dict],
     value: float,
-    key: str,
     orders: Sequence[float] | None,
     max_mass: float,
     time_limit: float | None,
@@ -237,7 +238,7 @@ def _guarantee_result(
             f"the optimal order {g.order:.6g} was found by refining between grid points; "
             "'rdp' is the composed curve on 'orders'"
         )
-    out = {
+    out: dict[str, Any] = {
         "epsilon": float(g.epsilon),
         "delta": float(g.delta),
         "order": float(g.order),
@@ -263,9 +264,7 @@ def epsilon_result(
     time_limit: float | None = None,
 ) -> dict:
     """``/v1/epsilon``: compose ``events`` and convert to ε at ``delta``."""
-    return _guarantee_result(
-        accountant.epsilon_guarantee, events, delta, "delta", orders, max_mass, time_limit
-    )
+    return _guarantee_result(accountant.epsilon_guarantee, events, delta, orders, max_mass, time_limit)
 
 
 def delta_result(
@@ -276,9 +275,7 @@ def delta_result(
     time_limit: float | None = None,
 ) -> dict:
     """``/v1/delta``: compose ``events`` and convert to δ at ``epsilon``."""
-    return _guarantee_result(
-        accountant.delta_guarantee, events, epsilon, "epsilon", orders, max_mass, time_limit
-    )
+    return _guarantee_result(accountant.delta_guarantee, events, epsilon, orders, max_mass, time_limit)
 
 
 def calibrate_result(
@@ -294,41 +291,66 @@ def calibrate_result(
 
     ``progress(fraction, epsilon)`` is passed to :func:`accountant.calibrate` (called after each
     curve evaluation)."""
-    if solve_for in event:
-        raise InvalidParameter(
-            f"the event must leave out the field being solved for; remove {solve_for!r} from the event"
-        )
-    grid = None if orders is None else _orders_array(orders)
-    if grid is not None and _is_heavy(event.get("mechanism")):
-        # a search evaluates the curve many times: allow a tenth of the one-shot budget per evaluation
-        check_work([_Mech(event["mechanism"])], grid, max_mass / 10, convert=True)
+    grid = _calibration_grid(event, solve_for, orders, max_mass)
     kwargs: dict[str, Any] = {}
     if grid is not None:
         kwargs["orders"] = grid
     if progress is not None:
         kwargs["progress"] = progress
-
-    def above_the_cap(ev, needed: str):
-        at_cap = accountant.epsilon_guarantee([_replace_field(ev, "n", MAX_USERS)], delta, grid)
-        return accountant.InfeasibleTarget(
-            f"no n <= {MAX_USERS:.0e} users meets the target epsilon <= {target_epsilon:g} at delta = {delta:g} "
-            f"({needed}); with n = {MAX_USERS:.0e} epsilon = {at_cap.epsilon:.6g}. Raise the "
-            "target, lower epsilon0 or the number of rounds",
-            best_epsilon=float(at_cap.epsilon),
-        )
-
     try:
         res = accountant.calibrate(dict(event), solve_for, target_epsilon, delta, **kwargs)
     except accountant.InfeasibleTarget:
         if solve_for != "n":
             raise
-        raise above_the_cap(
-            accountant.event_from_dict({**event, "n": MAX_USERS}), f"not even n = {MAX_USERS:.0e}"
+        raise _above_the_cap(
+            accountant.event_from_dict({**event, "n": MAX_USERS}),
+            f"not even n = {MAX_USERS:.0e}",
+            target_epsilon,
+            delta,
+            grid,
         ) from None
-    ev = accountant.event_from_dict(res.event)
+    ev: Any = accountant.event_from_dict(res.event)  # solving for n: the event type has an ``n``
     if solve_for == "n" and ev.n > MAX_USERS:
-        raise above_the_cap(ev, f"it would take n = {ev.n:.3g}")
-    evd = ev.to_dict()
+        raise _above_the_cap(ev, f"it would take n = {ev.n:.3g}", target_epsilon, delta, grid)
+    out = _calibration_answer(res, ev.to_dict(), solve_for, target_epsilon, delta, orders is None)
+    if not (math.isfinite(out["epsilon"]) and math.isfinite(out["order"])):  # pragma: no cover
+        raise InvalidParameter("calibration returned a non-finite guarantee")
+    return out
+
+
+def _calibration_grid(
+    event: dict, solve_for: str, orders: Sequence[float] | None, max_mass: float
+) -> np.ndarray | None:
+    """The orders of a calibration (None: the accountant's default grid), once the request is
+    checked: the unknown left out of the event, the search's work within its budget."""
+    if solve_for in event:
+        raise InvalidParameter(
+            f"the event must leave out the field being solved for; remove {solve_for!r} from the event"
+        )
+    grid = None if orders is None else _orders_array(orders)
+    if grid is not None and _is_heavy(str(event.get("mechanism"))):
+        # a search evaluates the curve many times: allow a tenth of the one-shot budget per evaluation
+        check_work([_Mech(event["mechanism"])], grid, max_mass / 10, convert=True)
+    return grid
+
+
+def _above_the_cap(
+    ev, needed: str, target_epsilon: float, delta: float, grid: np.ndarray | None
+) -> accountant.InfeasibleTarget:
+    """Solving for n: no n up to ``MAX_USERS`` meets the target; the error says what n = MAX_USERS gives."""
+    at_cap = accountant.epsilon_guarantee([_replace_field(ev, "n", MAX_USERS)], delta, grid)
+    return accountant.InfeasibleTarget(
+        f"no n <= {MAX_USERS:.0e} users meets the target epsilon <= {target_epsilon:g} at delta = {delta:g} "
+        f"({needed}); with n = {MAX_USERS:.0e} epsilon = {at_cap.epsilon:.6g}. Raise the "
+        "target, lower epsilon0 or the number of rounds",
+        best_epsilon=float(at_cap.epsilon),
+    )
+
+
+def _calibration_answer(
+    res: Any, evd: dict, solve_for: str, target_epsilon: float, delta: float, default_orders: bool
+) -> dict[str, Any]:
+    """The ``/v1/calibrate`` answer of the accountant's calibration ``res`` (event ``evd`` solved)."""
     out: dict[str, Any] = {
         "event": evd,
         "epsilon": float(res.epsilon),
@@ -337,17 +359,15 @@ def calibrate_result(
         "solve_for": solve_for,
         "value": evd.get(solve_for, res.value),
         "target": {"epsilon": float(target_epsilon), "delta": float(delta)},
-        "default_orders": orders is None,
+        "default_orders": default_orders,
     }
     if solve_for == "k":
         out["direction"] = "largest"
-    if orders is None:
+    if default_orders:
         out["grid_version"] = accountant.DEFAULT_GRID_VERSION
     out["at_limit"] = bool(res.at_limit)
     out["notes"] = [res.note] if res.note else []
     out["evaluations"] = int(res.evaluations)
-    if not (math.isfinite(out["epsilon"]) and math.isfinite(out["order"])):  # pragma: no cover
-        raise InvalidParameter("calibration returned a non-finite guarantee")
     return out
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import secrets
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -41,20 +41,20 @@ def catalog() -> dict:
 
 
 # ---------------------------------------------------------------------------------------------- building
+def _is_number(v: Any) -> TypeGuard[float]:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
 def _check_params(params: dict[str, Any]) -> None:
     """Sizes the endpoint refuses before anything is built (the package's own bounds are wider)."""
     for key in ("d", "k"):
         v = params.get(key)
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and v > MAX_DIMENSION:
+        if _is_number(v) and v > MAX_DIMENSION:
             raise InvalidMechanismRequest(
                 f"parameter '{key}' must be <= {MAX_DIMENSION} on this endpoint (got {v})"
             )
     b, tau = params.get("B"), params.get("tau")
-    if (
-        all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (b, tau))
-        and tau > 0
-        and b / tau > MAX_SYMBOLS
-    ):
+    if _is_number(b) and _is_number(tau) and tau > 0 and b / tau > MAX_SYMBOLS:
         raise InvalidMechanismRequest(f"B/tau must be <= {MAX_SYMBOLS} bins on this endpoint; increase tau")
 
 
@@ -123,7 +123,7 @@ def _log2_int(v: int) -> float:
 
 def parameters(name: str, req: ParametersRequest) -> dict:
     """``/v1/mechanisms/{name}/parameters``: internals, MSE, events and (with a δ) the composed ε."""
-    mech = _calibrated(name, req) if req.calibrate is not None else build(name, dict(req.params))
+    mech: Any = _calibrated(name, req) if req.calibrate is not None else build(name, dict(req.params))
     out = _describe(mech)
     out["mse_per_client"] = float(mech.mse(n=1))
     acc = req.accounting
@@ -137,15 +137,18 @@ def parameters(name: str, req: ParametersRequest) -> dict:
     if req.calibrate is not None:
         delta = req.calibrate.delta
     if delta is not None and out.get("events"):
-        eps, order = accountant.epsilon(out["events"], delta)
-        out.update(
-            {
-                "epsilon": float(eps) if math.isfinite(eps) else None,
-                "delta": delta,
-                "order": float(order) if order is not None and math.isfinite(order) else None,
-            }
-        )
+        out.update(_composed(out["events"], delta))
     return out
+
+
+def _composed(events: list[dict], delta: float) -> dict[str, Any]:
+    """ε of ``events`` composed, at ``delta``, and the order that gave it (None where not finite)."""
+    eps, order = accountant.epsilon(events, delta)
+    return {
+        "epsilon": float(eps) if math.isfinite(eps) else None,
+        "delta": delta,
+        "order": float(order) if order is not None and math.isfinite(order) else None,
+    }
 
 
 # ---------------------------------------------------------------------------------------------- simulation
@@ -192,7 +195,7 @@ def _interpreting(fn: Any, *args: Any) -> Any:
 
 def randomize(name: str, req: RandomizeRequest) -> dict:
     """``/v1/mechanisms/{name}/randomize``: the reference client's reports for ``inputs``."""
-    mech = build(name, req.params)
+    mech: Any = build(name, req.params)  # a subclass: randomize/estimate/mse as Mechanism documents
     if _count_numbers(req.inputs, MAX_INPUT_NUMBERS) > MAX_INPUT_NUMBERS:
         raise InvalidMechanismRequest(
             f"inputs hold more than {MAX_INPUT_NUMBERS:,} numbers; send fewer clients per request"
@@ -259,7 +262,7 @@ def _report_count(mech: mech_pkg.Mechanism, reports: Any) -> int:
 
 def estimate(name: str, req: EstimateRequest) -> dict:
     """``/v1/mechanisms/{name}/estimate``: the server's unbiased aggregate of the reports."""
-    mech = build(name, req.params)
+    mech: Any = build(name, req.params)  # a subclass: randomize/estimate/mse as Mechanism documents
     if _count_numbers(req.reports, MAX_OUTPUT_NUMBERS) > MAX_OUTPUT_NUMBERS:
         raise InvalidMechanismRequest(
             f"reports hold more than {MAX_OUTPUT_NUMBERS:,} numbers; aggregate in parts"

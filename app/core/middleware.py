@@ -24,6 +24,7 @@ import logging
 import re
 import time
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -129,6 +130,65 @@ def _invalid_json(msg: str, rid: str, loc: list | None = None, kind: str = "json
     return _json_response(422, {"detail": detail, "request_id": rid}, rid)
 
 
+def _declared_length(content_length: bytes | None) -> int | None:
+    """The Content-Length header's value (None: absent or not a number)."""
+    if content_length is None:
+        return None
+    try:
+        return int(content_length)
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class _Head:
+    """What the middleware reads of a request's headers."""
+
+    request_id: str | None = None
+    content_length: bytes | None = None
+    authorization: bytes | None = None
+    json_body: bool = False
+
+    @classmethod
+    def of(cls, scope) -> _Head:
+        fields: dict[str, Any] = {}
+        for k, v in scope.get("headers", ()):
+            if k == b"x-request-id":
+                s = v.decode("latin-1").strip()
+                if _RID_OK.match(s):
+                    fields["request_id"] = s
+            elif k == b"content-length":
+                fields["content_length"] = v
+            elif k == b"authorization":
+                fields["authorization"] = v
+            elif k == b"content-type":
+                fields["json_body"] = b"json" in v.lower()
+        return cls(**fields)
+
+
+def _observe(scope, state: dict[str, Any], dt: float) -> None:
+    """The request's metrics and its one JSON log line."""
+    route = scope.get("route")
+    endpoint = getattr(route, "path", None) or state.get("endpoint") or "unmatched"
+    method = scope.get("method", "")
+    status = state["status"]
+    observe(method, endpoint, status, dt)
+    if log.isEnabledFor(logging.INFO):
+        log.info(
+            "%s %s %s",
+            method,
+            scope.get("path"),
+            status,
+            extra={
+                "method": method,
+                "path": scope.get("path"),
+                "endpoint": endpoint,
+                "status": status,
+                "duration_ms": round(dt * 1000, 3),
+            },
+        )
+
+
 class _Refused(Exception):
     def __init__(self, messages: list[dict], reason: str):
         self.messages = messages
@@ -150,27 +210,12 @@ class ServiceMiddleware:
             await self.app(scope, receive, send)
             return
         t0 = time.perf_counter()
-        rid = None
-        content_length = None
-        authorization = None
-        json_body = False
-        for k, v in scope.get("headers", ()):
-            if k == b"x-request-id":
-                s = v.decode("latin-1").strip()
-                if _RID_OK.match(s):
-                    rid = s
-            elif k == b"content-length":
-                content_length = v
-            elif k == b"authorization":
-                authorization = v
-            elif k == b"content-type":
-                json_body = b"json" in v.lower()
-        if rid is None:
-            rid = uuid.uuid4().hex
+        head = _Head.of(scope)
+        rid = head.request_id or uuid.uuid4().hex
         token = request_id_var.set(rid)
-        state = {"status": 500, "started": False}
+        # status sent, whether the response started, bytes of the in-flight budget this body holds
+        state: dict[str, Any] = {"status": 500, "started": False, "held": 0}
         scope.setdefault("state", {})["arrival"] = time.monotonic()
-        held = 0
 
         async def send_wrapper(message):
             if message["type"] == "http.response.start":
@@ -181,23 +226,9 @@ class ServiceMiddleware:
 
         try:
             if scope.get("method") in _BODY_METHODS:
-                try:
-                    body, held = await self._read_body(content_length, receive, rid)
-                except _Refused as refusal:
-                    BODY_REFUSALS.labels(refusal.reason).inc()
-                    await self._send_all(refusal.messages, send, state)
+                receive = await self._take_body(scope, receive, send, state, head, rid)
+                if receive is None:
                     return
-                if body is None:  # the client left while sending
-                    state["status"] = 499
-                    return
-                early = self._check_body(body, rid)
-                if early is not None:
-                    await self._send_all(early, send, state)
-                    return
-                if json_body and await self._fast_path(scope, body, authorization, send, state, rid):
-                    return
-                scope["state"]["raw_body"] = body
-                receive = _replay(body, receive)
             await self.app(scope, receive, send_wrapper)
         except Exception:
             log.exception("unhandled error", extra={"path": scope.get("path")})
@@ -206,28 +237,30 @@ class ServiceMiddleware:
                     _json_response(500, {"detail": "internal error", "request_id": rid}, rid), send, state
                 )
         finally:
-            self.inflight -= held
-            dt = time.perf_counter() - t0
-            route = scope.get("route")
-            endpoint = getattr(route, "path", None) or state.get("endpoint") or "unmatched"
-            method = scope.get("method", "")
-            status = state["status"]
-            observe(method, endpoint, status, dt)
-            if log.isEnabledFor(logging.INFO):
-                log.info(
-                    "%s %s %s",
-                    method,
-                    scope.get("path"),
-                    status,
-                    extra={
-                        "method": method,
-                        "path": scope.get("path"),
-                        "endpoint": endpoint,
-                        "status": status,
-                        "duration_ms": round(dt * 1000, 3),
-                    },
-                )
+            self.inflight -= state["held"]
+            _observe(scope, state, time.perf_counter() - t0)
             request_id_var.reset(token)
+
+    async def _take_body(self, scope, receive, send, state: dict[str, Any], head: _Head, rid: str):
+        """Read and check the request body; the receive channel that replays it to the app, or None
+        when the request was answered here (refused, answered from the response cache) or abandoned."""
+        try:
+            body, state["held"] = await self._read_body(head.content_length, receive, rid)
+        except _Refused as refusal:
+            BODY_REFUSALS.labels(refusal.reason).inc()
+            await self._send_all(refusal.messages, send, state)
+            return None
+        if body is None:  # the client left while sending
+            state["status"] = 499
+            return None
+        early = self._check_body(body, rid)
+        if early is not None:
+            await self._send_all(early, send, state)
+            return None
+        if head.json_body and await self._fast_path(scope, body, head.authorization, send, state, rid):
+            return None
+        scope["state"]["raw_body"] = body
+        return _replay(body, receive)
 
     @staticmethod
     async def _send_all(messages: list[dict], send, state: dict) -> None:
@@ -239,41 +272,17 @@ class ServiceMiddleware:
     async def _read_body(self, content_length, receive, rid) -> tuple[bytes | None, int]:
         """The whole body (bounded in size, time and bytes in flight) and the bytes it holds of the
         in-flight budget; None if the client disconnected. Raises :class:`_Refused`."""
-        limit = self.max_body_bytes
-        declared = None
-        if content_length is not None:
-            try:
-                declared = int(content_length)
-            except ValueError:
-                declared = None
-        if declared is not None and declared > limit:
+        declared = _declared_length(content_length)
+        if declared is not None and declared > self.max_body_bytes:
             raise _Refused(self._too_large(rid), "too_large")
-        held = 0
+        hold = {"bytes": 0}  # of the in-flight budget, for this body
         if declared is not None and declared > SMALL_BODY:
-            held = self._reserve(declared, rid)
-        chunks: list[bytes] = []
-        size = 0
+            hold["bytes"] = self._reserve(declared, rid)
         try:
             with anyio.fail_after(self.body_timeout):
-                more = True
-                while more:
-                    message = await receive()
-                    if message["type"] == "http.disconnect":
-                        self.inflight -= held
-                        return None, 0
-                    chunk = message.get("body", b"")
-                    size += len(chunk)
-                    if size > limit:
-                        raise _Refused(self._too_large(rid), "too_large")
-                    needed = (
-                        size - SMALL_BODY if declared is None else 0
-                    )  # chunked: what exceeds the small size
-                    if needed > held:
-                        held += self._reserve(needed - held, rid)
-                    chunks.append(chunk)
-                    more = message.get("more_body", False)
+                body = await self._receive_all(receive, declared, hold, rid)
         except TimeoutError:
-            self.inflight -= held
+            self.inflight -= hold["bytes"]
             raise _Refused(
                 _json_response(
                     408,
@@ -289,9 +298,35 @@ class ServiceMiddleware:
                 "timeout",
             ) from None
         except _Refused:
-            self.inflight -= held
+            self.inflight -= hold["bytes"]
             raise
-        return b"".join(chunks), held
+        if body is None:  # the client disconnected
+            self.inflight -= hold["bytes"]
+            return None, 0
+        return body, hold["bytes"]
+
+    async def _receive_all(
+        self, receive, declared: int | None, hold: dict[str, int], rid: str
+    ) -> bytes | None:
+        """The body's chunks joined (None if the client disconnected), within the size limit; a body
+        without a declared length reserves what exceeds the small size as it arrives."""
+        chunks: list[bytes] = []
+        size = 0
+        more = True
+        while more:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body_bytes:
+                raise _Refused(self._too_large(rid), "too_large")
+            needed = size - SMALL_BODY if declared is None else 0  # chunked: what exceeds the small size
+            if needed > hold["bytes"]:
+                hold["bytes"] += self._reserve(needed - hold["bytes"], rid)
+            chunks.append(chunk)
+            more = message.get("more_body", False)
+        return b"".join(chunks)
 
     def _reserve(self, nbytes: int, rid: str) -> int:
         if self.inflight + nbytes > self.max_inflight:

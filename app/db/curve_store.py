@@ -45,7 +45,7 @@ def curves_url(database_url: str) -> str | None:
     if not url.startswith("sqlite"):
         return url
     u = make_url(url)
-    if not u.database or u.database == ":memory:" or (u.query or {}).get("mode") == "memory":
+    if not u.database or u.database == ":memory:" or u.query.get("mode") == "memory":
         return None
     p = Path(u.database)
     return str(u.set(database=str(p.with_name(p.stem + ".curves" + (p.suffix or ".db")))))

@@ -37,64 +37,26 @@ deadline of ``DbOptions.timeout`` seconds, waiting included:
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
-import heapq
-import itertools
 import math
-import os
 import random
-import socket
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from sqlalchemy import create_engine, event, text
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
-from sqlalchemy.exc import TimeoutError as PoolTimeout
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
+from app.db.faults import DatabaseUnavailable, RetryTransaction, classify, is_retryable
+from app.db.limits import WATCHDOG, FifoGate, Op
+
 T = TypeVar("T")
-
-RETRYABLE_PG_CODES = {"40001", "40P01", "55P03"}  # serialization failure, deadlock, lock not available
-READ_ONLY_PG_CODES = {"25006"}  # read_only_sql_transaction
-TIMEOUT_PG_CODES = {"57014"}  # query_canceled (statement_timeout)
-
-
-class RetryTransaction(Exception):
-    """Raised inside a write unit when an optimistic check failed: roll back and run it again."""
-
-
-class DatabaseUnavailable(Exception):
-    """The database cannot serve this operation now (``cause``: timeout, locked, read_only,
-    connection, busy). Nothing was recorded — unless ``in_commit``, when the commit was sent and
-    its outcome is unknown."""
-
-    def __init__(self, cause: str, reason: str, in_commit: bool = False, retry_after: int = 2):
-        self.cause = cause
-        self.reason = reason
-        self.in_commit = in_commit
-        self.retry_after = retry_after
-        super().__init__(self.detail)
-
-    @property
-    def detail(self) -> str:
-        if self.cause == "read_only":
-            return (
-                f"the database is read-only ({self.reason}): nothing was recorded; reads keep working. "
-                "Retry once the operator has made it writable again"
-            )
-        outcome = (
-            "the commit was sent but not confirmed, so the outcome is unknown: retry with the same "
-            "idempotency key (a key is charged at most once)"
-            if self.in_commit
-            else "nothing was recorded; retry (with the same idempotency key, for a charge)"
-        )
-        return f"the database is unavailable ({self.reason}); {outcome}"
 
 
 @dataclass(frozen=True)
@@ -121,186 +83,15 @@ def normalize_url(url: str) -> str:
     return url
 
 
-# ---------------------------------------------------------------------------------------------- gates
-class FifoGate:
-    """At most ``width`` holders, the rest served in arrival order; at most ``max_waiting`` wait.
-    ``acquire`` returns False when ``timeout`` passes first, and raises :class:`DatabaseUnavailable`
-    (busy) when the queue is full."""
-
-    def __init__(self, width: int, max_waiting: int):
-        self.width = max(1, int(width))
-        self.max_waiting = int(max_waiting)
-        self._lock = threading.Lock()
-        self._held = 0
-        self._waiters: deque[threading.Event] = deque()
-
-    def acquire(self, timeout: float) -> bool:
-        with self._lock:
-            if self._held < self.width and not self._waiters:
-                self._held += 1
-                return True
-            if len(self._waiters) >= self.max_waiting:
-                raise DatabaseUnavailable("busy", "too many database operations are waiting", retry_after=1)
-            ev = threading.Event()
-            self._waiters.append(ev)
-        if ev.wait(max(0.0, timeout)):
-            return True
-        with self._lock:
-            if ev.is_set():  # handed over just as the wait ended
-                return True
-            self._waiters.remove(ev)
-            return False
-
-    def release(self) -> None:
-        with self._lock:
-            if self._waiters:
-                self._waiters.popleft().set()  # handed over: still held
-            else:
-                self._held -= 1
-
-    @property
-    def waiting(self) -> int:
-        return len(self._waiters)
-
-
-# ---------------------------------------------------------------------------------------------- watchdog
-@dataclass
-class _Op:
-    """One operation of one thread: its deadline, and the sockets of the connections it holds."""
-
-    deadline: float
-    fds: set[int] = field(default_factory=set)
-    expired: bool = False
-    done: bool = False
-    in_commit: bool = False
-    depth: int = 0
-
-
-class _Watchdog:
-    """Shuts down the sockets of operations that outlive their deadline (PostgreSQL: a frozen
-    server keeps the connection open and answers nothing; the blocked read then fails at once)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._cond = threading.Condition(self._lock)
-        self._heap: list[tuple[float, int, _Op]] = []
-        self._seq = itertools.count()
-        self._thread: threading.Thread | None = None
-
-    def watch(self, op: _Op) -> None:
-        with self._cond:
-            heapq.heappush(self._heap, (op.deadline, next(self._seq), op))
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._run, name="db-watchdog", daemon=True)
-                self._thread.start()
-            self._cond.notify()
-
-    def add_fd(self, op: _Op, fd: int) -> None:
-        with self._lock:
-            if not op.done:
-                op.fds.add(fd)
-
-    def remove_fd(self, op: _Op, fd: int) -> None:
-        with self._lock:
-            op.fds.discard(fd)
-
-    def finish(self, op: _Op) -> None:
-        with self._lock:
-            op.done = True
-            op.fds.clear()
-
-    def _run(self) -> None:
-        with self._cond:
-            while True:
-                now = time.monotonic()
-                while self._heap and (self._heap[0][2].done or self._heap[0][0] <= now):
-                    _, _, op = heapq.heappop(self._heap)
-                    if not op.done:
-                        op.expired = True
-                        for fd in list(op.fds):
-                            _shutdown(fd)
-                wait = self._heap[0][0] - now if self._heap else 60.0
-                self._cond.wait(timeout=max(0.01, wait))
-
-
-def _shutdown(fd: int) -> None:
-    try:
-        s = socket.socket(fileno=os.dup(fd))
-    except OSError:
-        return
-    try:
-        s.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
-    finally:
-        s.close()  # closes the duplicate only; the connection's own descriptor is left to its owner
-
-
-_WATCHDOG = _Watchdog()
+# ---------------------------------------------------------------------------------------------- the current operation
 _local = threading.local()
 #: an outer deadline (``time.monotonic()``) for the operations of the current request: time spent
 #: waiting before the operation started (e.g. in the write queue of the event loop) counts
 operation_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("db_deadline", default=None)
 
 
-def _current_op() -> _Op | None:
+def _current_op() -> Op | None:
     return getattr(_local, "op", None)
-
-
-# ---------------------------------------------------------------------------------------------- errors
-def _message(exc: BaseException) -> str:
-    return (
-        str(getattr(exc, "orig", None) or exc).strip().splitlines()[0][:200]
-        if str(exc)
-        else type(exc).__name__
-    )
-
-
-def classify(exc: BaseException, op: _Op | None = None) -> DatabaseUnavailable | None:
-    """The :class:`DatabaseUnavailable` an exception stands for, or None (a bug, an integrity
-    error: not an availability problem)."""
-    if isinstance(exc, DatabaseUnavailable):
-        return exc
-    in_commit = bool(op and op.in_commit)
-    if op is not None and op.expired:
-        return DatabaseUnavailable("timeout", "no answer within the time limit", in_commit)
-    if isinstance(exc, PoolTimeout):
-        return DatabaseUnavailable("busy", "no database connection free within the time limit", in_commit, 1)
-    if isinstance(exc, IntegrityError) or not isinstance(exc, DBAPIError):
-        return None
-    orig = getattr(exc, "orig", None)
-    code = getattr(orig, "sqlstate", None)
-    msg = _message(exc).lower()
-    if code in READ_ONLY_PG_CODES or "readonly" in msg or "read-only" in msg:
-        return DatabaseUnavailable("read_only", _message(exc), in_commit)
-    if code in TIMEOUT_PG_CODES or "timeout" in msg or "timed out" in msg:
-        return DatabaseUnavailable("timeout", "a statement exceeded the time limit", in_commit)
-    if code in RETRYABLE_PG_CODES or "database is locked" in msg or "database is busy" in msg:
-        return DatabaseUnavailable("locked", "the database stayed locked by another writer", in_commit)
-    if exc.connection_invalidated or type(exc).__name__ in ("OperationalError", "InterfaceError"):
-        return DatabaseUnavailable("connection", _message(exc), in_commit)
-    if code is not None and code[:2] in ("08", "53", "57", "58"):  # connection, resources, operator, system
-        return DatabaseUnavailable("connection", _message(exc), in_commit)
-    return None
-
-
-def is_retryable(exc: BaseException) -> bool:
-    """A failure a rerun of the whole unit can fix: a lost optimistic check, a deadlock, a
-    serialization failure, a lock not available, SQLite busy, or a connection that broke before
-    the commit was sent (a stale pooled connection after a server restart)."""
-    if isinstance(exc, RetryTransaction):
-        return True
-    if isinstance(exc, IntegrityError):
-        return False
-    if isinstance(exc, DBAPIError):
-        code = getattr(getattr(exc, "orig", None), "sqlstate", None)
-        if code in RETRYABLE_PG_CODES:
-            return True
-        msg = str(getattr(exc, "orig", exc)).lower()
-        if "database is locked" in msg or "deadlock" in msg or "could not serialize" in msg:
-            return True
-        return bool(exc.connection_invalidated)
-    return False
 
 
 # ---------------------------------------------------------------------------------------------- engines
@@ -324,10 +115,9 @@ def make_engine(url: str, options: DbOptions | None = None) -> Engine:
             cur.execute(f"PRAGMA busy_timeout={int(t * 1000)}")
             mode = cur.execute("PRAGMA journal_mode").fetchone()
             if not mode or str(mode[0]).lower() != "wal":
-                try:
+                # a read-only file keeps its mode; reads still work
+                with contextlib.suppress(Exception):
                     cur.execute("PRAGMA journal_mode=WAL")
-                except Exception:  # noqa: BLE001 - a read-only file keeps its mode; reads still work
-                    pass
             cur.execute("PRAGMA synchronous=FULL")
             cur.execute("PRAGMA foreign_keys=ON")
             cur.close()
@@ -372,14 +162,14 @@ def make_engine(url: str, options: DbOptions | None = None) -> Engine:
         op = _current_op()
         fd = _pg_fd(dbapi_conn)
         if op is not None and fd is not None:
-            _WATCHDOG.add_fd(op, fd)
+            WATCHDOG.add_fd(op, fd)
 
     @event.listens_for(engine, "checkin")
     def _watch_checkin(dbapi_conn, _record):
         op = _current_op()
         fd = _pg_fd(dbapi_conn)
         if op is not None and fd is not None:
-            _WATCHDOG.remove_fd(op, fd)
+            WATCHDOG.remove_fd(op, fd)
 
     return engine
 
@@ -412,7 +202,7 @@ class Database:
 
     # -------------------------------------------------------------------------------- operations
     @contextmanager
-    def _operation(self, timeout: float | None = None) -> Iterator[_Op]:
+    def _operation(self, timeout: float | None = None) -> Iterator[Op]:
         """The current operation of this thread, or a new one (deadline, concurrency slot, and for
         PostgreSQL the watchdog); database failures leave it as :class:`DatabaseUnavailable`."""
         op = _current_op()
@@ -431,14 +221,14 @@ class Database:
             raise DatabaseUnavailable(
                 "busy", "the request's time for the database ran out while it waited", retry_after=1
             )
-        op = _Op(deadline=time.monotonic() + timeout)
+        op = Op(deadline=time.monotonic() + timeout)
         if not self.gate.acquire(timeout):
             raise DatabaseUnavailable(
                 "busy", "no database slot became free within the time limit", retry_after=1
             )
         _local.op = op
         if self._watch:
-            _WATCHDOG.watch(op)
+            WATCHDOG.watch(op)
         try:
             yield op
         except (SQLAlchemyError, OSError) as exc:
@@ -447,7 +237,7 @@ class Database:
                 raise
             raise unavailable from exc
         finally:
-            _WATCHDOG.finish(op)
+            WATCHDOG.finish(op)
             _local.op = None
             self.gate.release()
 
@@ -469,14 +259,12 @@ class Database:
                 s.commit()
                 op.in_commit = False
             except BaseException:
-                try:
+                with contextlib.suppress(SQLAlchemyError):  # the connection is gone; it is discarded
                     s.rollback()
-                except SQLAlchemyError:
-                    pass  # the connection is gone; it is discarded with the session
                 raise
 
     @contextmanager
-    def _write_turn(self, op: _Op) -> Iterator[None]:
+    def _write_turn(self, op: Op) -> Iterator[None]:
         if getattr(_local, "write_turn", False):  # nested (run_write holds the turn for its unit)
             yield
             return
@@ -529,10 +317,8 @@ class Database:
                         raise
                 except Exception as exc:
                     transient += 1
-                    if op.in_commit or not is_retryable(exc) or transient >= attempts:
-                        raise
-                    pause = delay * (0.5 + random.random())
-                    if time.monotonic() + pause >= op.deadline:
+                    pause = _retry_pause(op, exc, transient >= attempts, delay)
+                    if pause is None:
                         raise
                     time.sleep(pause)
                     delay = min(delay * 2, 0.25)
@@ -599,6 +385,20 @@ class Database:
 
 
 _databases: dict[tuple[str, DbOptions], Database] = {}
+
+
+def _retry_pause(op: Op, exc: Exception, out_of_attempts: bool, delay: float) -> float | None:
+    """The jittered pause before a failed write unit runs again, or None when it must not: the
+    commit was sent, the failure is not one a rerun can fix, no attempts are left, or the pause
+    would reach the operation's deadline."""
+    if op.in_commit or not is_retryable(exc) or out_of_attempts:
+        return None
+    pause = delay * (0.5 + random.random())
+    if time.monotonic() + pause >= op.deadline:
+        return None
+    return pause
+
+
 _lock = threading.Lock()
 
 
@@ -618,3 +418,19 @@ def reset_databases() -> None:
         for db in _databases.values():
             db.dispose()
         _databases.clear()
+
+
+__all__ = [
+    "Database",
+    "DatabaseUnavailable",
+    "DbOptions",
+    "FifoGate",
+    "RetryTransaction",
+    "classify",
+    "get_database",
+    "is_retryable",
+    "make_engine",
+    "normalize_url",
+    "operation_deadline",
+    "reset_databases",
+]

@@ -65,7 +65,7 @@ def run(
     out: Path, quick: bool = False, results: Path | None = None, only=None, log=None, page_only: bool = False
 ) -> dict:
     """Compute every panel, write the figures, CSVs and the results page; return the data."""
-    from . import compute, render
+    from . import render
     from .results import cost_measurements, write_results
 
     log = log or (lambda _msg: None)
@@ -81,40 +81,60 @@ def run(
             data[fig_id] = _read_csv(out / f"{stem}.csv")
             render.render(fig_id, panels, data[fig_id], out)
             continue
-        fd: dict = {}
-        for p in panels:
-            xs = p.values(quick)
-            t0 = time.perf_counter()
-            for i, x in enumerate(xs):
-                vals = compute.point(p, x, quick)
-                for curve, y in vals.items():
-                    fd.setdefault((p.panel, curve), []).append((x, y))
-                log(
-                    f"[{fig_id}{p.panel}] {p.x} = {_fmt_x(x)} ({i + 1}/{len(xs)}), {time.perf_counter() - t0:.1f} s"
-                )
+        fd = _compute_figure(fig_id, panels, quick, log)
         data[fig_id] = fd
-        with open(out / f"{stem}.csv", "w", newline="") as fh:
-            w = csv.writer(fh)
-            w.writerow(["figure", "panel", "curve", "x", "y"])
-            for (panel, curve), pts in fd.items():
-                for x, y in pts:
-                    if y is not None and math.isfinite(y):
-                        w.writerow([fig_id, panel, curve, _fmt_x(x), repr(float(y))])
+        _write_csv(out / f"{stem}.csv", fig_id, fd)
         render.render(fig_id, panels, fd, out)
         log(f"figure {fig_id} written ({stem}.png, .svg, .csv)")
-    if page_only:
-        saved = json.loads(timing_file.read_text()) if timing_file.exists() else {}
-        compute.TIMINGS.update(saved.get("timings", {}))
-        seconds = saved.get("seconds", 0.0)
-    else:
-        seconds = time.perf_counter() - t_all
-        timing_file.write_text(json.dumps({"timings": compute.TIMINGS, "seconds": seconds}, indent=1))
+    seconds = _timings(timing_file, page_only, time.perf_counter() - t_all)
     log("measuring the cost of the baselines and of the PLD path")
     costs = cost_measurements(quick)
     results = results or (out / "results.md")
     write_results(results, out, data, costs, quick, seconds)
     log(f"results page written: {results} ({time.perf_counter() - t_all:.0f} s in all)")
     return data
+
+
+def _compute_figure(fig_id: str, panels: list, quick: bool, log) -> dict:
+    """``(panel, curve) → [(x, y), …]`` of one figure, computed point by point."""
+    from . import compute
+
+    fd: dict = {}
+    for p in panels:
+        xs = p.values(quick)
+        t0 = time.perf_counter()
+        for i, x in enumerate(xs):
+            vals = compute.point(p, x, quick)
+            for curve, y in vals.items():
+                fd.setdefault((p.panel, curve), []).append((x, y))
+            log(
+                f"[{fig_id}{p.panel}] {p.x} = {_fmt_x(x)} ({i + 1}/{len(xs)}), {time.perf_counter() - t0:.1f} s"
+            )
+    return fd
+
+
+def _write_csv(path: Path, fig_id: str, fd: dict) -> None:
+    """The finite points of one figure, one row each."""
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["figure", "panel", "curve", "x", "y"])
+        for (panel, curve), pts in fd.items():
+            for x, y in pts:
+                if y is not None and math.isfinite(y):
+                    w.writerow([fig_id, panel, curve, _fmt_x(x), repr(float(y))])
+
+
+def _timings(timing_file: Path, page_only: bool, seconds: float) -> float:
+    """The computation's total seconds: this run's (saved with the per-curve timings), or, when only
+    the page is rewritten, the saved ones (restored into ``compute.TIMINGS``)."""
+    from . import compute
+
+    if page_only:
+        saved = json.loads(timing_file.read_text()) if timing_file.exists() else {}
+        compute.TIMINGS.update(saved.get("timings", {}))
+        return saved.get("seconds", 0.0)
+    timing_file.write_text(json.dumps({"timings": compute.TIMINGS, "seconds": seconds}, indent=1))
+    return seconds
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 from . import compute as C
 from .spec import TITLES, Panel
@@ -55,26 +56,9 @@ def render(fig_id: str, panels: list[Panel], data: dict, out: Path) -> list[Path
 
     rows, cols = _LAYOUT[fig_id]
     fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.6 * rows + 0.9), squeeze=False)
-    handles = {}
+    handles: dict[str, Any] = {}
     for ax, p in zip(axes.ravel(), panels):
-        for curve in C.CURVES[p.kind]:
-            pts = [
-                (x, y)
-                for x, y in data.get((p.panel, curve), [])
-                if y is not None and math.isfinite(y) and y > 0
-            ]
-            if not pts:
-                continue
-            xs, ys = zip(*pts)
-            (h,) = ax.plot(xs, ys, label=curve, marker="." if len(xs) < 8 else None, **_STYLE.get(curve, {}))
-            handles.setdefault(curve, h)
-        if p.x in ("alpha", "n", "T"):
-            ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel(_XLABEL[p.x])
-        ax.set_ylabel(_YLABEL[p.kind])
-        ax.set_title(f"({p.panel}) {p.caption}", fontsize=9)
-        ax.grid(True, which="major", alpha=0.3)
+        _draw_panel(ax, p, data, handles)
     for ax in axes.ravel()[len(panels) :]:
         ax.axis("off")
     fig.suptitle(TITLES[fig_id])
@@ -95,3 +79,24 @@ def render(fig_id: str, panels: list[Panel], data: dict, out: Path) -> list[Path
         paths.append(path)
     plt.close(fig)
     return paths
+
+
+def _draw_panel(ax: Any, p: Panel, data: dict, handles: dict[str, Any]) -> None:
+    """One panel's curves (positive finite points only, log axes); the first line of each curve
+    goes into ``handles`` for the figure's legend."""
+    for curve in C.CURVES[p.kind]:
+        pts = [
+            (x, y) for x, y in data.get((p.panel, curve), []) if y is not None and math.isfinite(y) and y > 0
+        ]
+        if not pts:
+            continue
+        xs, ys = zip(*pts)
+        (h,) = ax.plot(xs, ys, label=curve, marker="." if len(xs) < 8 else None, **_STYLE.get(curve, {}))
+        handles.setdefault(curve, h)
+    if p.x in ("alpha", "n", "T"):
+        ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(_XLABEL[p.x])
+    ax.set_ylabel(_YLABEL[p.kind])
+    ax.set_title(f"({p.panel}) {p.caption}", fontsize=9)
+    ax.grid(True, which="major", alpha=0.3)

@@ -8,6 +8,7 @@ import os
 import statistics
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -46,7 +47,7 @@ def cost_measurements(quick: bool) -> dict:
     from accountant.baselines import clone_dp
     from accountant.baselines import pld as P
 
-    out = {"clone": [], "pld": []}
+    out: dict[str, list] = {"clone": [], "pld": []}
     cases = (
         [(10**6, 0.5)] if quick else [(10**4, 0.5), (10**6, 0.5), (10**6, 2.0), (10**5, 2.0), (10**8, 0.5)]
     )
@@ -65,7 +66,14 @@ def cost_measurements(quick: bool) -> dict:
         t0 = time.perf_counter()
         pl = P.clone_pld(n, e0)
         build = time.perf_counter() - t0
-        row = {"n": n, "eps0": e0, "build": build, "points": pl.grid_points, "bins": pl.bins, "compose": []}
+        row: dict[str, Any] = {
+            "n": n,
+            "eps0": e0,
+            "build": build,
+            "points": pl.grid_points,
+            "bins": pl.bins,
+            "compose": [],
+        }
         for T in rounds:
             t0 = time.perf_counter()
             composed = pl.compose(T)
@@ -92,11 +100,20 @@ def _compose_by_squaring(pld, T: int):
 
 # ---------------------------------------------------------------------------------------------
 def _claims(data) -> list[str]:
-    rows = []
-    d = lambda *a: _get(data, *a)  # noqa: E731
+    """The rows of the table of the thesis's claims against the computed figures."""
+    return [
+        *_claims_at_5_4a(data),
+        *_claims_at_5_6a(data),
+        *_claims_of_one_release(data),
+        _claim_few_rounds(data),
+        _claim_5_6b(data),
+    ]
+
+
+def _claims_at_5_4a(data) -> list[str]:
     T = 10**5
-    u1, de, kov, kcf, pld = (d("5.4", "a", c, T) for c in (C.U1, C.DEFAULT, C.KOV, C.KOV_CF, C.PLD))
-    rows.append(
+    u1, de, kov, kcf, pld = (_get(data, "5.4", "a", c, T) for c in (C.U1, C.DEFAULT, C.KOV, C.KOV_CF, C.PLD))
+    return [
         '| 5.4a: T = 10⁵, ε0 = 0.5, n = 10⁶, δ = 10⁻⁸ | RDP (Thm 5.3.1) "saves a factor of 8×" against '
         f"FMT22 + KOV15 | FMT21 + KOV15 = {_f(kov)}; Thm 5.3.1 = {_f(u1)}: **{_f(_ratio(kov, u1), 3)}×** "
         f"| default = {_f(de)}: **{_f(_ratio(kov, de), 3)}×** | The baseline here is the strongest one: the clone "
@@ -104,11 +121,15 @@ def _claims(data) -> list[str]:
         f"With FMT21's closed form instead, FMT21 + KOV15 = {_f(kcf)} ({_f(_ratio(kcf, u1), 3)}× Thm 5.3.1). "
         "The thesis's 8× lies between the two; the text does not say how its (ε̃, δ̃) and δ̃ were chosen. "
         f"The default is within {_f(100 * (_ratio(de, pld) - 1), 2)}% of the clone PLD ({_f(pld)}). |"
-    )
+    ]
+
+
+def _claims_at_5_6a(data) -> list[str]:
+    T = 10**5
     su, de6, gdd, ks, kscf = (
-        d("5.6", "a", c, T) for c in (C.SU, C.DEFAULT, C.GDD_WBK, C.KOV_SUB, C.KOV_SUB_CF)
+        _get(data, "5.6", "a", c, T) for c in (C.SU, C.DEFAULT, C.GDD_WBK, C.KOV_SUB, C.KOV_SUB_CF)
     )
-    rows.append(
+    return [
         '| 5.6a: T = 10⁵, γ = 0.001, ε0 = 2, n = 10⁶, δ = 10⁻⁸ | Thm 5.4.1 saves "14×" against FMT22 + KOV15 | '
         f"FMT21 + BBG18 + KOV15 = {_f(ks)}; Thm 5.4.1 = {_f(su)}: **{_f(_ratio(ks, su), 3)}×**; with FMT21's closed "
         f"form: {_f(kscf)}, **{_f(_ratio(kscf, su), 3)}×** | default = {_f(de6)}: **{_f(_ratio(ks, de6), 3)}×** "
@@ -116,37 +137,37 @@ def _claims(data) -> list[str]:
         "With k = γn = 10³ users per round, FMT21's closed form is outside its condition "
         "ε0 ≤ log(k/(16 log(4/δ̃))) and gives no amplification (ε̃ = ε0): that reproduces the thesis's 14× "
         "(roughly). The exact clone (ε̃, δ̃) amplifies even at k = 10³, and the baseline is then only ~2× "
-        "above Thm 5.4.1. |"
-    )
-    rows.append(
+        "above Thm 5.4.1. |",
         '| 5.6a (same point) | Thm 5.4.1 saves "2.5×" against GDD21e + WBK19 | '
         f"GDD21e + WBK19 = {_f(gdd)}: **{_f(_ratio(gdd, su), 3)}×** | default: **{_f(_ratio(gdd, de6), 3)}×** | "
         "Reproduced with WBK19 Theorem 9 over the GDD21e (= Thm 5.3.1) curve of the k-user shuffle at every "
         "integer order ≤ 1000 (the tightest reading of the baseline); it is then as good as Thm 5.4.1 at this "
         "point. The thesis's 2.5× implies a looser use of WBK19 (e.g. only ε(2) and ε(∞)), which the text does not "
-        "specify. |"
-    )
-    # qualitative claims of the text
-    n_u1, n_u1_worse, n_low, n_low_better = 0, 0, 0, 0
-    for panel in "abcd":
-        for (_x, yu), (_, yc) in zip(
-            data.get("5.3", {}).get((panel, C.U1), []), data.get("5.3", {}).get((panel, C.CLONE), [])
-        ):
-            if math.isfinite(yu) and math.isfinite(yc):
-                n_u1 += 1
-                n_u1_worse += yu > yc
-    for panel in "bd":
-        for (_x, yl), (_, yc) in zip(
-            data.get("5.3", {}).get((panel, C.LOWER), []), data.get("5.3", {}).get((panel, C.CLONE), [])
-        ):
-            if math.isfinite(yl) and math.isfinite(yc):
-                n_low += 1
-                n_low_better += yl < yc
-    rows.append(
+        "specify. |",
+    ]
+
+
+def _finite_pairs(data, fig: str, panels: str, a: str, b: str) -> list[tuple[float, float]]:
+    """(y of curve ``a``, y of curve ``b``) at the points of ``panels`` where both are finite."""
+    return [
+        (ya, yb)
+        for panel in panels
+        for (_x, ya), (_, yb) in zip(
+            data.get(fig, {}).get((panel, a), []), data.get(fig, {}).get((panel, b), [])
+        )
+        if math.isfinite(ya) and math.isfinite(yb)
+    ]
+
+
+def _claims_of_one_release(data) -> list[str]:
+    """The qualitative claims of the text about figure 5.3."""
+    u1 = _finite_pairs(data, "5.3", "abcd", C.U1, C.CLONE)
+    n_u1, n_u1_worse = len(u1), sum(yu > yc for yu, yc in u1)
+    low = _finite_pairs(data, "5.3", "bd", C.LOWER, C.CLONE)
+    n_low, n_low_better = len(low), sum(yl < yc for yl, yc in low)
+    return [
         '| 5.3 (all panels) | one release: the RDP route (Thm 5.3.1) "performs worse than" FMT22 | '
-        f"Thm 5.3.1 above the exact clone ε at {n_u1_worse} of {n_u1} points | — | Reproduced. |"
-    )
-    rows.append(
+        f"Thm 5.3.1 above the exact clone ε at {n_u1_worse} of {n_u1} points | — | Reproduced. |",
         '| 5.3b, 5.3d | the lower bound (Thm 5.3.3) converted by Lemma 2.1.3 is below FMT22 "for all ε0" | '
         f"below the exact clone ε at {n_low_better} of {n_low} points | — | "
         + (
@@ -155,32 +176,45 @@ def _claims(data) -> list[str]:
             else "Not everywhere: against the *exact* clone (ε, δ) (tighter than the thesis's FMT22 numbers) the "
             "converted lower bound is not always below; a converted RDP lower bound is not an (ε, δ) lower bound."
         )
-        + " |"
-    )
+        + " |",
+    ]
+
+
+def _claim_few_rounds(data) -> str:
     small = [(x, y, _get(data, "5.4", "d", C.KOV, x)) for x, y in data.get("5.4", {}).get(("d", C.U1), [])]
-    better = [x for x, yu, yk in small if math.isfinite(yu) and math.isfinite(yk) and yk < yu]
+    better = [x for x, yu, yk in small if _all_finite(yu, yk) and yk < yu]
     kov_below_default = [
         x for x, _, yk in small if math.isfinite(yk) and yk < _get(data, "5.4", "d", C.DEFAULT, x)
     ]
-    rows.append(
+    return (
         '| 5.4d: ε0 = 2, n = 10⁶ | FMT22 + KOV15 is better than Thm 5.3.1 "for T < 10" | '
-        f"FMT21 + KOV15 below Thm 5.3.1 at T ∈ {{{', '.join(str(int(x)) for x in better) or 'none'}}} | "
-        f"FMT21 + KOV15 below the default at T ∈ {{{', '.join(str(int(x)) for x in kov_below_default) or 'none'}}} | "
+        f"FMT21 + KOV15 below Thm 5.3.1 at T ∈ {_int_set(better)} | "
+        f"FMT21 + KOV15 below the default at T ∈ {_int_set(kov_below_default)} | "
         "Reproduced in direction (the crossover T depends on the baseline's strength). |"
     )
+
+
+def _all_finite(*ys: float) -> bool:
+    return all(math.isfinite(y) for y in ys)
+
+
+def _int_set(xs: list) -> str:
+    return "{" + (", ".join(str(int(x)) for x in xs) or "none") + "}"
+
+
+def _claim_5_6b(data) -> str:
     b = [
         (x, _get(data, "5.6", "b", C.KOV_SUB, x), _get(data, "5.6", "b", C.GDD_WBK, x))
         for x, _ in data.get("5.6", {}).get(("b", C.SU), [])
     ]
-    nb = sum(1 for _, k_, g in b if math.isfinite(k_) and math.isfinite(g))
-    nbb = sum(1 for _, k_, g in b if math.isfinite(k_) and math.isfinite(g) and k_ < g)
-    rows.append(
+    finite = [(k_, g) for _, k_, g in b if _all_finite(k_, g)]
+    nb, nbb = len(finite), sum(1 for k_, g in finite if k_ < g)
+    return (
         "| 5.6b: k = γn = 10⁴ | FMT22 + KOV15 is better than GDD21e + WBK19 there | "
         f"FMT21 + BBG18 + KOV15 below GDD21e + WBK19 at {nbb} of {nb} T values | — | "
         + ("Reproduced." if nb and nbb == nb else "Partly reproduced (see the figure).")
         + " |"
     )
-    return rows
 
 
 def _one_release(data) -> list[str]:
@@ -246,22 +280,13 @@ def _order_grid(data) -> list[str]:
 def _many_rounds(data) -> list[str]:
     """Figure 5.4: the default against the clone pair's PLD composed T times."""
     lines = []
-    rows = []
-    for panel in "ad":
-        p = next(pp for pp in FIGURES["5.4"] if pp.panel == panel)
-        for x, yd in data.get("5.4", {}).get((panel, C.DEFAULT), []):
-            yp = _get(data, "5.4", panel, C.PLD, x)
-            if x >= 100 and math.log10(x).is_integer() and math.isfinite(_ratio(yd, yp)):
-                rows.append(
-                    f"| 5.4{panel} | {p.params['n']:,} | {p.params['epsilon0']} | {int(x):,} | {_f(yd)} | "
-                    f"{_f(yp)} | {_f(100 * (_ratio(yd, yp) - 1), 3)}% |"
-                )
-    other = []
-    for panel in "bcef":
-        for x, yd in data.get("5.4", {}).get((panel, C.DEFAULT), []):
-            r = _ratio(yd, _get(data, "5.4", panel, C.PLD, x))
-            if math.isfinite(r):
-                other.append(r)
+    rows = _many_rounds_rows(data)
+    other = [
+        r
+        for panel in "bcef"
+        for x, yd in data.get("5.4", {}).get((panel, C.DEFAULT), [])
+        if math.isfinite(r := _ratio(yd, _get(data, "5.4", panel, C.PLD, x)))
+    ]
     lines.append(
         "* **Many rounds** (δ = 10⁻⁸): the default against the PLD of the clone pair composed T times "
         "(dp_accounting, pessimistic connect-the-dots discretisation, FFT):"
@@ -280,36 +305,31 @@ def _many_rounds(data) -> list[str]:
     return lines
 
 
+def _many_rounds_rows(data) -> list[str]:
+    """Table rows of panels 5.4a and d at T = 100, 1000, …"""
+    rows = []
+    for panel in "ad":
+        p = next(pp for pp in FIGURES["5.4"] if pp.panel == panel)
+        for x, yd in data.get("5.4", {}).get((panel, C.DEFAULT), []):
+            yp = _get(data, "5.4", panel, C.PLD, x)
+            if x >= 100 and math.log10(x).is_integer() and math.isfinite(_ratio(yd, yp)):
+                rows.append(
+                    f"| 5.4{panel} | {p.params['n']:,} | {p.params['epsilon0']} | {int(x):,} | {_f(yd)} | "
+                    f"{_f(yp)} | {_f(100 * (_ratio(yd, yp) - 1), 3)}% |"
+                )
+    return rows
+
+
 def _baselines_below(data) -> list[str]:
     """Where a valid (ε, δ) baseline is below the default (the PLD always is: it is the tighter accounting)."""
     lines = []
-    beats = []
-    for fig, curves in (
-        ("5.3", (C.BBG, C.EFM_DP)),
-        ("5.4", (C.KOV, C.DRV)),
-        ("5.6", (C.KOV_SUB, C.GDD_WBK, C.SU)),
-    ):
-        for (panel, curve), pts in data.get(fig, {}).items():
-            if curve not in curves:
-                continue
-            for x, y in pts:
-                yd = _get(data, fig, panel, C.DEFAULT, x)
-                if math.isfinite(y) and math.isfinite(yd) and y < yd:
-                    beats.append((yd / y, fig, panel, curve, x))
+    beats = _beats(data)
     lines.append("")
     if beats:
         worst = max(beats)
-        groups: dict = {}
-        for _, f, p, c, x in beats:
-            groups.setdefault((f, p, c), []).append(x)
-        where = []
-        for (f, p, c), xs in sorted(groups.items()):
-            name = next(pp.x for pp in FIGURES[f] if pp.panel == p)
-            rng = _fmt(xs[0]) if len(xs) == 1 else f"{_fmt(min(xs))}–{_fmt(max(xs))}"
-            where.append(f"{f}{p} ({c}, {name} = {rng}, {len(xs)} points)")
         lines.append(
             f"* **Where a valid baseline is below the default** ({len(beats)} points, the exact clone (ε, δ) and "
-            "PLD aside): " + "; ".join(where) + ". "
+            "PLD aside): " + "; ".join(_where(beats)) + ". "
             f"The largest gap is {_f(worst[0], 3)}× (figure {worst[1]}{worst[2]}, {worst[3]}, x = {_fmt(worst[4])}). "
             "For one or a few rounds, an (ε, δ) accounting of the clone pair (composed by KOV15, and for subsampling "
             "amplified by BBG18) is tighter than any RDP curve converted by Lemma 2.1.3; the RDP route wins from a "
@@ -319,6 +339,41 @@ def _baselines_below(data) -> list[str]:
     else:
         lines.append("* No (ε, δ) baseline is below the default at any plotted point (the clone PLD aside).")
     return lines
+
+
+#: the (ε, δ) baselines of each figure compared with the default
+_BASELINES = (
+    ("5.3", (C.BBG, C.EFM_DP)),
+    ("5.4", (C.KOV, C.DRV)),
+    ("5.6", (C.KOV_SUB, C.GDD_WBK, C.SU)),
+)
+
+
+def _beats(data) -> list[tuple]:
+    """(default / baseline, figure, panel, baseline, x) at every point where a baseline is below the default."""
+    beats = []
+    for fig, curves in _BASELINES:
+        for (panel, curve), pts in data.get(fig, {}).items():
+            if curve not in curves:
+                continue
+            for x, y in pts:
+                yd = _get(data, fig, panel, C.DEFAULT, x)
+                if _all_finite(y, yd) and y < yd:
+                    beats.append((yd / y, fig, panel, curve, x))
+    return beats
+
+
+def _where(beats: list[tuple]) -> list[str]:
+    """The beaten points grouped by figure, panel and baseline, each with its range of x."""
+    groups: dict = {}
+    for _, f, p, c, x in beats:
+        groups.setdefault((f, p, c), []).append(x)
+    where = []
+    for (f, p, c), xs in sorted(groups.items()):
+        name = next(pp.x for pp in FIGURES[f] if pp.panel == p)
+        rng = _fmt(xs[0]) if len(xs) == 1 else f"{_fmt(min(xs))}–{_fmt(max(xs))}"
+        where.append(f"{f}{p} ({c}, {name} = {rng}, {len(xs)} points)")
+    return where
 
 
 def _tightness(data) -> list[str]:

@@ -36,7 +36,7 @@ from app.ledger import curves as cv
 from app.ledger import repository as repo
 from app.ledger.budgets import FILTER_SIDE, event_cost
 from app.ledger.errors import MAX_LISTED, IdempotencyConflict, Invalid, NotFound, Refused, UnknownUsers
-from app.ledger.locking import lock_cohort, lock_cohort_classes, lock_users_classes
+from app.ledger.locking import LockedUsers, lock_cohort, lock_cohort_classes, lock_users_classes
 from app.ledger.records import Actor, ChargeResult, ClassRow, CohortRow, utc
 from app.ledger.refusals import record_refusal
 from app.ledger.transitions import transition
@@ -135,7 +135,7 @@ class _Request:
 
     def prior(self, s: Session) -> ChargeResult | None:
         """The stored result under this request's key (None: not charged yet)."""
-        if self.key is None:
+        if self.key is None or self.stored_key is None:  # a stored key exactly when a key was given
             return None
         row = repo.charge_by_key(s, self.stored_key, self.key)  # scoped, or stored before scoping
         if row is None:
@@ -250,13 +250,7 @@ def _charge_users(s: Session, db: Database, req: _Request) -> ChargeResult:
     cids = list(locked.classes)
     ok, after, statuses = _evaluate([locked.classes[cid] for cid in cids], req.cost)
     if not np.all(ok):
-        refused = {cid: locked.classes[cid] for k, cid in enumerate(cids) if not ok[k]}
-        named = [
-            (u, refused[locked.class_of[users[u][0]]])
-            for u in req.users
-            if locked.class_of[users[u][0]] in refused
-        ]
-        raise _refusal(named, len(named), refused.values(), req.cost)
+        raise _users_refusal(req.users, users, locked, cids, ok, req.cost)
     ts = repo.now()
     result = req.result(0, len(req.users), ts)
     charge_id = req.record(s, result, len(req.users), ts)
@@ -269,6 +263,23 @@ def _charge_users(s: Session, db: Database, req: _Request) -> ChargeResult:
 
     transition(s, db, locked.classes, groups, f"charge|{charge_id}", charged, locked.cohorts)
     return _with_id(result, charge_id)
+
+
+def _users_refusal(
+    names: list[str],
+    users: dict[str, tuple[int, int]],
+    locked: LockedUsers,
+    cids: list[int],
+    ok: np.ndarray,
+    cost: np.ndarray,
+) -> Refused:
+    """The refusal of a charge to ``names``: every user whose budget class (``cids[k]``, admitted
+    when ``ok[k]``) the event would take over its budget."""
+    refused = {cid: locked.classes[cid] for k, cid in enumerate(cids) if not ok[k]}
+    named = [
+        (u, refused[locked.class_of[users[u][0]]]) for u in names if locked.class_of[users[u][0]] in refused
+    ]
+    return _refusal(named, len(named), refused.values(), cost)
 
 
 def _charge_cohort(s: Session, db: Database, req: _Request) -> ChargeResult:

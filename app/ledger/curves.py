@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -286,20 +287,30 @@ def _evaluate_rdp(budgets: list[Budget], after: np.ndarray) -> tuple[np.ndarray,
     ok_filter = np.isfinite(f_val) & (f_val <= fbud)
     ok = np.where(is_filter, ok_filter, ok_declared)
     nonzero = np.any(after != 0, axis=1)
-    statuses = []
-    for k in range(g):
-        if is_filter[k]:
-            e = float(f_eps[k]) if f_val[k] else 0.0  # as status(): nothing spent at α_f is ε = 0
-            order = budgets[k].alpha_f
-        elif not nonzero[k]:
-            e, order = 0.0, None
-        else:
-            e = float(best[k])
-            order = float(ORDERS[best_i[k]]) if math.isfinite(e) else None
-        if math.isfinite(e):
-            e = max(0.0, e)
-            rem = max(0.0, budgets[k].epsilon - e)
-        else:
-            e, rem = 1e308, 0.0
-        statuses.append(Status(e, order, rem, rem / budgets[k].epsilon))
+    statuses = [
+        _rdp_status(budgets[k], is_filter[k], f_val[k], f_eps[k], nonzero[k], best[k], best_i[k])
+        for k in range(g)
+    ]
     return ok, statuses
+
+
+def _rdp_status(
+    b: Budget, is_filter: Any, f_val: Any, f_eps: Any, nonzero: Any, best: Any, best_i: Any
+) -> Status:
+    """The status of one class after an RDP charge: under the filter, ε(α_f) of the curve (``f_eps``;
+    0 when nothing is spent at α_f, ``f_val`` = 0); declared, the best conversion ``best`` (at order
+    index ``best_i``; 0 when nothing is spent). A non-finite ε is reported as 1e308, nothing left."""
+    if is_filter:
+        e = float(f_eps) if f_val else 0.0  # as status(): nothing spent at α_f is ε = 0
+        order = b.alpha_f
+    elif not nonzero:
+        e, order = 0.0, None
+    else:
+        e = float(best)
+        order = float(ORDERS[best_i]) if math.isfinite(e) else None
+    if math.isfinite(e):
+        e = max(0.0, e)
+        rem = max(0.0, b.epsilon - e)
+    else:
+        e, rem = 1e308, 0.0
+    return Status(e, order, rem, rem / b.epsilon)

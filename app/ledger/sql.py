@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy import ColumnElement, Select, String, Table, and_, bindparam, func, insert, text, true, update
 from sqlalchemy.orm import Session
-from sqlalchemy.sql.elements import BindParameter
+from sqlalchemy.sql.elements import BindParameter, TextClause
 
 from app.db.session import Database
 from app.ledger.records import Bucket
@@ -84,17 +84,23 @@ def update_rows(s: Session, db: Database, table: Table, rows: list[dict]) -> Non
             update(table).where(table.c.id == bindparam("_id")).values({c: bindparam(c) for c in cols}), rows
         )
         return
+    stmt = _pg_update_from_arrays(s, table, cols)
+    for ch in chunks(rows, 5000):
+        s.execute(stmt, {c: [r[c] for r in ch] for c in ["_id", *cols]})
+
+
+def _pg_update_from_arrays(s: Session, table: Table, cols: list[str]) -> TextClause:
+    """PostgreSQL: ``UPDATE table SET c = v.c, … FROM unnest(:_id, :c, …) AS v WHERE id = v._id``,
+    one array parameter per column."""
     arrays = ", ".join(
         [f"CAST(:_id AS {_array_type(table, 'id', s)}[])"]
         + [f"CAST(:{c} AS {_array_type(table, c, s)}[])" for c in cols]
     )
     sets = ", ".join(f"{c} = v.{c}" for c in cols)
-    stmt = text(
+    return text(
         f"UPDATE {table.name} SET {sets} FROM unnest({arrays}) AS v(_id, {', '.join(cols)}) "
         f"WHERE {table.name}.id = v._id"
     )
-    for ch in chunks(rows, 5000):
-        s.execute(stmt, {c: [r[c] for r in ch] for c in ["_id", *cols]})
 
 
 def snapshot(s: Session, db: Database) -> None:

@@ -3,17 +3,17 @@ the error bodies every endpoint documents."""
 
 from __future__ import annotations
 
-from typing import Any, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
 import accountant
 
 from .events import (
+    JSON_NUMBER,
     Event,
     PartialEvent,
     StrictModel,
-    num,
     solvable_by_type,
     solvable_fields,
 )
@@ -24,9 +24,14 @@ MAX_ORDERS = 1000
 MAX_EVENTS = 1000
 
 _BOUNDS = tuple(dict.fromkeys(b for cls in accountant.EVENT_TYPES.values() for b in cls.BOUNDS))
-BoundName = Literal[_BOUNDS]  # type: ignore[valid-type]
+if TYPE_CHECKING:  # the names are known at run time only (the event types' declarations)
+    BoundName = str
+    SolvableField = str
+else:
+    BoundName = Literal[_BOUNDS]
+    SolvableField = Literal[tuple(solvable_fields())]
 
-Orders = list[num(gt=1, le=1e6)]
+Orders = list[Annotated[float, Field(gt=1, le=1e6), JSON_NUMBER]]
 ORDERS_FIELD = Field(
     None,
     min_length=1,
@@ -233,7 +238,7 @@ class EpsilonRequest(_ComposeRequest):
             ]
         }
     )
-    delta: num(gt=0, lt=1, description="target δ, 0 < δ < 1")
+    delta: Annotated[float, Field(gt=0, lt=1, description="target δ, 0 < δ < 1"), JSON_NUMBER]
 
 
 class DeltaRequest(_ComposeRequest):
@@ -247,7 +252,7 @@ class DeltaRequest(_ComposeRequest):
             ]
         }
     )
-    epsilon: num(ge=0, le=1e6, description="target ε ≥ 0")
+    epsilon: Annotated[float, Field(ge=0, le=1e6, description="target ε ≥ 0"), JSON_NUMBER]
 
 
 class GuaranteeResponse(BaseModel):
@@ -264,7 +269,7 @@ class GuaranteeResponse(BaseModel):
     grid_version: int | None = None
 
 
-_GUARANTEE_EXAMPLE = {
+_GUARANTEE_EXAMPLE: dict[str, Any] = {
     "epsilon": 1.63993,
     "delta": 1e-8,
     "order": 19.12,
@@ -291,8 +296,8 @@ class DeltaResponse(GuaranteeResponse):
 
 # ---------------------------------------------------------------------------------------- /v1/calibrate
 class Target(StrictModel):
-    epsilon: num(gt=0, le=1e6, description="target ε > 0")
-    delta: num(gt=0, lt=1, description="target δ, 0 < δ < 1")
+    epsilon: Annotated[float, Field(gt=0, le=1e6, description="target ε > 0"), JSON_NUMBER]
+    delta: Annotated[float, Field(gt=0, lt=1, description="target δ, 0 < δ < 1"), JSON_NUMBER]
 
 
 class CalibrateRequest(StrictModel):
@@ -307,8 +312,8 @@ class CalibrateRequest(StrictModel):
             ]
         }
     )
-    solve_for: Literal[tuple(solvable_fields())] = Field(
-        description=(  # type: ignore[valid-type]
+    solve_for: SolvableField = Field(
+        description=(
             "The unknown, left out of `event`: `epsilon0` — the largest ε0 meeting the target (relative tolerance "
             "1e-6); `count` — the most rounds (closed form); `n` — the fewest users; `k` — the LARGEST sample size "
             "per round that still meets the target (one round's RDP grows with k = γn, so the most clients per "

@@ -38,17 +38,18 @@ def _json_number(v: Any) -> Any:
     return v
 
 
-_NUMBER = BeforeValidator(_json_number)
+#: the validator every JSON-number field carries (strings and booleans refused)
+JSON_NUMBER = BeforeValidator(_json_number)
 
 
 def num(**constraints: Any) -> Any:
     """A finite JSON number with the given pydantic constraints (ge, gt, le, description, ...)."""
-    return Annotated[float, Field(**constraints), _NUMBER]
+    return Annotated[float, Field(**constraints), JSON_NUMBER]
 
 
 def integer(**constraints: Any) -> Any:
     """A JSON integer (integral floats like 1e6 accepted) with the given constraints."""
-    return Annotated[int, Field(**constraints), _NUMBER]
+    return Annotated[int, Field(**constraints), JSON_NUMBER]
 
 
 Num = num()
@@ -120,22 +121,31 @@ def _model(cls: type[accountant.Event], family: str, inner: Any) -> type[_EventB
             namespace[name] = Field(defaults.get(name, ...), description=s.description)
     prefix = {"full": "", "partial": "Partial", "inner": "Inner"}[family]
     title = prefix + cls.__name__
+    namespace.update(
+        __annotations__=annotations,
+        __doc__=_model_doc(cls, family, title),
+        __module__=__name__,
+        __qualname__=title,
+        model_config=ConfigDict(title=title, json_schema_extra={"examples": [_example(cls, family)]}),
+    )
+    return type(title, (_EventBase,), namespace)
+
+
+def _model_doc(cls: type[accountant.Event], family: str, title: str) -> str:
+    if family == "full":
+        return _doc(cls)
+    where = " without the field being solved for." if family == "partial" else " inside a sampled event."
+    return f"{title}: the '{cls.mechanism}' event" + where
+
+
+def _example(cls: type[accountant.Event], family: str) -> dict[str, Any]:
+    """The type's example event; inside a sampled event, without the population fields."""
     example = dict(cls.EXAMPLE)
     if family == "inner":
         for name, s in cls.specs().items():
             if s.population:
                 example.pop(name, None)
-    namespace.update(
-        __annotations__=annotations,
-        __doc__=_doc(cls)
-        if family == "full"
-        else f"{title}: the '{cls.mechanism}' event"
-        + (" without the field being solved for." if family == "partial" else " inside a sampled event."),
-        __module__=__name__,
-        __qualname__=title,
-        model_config=ConfigDict(title=title, json_schema_extra={"examples": [example]}),
-    )
-    return type(title, (_EventBase,), namespace)
+    return example
 
 
 def _union(models: list[type[_EventBase]]) -> Any:

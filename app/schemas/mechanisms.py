@@ -21,7 +21,7 @@ SIMULATION_NOTE = (
     "A raw value sent here has left the device and is not protected by the mechanism."
 )
 
-PARAMS_FIELD = Field(
+PARAMS_FIELD: Any = Field(
     default_factory=dict,
     description="The mechanism's parameters by name (see `GET /v1/mechanisms` for each mechanism's list, "
     'types, defaults and bounds), e.g. `{"epsilon0": 1.0, "k": 8}`.',

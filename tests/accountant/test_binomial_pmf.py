@@ -1,4 +1,4 @@
-"""Loader's binomial log-pmf and its block-anchored range form (accountant._binomial), against
+"""Loader's binomial log-pmf and its block-anchored range form (accountant.numerics), against
 50-digit mpmath: the error of log pmf is ≤ 2e-12 absolute (so ≤ 2e-12 relative on the pmf, far
 inside the clone bound's 1e-11 rounding margin) wherever log pmf ≥ −40, and ≤ 1e-13 relative to
 |log pmf| elsewhere; including p next to 1 and tiny n·(1 − p)."""
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from accountant._binomial import log_binom_pmf, log_binom_pmf_range
+from accountant.numerics import log_binom_pmf, log_binom_pmf_range
 
 
 def _close(got: np.ndarray, ref: np.ndarray) -> bool:

@@ -109,15 +109,36 @@ def test_continuous_output_uses_only_universal_bounds():
 
 
 def test_identical_events_are_computed_once():
-    from accountant.composition import _cached_unit_curve
+    from accountant.events import cached_unit_curve
 
-    _cached_unit_curve.cache_clear()
+    cached_unit_curve.cache_clear()
     ev = {"mechanism": "shuffle", "n": 123457, "epsilon0": 0.7, "count": 5}
     A.event_rdp(ev)
     A.event_rdp({**ev, "count": 9})
     A.compose([ev, ev, {**ev, "count": 1}])
-    info = _cached_unit_curve.cache_info()
+    info = cached_unit_curve.cache_info()
     assert info.misses == 1 and info.hits >= 4
+
+
+@pytest.mark.parametrize("kind", ["integer", "number", "numbers"])
+@pytest.mark.parametrize("limits", [{}, {"lo": 0.0}, {"hi": 1.0}])
+def test_a_numeric_field_must_declare_both_limits(kind, limits):
+    from accountant.events import Spec
+
+    with pytest.raises(ValueError, match="must declare lo and hi"):
+        Spec(kind, "a field", **limits)
+    assert Spec(kind, "a field", lo=0.0, hi=1.0).kind == kind
+    assert Spec("choice", "a field", choices=("a",)).lo is None  # limits only for numeric kinds
+
+
+def test_memoized_functions_take_positional_arguments_only():
+    from accountant.events import cached_unit_curve
+
+    ev = A.event_from_dict({"mechanism": "gaussian", "noise_multiplier": 2.0})
+    got = cached_unit_curve(ev, (2.0, 4.0), "upper", True)
+    np.testing.assert_allclose(got, [2.0 / 8.0, 4.0 / 8.0], rtol=1e-12)
+    with pytest.raises(TypeError, match="by position"):
+        cached_unit_curve(ev, (2.0, 4.0), bound="upper")
 
 
 def test_central_events():

@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from app.core.admission import Admission, DeadlineExceeded, Overloaded, checkpoint
 from app.core.config import Settings
 from app.main import create_app
-from tests.app.ledger_support import KEYS_ENV
+from tests.helpers.ledger import KEYS_ENV
 
 PIPE = {"Authorization": "Bearer pipeline-key-0123456789"}
 

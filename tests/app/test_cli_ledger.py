@@ -12,7 +12,7 @@ import pytest
 from app.cli import SETTINGS_HELP, build_parser, main
 from app.core.config import Settings
 from privacy_accountant import AccountantClient
-from tests.app import ledger_support as ls
+from tests.helpers import ledger as ls
 from tests.helpers.server import start_server
 
 ADMIN, PIPE, VIEWER = "cli-admin-key-1", "cli-pipeline-key-1", "cli-viewer-key-1"
@@ -86,9 +86,22 @@ def test_charges_create_list_and_refusal(cli, server):
     )  # fmt: skip
     assert code == 0 and "admitted" in out and "users charged    2" in out
     code, out, _ = cli(
-        "charges", "create", "--users", "ch-a", "--users", "ch-b", "--mechanism", "gaussian",
-        "--noise-multiplier", "4", "--idempotency-key", "cli-1", "--json",
-    )  # fmt: skip
+        "charges",
+        "create",
+        "--users",
+        "ch-a",
+        "--users",
+        "ch-b",
+        "--mechanism",
+        "gaussian",
+        "--noise-multiplier",
+        "4",
+        "--idempotency-key",
+        "cli-1",
+        "--json",
+        "--api-key",
+        PIPE,
+    )  # fmt: skip (idempotency keys are scoped to the caller's API key: the same caller replays)
     assert code == 0 and json.loads(out)["replayed"] is True
     ev = {"mechanism": "gaussian", "noise_multiplier": 0.5}
     code, out, err = cli("charges", "create", "--users", "ch-a,ch-b", "--event", json.dumps(ev))

@@ -339,11 +339,12 @@ def test_every_error_carries_the_request_id(client):
     )
 
 
-def test_health_is_static_and_fast(client):
-    t0 = time.perf_counter()
-    for _ in range(50):
-        assert client.get("/health").json()["status"] == "ok"
-    assert (time.perf_counter() - t0) / 50 < 0.02
+def test_health_is_static_liveness(client):
+    """``/health`` is liveness only: the same small answer every time, no database involved (that
+    is ``/health/ready``; its latency is measured in bench/, not timed here)."""
+    answers = [client.get("/health").json() for _ in range(20)]
+    assert all(a == answers[0] for a in answers) and answers[0]["status"] == "ok"
+    assert "database" not in answers[0]
 
 
 def test_infeasible_n_reports_the_best_epsilon_within_the_http_cap(client):

@@ -12,8 +12,8 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from tests.app import ledger_support as ls
-from tests.app.ledger_support import ADMIN, PIPE, VIEW, client, db, db_url  # noqa: F401
+from tests.helpers import ledger as ls
+from tests.helpers.ledger import ADMIN, PIPE, VIEW, client, db, db_url  # noqa: F401
 
 
 def _mp_budget(eps: float, delta: float, alpha: float) -> float:

@@ -27,8 +27,8 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from tests.app.ledger_support import KEYS_ENV
 from tests.helpers import postgres as pgh
+from tests.helpers.ledger import KEYS_ENV
 from tests.helpers.server import start_server
 
 ADMIN = {"Authorization": "Bearer admin-key-0123456789"}
@@ -454,3 +454,15 @@ def test_request_heads_are_bounded_in_size_and_time(tmp_path):
             assert big.startswith(b"HTTP/1.1 431"), big
         slow, dt = ask(b"GET /health HTTP/1.1\r\nHost: x\r\nX-A: a", HEAD_TIMEOUT + 10)
         assert slow.startswith(b"HTTP/1.1 408") and dt < HEAD_TIMEOUT + 3, (slow, dt)
+
+
+def test_a_driver_error_without_a_message_is_a_503_not_a_crash():
+    """A driver exception whose message is empty still classifies (as a lost connection), so the
+    answer is a 503 naming the error type, never an internal error."""
+    from sqlalchemy.exc import OperationalError
+
+    from app.db.session import DatabaseUnavailable, classify
+
+    u = classify(OperationalError("SELECT 1", {}, Exception("")))
+    assert isinstance(u, DatabaseUnavailable)
+    assert (u.cause, u.reason) == ("connection", "OperationalError")

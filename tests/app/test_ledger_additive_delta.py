@@ -15,8 +15,8 @@ import pytest
 import accountant
 from accountant.conversion import epsilon_from_rdp
 from app.ledger import curves as cv
-from tests.app import ledger_support as ls
-from tests.app.ledger_support import ADMIN, ORDERS, PIPE, VIEW, curve
+from tests.helpers import ledger as ls
+from tests.helpers.ledger import ADMIN, ORDERS, PIPE, VIEW, curve
 
 db_url, db, client = ls.db_url, ls.db, ls.client
 

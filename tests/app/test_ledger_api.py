@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from sqlalchemy import text
 
-from tests.app import ledger_support as ls
-from tests.app.ledger_support import ADMIN, ORDERS, PIPE, VIEW, curve, eps_declared, filter_B, shuffle
+from tests.helpers import ledger as ls
+from tests.helpers.ledger import ADMIN, ORDERS, PIPE, VIEW, curve, eps_declared, filter_B, shuffle
 
 # fixtures
 db_url, db, client = ls.db_url, ls.db, ls.client

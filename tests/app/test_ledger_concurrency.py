@@ -26,8 +26,8 @@ from sqlalchemy import text
 
 from app.db.session import Database
 from app.ledger import service as svc
-from tests.app import ledger_support as ls
-from tests.app.ledger_support import ADMIN, KEYS_ENV, PIPE
+from tests.helpers import ledger as ls
+from tests.helpers.ledger import ADMIN, KEYS_ENV, PIPE
 from tests.helpers.server import start_server
 
 pytestmark = pytest.mark.slow

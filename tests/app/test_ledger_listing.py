@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 from sqlalchemy import create_engine, text
 
 from app.ledger.sql import prefix_successor
-from tests.app import ledger_support as ls
-from tests.app.ledger_support import ADMIN, KEYS_ENV, PIPE, VIEW
+from tests.helpers import ledger as ls
+from tests.helpers.ledger import ADMIN, KEYS_ENV, PIPE, VIEW
 from tests.helpers.server import start_server
 
 CHEAP = {"mechanism": "gaussian", "noise_multiplier": 12.0}

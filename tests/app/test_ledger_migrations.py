@@ -14,7 +14,7 @@ from sqlalchemy import inspect
 from app.db.migrate import alembic_config, current_revision, head_revision, upgrade_to_head
 from app.db.models import Base
 from app.db.session import Database
-from tests.app import ledger_support as ls
+from tests.helpers import ledger as ls
 
 db_url = ls.db_url  # fixture (migrated SQLite file, or the PostgreSQL test database)
 

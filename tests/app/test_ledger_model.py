@@ -15,8 +15,8 @@ import pytest
 from sqlalchemy import text
 
 from app.ledger import service as svc
-from tests.app import ledger_support as ls
-from tests.app.ledger_support import ORDERS, curve, eps_declared, filter_B
+from tests.helpers import ledger as ls
+from tests.helpers.ledger import ORDERS, curve, eps_declared, filter_B
 
 db_url, db = ls.db_url, ls.db  # fixtures
 

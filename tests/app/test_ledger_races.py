@@ -18,7 +18,7 @@ import pytest
 from sqlalchemy import text
 
 from app.ledger import service as svc
-from tests.app import ledger_support as ls
+from tests.helpers import ledger as ls
 
 db_url, db = ls.db_url, ls.db  # fixtures
 pytestmark = pytest.mark.slow

@@ -3,7 +3,7 @@ the charge would have cost and what each refused user has left; each refused req
 for the summary and its timeline, never as a charge, and a failure to record it does not change
 the refusal. The SDK's list/summary methods and ``BudgetExceeded`` fields. Listing speed at 10⁴ users.
 
-Expected costs are computed here from the accountant's curves (ledger_support), not by the ledger.
+Expected costs are computed here from the accountant's curves (tests/helpers/ledger.py), not by the ledger.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from sqlalchemy import create_engine, text
 from accountant.conversion import epsilon_vector
 from app.client import AccountantClient, BudgetExceeded
 from app.db.session import normalize_url
-from tests.app import ledger_support as ls
-from tests.app.ledger_support import ADMIN, KEYS_ENV, ORDERS, PIPE, VIEW, curve, eps_declared
+from tests.helpers import ledger as ls
+from tests.helpers.ledger import ADMIN, KEYS_ENV, ORDERS, PIPE, VIEW, curve, eps_declared
 from tests.helpers.server import start_server
 
 pytestmark = pytest.mark.slow

@@ -18,8 +18,8 @@ from privacy_accountant import (
     Unauthorized,
 )
 from privacy_accountant import models as m
-from tests.app import ledger_support as ls
-from tests.app.ledger_support import KEYS_ENV
+from tests.helpers import ledger as ls
+from tests.helpers.ledger import KEYS_ENV
 from tests.helpers.server import start_server
 
 pytestmark = pytest.mark.slow

@@ -13,7 +13,7 @@ import pytest
 
 import accountant
 from app.client import AccountantClient, BudgetExceeded
-from tests.app.ledger_support import KEYS_ENV
+from tests.helpers.ledger import KEYS_ENV
 from tests.helpers.server import start_server
 
 ROUND = {

@@ -14,8 +14,8 @@ from fastapi.testclient import TestClient
 from app.cli import uvicorn_options
 from app.core.config import Settings
 from app.main import create_app
-from tests.app import ledger_support as ls
-from tests.app.ledger_support import ADMIN, PIPE, VIEW, shuffle
+from tests.helpers import ledger as ls
+from tests.helpers.ledger import ADMIN, PIPE, VIEW, shuffle
 
 db_url, db, client = ls.db_url, ls.db, ls.client
 
@@ -180,9 +180,11 @@ def test_uvicorn_settings_are_set_on_purpose():
 def test_the_sdk_retries_a_503_with_the_same_key_after_retry_after(monkeypatch):
     """What README "Operating it" tells a pipeline to do, done by the SDK: a 503 with Retry-After is
     retried after (at least) that many seconds, with the same idempotency key."""
+    import time
+
     import httpx
 
-    from app import client as sdk
+    from privacy_accountant import client as sdk
 
     sent, slept = [], []
     answers = [
@@ -194,7 +196,7 @@ def test_the_sdk_retries_a_503_with_the_same_key_after_retry_after(monkeypatch):
         sent.append(json.loads(request.content))
         return answers.pop(0)
 
-    monkeypatch.setattr(sdk.time, "sleep", slept.append)
+    monkeypatch.setattr(time, "sleep", slept.append)  # the SDK waits with time.sleep
     c = sdk.AccountantClient("http://test", api_key="k", transport=httpx.MockTransport(handler), backoff=0.0)
     c.request("POST", "/v1/charges", json={"idempotency_key": "job-1", "users": ["a"]}, retry=True)
     assert [b["idempotency_key"] for b in sent] == ["job-1", "job-1"]

@@ -34,8 +34,8 @@ import mechanisms
 from mechanisms.outlier_removal import AboveThreshold, coupling_quantile, neighbour_counts
 
 from ..helpers import exact as X
+from ..helpers.above_threshold import at_law
 from ._check import Discrete, assert_sound
-from .test_central_events import at_law
 
 SET = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -9,6 +9,7 @@ control, worker thread, deadline).
 from __future__ import annotations
 
 from functools import partial
+from typing import Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
@@ -99,7 +100,7 @@ _HEALTH_BYTES = dumps(_health_body())
 )
 async def ready(request: Request) -> Response:
     svc = services(request)
-    body = {
+    body: dict[str, Any] = {
         "database": await svc.readiness(),
         "compute": svc.compute.admission.snapshot(),
     }

@@ -15,7 +15,9 @@ from app.api.deps import WRITE_TURN, get_db, require_admin, require_charger, req
 from app.db.session import Database
 from app.ledger import service as svc
 from app.schemas import ledger as sch
+from app.schemas import ledger_reads as reads
 from app.schemas import ledger_views as views
+from app.schemas.compute import ERROR_413, RETRY_AFTER
 
 UserPath = Annotated[
     str, Path(min_length=1, max_length=256, pattern=sch.ID_PATTERN, description="user (data subject) id")
@@ -27,9 +29,18 @@ CohortPath = Annotated[
 AUTH_ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"model": views.ErrorBody, "description": "missing or invalid API key"},
     403: {"model": views.ErrorBody, "description": "the key's role may not do this"},
+    413: ERROR_413,
     422: {
         "description": "malformed request (FastAPI validation shape) or an invalid budget/event "
         "(`detail` says what to change)"
+    },
+    503: {
+        "model": views.ErrorBody,
+        "description": "The database is unavailable (unreachable, frozen, locked by another process beyond "
+        "the time limit, read-only) or too many database operations are waiting: nothing was recorded "
+        "(unless `detail` says the commit's outcome is unknown). Retry the same request, with the same "
+        "idempotency key, after `Retry-After` seconds.",
+        "headers": RETRY_AFTER,
     },
 }
 
@@ -98,7 +109,7 @@ def bulk_users(
 
 @router.get(
     "/users",
-    response_model=views.UserPage,
+    response_model=reads.UserPage,
     summary="List users: filter, sort, page (any role)",
     description=(
         "Users matching every given filter — `prefix` (user ids starting with it), `policy`, `remaining_below` "
@@ -116,12 +127,12 @@ def list_users(
     q: Annotated[sch.UserListQuery, Query()], db: Database = Depends(get_db), _actor=Depends(require_reader)
 ):
     f = svc.UserFilter(prefix=q.prefix, policy=q.policy, remaining_below=q.remaining_below)
-    return views.UserPage.of(svc.list_users(db, f, q.sort, q.limit, q.offset))
+    return reads.UserPage.of(svc.list_users(db, f, q.sort, q.limit, q.offset))
 
 
 @router.get(
     "/summary",
-    response_model=views.LedgerSummary,
+    response_model=reads.LedgerSummary,
     summary="Dashboard overview: counts and a timeline (any role)",
     description=(
         "Users, cohorts, admitted charges, refused charge requests, users near exhaustion (remaining ε below "
@@ -134,7 +145,7 @@ def list_users(
 def summary(
     q: Annotated[sch.SummaryQuery, Query()], db: Database = Depends(get_db), _actor=Depends(require_reader)
 ):
-    return views.LedgerSummary.of(svc.summary(db, q.bucket, q.buckets))
+    return reads.LedgerSummary.of(svc.summary(db, q.bucket, q.buckets))
 
 
 @router.get(
@@ -178,7 +189,7 @@ def user_cohorts(user_id: UserPath, db: Database = Depends(get_db), _actor=Depen
 
 @router.get(
     "/users/{user_id}/history",
-    response_model=views.UserHistory,
+    response_model=reads.UserHistory,
     summary="Dashboard: a user's spent ε after each charge (any role)",
     description="At most `limit` points, evenly subsampled (the last charge always included).",
     responses={404: {"model": views.ErrorBody, "description": "unknown user"}, **AUTH_ERRORS},
@@ -189,31 +200,31 @@ def user_history(
     db: Database = Depends(get_db),
     _actor=Depends(require_reader),
 ):
-    return views.UserHistory.of(svc.user_history(db, user_id, limit))
+    return reads.UserHistory.of(svc.user_history(db, user_id, limit))
 
 
 @router.get(
     "/users/{user_id}/audit",
-    response_model=views.Audit,
+    response_model=reads.Audit,
     summary="The running spent curve against its recomputation from the charge log (any role)",
     description="The event log is the truth; the running sum is rounded outward and must never be below "
     "the exactly rounded recomputation (`running_not_below_recomputed`). `null` = +∞.",
     responses={404: {"model": views.ErrorBody, "description": "unknown user"}, **AUTH_ERRORS},
 )
 def user_audit(user_id: UserPath, db: Database = Depends(get_db), _actor=Depends(require_reader)):
-    return views.Audit.of(svc.recompute_user(db, user_id))
+    return reads.Audit.of(svc.recompute_user(db, user_id))
 
 
 @router.get(
     "/dashboard/nearest-exhaustion",
-    response_model=views.ExhaustionList,
+    response_model=reads.ExhaustionList,
     summary="Dashboard: the users with the smallest remaining fraction of their budget (any role)",
     responses=AUTH_ERRORS,
 )
 def nearest_exhaustion(
     limit: int = Query(20, ge=1, le=1000), db: Database = Depends(get_db), _actor=Depends(require_reader)
 ):
-    return views.ExhaustionList.of(svc.nearest_exhaustion(db, limit))
+    return reads.ExhaustionList.of(svc.nearest_exhaustion(db, limit))
 
 
 # ---------------------------------------------------------------------------------------------- charges
@@ -282,7 +293,7 @@ def create_cohort(
 
 @router.get(
     "/cohorts",
-    response_model=views.CohortPage,
+    response_model=reads.CohortPage,
     summary="List cohorts by id (any role)",
     description="Cohorts whose id starts with `prefix` (all when empty), in code-point order of their ids; "
     "`total` counts every match.",
@@ -291,7 +302,7 @@ def create_cohort(
 def list_cohorts(
     q: Annotated[sch.CohortListQuery, Query()], db: Database = Depends(get_db), _actor=Depends(require_reader)
 ):
-    return views.CohortPage.of(svc.list_cohorts(db, q.prefix, q.limit, q.offset))
+    return reads.CohortPage.of(svc.list_cohorts(db, q.prefix, q.limit, q.offset))
 
 
 @router.get(
@@ -374,7 +385,7 @@ def list_members(
 
 @router.get(
     "/cohorts/{cohort_id}/history",
-    response_model=views.CohortHistory,
+    response_model=reads.CohortHistory,
     summary="Dashboard: a cohort's cumulative spent ε after each round (any role)",
     description="ε at `delta` of the cohort's cumulative curve: what a member present since the first round has "
     "spent through this cohort.",
@@ -387,4 +398,4 @@ def cohort_history(
     db: Database = Depends(get_db),
     _actor=Depends(require_reader),
 ):
-    return views.CohortHistory.of(svc.cohort_history(db, cohort_id, delta, limit))
+    return reads.CohortHistory.of(svc.cohort_history(db, cohort_id, delta, limit))

@@ -1,0 +1,124 @@
+"""The command line of ``privacy-accountant``: every command, its flags and its help."""
+
+from __future__ import annotations
+
+import argparse
+
+from app.cli.compute import cmd_calibrate, cmd_delta, cmd_epsilon, cmd_rdp
+from app.cli.events import add_event_flags, floats
+from app.cli.ledger import add_ledger_commands
+from app.cli.serve import cmd_serve, settings_epilog
+
+
+def _int_in(lo: int, hi: int):
+    def parse(s: str) -> int:
+        try:
+            v = int(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {s!r}") from None
+        if not lo <= v <= hi:
+            raise argparse.ArgumentTypeError(f"expected an integer from {lo} to {hi}, got {v}")
+        return v
+
+    return parse
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("privacy-accountant")
+    except PackageNotFoundError:  # pragma: no cover - a source tree that is not installed
+        return "0.0.0"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="privacy-accountant",
+        description="Shuffle-model Rényi-DP accountant: run the service, compute at the terminal, or manage "
+        "the budget ledger of a running service. 'privacy-accountant COMMAND --help' describes each command.",
+    )
+    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    s = sub.add_parser(
+        "serve",
+        help="run the HTTP service (migrates the database first)",
+        description="Run the HTTP service: the API, its docs, the budget dashboard.",
+        epilog=settings_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    s.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; 0.0.0.0: all)"
+    )
+    s.add_argument("--port", type=_int_in(1, 65535), default=8000, help="TCP port (default 8000)")
+    s.add_argument(
+        "--workers",
+        type=_int_in(1, 1024),
+        default=1,
+        help="worker processes (default 1); they share the database and its curve cache",
+    )
+    s.add_argument(
+        "--log-level",
+        choices=["critical", "error", "warning", "info", "debug"],
+        type=str.lower,
+        help="log level (default: $ACCOUNTANT_LOG_LEVEL or info)",
+    )
+    s.set_defaults(func=cmd_serve, serve=True)
+
+    def common(q):
+        q.add_argument(
+            "--orders", type=floats, help="comma-separated Rényi orders (default: the service's grid)"
+        )
+        q.add_argument(
+            "--json", action="store_true", help="print the JSON answer (as the HTTP API returns it)"
+        )
+
+    r = sub.add_parser("rdp", help="the RDP curve of one event (no server needed)")
+    add_event_flags(r)
+    r.add_argument(
+        "--bound", default="upper", help="upper (default), u1, u1_simplified, u2, cap, lower, su, …"
+    )
+    common(r)
+    r.set_defaults(func=cmd_rdp)
+
+    e = sub.add_parser("epsilon", help="compose events and convert to ε at δ (no server needed)")
+    add_event_flags(e)
+    e.add_argument("--delta", type=float, required=True, help="δ of the answer")
+    common(e)
+    e.set_defaults(func=cmd_epsilon)
+
+    d = sub.add_parser("delta", help="compose events and convert to δ at ε (no server needed)")
+    add_event_flags(d)
+    d.add_argument("--epsilon", type=float, required=True, help="ε of the answer")
+    common(d)
+    d.set_defaults(func=cmd_delta)
+
+    c = sub.add_parser(
+        "calibrate", help="solve for epsilon0, count, n or k to meet a target (ε, δ) (no server needed)"
+    )
+    c.add_argument(
+        "--solve-for",
+        required=True,
+        choices=["epsilon0", "count", "n", "k"],
+        help="the unknown (left out of the event): epsilon0 largest, count most rounds, n fewest users, k",
+    )
+    c.add_argument(
+        "--epsilon", dest="target_epsilon", metavar="EPSILON", type=float, help="target ε (required)"
+    )
+    # the old spelling, kept working (hidden)
+    c.add_argument("--target-epsilon", dest="target_epsilon", type=float, help=argparse.SUPPRESS)
+    c.add_argument("--delta", type=float, required=True, help="target δ")
+    add_event_flags(c, partial=True)
+    c.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+    common(c)
+    c.set_defaults(func=cmd_calibrate)
+
+    g = sub.add_parser(
+        "figures", add_help=False, prefix_chars="\0", help="regenerate the thesis's figures (app.figures)"
+    )
+    g.add_argument("args", nargs="*")  # parsed by app.figures.main (runs on its own, like serve)
+    g.set_defaults(func=lambda a: __import__("app.figures", fromlist=["main"]).main(a.args), serve=True)
+
+    add_ledger_commands(sub, add_event_flags)
+    return p
