@@ -22,7 +22,9 @@ from numpy.typing import ArrayLike, NDArray
 from ._validation import check_curve, check_delta, check_epsilon
 from .errors import InvalidParameter
 
-_MIN_CONVERSION_ORDER = 1.01
+#: orders at or below this are not used by the conversion (its terms lose precision near α = 1)
+MIN_CONVERSION_ORDER = 1.01
+_MIN_CONVERSION_ORDER = MIN_CONVERSION_ORDER
 
 
 def epsilon_vector(

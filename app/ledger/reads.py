@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from accountant.conversion import MIN_CONVERSION_ORDER, epsilon_vector
 from app.db.session import Database
 from app.ledger import curves as cv
 from app.ledger import queries as q
 from app.ledger import repository as repo
 from app.ledger.errors import NotFound
+from app.ledger.grid import stored_grids
 from app.ledger.records import (
     Audit,
     ChargeEntry,
@@ -16,6 +20,7 @@ from app.ledger.records import (
     HistoryPoint,
     Page,
     Spent,
+    UserCurve,
     UserHistory,
     UserStatus,
 )
@@ -115,3 +120,34 @@ def user_history(db: Database, user_id: str, limit: int = 500) -> UserHistory:
 def nearest_exhaustion(db: Database, limit: int = 20) -> list[ExhaustionEntry]:
     with db.read() as s:
         return q.exhaustion(s, limit)
+
+
+def user_curve(db: Database, user_id: str) -> UserCurve:
+    """The user's running spent curve (the one admission reads) with its budget curve."""
+    with db.read() as s:
+        row = repo.user_row(s, user_id)
+        if row is None:
+            raise _unknown_user(user_id)
+        c = repo.class_by_id(s, row.class_id)
+        orders = cv.ORDERS if c.grid_version == cv.GRID_VERSION else stored_grids(s)[c.grid_version]
+    b = c.budget
+    # B(α) = ε_B − conversion term: epsilon_vector(α) ≤ ε_B ⇔ spent(α) ≤ B(α) (orders that convert)
+    budget_curve = np.array(
+        [b.epsilon - cv.conversion_term(o, b.delta) if o > MIN_CONVERSION_ORDER else math.nan for o in orders]
+    )
+    # the RDP part of the stored vector (side slots — additive δ, (ε, δ) releases — follow it; the
+    # policy's own ε, spent_epsilon, accounts for them)
+    spent = cv.rdp_part(c.spent)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        eps = np.maximum(epsilon_vector(orders, spent, b.delta), 0.0)
+    return UserCurve(
+        user_id=user_id,
+        budget=b,
+        grid_version=c.grid_version,
+        orders=np.asarray(orders, dtype=float),
+        spent=spent,
+        budget_curve=budget_curve,
+        epsilon=eps,
+        spent_epsilon=c.spent_epsilon,
+        spent_order=c.spent_order,
+    )

@@ -261,6 +261,22 @@ class UserHistory:
 
 
 @dataclass(frozen=True)
+class UserCurve:
+    """A user's running spent RDP curve on its class's order grid, with the budget curve B(α) and the
+    ε each order converts to (NaN/inf where unbounded or not convertible)."""
+
+    user_id: str
+    budget: Budget
+    grid_version: int
+    orders: np.ndarray
+    spent: np.ndarray
+    budget_curve: np.ndarray
+    epsilon: np.ndarray
+    spent_epsilon: float
+    spent_order: float | None
+
+
+@dataclass(frozen=True)
 class CohortHistory:
     cohort_id: str
     delta: float

@@ -10,7 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from app.ledger import records as rec
-from app.schemas.ledger_views import Budget, CohortView, Spent, UserView, finite_list, iso
+from app.schemas.ledger_views import Budget, CohortView, FilterInfo, Spent, UserView, finite_list, iso
 
 
 class HistoryPoint(BaseModel):
@@ -262,3 +262,46 @@ class Audit(BaseModel):
             budget=Budget.of(a.budget),
             policy=a.budget.policy,
         )
+
+
+class UserCurve(BaseModel):
+    model_config = {
+        "json_schema_extra": {
+            "examples": [
+                {
+                    "user_id": "u1",
+                    "policy": "declared",
+                    "budget": {"epsilon": 8.0, "delta": 1e-6},
+                    "filter": None,
+                    "grid_version": 1,
+                    "orders": [2.0, 4.0, 8.0],
+                    "spent": [0.05, 0.11, 0.24],
+                    "budget_curve": [-5.12, 3.54, 6.41],
+                    "epsilon": [13.17, 4.57, 1.83],
+                    "spent_epsilon": 1.83,
+                    "spent_order": 8.0,
+                }
+            ]
+        }
+    }
+    user_id: str
+    policy: str
+    budget: Budget
+    filter: FilterInfo | None = None
+    grid_version: int
+    orders: list[float] = Field(description="the Rényi orders α of the ledger's grid")
+    spent: list[float | None] = Field(
+        description="the user's spent RDP curve ε(α): the order-wise sum of every charge that reached "
+        "the user, as admission uses it (null = unbounded)"
+    )
+    budget_curve: list[float | None] = Field(
+        description="B(α) = ε_B − (log(1/δ_B) + (α−1)·log(1−1/α) − log α)/(α−1): the largest spent ε(α) "
+        "whose conversion at α gives ε_B (null where α is too small to convert). Declared policy: the "
+        "user can afford what keeps spent ≤ B at some order; filter policy: at α_f only"
+    )
+    epsilon: list[float | None] = Field(
+        description="ε at δ_B when the spent curve is converted at each order (the conversion of "
+        "bounds.md §4, before the minimum; null = unbounded or unusable)"
+    )
+    spent_epsilon: float = Field(description="as in GET /v1/users/{user_id}: the ε the policy reports")
+    spent_order: float | None

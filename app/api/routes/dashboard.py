@@ -24,19 +24,16 @@ from fastapi import Path as PathParam
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, Field
 from starlette.routing import Route
 
-from accountant.conversion import _MIN_CONVERSION_ORDER, epsilon_vector
 from app.api.deps import get_db, require_reader
 from app.api.routes.ledger import AUTH_ERRORS
 from app.db.session import Database
-from app.ledger import curves as cv
-from app.ledger import repository as repo
-from app.ledger.errors import NotFound
-from app.ledger.grid import stored_grids
+from app.ledger import reads
+from app.ledger.records import UserCurve as UserCurveRecord
 from app.schemas import ledger as sch
 from app.schemas import ledger_views as views
+from app.schemas.ledger_reads import UserCurve
 
 STATIC_DIR = Path(__file__).resolve().parents[2] / "static"
 VENDOR = "/static/vendor"
@@ -67,84 +64,22 @@ def dashboard_slash() -> RedirectResponse:
 
 
 # ------------------------------------------------------------------------------------- RDP curve
-class UserCurve(BaseModel):
-    model_config = {
-        "json_schema_extra": {
-            "examples": [
-                {
-                    "user_id": "u1",
-                    "policy": "declared",
-                    "budget": {"epsilon": 8.0, "delta": 1e-6},
-                    "filter": None,
-                    "grid_version": 1,
-                    "orders": [2.0, 4.0, 8.0],
-                    "spent": [0.05, 0.11, 0.24],
-                    "budget_curve": [-5.12, 3.54, 6.41],
-                    "epsilon": [13.17, 4.57, 1.83],
-                    "spent_epsilon": 1.83,
-                    "spent_order": 8.0,
-                }
-            ]
-        }
-    }
-    user_id: str
-    policy: str
-    budget: views.Budget
-    filter: views.FilterInfo | None = None
-    grid_version: int
-    orders: list[float] = Field(description="the Rényi orders α of the ledger's grid")
-    spent: list[float | None] = Field(
-        description="the user's spent RDP curve ε(α): the order-wise sum of every charge that reached "
-        "the user, as admission uses it (null = unbounded)"
-    )
-    budget_curve: list[float | None] = Field(
-        description="B(α) = ε_B − (log(1/δ_B) + (α−1)·log(1−1/α) − log α)/(α−1): the largest spent ε(α) "
-        "whose conversion at α gives ε_B (null where α is too small to convert). Declared policy: the "
-        "user can afford what keeps spent ≤ B at some order; filter policy: at α_f only"
-    )
-    epsilon: list[float | None] = Field(
-        description="ε at δ_B when the spent curve is converted at each order (the conversion of "
-        "bounds.md §4, before the minimum; null = unbounded or unusable)"
-    )
-    spent_epsilon: float = Field(description="as in GET /v1/users/{user_id}: the ε the policy reports")
-    spent_order: float | None
-
-
 def _json_list(a: np.ndarray) -> list[float | None]:
     return [float(x) if math.isfinite(x) else None for x in a]
 
 
-def user_curve(db: Database, user_id: str) -> UserCurve:
-    """The user's running spent curve (the one admission reads) with its budget curve."""
-    with db.read() as s:
-        row = repo.user_row(s, user_id)
-        if row is None:
-            raise NotFound(f"unknown user {user_id!r}; create it with PUT /v1/users/{{user_id}}")
-        c = repo.class_by_id(s, row.class_id)
-        orders = cv.ORDERS if c.grid_version == cv.GRID_VERSION else stored_grids(s)[c.grid_version]
+def _curve_view(c: UserCurveRecord) -> UserCurve:
     b = c.budget
-    # B(α) = ε_B − conversion term: epsilon_vector(α) ≤ ε_B ⇔ spent(α) ≤ B(α) (orders that convert)
-    budget_curve = np.array(
-        [
-            b.epsilon - cv.conversion_term(o, b.delta) if o > _MIN_CONVERSION_ORDER else math.nan
-            for o in orders
-        ]
-    )
-    # the RDP part of the stored vector (side slots — additive δ, (ε, δ) releases — follow it; the
-    # policy's own ε, spent_epsilon, accounts for them)
-    spent = cv.rdp_part(c.spent)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        eps = epsilon_vector(orders, spent, b.delta)
     return UserCurve(
-        user_id=user_id,
+        user_id=c.user_id,
         policy=b.policy,
         budget=views.Budget.of(b),
         filter=views.FilterInfo.of(b) if b.policy == "filter" else None,
         grid_version=c.grid_version,
-        orders=[float(o) for o in orders],
-        spent=_json_list(spent),
-        budget_curve=_json_list(budget_curve),
-        epsilon=_json_list(np.maximum(eps, 0.0)),
+        orders=[float(o) for o in c.orders],
+        spent=_json_list(c.spent),
+        budget_curve=_json_list(c.budget_curve),
+        epsilon=_json_list(c.epsilon),
         spent_epsilon=c.spent_epsilon,
         spent_order=c.spent_order,
     )
@@ -164,7 +99,7 @@ UserPath = Annotated[
     responses={404: {"model": views.ErrorBody, "description": "unknown user"}, **AUTH_ERRORS},
 )
 def get_user_curve(user_id: UserPath, db: Database = Depends(get_db), _actor=Depends(require_reader)):
-    return user_curve(db, user_id)
+    return _curve_view(reads.user_curve(db, user_id))
 
 
 # ------------------------------------------------------------------------------------ API docs
