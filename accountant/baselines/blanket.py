@@ -46,10 +46,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.optimize import brentq
 
+from .._lazy import lazy
 from .._validation import check_delta, check_epsilon0, check_n
 from ..errors import BoundNotApplicable
+
+optimize = lazy("scipy.optimize")  # loaded on first use (memory, import time)
 
 __all__ = ["bbg19_delta", "bbg19_epsilon", "efm19_epsilon"]
 
@@ -139,7 +141,7 @@ def bbg19_epsilon(n: int, epsilon0: float, delta: float, kind: str = "best") -> 
             break
     if lo is None:
         return float(hi)
-    r = brentq(f, lo, hi, xtol=1e-300, rtol=1e-10)
+    r = optimize.brentq(f, lo, hi, xtol=1e-300, rtol=1e-10)
     for _ in range(100):  # certify the returned ε on δ itself (as bbg19_delta reports it)
         if bbg19_delta(n, eps0, r, kind) <= delta:
             return float(r)

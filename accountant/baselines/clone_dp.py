@@ -71,11 +71,13 @@ from typing import Any, overload
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.optimize import brentq
-from scipy.stats import binom
 
+from .._lazy import lazy
 from .._validation import check_delta, check_epsilon0, check_n
 from ..errors import InvalidParameter
+
+optimize = lazy("scipy.optimize")  # loaded on first use (memory, import time)
+stats = lazy("scipy.stats")
 
 __all__ = [
     "ClonePair",
@@ -102,8 +104,8 @@ def _edges(n: int, p: float, rel: float) -> NDArray[np.int64]:
     w = max(1, ⌊2·rel·c⌋); outside it (mass < 1e-40 on each side) they grow by a factor 1.5 per
     bin, down to c = 0 and up to n − 1."""
     m = n - 1  # C ~ Bin(m, p)
-    lo = int(binom.ppf(_CORE_TAIL, m, p)) if m > 0 else 0
-    hi = int(m - binom.ppf(_CORE_TAIL, m, 1.0 - p)) if m > 0 else 0
+    lo = int(stats.binom.ppf(_CORE_TAIL, m, p)) if m > 0 else 0
+    hi = int(m - stats.binom.ppf(_CORE_TAIL, m, 1.0 - p)) if m > 0 else 0
     lo, hi = max(0, min(lo, m)), max(0, min(hi, m))
     core = [lo]
     c = lo
@@ -134,16 +136,16 @@ def _bin_masses(n: int, p: float, edges: NDArray[np.int64]) -> NDArray[np.float6
     lo = edges[:-1] - 1  # P(C ≤ e_{b+1} − 1) − P(C ≤ e_b − 1)
     hi = edges[1:] - 1
     with np.errstate(invalid="ignore"):
-        low_side = binom.cdf(hi, m, p) - np.where(lo >= 0, binom.cdf(lo, m, p), 0.0)
-        high_side = np.where(lo >= 0, binom.sf(lo, m, p), 1.0) - binom.sf(hi, m, p)
-    w = np.where(edges[:-1] <= m * p, low_side, high_side)
+        low_side = stats.binom.cdf(hi, m, p) - np.where(lo >= 0, stats.binom.cdf(lo, m, p), 0.0)
+        high_side = np.where(lo >= 0, stats.binom.sf(lo, m, p), 1.0) - stats.binom.sf(hi, m, p)
+    w: NDArray[np.float64] = np.where(edges[:-1] <= m * p, low_side, high_side)
     return np.maximum(w, 0.0) * (1.0 + _CDF_SLACK)
 
 
 def _survival(j: NDArray[np.int64], c: NDArray[np.int64]) -> NDArray[np.float64]:
     """S(j) = Pr[Bin(c, ½) ≥ j] = Pr[Bin(c, ½) ≤ c − j] (symmetry), exact 1 / 0 outside 0 < j ≤ c."""
     k = c - j
-    out = binom.cdf(np.clip(k, 0, None), c, 0.5)
+    out = stats.binom.cdf(np.clip(k, 0, None), c, 0.5)
     out = np.where(j <= 0, 1.0, out)
     return np.where(j > c, 0.0, out)
 
@@ -219,8 +221,8 @@ def _delta_c_many(
     xl = max(0, int(math.floor(c / 2.0 - half)))
     xh = min(c, int(math.ceil(c / 2.0 + half)))
     x = np.arange(xl, xh + 1)
-    pm = binom.pmf(x, c, 0.5)
-    top = float(binom.sf(xh, c, 0.5))  # S(x_h + 1)
+    pm = stats.binom.pmf(x, c, 0.5)
+    top = float(stats.binom.sf(xh, c, 0.5))  # S(x_h + 1)
     table = top + np.cumsum(pm[::-1])[::-1]  # S(j) for j = x_l .. x_h
     table = np.append(table, top)  # … and j = x_h + 1
 
@@ -371,7 +373,7 @@ class ClonePair:
             else:
                 lo = x
                 break
-        root = brentq(f, lo, hi, xtol=1e-300, rtol=max(xtol, 4 * np.finfo(float).eps))
+        root = optimize.brentq(f, lo, hi, xtol=1e-300, rtol=max(xtol, 4 * np.finfo(float).eps))
         # certify: move up until the certified δ at the reported ε meets the target
         r = min(root, hi)
         for _ in range(100):

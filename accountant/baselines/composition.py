@@ -41,11 +41,13 @@ import math
 from collections.abc import Callable
 
 import numpy as np
-from scipy.optimize import brentq, minimize_scalar
 from scipy.special import gammaln
-from scipy.stats import binom
 
+from .._lazy import lazy
 from .._validation import check_delta
+
+optimize = lazy("scipy.optimize")  # loaded on first use (memory, import time)
+stats = lazy("scipy.stats")
 
 __all__ = ["best_split_epsilon", "drv_epsilon", "kov15_delta", "kov15_epsilon"]
 
@@ -76,9 +78,9 @@ def _log_rr_hockey(k: int, eps: float, eps_g: float) -> float:
     l_hi = min(l_max, int(math.ceil(mu + _WINDOW * sd)))
     parts = []
     if l_lo > 0:  # terms below the window: each ≤ its P-mass C(k,l) q^l (1−q)^{k−l}
-        parts.append(math.log(max(binom.cdf(min(l_lo - 1, l_max), k, q), 1e-320)))
+        parts.append(math.log(max(stats.binom.cdf(min(l_lo - 1, l_max), k, q), 1e-320)))
     if l_hi < l_max:  # terms above the window, likewise
-        parts.append(math.log(max(binom.cdf(l_max, k, q) - binom.cdf(l_hi, k, q), 1e-320)))
+        parts.append(math.log(max(stats.binom.cdf(l_max, k, q) - stats.binom.cdf(l_hi, k, q), 1e-320)))
     if l_lo <= l_hi:
         ll = np.arange(l_lo, l_hi + 1, dtype=float)
         z = eps_g - (k - 2.0 * ll) * eps  # < 0 for every l ≤ l_max
@@ -129,7 +131,7 @@ def kov15_epsilon(k: int, epsilon: float, delta: float, delta_total: float) -> f
         return math.log(max(kov15_delta(k, eps, delta, x), 1e-320)) - ldt
 
     hi = k * eps
-    r = brentq(f, 0.0, hi, xtol=1e-300, rtol=1e-10)
+    r = optimize.brentq(f, 0.0, hi, xtol=1e-300, rtol=1e-10)
     for _ in range(100):  # certify on δ itself (a log comparison can hide the last ulp)
         if kov15_delta(k, eps, delta, r) <= dt:
             return float(r)
@@ -178,7 +180,7 @@ def best_split_epsilon(
         v = compose(k, search(math.exp(t)), math.exp(t), dt)
         return v if math.isfinite(v) else 1e300
 
-    res = minimize_scalar(obj, bounds=(lo, hi), method="bounded", options={"xatol": 1e-3})
+    res = optimize.minimize_scalar(obj, bounds=(lo, hi), method="bounded", options={"xatol": 1e-3})
     t = float(res.x)
     d = math.exp(t)
     return compose(k, eps_of_delta(d), d, dt), d
