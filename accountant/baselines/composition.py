@@ -41,9 +41,8 @@ import math
 from collections.abc import Callable
 
 import numpy as np
-from scipy.special import gammaln
 
-from .._lazy import lazy
+from .._lazy import gammaln, lazy
 from .._validation import check_delta
 
 optimize = lazy("scipy.optimize")  # loaded on first use (memory, import time)
