@@ -29,7 +29,6 @@ times move with the load; the tail ratios and the refusal counts are what to com
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import platform
 import random
@@ -50,6 +49,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.helpers import postgres as pgh  # noqa: E402
 from tests.helpers.ledger import KEYS_ENV  # noqa: E402
+from tests.helpers.procs import abandoned_request, cpu_seconds, rss_mb  # noqa: E402
 from tests.helpers.server import start_server  # noqa: E402
 
 ADMIN = {"Authorization": "Bearer admin-key-0123456789"}
@@ -76,20 +76,6 @@ def pct(xs: list[float], p: float) -> float:
 
 def ms(x: float) -> str:
     return f"{1e3 * x:.0f} ms" if x < 10 else f"{x:.1f} s"
-
-
-def rss_mb(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
-
-
-def cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def timed(fn, *a, **kw):
@@ -207,12 +193,7 @@ def scenario_abandoned() -> dict:
     with start_server(env(tmp_sqlite("gone"))) as srv:
 
         def gone(i: int) -> None:
-            evs = [
-                {"mechanism": "shuffle", "n": 20_000 + 97 * i + 7 * j, "epsilon0": 1.0 + j / 100}
-                for j in range(40)
-            ]
-            with contextlib.suppress(httpx.TimeoutException):
-                httpx.post(srv.url + "/v1/epsilon", json={"events": evs, "delta": 1e-8}, timeout=0.5)
+            abandoned_request(srv.url, i)
 
         with ThreadPoolExecutor(6) as ex:
             list(ex.map(gone, range(6)))

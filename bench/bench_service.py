@@ -36,6 +36,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tests.helpers.procs import rss_mb  # noqa: E402
+
 
 # ------------------------------------------------------------------------------ raw HTTP/1.1 client
 def build_request(host: str, method: str, path: str, body: dict | None = None) -> bytes:
@@ -196,14 +198,6 @@ def admission_overhead(n: int = 2000) -> dict:
     d = min(anyio.run(direct) for _ in range(3))
     a = min(anyio.run(admitted) for _ in range(3))
     return {"direct_us": 1e6 * d, "admission_us": 1e6 * a}
-
-
-def rss_mb(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def start_bare(answers: dict[str, bytes]):

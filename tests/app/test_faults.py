@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import random
 import socket
 import statistics
@@ -29,6 +28,7 @@ import pytest
 
 from tests.helpers import postgres as pgh
 from tests.helpers.ledger import KEYS_ENV
+from tests.helpers.procs import abandoned_request, cpu_seconds, rss_mb
 from tests.helpers.server import start_server
 
 ADMIN = {"Authorization": "Bearer admin-key-0123456789"}
@@ -262,20 +262,6 @@ def test_a_read_only_database_refuses_writes_clearly_and_is_not_ready(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------- compute
-def _rss_kb(pid: int) -> int:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise AssertionError("no VmRSS")
-
-
-def _cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def test_an_anonymous_flood_is_refused_while_a_keyed_pipeline_keeps_its_latency(tmp_path):
     """16 anonymous clients ask, as fast as they can, for fresh costly compositions (a new clone
     curve each); a keyed pipeline asks for cheap uncached answers meanwhile."""
@@ -343,7 +329,7 @@ def test_stalled_uploads_are_closed_and_hold_bounded_memory(tmp_path):
         ACCOUNTANT_MAX_INFLIGHT_BODY_BYTES=inflight,
     )
     with start_server(env) as srv:
-        before = _rss_kb(srv.pid)
+        before = rss_mb(srv.pid)
         head = (
             f"POST /v1/epsilon HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
             f"Content-Length: {1 << 20}\r\n\r\n"
@@ -358,7 +344,7 @@ def test_stalled_uploads_are_closed_and_hold_bounded_memory(tmp_path):
                     s.sendall(part)
                 socks.append(s)
             time.sleep(0.5)
-            peak = _rss_kb(srv.pid)
+            peak = rss_mb(srv.pid)
             # ordinary requests are served meanwhile
             r = httpx.post(
                 srv.url + "/v1/rdp",
@@ -388,7 +374,7 @@ def test_stalled_uploads_are_closed_and_hold_bounded_memory(tmp_path):
         finally:
             for s in socks:
                 s.close()
-        growth_mb = (peak - before) / 1024
+        growth_mb = peak - before
         assert growth_mb < 48, f"RSS grew {growth_mb:.0f} MB with 300 stalled uploads"
 
 
@@ -399,19 +385,14 @@ def test_the_work_of_clients_that_left_stops(tmp_path):
         pid = srv.pid
 
         def gone(i: int) -> None:
-            evs = [
-                {"mechanism": "shuffle", "n": 20_000 + 97 * i + 7 * j, "epsilon0": 1.0 + j / 100}
-                for j in range(40)
-            ]
-            with contextlib.suppress(httpx.TimeoutException):
-                httpx.post(srv.url + "/v1/epsilon", json={"events": evs, "delta": 1e-8}, timeout=0.5)
+            abandoned_request(srv.url, i)
 
         with ThreadPoolExecutor(6) as ex:
             list(ex.map(gone, range(6)))
         time.sleep(1.5)  # the running computation reaches its next checkpoint
-        c0 = _cpu_seconds(pid)
+        c0 = cpu_seconds(pid)
         time.sleep(4.0)
-        burned = _cpu_seconds(pid) - c0
+        burned = cpu_seconds(pid) - c0
         metrics = httpx.get(srv.url + "/metrics", timeout=10).text
     assert burned < 0.8, f"{burned:.2f} CPU-seconds spent in the 4 s after the clients left"
     gone_lines = [
