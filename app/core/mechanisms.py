@@ -123,7 +123,7 @@ def _log2_int(v: int) -> float:
 
 def parameters(name: str, req: ParametersRequest) -> dict:
     """``/v1/mechanisms/{name}/parameters``: internals, MSE, events and (with a δ) the composed ε."""
-    mech: Any = _calibrated(name, req) if req.calibrate is not None else build(name, dict(req.params))
+    mech = _calibrated(name, req) if req.calibrate is not None else build(name, dict(req.params))
     out = _describe(mech)
     out["mse_per_client"] = float(mech.mse(n=1))
     acc = req.accounting
@@ -133,7 +133,7 @@ def parameters(name: str, req: ParametersRequest) -> dict:
         out["events"] = _interpreting(mech.events, acc.n, acc.k, acc.count)
         delta = acc.delta
     elif mech.kind == "central" or req.calibrate is not None:
-        out["events"] = mech.events(count=1)
+        out["events"] = mech.events(None, count=1)  # central: no population needed
     if req.calibrate is not None:
         delta = req.calibrate.delta
     if delta is not None and out.get("events"):
@@ -195,7 +195,7 @@ def _interpreting(fn: Any, *args: Any) -> Any:
 
 def randomize(name: str, req: RandomizeRequest) -> dict:
     """``/v1/mechanisms/{name}/randomize``: the reference client's reports for ``inputs``."""
-    mech: Any = build(name, req.params)  # a subclass: randomize/estimate/mse as Mechanism documents
+    mech = build(name, req.params)
     if _count_numbers(req.inputs, MAX_INPUT_NUMBERS) > MAX_INPUT_NUMBERS:
         raise InvalidMechanismRequest(
             f"inputs hold more than {MAX_INPUT_NUMBERS:,} numbers; send fewer clients per request"
@@ -262,7 +262,7 @@ def _report_count(mech: mech_pkg.Mechanism, reports: Any) -> int:
 
 def estimate(name: str, req: EstimateRequest) -> dict:
     """``/v1/mechanisms/{name}/estimate``: the server's unbiased aggregate of the reports."""
-    mech: Any = build(name, req.params)  # a subclass: randomize/estimate/mse as Mechanism documents
+    mech = build(name, req.params)
     if _count_numbers(req.reports, MAX_OUTPUT_NUMBERS) > MAX_OUTPUT_NUMBERS:
         raise InvalidMechanismRequest(
             f"reports hold more than {MAX_OUTPUT_NUMBERS:,} numbers; aggregate in parts"
