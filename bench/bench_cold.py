@@ -217,6 +217,8 @@ def main() -> None:
         ]
     fu = [statistics.median(first_use_ms(nb) for _ in range(3)) for nb in (False, True)]
     lines += [
+        "Where the time goes, and what would meet the curve targets soundly: [notes_cold.md](notes_cold.md).",
+        "",
         "## First use in a fresh process (wall ms, median of 3)",
         "",
         "`import accountant` and the first cold curve (n = 10⁴, ε0 = 1, default grid) in a new Python process: "
