@@ -127,10 +127,26 @@ def user_set(
     return {"id_range": dict(id_range)}  # type: ignore[arg-type]
 
 
+def with_orders(body: dict[str, Any], orders: Sequence[float] | None) -> None:
+    """Add the ``orders`` of a computation request to ``body`` (left out: the service's default grid)."""
+    if orders is not None:
+        body["orders"] = orders_json(orders)
+
+
 class Endpoints:
     """Every endpoint of the service as a method (sync or async through ``_send``)."""
 
+    base_url: str = ""
+    retries: int = 0
+    backoff: float = 0.0
     calibrate_timeout: float | None = None
+
+    def _configure(self, base_url: str, retries: int, backoff: float, calibrate_timeout: float) -> None:
+        """The settings both clients share (the HTTP client itself is theirs)."""
+        self.base_url = base_url.rstrip("/")
+        self.retries = max(0, int(retries))
+        self.backoff = backoff
+        self.calibrate_timeout = calibrate_timeout
 
     def _send(self, call: Call) -> Any:  # pragma: no cover - implemented by the clients
         raise NotImplementedError
@@ -150,8 +166,7 @@ class Endpoints:
     def rdp(self, event: Any, orders: Sequence[float] | None = None, bound: str = "upper") -> m.RdpResponse:
         """``POST /v1/rdp``: the RDP curve of one event (× count) for ``bound`` on ``orders`` (default grid)."""
         body: dict[str, Any] = {"event": event_json(event), "bound": bound}
-        if orders is not None:
-            body["orders"] = orders_json(orders)
+        with_orders(body, orders)
         return self._send(Call("POST", "/v1/rdp", json=body, model=m.RdpResponse))
 
     def epsilon(
@@ -159,8 +174,7 @@ class Endpoints:
     ) -> m.EpsilonResponse:
         """``POST /v1/epsilon``: compose ``events`` and convert to ε at ``delta``."""
         body: dict[str, Any] = {"events": [event_json(e) for e in events], "delta": delta}
-        if orders is not None:
-            body["orders"] = orders_json(orders)
+        with_orders(body, orders)
         return self._send(Call("POST", "/v1/epsilon", json=body, model=m.EpsilonResponse))
 
     def delta(
@@ -168,8 +182,7 @@ class Endpoints:
     ) -> m.DeltaResponse:
         """``POST /v1/delta``: compose ``events`` and convert to δ at ``epsilon``."""
         body: dict[str, Any] = {"events": [event_json(e) for e in events], "epsilon": epsilon}
-        if orders is not None:
-            body["orders"] = orders_json(orders)
+        with_orders(body, orders)
         return self._send(Call("POST", "/v1/delta", json=body, model=m.DeltaResponse))
 
     def calibrate(
@@ -190,8 +203,7 @@ class Endpoints:
                 raise TypeError("give target={'epsilon': ε, 'delta': δ} (or target_epsilon and delta)")
             target = {"epsilon": target_epsilon, "delta": delta}
         body: dict[str, Any] = {"solve_for": solve_for, "target": dict(target), "event": event_json(event)}
-        if orders is not None:
-            body["orders"] = orders_json(orders)
+        with_orders(body, orders)
         return self._send(
             Call(
                 "POST", "/v1/calibrate", json=body, timeout=self.calibrate_timeout, model=m.CalibrateResponse

@@ -9,9 +9,8 @@ from typing import Any
 
 import httpx
 
-from privacy_accountant._api import RETRY_STATUS, Call, Endpoints, should_retry
-from privacy_accountant.client import DEFAULT_URL, backoff_delay, decode, default_headers, retry_after
-from privacy_accountant.errors import TransportError
+from privacy_accountant._api import Call, Endpoints
+from privacy_accountant.client import DEFAULT_URL, TRANSPORT_ERRORS, Attempts, decode, default_headers
 
 __all__ = ["AsyncAccountantClient"]
 
@@ -34,10 +33,7 @@ class AsyncAccountantClient(Endpoints):
         transport: httpx.AsyncBaseTransport | None = None,
         headers: Mapping[str, str] | None = None,
     ):
-        self.base_url = base_url.rstrip("/")
-        self.retries = max(0, int(retries))
-        self.backoff = backoff
-        self.calibrate_timeout = calibrate_timeout
+        self._configure(base_url, retries, backoff, calibrate_timeout)
         self._http = httpx.AsyncClient(
             base_url=self.base_url,
             headers=default_headers(api_key, headers),
@@ -70,28 +66,16 @@ class AsyncAccountantClient(Endpoints):
         return await self._send(call, request_id)
 
     async def _send(self, call: Call, request_id: str | None = None) -> Any:  # type: ignore[override]
-        attempts = 1 + (self.retries if should_retry(call.method, call.path, call.retry) else 0)
-        kw: dict[str, Any] = {
-            "json": call.json,
-            "params": call.params,
-            "headers": {"x-request-id": request_id} if request_id else None,
-        }
-        if call.timeout is not None:
-            kw["timeout"] = call.timeout
-        last_exc: Exception | None = None
-        asked = 0.0  # the server's Retry-After, when it gave one
-        for i in range(attempts):
+        a = Attempts(self, call, request_id)
+        for i in range(a.total):
             if i:
-                await asyncio.sleep(max(asked, backoff_delay(self.backoff, i)))
+                await asyncio.sleep(a.wait(i))
             try:
-                resp = await self._http.request(call.method, call.path, **kw)
-            except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
-                last_exc = exc
+                resp = await self._http.request(call.method, call.path, **a.kw)
+            except TRANSPORT_ERRORS as exc:
+                a.last_exc = exc
                 continue
-            if resp.status_code in RETRY_STATUS and i + 1 < attempts:
-                asked = retry_after(resp)
+            if a.retry(resp, i):
                 continue
             return decode(resp, call)
-        raise TransportError(
-            f"{call.method} {self.base_url}{call.path} failed after {attempts} attempt(s): {last_exc!r}"
-        ) from last_exc
+        raise a.exhausted()

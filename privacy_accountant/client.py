@@ -21,7 +21,15 @@ import httpx
 from privacy_accountant._api import MAX_RETRY_AFTER, RETRY_STATUS, Call, Endpoints, should_retry
 from privacy_accountant.errors import TransportError, error_from_response
 
-__all__ = ["AccountantClient", "DEFAULT_URL", "default_headers", "backoff_delay", "retry_after", "decode"]
+__all__ = [
+    "AccountantClient",
+    "Attempts",
+    "DEFAULT_URL",
+    "default_headers",
+    "backoff_delay",
+    "retry_after",
+    "decode",
+]
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 
@@ -47,6 +55,50 @@ def retry_after(resp: httpx.Response) -> float:
         return min(MAX_RETRY_AFTER, max(0.0, float(resp.headers.get("retry-after", "0"))))
     except ValueError:
         return 0.0
+
+
+#: failures of the connection itself (nothing was answered): retried like a 503
+TRANSPORT_ERRORS = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
+
+
+class Attempts:
+    """The retry policy of one call, shared by the sync and the async client: how many attempts
+    (:func:`should_retry`), what to send each time, how long to wait before attempt ``i`` (the
+    backoff, or at least the server's ``Retry-After``), and whether an answer is worth repeating."""
+
+    def __init__(self, client: Any, call: Call, request_id: str | None) -> None:
+        self.call = call
+        self.base_url: str = client.base_url
+        self.backoff: float = client.backoff
+        self.total = 1 + (client.retries if should_retry(call.method, call.path, call.retry) else 0)
+        self.kw: dict[str, Any] = {
+            "json": call.json,
+            "params": call.params,
+            "headers": {"x-request-id": request_id} if request_id else None,
+        }
+        if call.timeout is not None:
+            self.kw["timeout"] = call.timeout
+        self.asked = 0.0  # the server's Retry-After, when it gave one
+        self.last_exc: Exception | None = None
+
+    def wait(self, i: int) -> float:
+        """Seconds to wait before attempt ``i`` (≥ 1)."""
+        return max(self.asked, backoff_delay(self.backoff, i))
+
+    def retry(self, resp: httpx.Response, i: int) -> bool:
+        """Whether ``resp`` (to attempt ``i``) is a temporary refusal to repeat (noting its Retry-After)."""
+        if resp.status_code in RETRY_STATUS and i + 1 < self.total:
+            self.asked = retry_after(resp)
+            return True
+        return False
+
+    def exhausted(self) -> TransportError:
+        c = self.call
+        err = TransportError(
+            f"{c.method} {self.base_url}{c.path} failed after {self.total} attempt(s): {self.last_exc!r}"
+        )
+        err.__cause__ = self.last_exc
+        return err
 
 
 def decode(resp: httpx.Response, call: Call) -> Any:
@@ -77,10 +129,7 @@ class AccountantClient(Endpoints):
         transport: httpx.BaseTransport | None = None,
         headers: Mapping[str, str] | None = None,
     ):
-        self.base_url = base_url.rstrip("/")
-        self.retries = max(0, int(retries))
-        self.backoff = backoff
-        self.calibrate_timeout = calibrate_timeout
+        self._configure(base_url, retries, backoff, calibrate_timeout)
         self._http = httpx.Client(
             base_url=self.base_url,
             headers=default_headers(api_key, headers),
@@ -114,28 +163,16 @@ class AccountantClient(Endpoints):
         )
 
     def _send(self, call: Call, request_id: str | None = None) -> Any:
-        attempts = 1 + (self.retries if should_retry(call.method, call.path, call.retry) else 0)
-        kw: dict[str, Any] = {
-            "json": call.json,
-            "params": call.params,
-            "headers": {"x-request-id": request_id} if request_id else None,
-        }
-        if call.timeout is not None:
-            kw["timeout"] = call.timeout
-        last_exc: Exception | None = None
-        asked = 0.0  # the server's Retry-After, when it gave one
-        for i in range(attempts):
+        a = Attempts(self, call, request_id)
+        for i in range(a.total):
             if i:
-                time.sleep(max(asked, backoff_delay(self.backoff, i)))
+                time.sleep(a.wait(i))
             try:
-                resp = self._http.request(call.method, call.path, **kw)
-            except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
-                last_exc = exc
+                resp = self._http.request(call.method, call.path, **a.kw)
+            except TRANSPORT_ERRORS as exc:
+                a.last_exc = exc
                 continue
-            if resp.status_code in RETRY_STATUS and i + 1 < attempts:
-                asked = retry_after(resp)
+            if a.retry(resp, i):
                 continue
             return decode(resp, call)
-        raise TransportError(
-            f"{call.method} {self.base_url}{call.path} failed after {attempts} attempt(s): {last_exc!r}"
-        ) from last_exc
+        raise a.exhausted()

@@ -65,6 +65,8 @@ class Script:
         a = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
         if isinstance(a, Exception):
             raise a
+        if isinstance(a, httpx.Response):
+            return a
         status, body = a
         return httpx.Response(status, json=body, headers={"x-request-id": "rid-1"})
 
@@ -201,3 +203,42 @@ def test_user_ids_are_sent_as_one_path_segment(user_id, path):
     script = Script((200, {**USER_OK, "user_id": user_id}))
     client(script).get_user(user_id)
     assert script.requests[0].url.raw_path.decode() == path
+
+
+def test_the_async_client_follows_the_same_retry_rules(monkeypatch):
+    """Same policy as the sync client: transient failures and 429/503 are retried after at least
+    the server's Retry-After; retries are bounded and end in a TransportError naming the cause."""
+    import asyncio
+
+    from privacy_accountant import AsyncAccountantClient
+    from privacy_accountant import aio as sdk_aio
+
+    slept: list[float] = []
+
+    async def no_sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    monkeypatch.setattr(sdk_aio.asyncio, "sleep", no_sleep)
+
+    async def run() -> tuple:
+        s = Script(
+            httpx.ConnectError("refused"),
+            httpx.Response(429, json={"detail": "busy"}, headers={"Retry-After": "4"}),
+            (200, RDP_OK),
+        )
+        async with AsyncAccountantClient(
+            "http://test", transport=httpx.MockTransport(s), backoff=0.0, retries=2
+        ) as c:
+            r = await c.rdp(SHUFFLE, orders=[2])
+        down = Script(httpx.ConnectError("refused"))
+        async with AsyncAccountantClient(
+            "http://test", transport=httpx.MockTransport(down), backoff=0.0, retries=2
+        ) as c:
+            with pytest.raises(TransportError) as exc:
+                await c.epsilon([SHUFFLE], 1e-6)
+        return r, s, down, exc.value
+
+    r, s, down, err = asyncio.run(run())
+    assert r.rdp == [0.1] and len(s.requests) == 3
+    assert slept[1] >= 4  # the wait before the third attempt honours Retry-After
+    assert len(down.requests) == 3 and isinstance(err.__cause__, httpx.ConnectError)
