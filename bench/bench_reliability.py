@@ -34,7 +34,6 @@ import platform
 import random
 import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -49,7 +48,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.helpers import postgres as pgh  # noqa: E402
 from tests.helpers.ledger import KEYS_ENV  # noqa: E402
-from tests.helpers.procs import abandoned_request, cpu_seconds, rss_mb  # noqa: E402
+from tests.helpers.procs import abandoned_request, cpu_seconds, rss_mb, sqlite_write_lock_held  # noqa: E402
 from tests.helpers.server import start_server  # noqa: E402
 
 ADMIN = {"Authorization": "Bearer admin-key-0123456789"}
@@ -273,16 +272,6 @@ def charge_body(key: str, who: list[str]) -> dict:
     }
 
 
-HOLD = """
-import sqlite3, sys
-c = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=10)
-c.execute("BEGIN IMMEDIATE")
-print("held", flush=True)
-sys.stdin.read()
-c.execute("ROLLBACK")
-"""
-
-
 def scenario_faults() -> dict:
     out: dict = {}
     if pgh.available():
@@ -327,11 +316,7 @@ def scenario_faults() -> dict:
     path = Path(tempfile.mkdtemp(prefix="accountant-bench-")) / "held.db"
     with start_server(env(f"sqlite:///{path}")) as srv, httpx.Client(base_url=srv.url, timeout=120) as c:
         users(c, ["a"])
-        holder = subprocess.Popen(
-            [sys.executable, "-c", HOLD, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE
-        )
-        try:
-            holder.stdout.readline()
+        with sqlite_write_lock_held(path):
             r, dt = timed(c.post, "/v1/charges", json=charge_body("h1", ["a"]), headers=PIPE)
             out["sqlite_held_charge"] = (status(r), dt)
             with ThreadPoolExecutor(50) as ex:
@@ -351,9 +336,6 @@ def scenario_faults() -> dict:
                 (status(rr), rdt),
                 (status(mr), mdt),
             )
-        finally:
-            holder.stdin.close()
-            holder.wait(10)
     ro = Path(tempfile.mkdtemp(prefix="accountant-bench-")) / "ro.db"
     with start_server(env(f"sqlite:///{ro}")) as srv, httpx.Client(base_url=srv.url, timeout=60) as c:
         users(c, ["a"])

@@ -17,8 +17,6 @@ import json
 import random
 import socket
 import statistics
-import subprocess
-import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -28,7 +26,7 @@ import pytest
 
 from tests.helpers import postgres as pgh
 from tests.helpers.ledger import KEYS_ENV
-from tests.helpers.procs import abandoned_request, cpu_seconds, rss_mb
+from tests.helpers.procs import abandoned_request, cpu_seconds, rss_mb, sqlite_write_lock_held
 from tests.helpers.server import start_server
 
 ADMIN = {"Authorization": "Bearer admin-key-0123456789"}
@@ -187,14 +185,6 @@ def test_postgres_frozen_then_stopped_answers_503_fast_recovers_and_loses_nothin
 
 
 # ---------------------------------------------------------------------------------------------- SQLite
-HOLD = """
-import sqlite3, sys
-c = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=10)
-c.execute("BEGIN IMMEDIATE")
-print("held", flush=True)
-sys.stdin.read()
-c.execute("ROLLBACK")
-"""
 
 
 def test_sqlite_held_by_another_process_reads_answer_and_charges_are_503_fast(tmp_path):
@@ -203,11 +193,7 @@ def test_sqlite_held_by_another_process_reads_answer_and_charges_are_503_fast(tm
     with start_server(_env(f"sqlite:///{path}")) as srv, httpx.Client(base_url=srv.url, timeout=30) as c:
         _setup_users(c, users)
         assert c.post("/v1/charges", json=_charge_body("k0", users), headers=PIPE).status_code == 201
-        holder = subprocess.Popen(
-            [sys.executable, "-c", HOLD, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE
-        )
-        try:
-            assert holder.stdout.readline().strip() == b"held"
+        with sqlite_write_lock_held(path):
             r, dt = _timed(c.post, "/v1/charges", json=_charge_body("k1", users, 0.6), headers=PIPE)
             _assert_unavailable(r, dt, "locked")
             # WAL: readers do not wait for the writer
@@ -233,9 +219,6 @@ def test_sqlite_held_by_another_process_reads_answer_and_charges_are_503_fast(tm
             r, dt = _timed(c.get, "/metrics")
             assert r.status_code == 200 and dt < 1.0
             assert 'accountant_db_unavailable_total{cause="locked"}' in r.text
-        finally:
-            holder.stdin.close()
-            holder.wait(10)
         _wait_ready(c)
         assert _retry_until_charged(c, _charge_body("k1", users, 0.6)).status_code == 201
         assert sorted(_charges_of(c, "a")) == ["k0", "k1"]

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 
@@ -33,3 +37,28 @@ def abandoned_request(url: str, i: int, timeout: float = 0.5) -> None:
     ]
     with contextlib.suppress(httpx.TimeoutException):
         httpx.post(url + "/v1/epsilon", json={"events": evs, "delta": 1e-8}, timeout=timeout)
+
+
+_HOLD = """
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=10)
+c.execute("BEGIN IMMEDIATE")
+print("held", flush=True)
+sys.stdin.read()
+c.execute("ROLLBACK")
+"""
+
+
+@contextlib.contextmanager
+def sqlite_write_lock_held(path: str | Path) -> Iterator[None]:
+    """Another process holds the write lock of the SQLite file ``path`` for the ``with`` block."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == b"held"
+        yield
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait(10)
