@@ -59,7 +59,7 @@ import numpy as np
 
 from .._binomial import log_binom_pmf
 from .._numerics import log_expm1, log_phi, logsumexp, logsumexp_many, segment_logsumexp
-from . import fused
+from . import boxes, fused
 from ._cells import hist_cells
 from ._runs import Runs, group_runs, reduce_groups
 from .kernels import Array, CMass, Ctx, log_cap_f, log_q_at, log_ratio, tilt
@@ -75,6 +75,10 @@ PRUNE = 45.0
 #: C-slack log(1+U) − log(1+L) exceeds CHECK·(α/64)^¼·log(1+U).
 CHECK = 2e-2
 _EST_REL = 0.1  # relative error allowed for the estimates of log F
+#: Windows holding more cells than this are split into cell ranges and boxes (:mod:`.boxes`).
+BOX_MIN_CELLS = 1_000_000
+#: An order is flagged when its boxes weigh more than e^{−BOX_CHECK} of its total.
+BOX_CHECK = 20.0
 
 
 def _estimates(ctx: Ctx, alphas: Array, cs: Array) -> Array:
@@ -168,6 +172,7 @@ class HistPlan:
         sub = alphas if alphas.size <= 12 else np.unique(np.append(alphas[::2], alphas[-1]))
         pts, est = _c_grid(ctx, sub)
         self.lfm1_est = np.interp(np.log(alphas), np.log(sub), est)
+        self.direct = np.isin(alphas, sub)
         self.pts = pts
         self.lw_pts = CMass(ctx).bins(pts)
         c, lw = (pts[1:], self.lw_pts[1:]) if pts[0] == 0 else (pts, self.lw_pts)
@@ -176,9 +181,19 @@ class HistPlan:
             x_l, x_h, self.y_e = windows(c, float(alphas[0]), float(alphas[-1]), ctx, False)
             self.x_h = x_h
             self.x_l = _raise_lower_ends(c, x_l, x_h, lw, self.lfm1_est, alphas, ctx)
-            self.cells = int((self.x_h - self.x_l + 1).sum())
+            self.window_cells = int((self.x_h - self.x_l + 1).sum())
+            self.cells = self.window_cells
+            # the cells evaluated: per range (point, x_lo, x_hi); runs no order needs become boxes
+            self.ranges = (np.arange(c.size), self.x_l, self.x_h)
+            self.boxes: tuple[Array, Array, Array] | None = None
+            if self.window_cells > BOX_MIN_CELLS:
+                levels = boxes.design_levels(alphas, self.lfm1_est, self.direct)
+                negl = boxes.Negligible(ctx, alphas, levels)
+                self.ranges, (bj, _, _, blw, bg) = boxes.box_cover(c, lw, self.x_l, self.x_h, ctx, negl)
+                self.boxes = (bj, blw, bg)
+                self.cells = int((self.ranges[2] - self.ranges[1] + 1).sum())
         else:
-            self.cells = 0
+            self.cells = self.window_cells = 0
 
 
 class Prepared:
@@ -194,6 +209,7 @@ class Prepared:
         self.a_lo, self.a_hi = float(plan.alphas[0]), float(plan.alphas[-1])
         ctx, pts, lw_pts, c, lw = plan.ctx, plan.pts, plan.lw_pts, plan.c, plan.lw
         self.bins: Bins | None = None
+        self.box_bins: Bins | None = None
         self.cells = 0
         if c.size:
             # right-end weights (bin j−1 lower-bounded by f(c_j)): an estimate of the lower end of
@@ -205,13 +221,19 @@ class Prepared:
             lw_low_all = np.logaddexp(below, own)
             lw_low = lw_low_all[1:] if pts[0] == 0 else lw_low_all
             self.cells = plan.cells
-            if fused.available():  # the same histogram from the compiled kernel
-                st = fused.hist_stats(c, plan.x_l, plan.x_h, lw, lw_low - lw, ctx, bin_edges, math.log(_R))
+            rj, ra, rb = plan.ranges
+            shift = lw_low - lw
+            if rj.size and fused.available():  # the same histogram from the compiled kernel
+                st = fused.hist_stats(c[rj], ra, rb, lw[rj], shift[rj], ctx, bin_edges, math.log(_R))
                 self.bins = None if st is None else Bins.from_stats(*st)
-            else:
-                lbw, den, g, segc = hist_cells(c, plan.x_l, plan.x_h, lw, ctx)
+            elif rj.size:
+                lbw, den, g, segc = hist_cells(c[rj], ra, rb, lw[rj], ctx)
                 if np.any(np.isfinite(lbw) & (g != 0.0) & (den > 0.0)):
-                    self.bins = Bins(lbw, g, segc, lw_low - lw, lin=den)
+                    self.bins = Bins(lbw, g, segc, shift[rj], lin=den)
+            if plan.boxes is not None:
+                bj, blw, bg = plan.boxes
+                if np.any(np.isfinite(blw) & (bg != 0.0)):
+                    self.box_bins = Bins(blw, bg, np.arange(bj.size), shift[bj])
 
     def covers(self, alphas: np.ndarray) -> bool:
         return bool(alphas.size) and self.a_lo <= float(alphas[0]) and float(alphas[-1]) <= self.a_hi
@@ -235,11 +257,19 @@ class Prepared:
                 up, low = hist_sum_merged(self.bins, alphas)
                 out_terms.append(up)
                 low_terms.append(low)
+        box_up = np.full(alphas.shape, -np.inf)
+        if self.box_bins is not None:
+            box_up, box_low = hist_sum_merged(self.box_bins, alphas)
+            out_terms.append(box_up)
+            low_terms.append(box_low)
         res = logsumexp_many(*out_terms)
         lo_est = logsumexp_many(*low_terms) if low_terms else np.full(alphas.shape, -np.inf)
         l_up = np.logaddexp(0.0, res)
         gap = l_up - np.logaddexp(0.0, lo_est)
         suspect = gap > CHECK * np.maximum(1.0, alphas / 64.0) ** 0.25 * l_up
+        # boxes are sized to weigh ≲ e^{−28} of each order's total; an order for which they weigh
+        # more (its estimate was off) is re-evaluated like one whose C-slack looks too large
+        suspect |= box_up - res > -BOX_CHECK
         return res, suspect
 
     def chord_bound(self, alphas: np.ndarray) -> np.ndarray:

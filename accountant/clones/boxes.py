@@ -1,0 +1,140 @@
+"""Boxes: order-independent bounds on runs of cells that no order needs (bounds.md §8).
+
+The histogram engine (:mod:`.histogram`) evaluates every cell of each point's window. Most of
+those cells matter to no order when ε0 or n is large: a point far out in the C-tail matters only
+through its top cells (the tilted peaks of the highest orders), a point in the bulk only through
+the cells around the tilted peaks of the orders whose total it carries. Here such runs of cells
+are replaced by *boxes*, single histogram entries that bound them for every order at once.
+
+Certificate
+-----------
+For a point c (b = Bin(c, ½) pmf, Q_c(x) = (b(x) + q·b(x−1))/(1 + q), u = 2x − c − 1) let
+L = ⌊(c+1)/2⌋.
+
+* On [0, L], Q_c is non-decreasing (x + 1 ≤ L gives x ≤ (c−1)/2, so b(x+1) ≥ b(x) and
+  b(x) ≥ b(x−1)) and u ≤ 0, so g = log R ≤ 0 and ψ_α(g) = e^{αg} − 1 − α(e^g − 1) is
+  non-increasing in g (ψ' = α(e^{αg} − e^g) ≤ 0 for g ≤ 0, α > 1). For a run [a, b] ⊆ [0, L]:
+  Σ_{x∈[a,b]} Q(x)·ψ_α(g(x)) ≤ (b − a + 1)·Q(b)·ψ_α(g(a)).
+* On [L+1, c+1], Q_c is non-increasing (x ≥ (c+1)/2 gives b(x+1) ≤ b(x) and b(x) ≤ b(x−1);
+  b(c+1) = 0) and u ≥ 0, so ψ_α is non-decreasing in g: for [a, b] ⊆ [L+1, c+1],
+  Σ Q(x)·ψ_α(g(x)) ≤ (b − a + 1)·Q(a)·ψ_α(g(b)).
+
+A box is the entry (weight W_j·(b − a + 1)·Q_max, value g_end) in a histogram of its own
+(:class:`accountant.clones.histogram.Bins`): the histogram's per-bin bounds (chord, Jensen,
+largest end value) hold for any finite set of non-negative weights, so the boxes' histogram sum
+bounds Σ_boxes weight·ψ_α(g_end), which bounds the cells the boxes stand for, for every order.
+The cells left are evaluated exactly as before; what lies outside the window keeps its tail
+bounds (:mod:`.windows`). Boxes therefore never lower the bound.
+
+Design (tightness only)
+-----------------------
+A box is kept when its bound is negligible for every design order:
+log W_j + log((b − a + 1)·Q_max) + max_α [log ψ_α(g_end) − L(α)] ≤ −:data:`LAMBDA_BOX`,
+L(α) a lower estimate of log(F_α − 1) (:func:`design_levels`). The maximum over the orders is
+tabulated once per (n, ε0) on a grid of g (:class:`Negligible`; between grid points it takes
+the grid point farther from 0, where ψ_α is larger for every α). Runs are split top-down
+(halves) until they pass or are at most :data:`MIN_RUN` cells, which are then evaluated as
+cells. With at most ~10⁵ boxes, their total is below e^{−28} of each order's estimated total;
+the engine checks the boxes' actual share a posteriori and flags an order whose boxes weigh
+more than e^{−20} of its total (:meth:`accountant.clones.histogram.Prepared.evaluate`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._numerics import log_phi
+from .kernels import Array, Ctx, log_q_at, log_ratio
+
+LAMBDA_BOX = 40.0  # a box is kept when it is this many nats below every order's estimated total
+MIN_RUN = 64  # runs that fail and are at most this long are evaluated cell by cell
+MARGIN = 10.0  # nats taken off the estimates of log(F − 1) (they steer the design only)
+_GRID = 241  # points of the g-grid of the negligibility table on each side of 0
+
+
+def design_levels(alphas: Array, est: Array, direct: Array) -> Array:
+    """Lower estimates of log(F_α − 1) for the box design: at the orders estimated directly
+    (``direct``), their estimate; in between, the smaller of the given value and the larger of
+    the two neighbouring secants extended (a secant of a convex function, such as
+    log F_α = (α−1)·D_α, lies below it outside its interval), less :data:`MARGIN`."""
+    out = est.copy()
+    xs, ys = alphas[direct], est[direct]
+    if xs.size >= 3:
+        j = np.searchsorted(xs, alphas)  # xs[j−1] < α ≤ xs[j]
+        jl = np.clip(j - 1, 1, xs.size - 1)  # secant (jl−1, jl), extended to the right of xs[jl]
+        jr = np.clip(j, 0, xs.size - 2)  # secant (jr, jr+1), extended to the left of xs[jr]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            left = ys[jl] + (alphas - xs[jl]) * (ys[jl] - ys[jl - 1]) / (xs[jl] - xs[jl - 1])
+            right = ys[jr] + (alphas - xs[jr]) * (ys[jr + 1] - ys[jr]) / (xs[jr + 1] - xs[jr])
+        # only secants of intervals that do not contain α lie below the curve there
+        left = np.where((j >= 2) & np.isfinite(left), left, -np.inf)
+        right = np.where((j <= xs.size - 2) & np.isfinite(right), right, -np.inf)
+        env = np.maximum(left, right)
+        out = np.where(direct | ~np.isfinite(env), est, np.minimum(est, env))
+    return out - MARGIN
+
+
+class Negligible:
+    """max_α [log ψ_α(g) − L(α)] over the design orders, tabulated on a grid of g in [−ε0, ε0]."""
+
+    def __init__(self, ctx: Ctx, alphas: Array, levels: Array) -> None:
+        e0 = ctx.eps0
+        pos = np.geomspace(max(e0 * 1e-12, 1e-300), e0, _GRID)
+        self.grid = np.concatenate([-pos[::-1], [0.0], pos])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            self.table = np.max(log_phi(alphas[:, None], self.grid[None, :]) - levels[:, None], axis=0)
+
+    def __call__(self, g: Array) -> Array:
+        """An upper bound on the tabulated maximum at each g (the grid point farther from 0)."""
+        grid = self.grid
+        i = np.clip(np.searchsorted(grid, g, side="left"), 0, grid.size - 1)  # grid[i−1] < g ≤ grid[i]
+        below = np.clip(np.searchsorted(grid, g, side="right") - 1, 0, grid.size - 1)  # grid[k] ≤ g
+        out: Array = np.where(g > 0, self.table[i], self.table[below])
+        return out
+
+
+def box_cover(
+    c: Array, lw: Array, x_l: Array, x_h: Array, ctx: Ctx, negl: Negligible
+) -> tuple[tuple[Array, Array, Array], tuple[Array, Array, Array, Array, Array]]:
+    """Split the window [x_l, x_h] of every point into boxes (module docstring) and cell ranges.
+
+    Returns the cell ranges (point, x_lo, x_hi), merged where adjacent and sorted by point then x,
+    and the boxes (point, a, b, log-weight log(W_j·(b − a + 1)·Q_max), value g_end)."""
+    pt = np.arange(c.size)
+    half = (c + 1) // 2  # L: the left side is [0, L], the right side [L+1, c+1]
+    a = np.concatenate([x_l, np.maximum(x_l, half + 1)])
+    b = np.concatenate([np.minimum(x_h, half), x_h])
+    j = np.concatenate([pt, pt])
+    ok = a <= b
+    j, a, b = j[ok], a[ok], b[ok]
+    cells: list[tuple[Array, Array, Array]] = []
+    boxes: list[tuple[Array, Array, Array, Array, Array]] = []
+    while j.size:
+        cj = c[j]
+        right = a > half[j]
+        xq = np.where(right, a, b)  # where Q is largest on the run
+        xg = np.where(right, b, a)  # where ψ is largest
+        cjf = cj.astype(float)
+        lq = log_q_at(xq.astype(float), cj, ctx)
+        g = log_ratio(cjf + 1.0, 2.0 * xg - cjf - 1.0, ctx)
+        w = (b - a + 1).astype(float)
+        lbox = lw[j] + np.log(w) + lq
+        keep = lbox + negl(g) <= -LAMBDA_BOX
+        boxes.append((j[keep], a[keep], b[keep], lbox[keep], g[keep]))
+        small = ~keep & (w <= MIN_RUN)
+        cells.append((j[small], a[small], b[small]))
+        split = ~keep & ~small
+        mid = (a[split] + b[split]) // 2
+        j = np.concatenate([j[split], j[split]])
+        a, b = np.concatenate([a[split], mid + 1]), np.concatenate([mid, b[split]])
+    rj, ra, rb = (np.concatenate(v) for v in zip(*cells)) if cells else (np.empty(0, np.int64),) * 3
+    order = np.lexsort((ra, rj))
+    rj, ra, rb = rj[order], ra[order], rb[order]
+    if rj.size:  # merge adjacent ranges of one point
+        start = np.ones(rj.size, dtype=bool)
+        start[1:] = (rj[1:] != rj[:-1]) | (ra[1:] != rb[:-1] + 1)
+        first = np.flatnonzero(start)
+        last = np.append(first[1:] - 1, rj.size - 1)
+        rj, ra, rb = rj[first], ra[first], rb[last]
+    bj, ba, bb, blw, bg = (np.concatenate(v) for v in zip(*boxes))
+    return (rj, ra, rb), (bj, ba, bb, blw, bg)
