@@ -33,7 +33,10 @@ small as a sum of non-negative terms (the φ-form, :func:`accountant._numerics.l
   with f_α(0) the ε0-DP cap;
 * certified bounds on the cells outside each evaluated window (:mod:`.windows`);
 * per-bin bounds on binned cells: Taylor (:mod:`._binned`), log-concave geometric sums
-  (:mod:`._geometric`), or chord/Jensen on a histogram in g = log R (:mod:`.histogram`).
+  (:mod:`._geometric`), or chord/Jensen on a histogram in g = log R (:mod:`.histogram`);
+* boxes (:mod:`.boxes`): a run of cells on one side of Q_c's mode and of g = 0 is bounded by
+  its width × the largest Q × ψ_α at the end where ψ_α is largest, one histogram entry valid
+  for every order — used for the runs of wide windows that no order needs.
 
 The result is inflated by a relative 1e-11 (rounding of sums and pmfs) and capped by the ε0-DP
 cap ĉ(α) (valid: f_α(c) ≤ f_α(0) for every c), so it is never below the exact value.

@@ -71,7 +71,8 @@ def design_levels(alphas: Array, est: Array, direct: Array) -> Array:
         right = np.where((j <= xs.size - 2) & np.isfinite(right), right, -np.inf)
         env = np.maximum(left, right)
         out = np.where(direct | ~np.isfinite(env), est, np.minimum(est, env))
-    return out - MARGIN
+    lev: Array = out - MARGIN
+    return lev
 
 
 class Negligible:

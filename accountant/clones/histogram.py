@@ -20,7 +20,9 @@ sum is bounded, so that the cost of each order no longer grows with the number o
    added per point and order: T_lo + T_hi + (α−1)·τ (φ ≤ R^α + α − 1). Windows follow the tilted
    peaks of the largest order; for points far in the C-tail (whose mass is e^{−45} below every
    order's estimated total even when multiplied by α) the window starts higher, where the bound
-   below it, W_j·e^{α·g(x_lo − 1)}, is equally negligible.
+   below it, W_j·e^{α·g(x_lo − 1)}, is equally negligible. Wide windows (large ε0) are then
+   split into cell ranges and boxes (:mod:`.boxes`): runs no order needs become one entry each,
+   in a histogram of their own, bounding their cells for every order.
 3. *One histogram in g for all points.* Cells are binned on g (geometric bins of ratio 1.03 near
    0, then of width min(7.5e-4, g_max/200)); each bin keeps its mass M, mean μ and the cells' own
    extreme values [g_lo, g_hi]. ψ_α is concave below g* = −log α/(α−1) and convex above, so per
@@ -75,8 +77,11 @@ PRUNE = 45.0
 #: C-slack log(1+U) − log(1+L) exceeds CHECK·(α/64)^¼·log(1+U).
 CHECK = 2e-2
 _EST_REL = 0.1  # relative error allowed for the estimates of log F
-#: Windows holding more cells than this are split into cell ranges and boxes (:mod:`.boxes`).
-BOX_MIN_CELLS = 1_000_000
+#: Windows holding more cells than this, on average wider than BOX_MIN_WIDTH·√(c+1), are split
+#: into cell ranges and boxes (:mod:`.boxes`); narrower windows (small ε0: the Gaussian bulk) hold
+#: few cells that no order needs.
+BOX_MIN_CELLS = 500_000
+BOX_MIN_WIDTH = 8.0
 #: An order is flagged when its boxes weigh more than e^{−BOX_CHECK} of its total.
 BOX_CHECK = 20.0
 
@@ -186,7 +191,7 @@ class HistPlan:
             # the cells evaluated: per range (point, x_lo, x_hi); runs no order needs become boxes
             self.ranges = (np.arange(c.size), self.x_l, self.x_h)
             self.boxes: tuple[Array, Array, Array] | None = None
-            if self.window_cells > BOX_MIN_CELLS:
+            if self.window_cells > max(BOX_MIN_CELLS, BOX_MIN_WIDTH * float(np.sqrt(c + 1.0).sum())):
                 levels = boxes.design_levels(alphas, self.lfm1_est, self.direct)
                 negl = boxes.Negligible(ctx, alphas, levels)
                 self.ranges, (bj, _, _, blw, bg) = boxes.box_cover(c, lw, self.x_l, self.x_h, ctx, negl)

@@ -118,6 +118,7 @@ def _random_points(count: int, seed: int):
 def boxes_always(monkeypatch):
     """Boxes for every window, whatever its size (the engine uses them above a cell count)."""
     monkeypatch.setattr(H, "BOX_MIN_CELLS", 0)
+    monkeypatch.setattr(H, "BOX_MIN_WIDTH", 0.0)
     C.clear_cache()
     yield
     C.clear_cache()
