@@ -356,18 +356,129 @@ def _bin_value(
     return max(lpa, lpe)
 
 
+_TINY = 1e-290  # linear terms are kept only in [_TINY, _HUGE]: normal numbers, full precision
+_HUGE = 1e290
+
+
+@_jit
+def _series_coefs(a: float, cf: Array) -> None:
+    """The coefficients of the series of φ in x (accountant._numerics._log_phi_series):
+    φ = ½a(a−1)·x²·(1 + Σ_{k=3}^{12} cf[k−3]·x^{k−2}), cf[k−3] = 2·S_k/k!, S_k = Σ_{i<k−1} a^i."""
+    sk = 1.0 + a
+    f = 1.0 / 3.0
+    for k in range(3, 13):
+        cf[k - 3] = sk * f
+        sk = 1.0 + a * sk
+        f = f / (k + 1)
+
+
+@_jit_inline
+def _series_tot(cf: Array, x: float) -> float:
+    """Σ_{k=3}^{12} cf[k−3]·x^{k−2} (Horner): the same polynomial as the term-by-term sum of the
+    numpy path, in another order (a few ulps of a sum below 0.04 in magnitude)."""
+    q = cf[9]
+    for j in range(8, -1, -1):
+        q = q * x + cf[j]
+    return q * x
+
+
+@_jit_inline
+def _in_range(v: float) -> bool:
+    return v >= _TINY and v <= _HUGE
+
+
+@_jit_inline
+def _add_series(acc: Array, pu: float, rho: float, lv: float, llm: float, llml: float) -> None:
+    """Adds a bin of the linear route (:func:`_order_sum`) to ``acc``: its term e^{lv + LM}
+    (lv: log of the bin's bound on the average of ψ) and the same under the right-end weights,
+    e^{lv + LML} = e^{lv + LM}·rho. acc[0] and acc[1] are linear sums (up, low) relative to
+    e^{rowmax}, acc[2:4] and acc[4:6] streaming log-sum-exps (max, scaled sum; up, low).
+    pu = e^{lv + LM − rowmax} from the caller (or nan); a linear term outside [_TINY, _HUGE] goes
+    to the log-space sum instead (with lv, which the caller then computes), so no term is
+    rounded to a subnormal number or to zero."""
+    if _in_range(pu):
+        acc[0] += pu
+        pl = pu * rho
+        if _in_range(pl):
+            acc[1] += pl
+            return
+        if rho == 0.0:  # LML = −inf: nothing under the right-end weights
+            return
+    else:
+        acc[2], acc[3] = _lae(acc[2], acc[3], lv + llm)
+    acc[4], acc[5] = _lae(acc[4], acc[5], lv + llml)
+
+
+@_jit_inline
+def _series_bin(cf: Array, lo: float, hi: float, ca: float, ch: float, single: bool) -> float:
+    """A bin's bound on the average of ψ divided by ½a(a−1), in linear space, for a bin on the
+    convex side whose ends are both in the series branch of φ: the chord
+    w_lo·φ(lo) + w_hi·φ(hi) = ½a(a−1)·(ca·(1 + tot(lo)) + ch·(1 + tot(hi))) with ca = w_lo·lo²,
+    ch = w_hi·hi² (linear chord weights), or for a bin of one value ca·(1 + tot(lo)), ca = lo²."""
+    s = ca * (1.0 + _series_tot(cf, lo))
+    if not single:
+        s += ch * (1.0 + _series_tot(cf, hi))
+    return s
+
+
+#: Per-bin arrays of :func:`hist_sum`: LM, LML, lo, hi, μ, single, wl, wh (log chord weights),
+#: gm, ca, ch (linear chord coefficients, :func:`_series_bin`), m = e^{LM − LMmax}, rho = e^{LML − LM}.
+BinArrays = tuple[Array, Array, Array, Array, Array, Array, Array, Array, Array, Array, Array, Array, Array]
+
+
+@_jit
+def _order_sum(a: float, thr: float, fr: float, cf: Array, bins: BinArrays, bound: Array, acc: Array) -> int:
+    """The kept bins of one order (bound ≥ thr) into ``acc`` (:func:`_add_series`); returns how
+    many were kept. fr = ½a(a−1)·e^{LMmax − rowmax} (nan when not finite), cf: :func:`_series_coefs`.
+
+    A bin takes the linear route when a > 1, a·max(|lo|, |hi|) ≤ 0.05 (then lo, hi and μ are all
+    in the series branch of log φ, the same test as the numpy path's) and lo ≥ g* (always true
+    there: a·|g*| = a·log a/(a − 1) ≥ 1, so the bound is the chord, or exact for one value):
+    its term is m·S·fr with S from :func:`_series_bin` (S ≤ 1.1·gm² < 1, so m·S ≥ _TINY implies
+    that m is a normal number). Every other bin: log φ as in :func:`_bin_value`, into the
+    log-space sums (the previous arithmetic unchanged, one exp per sum)."""
+    LM, LML, lo, hi, mu, single, wl, wh, gm, ca, ch, m, rho = bins
+    gs = -math.log(a) / (a - 1.0)
+    la2h = math.log(0.5 * a * (a - 1.0))
+    ser = a > 1.0
+    kept = 0
+    for b in range(LM.size):
+        if not bound[b] >= thr:
+            continue
+        kept += 1
+        if ser and a * gm[b] <= 0.05 and gm[b] >= 1e-100 and lo[b] >= gs:
+            s = _series_bin(cf, lo[b], hi[b], ca[b], ch[b], single[b])
+            t = m[b] * s
+            pu = t * fr if t >= _TINY else math.nan
+            lin = _in_range(pu) and (rho[b] == 0.0 or _in_range(pu * rho[b]))
+            _add_series(acc, pu, rho[b], 0.0 if lin else la2h + math.log(s), LM[b], LML[b])
+        else:
+            val = _bin_value(a, gs, lo[b], hi[b], mu[b], single[b], wl[b], wh[b])
+            acc[2], acc[3] = _lae(acc[2], acc[3], val + LM[b])
+            acc[4], acc[5] = _lae(acc[4], acc[5], val + LML[b])
+    return kept
+
+
+@_jit
+def _total(rowmax: float, lin: float, m: float, s: float) -> float:
+    """log(e^{rowmax}·lin + e^{m}·s) (lin = 0 or ≥ _TINY, s = 0 or ≥ 1), around the larger
+    part: the log-space part alone gives m + log(s), the previous arithmetic, when the linear
+    part is below its rounding."""
+    if not lin > 0.0:
+        return m + math.log(s) if s > 0.0 else -math.inf
+    lu = rowmax + math.log(lin)
+    if not s > 0.0:
+        return lu
+    if m >= lu:  # lin·e^{rowmax − m} ≤ 1, and rowmax − m ≤ −log(lin) < 668: no overflow
+        return m + math.log(s + lin * math.exp(rowmax - m))
+    return rowmax + math.log(lin + s * math.exp(m - rowmax))
+
+
 @_jit
 def hist_sum(
     alphas: Array,
-    LM: Array,
-    LML: Array,
-    lo: Array,
-    hi: Array,
-    mu: Array,
-    single: Array,
-    wl: Array,
-    wh: Array,
-    gm: Array,
+    bins: BinArrays,
+    lm_max: float,
     p1: Array,
     p2: Array,
     npos: int,
@@ -377,25 +488,31 @@ def hist_sum(
 ) -> None:
     """Per order: the pruning bound of every bin, then the chord/Jensen/max bound of the bins
     within ``prune`` nats of the largest, summed (log), plus the pruned bins' count times
-    e^{max − prune}; and the same kept bins under the right-end weights."""
+    e^{max − prune}; and the same kept bins under the right-end weights.
+
+    The per-bin bounds of accountant.clones.histogram.hist_sum. Where φ is in its series branch
+    (small a·g, most bins when ε0 is small or n large) they are evaluated in linear space
+    (:func:`_order_sum`: the same polynomial, the chord formed linearly, no log or exp) and
+    summed linearly relative to e^{rowmax} (rowmax: the largest pruning bound, ≥ every term, so
+    no term overflows), keeping only normal numbers there (:func:`_add_series`); the other bins
+    as before in log space. Every term keeps its full relative precision (nothing underflows),
+    so the result is the numpy path's to rounding: sums of non-negative terms, relative error
+    ≲ bins·2⁻⁵³, far inside the 1e-11 outward rounding of the clone bound."""
+    LM, gm = bins[0], bins[8]
     bound = np.empty(LM.size)
+    cf = np.empty(10)
+    acc = np.empty(6)
     for r in range(alphas.size):
         a = alphas[r]
-        thr = _prune_bounds(a, p1, p2, gm, npos, bound) - prune
-        gs = -math.log(a) / (a - 1.0)
-        mu_, su = -math.inf, 0.0
-        ml_, sl = -math.inf, 0.0
-        kept = 0
-        for b in range(LM.size):
-            if not bound[b] >= thr:
-                continue
-            kept += 1
-            val = _bin_value(a, gs, lo[b], hi[b], mu[b], single[b], wl[b], wh[b])
-            mu_, su = _lae(mu_, su, val + LM[b])
-            ml_, sl = _lae(ml_, sl, val + LML[b])
-        res = mu_ + math.log(su) if su > 0.0 else -math.inf
+        rowmax = _prune_bounds(a, p1, p2, gm, npos, bound)
+        thr = rowmax - prune
+        _series_coefs(a, cf)
+        fr = 0.5 * a * (a - 1.0) * math.exp(lm_max - rowmax)
+        acc[0], acc[1], acc[2], acc[3], acc[4], acc[5] = 0.0, 0.0, -math.inf, 0.0, -math.inf, 0.0
+        kept = _order_sum(a, thr, fr, cf, bins, bound, acc)
+        res = _total(rowmax, acc[0], acc[2], acc[3])
         ndrop = LM.size - kept
         if ndrop > 0:
             res = _log_add(res, math.log(ndrop) + thr)
         up[r] = res
-        low[r] = ml_ + math.log(sl) if sl > 0.0 else -math.inf
+        low[r] = _total(rowmax, acc[1], acc[4], acc[5])
