@@ -153,8 +153,7 @@ def hist_stats(
 def _bin_arrays(bins: Bins) -> tuple[tuple[Array, ...], float]:
     """The per-bin arrays of the compiled per-order sum (``fused_kernels.BinArrays``) and
     LMmax = max LM, computed once per histogram (kept as long as the histogram lives): the log
-    chord weights (nan → −inf, bins of one value), the linear chord coefficients
-    ca = w_lo·lo², ch = w_hi·hi² (lo², 0 for a bin of one value), m = e^{LM − LMmax} and
+    chord weights (nan → −inf: bins of one value) and the linear ones, m = e^{LM − LMmax} and
     rho = e^{LML − LM} (0, subnormal or inf where they leave the range: the kernel then uses the
     log-space form for that bin)."""
     got = _BIN_ARRAYS.get(bins)
@@ -166,11 +165,11 @@ def _bin_arrays(bins: Bins) -> tuple[tuple[Array, ...], float]:
     with np.errstate(divide="ignore", invalid="ignore", under="ignore", over="ignore"):
         wl = np.where(np.isnan(bins.wl), -np.inf, bins.wl)
         wh = np.where(np.isnan(bins.wh), -np.inf, bins.wh)
-        ca = np.where(single, lo * lo, (hi - mu) / width * (lo * lo))
-        ch = np.where(single, 0.0, (mu - lo) / width * (hi * hi))
+        wll = (hi - mu) / width
+        whl = (mu - lo) / width
         m = np.exp(bins.LM - lm_max)
         rho = np.exp(bins.LML - bins.LM)
-    arrs = (bins.LM, bins.LML, lo, hi, mu, single, wl, wh, bins.gm, ca, ch, m, rho)
+    arrs = (bins.LM, bins.LML, lo, hi, mu, single, wl, wh, bins.gm, wll, whl, m, rho)
     out = (tuple(np.ascontiguousarray(v) for v in arrs), lm_max)
     _BIN_ARRAYS[bins] = out
     return out

@@ -376,7 +376,7 @@ def _series_coefs(a: float, cf: Array) -> None:
 def _series_tot(cf: Array, x: float) -> float:
     """Σ_{k=3}^{12} cf[k−3]·x^{k−2} (Horner): the same polynomial as the term-by-term sum of the
     numpy path, in another order (a few ulps of a sum below 0.04 in magnitude)."""
-    q = cf[9]
+    q: float = cf[9]
     for j in range(8, -1, -1):
         q = q * x + cf[j]
     return q * x
@@ -388,7 +388,7 @@ def _in_range(v: float) -> bool:
 
 
 @_jit_inline
-def _add_series(acc: Array, pu: float, rho: float, lv: float, llm: float, llml: float) -> None:
+def _add_lin(acc: Array, pu: float, rho: float, lv: float, llm: float, llml: float) -> None:
     """Adds a bin of the linear route (:func:`_order_sum`) to ``acc``: its term e^{lv + LM}
     (lv: log of the bin's bound on the average of ψ) and the same under the right-end weights,
     e^{lv + LML} = e^{lv + LM}·rho. acc[0] and acc[1] are linear sums (up, low) relative to
@@ -410,48 +410,87 @@ def _add_series(acc: Array, pu: float, rho: float, lv: float, llm: float, llml: 
 
 
 @_jit_inline
-def _series_bin(cf: Array, lo: float, hi: float, ca: float, ch: float, single: bool) -> float:
-    """A bin's bound on the average of ψ divided by ½a(a−1), in linear space, for a bin on the
-    convex side whose ends are both in the series branch of φ: the chord
-    w_lo·φ(lo) + w_hi·φ(hi) = ½a(a−1)·(ca·(1 + tot(lo)) + ch·(1 + tot(hi))) with ca = w_lo·lo²,
-    ch = w_hi·hi² (linear chord weights), or for a bin of one value ca·(1 + tot(lo)), ca = lo²."""
-    s = ca * (1.0 + _series_tot(cf, lo))
-    if not single:
-        s += ch * (1.0 + _series_tot(cf, hi))
-    return s
+def _phi_lin(a: float, x: float, h: float, cf: Array) -> float:
+    """φ_a(e^x) = e^{ax} − 1 − a(e^x − 1) in linear space for a > 1, by the branch of
+    :func:`log_phi` that x falls in and with its formula (the argument of its log), h = ½a(a−1):
+    the series h·x²·(1 + tot(x)) (:func:`_series_coefs`), the 1 < a < 2 form, em1mx(y) −
+    a·em1mx(x) for |y| ≤ 1 and expm1(y) − a·expm1(x) for y < −1 (y = a·x). nan for y > 1 with
+    a ≥ 2 (e^y may overflow there; the caller uses the log form)."""
+    y = a * x
+    if abs(y) <= 0.05:
+        return h * (x * x) * (1.0 + _series_tot(cf, x))
+    if a < 2.0:
+        d = a - 1.0
+        hh = x * math.expm1(x) - _em1mx(x) if abs(x) < 1.0 else 1.0 + math.exp(x) * (x - 1.0)
+        return d * hh + math.exp(x) * _em1mx(d * x)
+    if abs(y) <= 1.0:
+        return _em1mx(y) - a * _em1mx(x)
+    if y < -1.0:
+        return math.expm1(y) - a * math.expm1(x)
+    return math.nan
+
+
+@_jit_inline
+def _bin_lin(
+    a: float,
+    gs: float,
+    lo: float,
+    hi: float,
+    mu: float,
+    single: bool,
+    wl: float,
+    wh: float,
+    h: float,
+    cf: Array,
+) -> float:
+    """:func:`_bin_value` in linear space (wl, wh: the linear chord weights): φ(μ) for a bin of
+    one value or on the concave side, the chord wl·φ(lo) + wh·φ(hi) on the convex side, else the
+    larger of φ(lo), φ(hi) (:func:`_phi_lin`); nan where an end needs the log form."""
+    if single or hi <= gs:
+        return _phi_lin(a, mu, h, cf)
+    pa = _phi_lin(a, lo, h, cf)
+    pe = _phi_lin(a, hi, h, cf)
+    if lo >= gs:
+        return wl * pa + wh * pe
+    return pa if pa >= pe else pe  # (nan if either is)
 
 
 #: Per-bin arrays of :func:`hist_sum`: LM, LML, lo, hi, μ, single, wl, wh (log chord weights),
-#: gm, ca, ch (linear chord coefficients, :func:`_series_bin`), m = e^{LM − LMmax}, rho = e^{LML − LM}.
+#: gm, wl and wh (linear), m = e^{LM − LMmax}, rho = e^{LML − LM}.
 BinArrays = tuple[Array, Array, Array, Array, Array, Array, Array, Array, Array, Array, Array, Array, Array]
 
 
 @_jit
 def _order_sum(a: float, thr: float, fr: float, cf: Array, bins: BinArrays, bound: Array, acc: Array) -> int:
-    """The kept bins of one order (bound ≥ thr) into ``acc`` (:func:`_add_series`); returns how
-    many were kept. fr = ½a(a−1)·e^{LMmax − rowmax} (nan when not finite), cf: :func:`_series_coefs`.
+    """The kept bins of one order (bound ≥ thr) into ``acc`` (:func:`_add_lin`); returns how
+    many were kept. fr = e^{LMmax − rowmax} (nan unless a normal number), cf:
+    :func:`_series_coefs`.
 
-    A bin takes the linear route when a > 1, a·max(|lo|, |hi|) ≤ 0.05 (then lo, hi and μ are all
-    in the series branch of log φ, the same test as the numpy path's) and lo ≥ g* (always true
-    there: a·|g*| = a·log a/(a − 1) ≥ 1, so the bound is the chord, or exact for one value):
-    its term is m·S·fr with S from :func:`_series_bin` (S ≤ 1.1·gm² < 1, so m·S ≥ _TINY implies
-    that m is a normal number). Every other bin: log φ as in :func:`_bin_value`, into the
-    log-space sums (the previous arithmetic unchanged, one exp per sum)."""
-    LM, LML, lo, hi, mu, single, wl, wh, gm, ca, ch, m, rho = bins
+    Each bin's bound S on its average of ψ is formed in linear space (:func:`_bin_lin`: the same
+    branches and formulas as :func:`_bin_value` before its logs, so the same number to rounding)
+    unless a > 1 fails or an end has a·g > 1 with a ≥ 2 (there e^{a·g} may overflow: the log
+    form of :func:`_bin_value` as before, into the log-space sums). Its term e^{LM}·S relative to
+    e^{rowmax} is m·S·fr, kept when m, m·S and the term are normal numbers (:func:`_add_lin`)."""
+    LM, LML, lo, hi, mu, single, wl, wh, gm, wll, whl, m, rho = bins
     gs = -math.log(a) / (a - 1.0)
-    la2h = math.log(0.5 * a * (a - 1.0))
-    ser = a > 1.0
+    h = 0.5 * a * (a - 1.0)
+    top = 1.0 / a if a >= 2.0 else math.inf
+    lin_ok = a > 1.0
     kept = 0
     for b in range(LM.size):
         if not bound[b] >= thr:
             continue
         kept += 1
-        if ser and a * gm[b] <= 0.05 and gm[b] >= 1e-100 and lo[b] >= gs:
-            s = _series_bin(cf, lo[b], hi[b], ca[b], ch[b], single[b])
+        s = (
+            _bin_lin(a, gs, lo[b], hi[b], mu[b], single[b], wll[b], whl[b], h, cf)
+            if lin_ok and hi[b] <= top
+            else -1.0
+        )
+        if s > 0.0 and s < math.inf:
             t = m[b] * s
-            pu = t * fr if t >= _TINY else math.nan
+            pu = t * fr if (m[b] >= _TINY and t >= _TINY) else math.nan
             lin = _in_range(pu) and (rho[b] == 0.0 or _in_range(pu * rho[b]))
-            _add_series(acc, pu, rho[b], 0.0 if lin else la2h + math.log(s), LM[b], LML[b])
+            _add_lin(acc, pu, rho[b], 0.0 if lin else math.log(s), LM[b], LML[b])
         else:
             val = _bin_value(a, gs, lo[b], hi[b], mu[b], single[b], wl[b], wh[b])
             acc[2], acc[3] = _lae(acc[2], acc[3], val + LM[b])
@@ -507,7 +546,8 @@ def hist_sum(
         rowmax = _prune_bounds(a, p1, p2, gm, npos, bound)
         thr = rowmax - prune
         _series_coefs(a, cf)
-        fr = 0.5 * a * (a - 1.0) * math.exp(lm_max - rowmax)
+        fr = math.exp(lm_max - rowmax)
+        fr = fr if _in_range(fr) else math.nan
         acc[0], acc[1], acc[2], acc[3], acc[4], acc[5] = 0.0, 0.0, -math.inf, 0.0, -math.inf, 0.0
         kept = _order_sum(a, thr, fr, cf, bins, bound, acc)
         res = _total(rowmax, acc[0], acc[2], acc[3])
