@@ -388,34 +388,11 @@ def _in_range(v: float) -> bool:
 
 
 @_jit_inline
-def _add_lin(acc: Array, pu: float, rho: float, lv: float, llm: float, llml: float) -> None:
-    """Adds a bin of the linear route (:func:`_order_sum`) to ``acc``: its term e^{lv + LM}
-    (lv: log of the bin's bound on the average of ψ) and the same under the right-end weights,
-    e^{lv + LML} = e^{lv + LM}·rho. acc[0] and acc[1] are linear sums (up, low) relative to
-    e^{rowmax}, acc[2:4] and acc[4:6] streaming log-sum-exps (max, scaled sum; up, low).
-    pu = e^{lv + LM − rowmax} from the caller (or nan); a linear term outside [_TINY, _HUGE] goes
-    to the log-space sum instead (with lv, which the caller then computes), so no term is
-    rounded to a subnormal number or to zero."""
-    if _in_range(pu):
-        acc[0] += pu
-        pl = pu * rho
-        if _in_range(pl):
-            acc[1] += pl
-            return
-        if rho == 0.0:  # LML = −inf: nothing under the right-end weights
-            return
-    else:
-        acc[2], acc[3] = _lae(acc[2], acc[3], lv + llm)
-    acc[4], acc[5] = _lae(acc[4], acc[5], lv + llml)
-
-
-@_jit_inline
 def _phi_lin(a: float, x: float, h: float, cf: Array) -> float:
-    """φ_a(e^x) = e^{ax} − 1 − a(e^x − 1) in linear space for a > 1, by the branch of
-    :func:`log_phi` that x falls in and with its formula (the argument of its log), h = ½a(a−1):
-    the series h·x²·(1 + tot(x)) (:func:`_series_coefs`), the 1 < a < 2 form, em1mx(y) −
-    a·em1mx(x) for |y| ≤ 1 and expm1(y) − a·expm1(x) for y < −1 (y = a·x). nan for y > 1 with
-    a ≥ 2 (e^y may overflow there; the caller uses the log form)."""
+    """φ_a(e^x) = e^{ax} − 1 − a(e^x − 1) in linear space for a > 1 and a·x ≤ 1 or a < 2, by the
+    branch of :func:`log_phi` that x falls in and with its formula (the argument of its log),
+    h = ½a(a−1): the series h·x²·(1 + tot(x)) (:func:`_series_coefs`), the 1 < a < 2 form,
+    em1mx(y) − a·em1mx(x) for |y| ≤ 1 and expm1(y) − a·expm1(x) for y < −1 (y = a·x)."""
     y = a * x
     if abs(y) <= 0.05:
         return h * (x * x) * (1.0 + _series_tot(cf, x))
@@ -425,13 +402,22 @@ def _phi_lin(a: float, x: float, h: float, cf: Array) -> float:
         return d * hh + math.exp(x) * _em1mx(d * x)
     if abs(y) <= 1.0:
         return _em1mx(y) - a * _em1mx(x)
-    if y < -1.0:
-        return math.expm1(y) - a * math.expm1(x)
-    return math.nan
+    return math.expm1(y) - a * math.expm1(x)
 
 
 @_jit_inline
-def _bin_lin(
+def _end_term(a: float, x: float, h: float, cf: Array, mf: float, c: float) -> float:
+    """e^c·φ_a(e^x) with mf = e^c: mf·:func:`_phi_lin`, or for a·x > 1 with a ≥ 2 (the branch
+    y + log1p(−e^{−y}(1 + a·expm1(x))) of :func:`log_phi`) e^{y+c} − mf·(1 + a·expm1(x)), the same
+    difference scaled by e^{y+c} instead of e^y (which may overflow)."""
+    y = a * x
+    if a >= 2.0 and y > 1.0:
+        return math.exp(y + c) - mf * (1.0 + a * math.expm1(x))
+    return mf * _phi_lin(a, x, h, cf)
+
+
+@_jit_inline
+def _bin_term(
     a: float,
     gs: float,
     lo: float,
@@ -442,14 +428,16 @@ def _bin_lin(
     wh: float,
     h: float,
     cf: Array,
+    mf: float,
+    c: float,
 ) -> float:
-    """:func:`_bin_value` in linear space (wl, wh: the linear chord weights): φ(μ) for a bin of
-    one value or on the concave side, the chord wl·φ(lo) + wh·φ(hi) on the convex side, else the
-    larger of φ(lo), φ(hi) (:func:`_phi_lin`); nan where an end needs the log form."""
+    """e^c times the bound of :func:`_bin_value` in linear space (wl, wh: the linear chord
+    weights; :func:`_end_term`): φ(μ) for a bin of one value or on the concave side, the chord
+    wl·φ(lo) + wh·φ(hi) on the convex side, else the larger of φ(lo), φ(hi)."""
     if single or hi <= gs:
-        return _phi_lin(a, mu, h, cf)
-    pa = _phi_lin(a, lo, h, cf)
-    pe = _phi_lin(a, hi, h, cf)
+        return _end_term(a, mu, h, cf, mf, c)
+    pa = _end_term(a, lo, h, cf, mf, c)
+    pe = _end_term(a, hi, h, cf, mf, c)
     if lo >= gs:
         return wl * pa + wh * pe
     return pa if pa >= pe else pe  # (nan if either is)
@@ -461,36 +449,39 @@ BinArrays = tuple[Array, Array, Array, Array, Array, Array, Array, Array, Array,
 
 
 @_jit
-def _order_sum(a: float, thr: float, fr: float, cf: Array, bins: BinArrays, bound: Array, acc: Array) -> int:
-    """The kept bins of one order (bound ≥ thr) into ``acc`` (:func:`_add_lin`); returns how
-    many were kept. fr = e^{LMmax − rowmax} (nan unless a normal number), cf:
-    :func:`_series_coefs`.
+def _order_sum(
+    a: float, rowmax: float, thr: float, fr: float, cf: Array, bins: BinArrays, bound: Array, acc: Array
+) -> int:
+    """The kept bins of one order (bound ≥ thr) into ``acc`` (acc[0], acc[1]: linear sums of
+    the terms relative to e^{rowmax}, up and under the right-end weights; acc[2:4], acc[4:6]:
+    streaming log-sum-exps, max and scaled sum, up and low); returns how many were kept.
+    fr = e^{LMmax − rowmax} (nan unless in [_TINY, _HUGE]), cf: :func:`_series_coefs`.
 
-    Each bin's bound S on its average of ψ is formed in linear space (:func:`_bin_lin`: the same
-    branches and formulas as :func:`_bin_value` before its logs, so the same number to rounding)
-    unless a > 1 fails or an end has a·g > 1 with a ≥ 2 (there e^{a·g} may overflow: the log
-    form of :func:`_bin_value` as before, into the log-space sums). Its term e^{LM}·S relative to
-    e^{rowmax} is m·S·fr, kept when m, m·S and the term are normal numbers (:func:`_add_lin`)."""
-    LM, LML, lo, hi, mu, single, wl, wh, gm, wll, whl, m, rho = bins
+    A bin's term e^{LM − rowmax}·S (S: its bound on the average of ψ) is formed in linear space
+    (:func:`_bin_term`: the same branches and formulas as :func:`_bin_value` without their logs,
+    so the same number to rounding) with mf = e^{LM − rowmax} = m·fr, when a > 1, the cells' g
+    are away from 0 (|g| ≥ 1e-100, so no factor underflows), m, mf, the term and the term times
+    rho are in [_TINY, _HUGE] (normal numbers: each keeps its full relative precision; an addend
+    of a chord that underflows changes the term by < 2⁻¹⁰⁷⁴, under 1e-33 of it), and a·g ≤ 1 or
+    |rowmax| ≤ 600 (so that large values keep the log-space arithmetic of the numpy path and
+    its rounding). Else the log form of :func:`_bin_value`, into the log-space sums."""
+    LM, LML, lo, hi, mu, single, wl, wh, _, wll, whl, m, rho = bins
     gs = -math.log(a) / (a - 1.0)
     h = 0.5 * a * (a - 1.0)
-    top = 1.0 / a if a >= 2.0 else math.inf
-    lin_ok = a > 1.0
+    big = abs(rowmax) <= 600.0 or a < 2.0  # every a·g allowed (else a·g ≤ 1 only)
     kept = 0
     for b in range(LM.size):
         if not bound[b] >= thr:
             continue
         kept += 1
-        s = (
-            _bin_lin(a, gs, lo[b], hi[b], mu[b], single[b], wll[b], whl[b], h, cf)
-            if lin_ok and hi[b] <= top
-            else -1.0
-        )
-        if s > 0.0 and s < math.inf:
-            t = m[b] * s
-            pu = t * fr if (m[b] >= _TINY and t >= _TINY) else math.nan
-            lin = _in_range(pu) and (rho[b] == 0.0 or _in_range(pu * rho[b]))
-            _add_lin(acc, pu, rho[b], 0.0 if lin else math.log(s), LM[b], LML[b])
+        mf = m[b] * fr if m[b] >= _TINY else math.nan
+        pu = math.nan
+        if a > 1.0 and mf >= _TINY and (big or a * hi[b] <= 1.0) and (lo[b] >= 1e-100 or hi[b] <= -1e-100):
+            pu = _bin_term(a, gs, lo[b], hi[b], mu[b], single[b], wll[b], whl[b], h, cf, mf, LM[b] - rowmax)
+        pl = pu * rho[b]
+        if _in_range(pu) and (rho[b] == 0.0 or _in_range(pl)):
+            acc[0] += pu
+            acc[1] += pl
         else:
             val = _bin_value(a, gs, lo[b], hi[b], mu[b], single[b], wl[b], wh[b])
             acc[2], acc[3] = _lae(acc[2], acc[3], val + LM[b])
@@ -529,14 +520,15 @@ def hist_sum(
     within ``prune`` nats of the largest, summed (log), plus the pruned bins' count times
     e^{max − prune}; and the same kept bins under the right-end weights.
 
-    The per-bin bounds of accountant.clones.histogram.hist_sum. Where φ is in its series branch
-    (small a·g, most bins when ε0 is small or n large) they are evaluated in linear space
-    (:func:`_order_sum`: the same polynomial, the chord formed linearly, no log or exp) and
-    summed linearly relative to e^{rowmax} (rowmax: the largest pruning bound, ≥ every term, so
-    no term overflows), keeping only normal numbers there (:func:`_add_series`); the other bins
-    as before in log space. Every term keeps its full relative precision (nothing underflows),
-    so the result is the numpy path's to rounding: sums of non-negative terms, relative error
-    ≲ bins·2⁻⁵³, far inside the 1e-11 outward rounding of the clone bound."""
+    The per-bin bounds of accountant.clones.histogram.hist_sum, formed in linear space where
+    that is safe (:func:`_order_sum`: the formulas of log φ without their logs, the chord formed
+    linearly; in the series branch, most bins when ε0 is small or n large, no log or exp at all)
+    and summed linearly relative to e^{rowmax} (rowmax: the largest pruning bound, ≥ every
+    term), keeping only normal numbers there; the other bins as before in log space
+    (:func:`_total` joins both). Every term keeps its full relative precision (nothing
+    underflows or overflows), so the result is the numpy path's to rounding: sums of
+    non-negative terms, relative error ≲ bins·2⁻⁵³, far inside the 1e-11 outward rounding of
+    the clone bound."""
     LM, gm = bins[0], bins[8]
     bound = np.empty(LM.size)
     cf = np.empty(10)
@@ -549,7 +541,7 @@ def hist_sum(
         fr = math.exp(lm_max - rowmax)
         fr = fr if _in_range(fr) else math.nan
         acc[0], acc[1], acc[2], acc[3], acc[4], acc[5] = 0.0, 0.0, -math.inf, 0.0, -math.inf, 0.0
-        kept = _order_sum(a, thr, fr, cf, bins, bound, acc)
+        kept = _order_sum(a, rowmax, thr, fr, cf, bins, bound, acc)
         res = _total(rowmax, acc[0], acc[2], acc[3])
         ndrop = LM.size - kept
         if ndrop > 0:
