@@ -406,12 +406,14 @@ def _phi_lin(a: float, x: float, h: float, cf: Array) -> float:
 
 
 @_jit_inline
-def _end_term(a: float, x: float, h: float, cf: Array, mf: float, c: float) -> float:
+def _end_term(a: float, x: float, h: float, cf: Array, mf: float, c: float, big: bool) -> float:
     """e^c·φ_a(e^x) with mf = e^c: mf·:func:`_phi_lin`, or for a·x > 1 with a ≥ 2 (the branch
     y + log1p(−e^{−y}(1 + a·expm1(x))) of :func:`log_phi`) e^{y+c} − mf·(1 + a·expm1(x)), the same
-    difference scaled by e^{y+c} instead of e^y (which may overflow)."""
+    difference scaled by e^{y+c} instead of e^y (which may overflow); nan there unless ``big``."""
     y = a * x
     if a >= 2.0 and y > 1.0:
+        if not big:
+            return math.nan
         return math.exp(y + c) - mf * (1.0 + a * math.expm1(x))
     return mf * _phi_lin(a, x, h, cf)
 
@@ -430,17 +432,20 @@ def _bin_term(
     cf: Array,
     mf: float,
     c: float,
+    big: bool,
 ) -> float:
     """e^c times the bound of :func:`_bin_value` in linear space (wl, wh: the linear chord
     weights; :func:`_end_term`): φ(μ) for a bin of one value or on the concave side, the chord
     wl·φ(lo) + wh·φ(hi) on the convex side, else the larger of φ(lo), φ(hi)."""
     if single or hi <= gs:
-        return _end_term(a, mu, h, cf, mf, c)
-    pa = _end_term(a, lo, h, cf, mf, c)
-    pe = _end_term(a, hi, h, cf, mf, c)
+        return _end_term(a, mu, h, cf, mf, c, big)
+    pa = _end_term(a, lo, h, cf, mf, c, big)
+    pe = _end_term(a, hi, h, cf, mf, c, big)
     if lo >= gs:
         return wl * pa + wh * pe
-    return pa if pa >= pe else pe  # (nan if either is)
+    if pa >= pe:
+        return pa
+    return pe if pe > pa else math.nan  # (nan if either is)
 
 
 #: Per-bin arrays of :func:`hist_sum`: LM, LML, lo, hi, μ, single, wl, wh (log chord weights),
@@ -461,10 +466,16 @@ def _order_sum(
     (:func:`_bin_term`: the same branches and formulas as :func:`_bin_value` without their logs,
     so the same number to rounding) with mf = e^{LM − rowmax} = m·fr, when a > 1, the cells' g
     are away from 0 (|g| ≥ 1e-100, so no factor underflows), m, mf, the term and the term times
-    rho are in [_TINY, _HUGE] (normal numbers: each keeps its full relative precision; an addend
-    of a chord that underflows changes the term by < 2⁻¹⁰⁷⁴, under 1e-33 of it), and a·g ≤ 1 or
-    |rowmax| ≤ 600 (so that large values keep the log-space arithmetic of the numpy path and
-    its rounding). Else the log form of :func:`_bin_value`, into the log-space sums."""
+    rho are in [_TINY, _HUGE], and a·g ≤ 1 or |rowmax| ≤ 600 (so that large values keep the
+    log-space arithmetic of the numpy path and its rounding). Else the log form of
+    :func:`_bin_value`, into the log-space sums, as before.
+
+    Precision of a linear term: the factors m, fr, mf are normal numbers, each from one exp of
+    a difference of log values; the end values of φ are those of log φ's branches before the
+    log (the same cancellation, at most a few bits); an addend of a chord or e^{y+c} that
+    underflows has an absolute error < 2⁻¹⁰⁷⁴, below 1e-33 of a term ≥ _TINY. So a term's
+    relative error is ≲ (10 + |LM| + |rowmax| + a·|g|)·2⁻⁵³: the rounding of the numpy path's
+    log-space values (val + LM, then exp of its difference to the maximum)."""
     LM, LML, lo, hi, mu, single, wl, wh, _, wll, whl, m, rho = bins
     gs = -math.log(a) / (a - 1.0)
     h = 0.5 * a * (a - 1.0)
@@ -476,8 +487,10 @@ def _order_sum(
         kept += 1
         mf = m[b] * fr if m[b] >= _TINY else math.nan
         pu = math.nan
-        if a > 1.0 and mf >= _TINY and (big or a * hi[b] <= 1.0) and (lo[b] >= 1e-100 or hi[b] <= -1e-100):
-            pu = _bin_term(a, gs, lo[b], hi[b], mu[b], single[b], wll[b], whl[b], h, cf, mf, LM[b] - rowmax)
+        if a > 1.0 and mf >= _TINY and (lo[b] >= 1e-100 or hi[b] <= -1e-100):
+            pu = _bin_term(
+                a, gs, lo[b], hi[b], mu[b], single[b], wll[b], whl[b], h, cf, mf, LM[b] - rowmax, big
+            )
         pl = pu * rho[b]
         if _in_range(pu) and (rho[b] == 0.0 or _in_range(pl)):
             acc[0] += pu
