@@ -411,15 +411,16 @@ def _phi_lin(a: float, x: float, h: float, cf: Array) -> float:
 
 
 @_jit_inline
-def _end_term(a: float, x: float, h: float, cf: Array, mf: float, c: float, big: bool) -> float:
-    """e^c·φ_a(e^x) with mf = e^c: mf·:func:`_phi_lin`, or for a·x > 1 with a ≥ 2 (the branch
-    y + log1p(−e^{−y}(1 + a·expm1(x))) of :func:`log_phi`) e^{y+c} − mf·(1 + a·expm1(x)), the same
-    difference scaled by e^{y+c} instead of e^y (which may overflow); nan there unless ``big``."""
+def _end_term(a: float, x: float, h: float, cf: Array, mf: float, lm: float, sh: float) -> float:
+    """e^c·φ_a(e^x), c = lm + sh, with mf = e^c: mf·:func:`_phi_lin`, or for a·x > 1 with a ≥ 2
+    (the branch y + log1p(−e^{−y}(1 + a·expm1(x))) of :func:`log_phi`) e^{(y+lm)+sh} −
+    mf·(1 + a·expm1(x)), the same difference scaled by e^{y+c} instead of e^y (which may
+    overflow; y + lm first, as the numpy path adds LM to log φ); nan there if sh is nan."""
     y = a * x
     if a >= 2.0 and y > 1.0:
-        if not big:
+        if math.isnan(sh):
             return math.nan
-        return math.exp(y + c) - mf * (1.0 + a * math.expm1(x))
+        return math.exp((y + lm) + sh) - mf * (1.0 + a * math.expm1(x))
     return mf * _phi_lin(a, x, h, cf)
 
 
@@ -436,16 +437,16 @@ def _bin_term(
     h: float,
     cf: Array,
     mf: float,
-    c: float,
-    big: bool,
+    lm: float,
+    sh: float,
 ) -> float:
-    """e^c times the bound of :func:`_bin_value` in linear space (wl, wh: the linear chord
+    """e^{lm + sh} times the bound of :func:`_bin_value` in linear space (wl, wh: the linear chord
     weights; :func:`_end_term`): φ(μ) for a bin of one value or on the concave side, the chord
     wl·φ(lo) + wh·φ(hi) on the convex side, else the larger of φ(lo), φ(hi)."""
     if single or hi <= gs:
-        return _end_term(a, mu, h, cf, mf, c, big)
-    pa = _end_term(a, lo, h, cf, mf, c, big)
-    pe = _end_term(a, hi, h, cf, mf, c, big)
+        return _end_term(a, mu, h, cf, mf, lm, sh)
+    pa = _end_term(a, lo, h, cf, mf, lm, sh)
+    pe = _end_term(a, hi, h, cf, mf, lm, sh)
     if lo >= gs:
         return wl * pa + wh * pe
     if pa >= pe:
@@ -477,14 +478,14 @@ def _order_sum(
 
     Precision of a linear term: the factors m, fr, mf are normal numbers, each from one exp of
     a difference of log values; the end values of φ are those of log φ's branches before the
-    log (the same cancellation, at most a few bits); an addend of a chord or e^{y+c} that
+    log (the same cancellation, at most a few bits); an addend of a chord, or e^{y+c}, that
     underflows has an absolute error < 2⁻¹⁰⁷⁴, below 1e-33 of a term ≥ _TINY. So a term's
-    relative error is ≲ (10 + |LM| + |rowmax| + a·|g|)·2⁻⁵³: the rounding of the numpy path's
+    relative error is ≲ (10 + |LM| + |LMmax| + |rowmax| + a·|g|)·2⁻⁵³, as for the numpy path's
     log-space values (val + LM, then exp of its difference to the maximum)."""
     LM, LML, lo, hi, mu, single, wl, wh, _, wll, whl, m, rho = bins
     gs = -math.log(a) / (a - 1.0)
     h = 0.5 * a * (a - 1.0)
-    big = abs(rowmax) <= 600.0 or a < 2.0  # every a·g allowed (else a·g ≤ 1 only)
+    sh = -rowmax if (abs(rowmax) <= 600.0 or a < 2.0) else math.nan  # (nan: a·g ≤ 1 only)
     kept = 0
     for b in range(LM.size):
         if not bound[b] >= thr:
@@ -493,9 +494,7 @@ def _order_sum(
         mf = m[b] * fr if m[b] >= _TINY else math.nan
         pu = math.nan
         if a > 1.0 and mf >= _TINY and (lo[b] >= 1e-100 or hi[b] <= -1e-100):
-            pu = _bin_term(
-                a, gs, lo[b], hi[b], mu[b], single[b], wll[b], whl[b], h, cf, mf, LM[b] - rowmax, big
-            )
+            pu = _bin_term(a, gs, lo[b], hi[b], mu[b], single[b], wll[b], whl[b], h, cf, mf, LM[b], sh)
         pl = pu * rho[b]
         if _in_range(pu) and (rho[b] == 0.0 or _in_range(pl)):
             acc[0] += pu
