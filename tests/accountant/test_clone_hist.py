@@ -328,6 +328,35 @@ def test_compiled_hist_sum_equals_numpy(seed):
 
 
 @_fast
+@pytest.mark.usefixtures("kernels_on")
+@pytest.mark.parametrize("seed,shift", [(0, -800.0), (1, 800.0), (2, None), (3, None)])
+def test_compiled_hist_sum_with_extreme_weights_equals_numpy(seed, shift):
+    """Cell weights spread over thousands of nats and right-end weights e^{±700} away from the
+    left ones: the compiled sum keeps in linear space only the terms that are normal numbers
+    relative to the largest pruning bound (the others, and large values, in log space); it gives
+    the numpy path's values to rounding, never below the cell-by-cell sum."""
+    from accountant.clones import fused as F
+
+    rng = np.random.default_rng(1000 + seed)
+    eps0 = float(rng.uniform(0.05, 6.0))
+    g = rng.uniform(-eps0, eps0, 20_000) * rng.uniform(0, 1, 20_000) ** 3
+    g = g[g != 0.0]
+    lw = rng.normal(-300.0, 400.0, g.size)
+    seg = np.sort(rng.integers(0, 50, g.size))
+    shifts = rng.choice([-800.0, -3.0, 0.0, 2.0, 800.0], 50) if shift is None else np.full(50, shift)
+    bins = H.Bins(lw, g, seg, shifts)
+    alphas = np.array([1.001, 1.05, 1.5, 2.0, 2.5, 5.0, 30.0, 300.0, 5000.0, 10000.0])
+    ref = _direct(lw, g, alphas)
+    for level in (0, 3):
+        b = bins.coarse(level)
+        up, low = F.hist_sum(b, alphas, H.PRUNE)
+        up_np, low_np = H.hist_sum(b, alphas)
+        np.testing.assert_allclose(up, up_np, rtol=1e-13, atol=1e-12)
+        np.testing.assert_allclose(low, low_np, rtol=1e-13, atol=1e-12)
+        assert np.all(up >= ref - 1e-12 * np.maximum(1.0, np.abs(ref)))
+
+
+@_fast
 @settings(max_examples=200, deadline=None)
 @given(
     a=st.one_of(st.floats(1.0 + 1e-9, 3.0), st.floats(3.0, 1e4), st.floats(-50.0, -1e-6)),
