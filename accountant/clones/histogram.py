@@ -107,6 +107,33 @@ def _estimates(ctx: Ctx, alphas: Array, cs: Array) -> Array:
     return out
 
 
+def _refine_far_peaks(
+    ctx: Ctx, alphas: Array, cs: Array, lp: Array, est: Array
+) -> tuple[Array, Array, Array]:
+    """More samples around each order's best sample when it lies in the sparse, geometric part
+    of the samples (beyond c0 ± 6σ_C): the tilted C-distribution of a high order at large ε0
+    peaks far in the lower tail, where samples are thousands of σ_C apart and the estimate of
+    its peak (hence of log F and of where the grid needs points) would be off by hundreds of
+    nats. Design only."""
+    k_best = np.argmax(lp[None, :] + est, axis=1)
+    far = np.abs(cs[k_best] - ctx.c0) > 6.5 * max(ctx.sig_c, 0.5)
+    if not far.any():
+        return cs, lp, est
+    idx = np.unique(k_best[far])
+    lo, hi = cs[np.maximum(idx - 1, 0)], cs[np.minimum(idx + 1, cs.size - 1)]
+    new = np.unique(
+        np.round(lo[:, None] + (hi - lo)[:, None] * np.linspace(0.0, 1.0, 25)[None, :]).astype(np.int64)
+    )
+    new = np.setdiff1d(new, cs)
+    if not new.size:
+        return cs, lp, est
+    cs2 = np.concatenate([cs, new])
+    order = np.argsort(cs2, kind="stable")
+    lp2 = np.concatenate([lp, log_binom_pmf(new.astype(float), float(ctx.N), ctx.q, ctx.q1)])
+    est2 = np.concatenate([est, _estimates(ctx, alphas, new)], axis=1)
+    return cs2[order], lp2[order], est2[:, order]
+
+
 def _c_grid(ctx: Ctx, alphas: Array) -> tuple[Array, Array]:
     """The C-grid points (step 1 of the module docstring) and the estimated log(F − 1) per order."""
     big_n, c0, sd = ctx.N, ctx.c0, ctx.sig_c
@@ -119,6 +146,7 @@ def _c_grid(ctx: Ctx, alphas: Array) -> tuple[Array, Array]:
     cs = cs[(cs >= 0) & (cs <= big_n)]
     lp = log_binom_pmf(cs.astype(float), float(big_n), ctx.q, ctx.q1)
     est = _estimates(ctx, alphas, cs)  # (K, S)
+    cs, lp, est = _refine_far_peaks(ctx, alphas, cs, lp, est)
     L = lp[None, :] + est
     mx = L.max(axis=1, keepdims=True)
     # relevant: within 40 nats (+10% of log F: the estimate's relative error) of each order's peak
@@ -132,7 +160,11 @@ def _c_grid(ctx: Ctx, alphas: Array) -> tuple[Array, Array]:
     slope = np.maximum(slope, 1.0 / (cf[None, 1:] + 1.0))
     # optimal point density for the left-end rule: d ∝ √(π·slope), π the (estimated) tilted
     # C-distribution of each order; total relative slack ≈ Σ π·slope·w/2 ≤ η
-    relint = rel[:, 1:] | rel[:, :-1]
+    # … and intervals whose left-end bound (mass near the right end × f at the left end) is not
+    # negligible: far in the lower C-tail f_α falls steeply while the mass grows towards c0
+    thr = mx - 40.0 - _EST_REL * np.maximum(mx, 0.0)
+    relb = lp[None, 1:] + est[:, :-1] >= thr
+    relint = rel[:, 1:] | rel[:, :-1] | relb
     pi = np.exp(np.minimum(L - mx, 0.0))
     mid_pi = np.maximum(pi[:, 1:], pi[:, :-1])
     mid_pi = mid_pi / (0.5 * (pi[:, 1:] + pi[:, :-1]) * dc[None, :]).sum(axis=1, keepdims=True)
@@ -152,7 +184,7 @@ def _c_grid(ctx: Ctx, alphas: Array) -> tuple[Array, Array]:
         if npts > 0
         else np.array([], dtype=np.int64)
     )
-    anyrel = rel.any(axis=0)
+    anyrel = rel.any(axis=0) | np.append(relb.any(axis=0), False)
     edges = cs[anyrel]
     pts = np.unique(np.concatenate([[0], pts, edges[:1], edges[-1:]]))
     # restrict to [first relevant, last relevant] (plus 0), with geometric points below (the bin
@@ -164,7 +196,36 @@ def _c_grid(ctx: Ctx, alphas: Array) -> tuple[Array, Array]:
     while lo - d > 0:
         below.append(int(lo - d))
         d *= 1.5
-    return np.unique(np.concatenate([pts, np.array(below, dtype=np.int64)])), mx[:, 0]
+    return np.unique(
+        np.concatenate(
+            [pts, np.array(below, dtype=np.int64), _gap_ladders(pts[pts >= lo], max(sd, 1.0), cs, est)]
+        )
+    ), mx[:, 0]
+
+
+def _gap_ladders(pts: Array, d0: float, cs: Array, est: Array) -> Array:
+    """Points in the wide gaps between clusters of relevant points (e.g. the tilted C-peaks of the
+    highest orders far below c0 and the bulk): a geometric ladder up from each gap's lower end,
+    c_k = a + d0·1.5^k. Without it the lowest point of a gap carries the whole gap's mass, which
+    grows towards c0 while f_α falls, and its left-end bound W·f_α(a) overshoots by hundreds of
+    nats at high orders; with it each bin is at most half as wide as its distance from a, where
+    f_α has fallen (steering only: every grid gives a valid bound). Only gaps wider than 4σ_C
+    across which some order's estimated log(f − 1) (``est`` at the samples ``cs``) falls by more
+    than 2 nats get a ladder."""
+    wide = np.flatnonzero(np.diff(pts) > 4.0 * d0)
+    if wide.size:
+        ends = np.concatenate([pts[wide], pts[wide + 1]]).astype(float)
+        at = np.array([np.interp(ends, cs.astype(float), row) for row in est])  # (orders, 2·gaps)
+        drop = (at[:, : wide.size] - at[:, wide.size :]).max(axis=0)
+        wide = wide[drop > 2.0]
+    extra: list[int] = []
+    for i in wide.tolist():
+        a, b = int(pts[i]), int(pts[i + 1])
+        d = d0
+        while a + d < b:
+            extra.append(int(a + d))
+            d *= 1.5
+    return np.array(extra, dtype=np.int64)
 
 
 class HistPlan:
@@ -176,8 +237,11 @@ class HistPlan:
         # the design estimates use every other order (neighbouring orders need nearly the same grid)
         sub = alphas if alphas.size <= 12 else np.unique(np.append(alphas[::2], alphas[-1]))
         pts, est = _c_grid(ctx, sub)
-        self.lfm1_est = np.interp(np.log(alphas), np.log(sub), est)
         self.direct = np.isin(alphas, sub)
+        # log F_α = (α−1)·D_α is convex in α: between the orders estimated directly the chord over-
+        # estimates it, the neighbouring secants extended under-estimate it (boxes.design_levels)
+        chord = np.interp(alphas, sub, est)
+        self.lfm1_est = boxes.design_levels(alphas, chord, self.direct) + boxes.MARGIN
         self.pts = pts
         self.lw_pts = CMass(ctx).bins(pts)
         c, lw = (pts[1:], self.lw_pts[1:]) if pts[0] == 0 else (pts, self.lw_pts)
@@ -192,7 +256,7 @@ class HistPlan:
             self.ranges = (np.arange(c.size), self.x_l, self.x_h)
             self.boxes: tuple[Array, Array, Array] | None = None
             if self.window_cells > max(BOX_MIN_CELLS, BOX_MIN_WIDTH * float(np.sqrt(c + 1.0).sum())):
-                levels = boxes.design_levels(alphas, self.lfm1_est, self.direct)
+                levels = self.lfm1_est - boxes.MARGIN
                 negl = boxes.Negligible(ctx, alphas, levels)
                 self.ranges, (bj, _, _, blw, bg) = boxes.box_cover(c, lw, self.x_l, self.x_h, ctx, negl)
                 self.boxes = (bj, blw, bg)
