@@ -121,6 +121,13 @@ def _refine_far_peaks(
         return cs, lp, est
     idx = np.unique(k_best[far])
     lo, hi = cs[np.maximum(idx - 1, 0)], cs[np.minimum(idx + 1, cs.size - 1)]
+    # log P(C = c) has curvature ≈ −1/c in the lower tail: a peak between samples h apart may be
+    # missed by ≈ h²/(8c) nats; refine only where that exceeds 2 nats
+    h = np.maximum(cs[idx] - lo, hi - cs[idx]).astype(float)
+    coarse = h * h > 16.0 * np.maximum(cs[idx], 1).astype(float)
+    if not coarse.any():
+        return cs, lp, est
+    lo, hi = lo[coarse], hi[coarse]
     new = np.unique(
         np.round(lo[:, None] + (hi - lo)[:, None] * np.linspace(0.0, 1.0, 25)[None, :]).astype(np.int64)
     )
@@ -161,9 +168,10 @@ def _c_grid(ctx: Ctx, alphas: Array) -> tuple[Array, Array]:
     # optimal point density for the left-end rule: d ∝ √(π·slope), π the (estimated) tilted
     # C-distribution of each order; total relative slack ≈ Σ π·slope·w/2 ≤ η
     # … and intervals whose left-end bound (mass near the right end × f at the left end) is not
-    # negligible: far in the lower C-tail f_α falls steeply while the mass grows towards c0
+    # negligible while f_α falls by more than 2 nats across them: far in the lower C-tail of a
+    # high order at large ε0, f_α falls steeply while the mass grows towards c0
     thr = mx - 40.0 - _EST_REL * np.maximum(mx, 0.0)
-    relb = lp[None, 1:] + est[:, :-1] >= thr
+    relb = (lp[None, 1:] + est[:, :-1] >= thr) & (est[:, :-1] - est[:, 1:] > 2.0)
     relint = rel[:, 1:] | rel[:, :-1] | relb
     pi = np.exp(np.minimum(L - mx, 0.0))
     mid_pi = np.maximum(pi[:, 1:], pi[:, :-1])
