@@ -8,7 +8,7 @@ with g = log R and ψ_α(g) = e^{αg} − 1 − α(e^g − 1) ≥ 0 (the φ-form
 f − 1 is a sum of non-negative terms and stays accurate when it is 1e-12). What is new is how the
 sum is bounded, so that the cost of each order no longer grows with the number of cells:
 
-1. *C-grid.* Points 0 = c_0 < c_1 < … with bins [c_j, c_{j+1}) (the last to N); by monotonicity
+1. *C-grid* (:mod:`.cgrid`). Points 0 = c_0 < c_1 < … with bins [c_j, c_{j+1}) (the last to N); by monotonicity
    in c (data processing, :mod:`._adaptive`) each bin is bounded by f_α(c_j) times its exact mass
    W_j. The points are placed once, from cheap estimates of each order's tilted C-distribution
    (density ∝ √(π·|d log f/dc|), optimal for the left-end rule, and log f changing by at most
@@ -59,24 +59,22 @@ import math
 
 import numpy as np
 
-from .._binomial import log_binom_pmf
 from .._numerics import log_expm1, log_phi, logsumexp, logsumexp_many, segment_logsumexp
 from . import boxes, fused
 from ._cells import hist_cells
 from ._runs import Runs, group_runs, reduce_groups
-from .kernels import Array, CMass, Ctx, log_cap_f, log_q_at, log_ratio, tilt
+from .cgrid import c_grid
+from .kernels import Array, CMass, Ctx, log_cap_f, log_ratio
 from .windows import tails, windows
 
 _R = 1.03  # geometric ratio of the g-bins near 0 (chord slack ≈ (R−1)²/4 relative)
 DG = 7.5e-4  # widest g-bin
 _MERGE_REL = 0.03  # merged bins (per order): width ≤ this·g in the uniform part …
 _MERGE_ABS = 0.05  # … and ≤ this/α (chord slack ≲ (α·width)²/8 where ψ is exponential)
-_RHO = 1.5e-3  # C-grid: target relative slack of F − 1 (small F) or of log F (large)
 PRUNE = 45.0
 #: Slack check: an order is flagged (and re-evaluated by the caller) when its estimated
 #: C-slack log(1+U) − log(1+L) exceeds CHECK·(α/64)^¼·log(1+U).
 CHECK = 2e-2
-_EST_REL = 0.1  # relative error allowed for the estimates of log F
 #: Windows holding more cells than this, on average wider than BOX_MIN_WIDTH·√(c+1), are split
 #: into cell ranges and boxes (:mod:`.boxes`); narrower windows (small ε0: the Gaussian bulk) hold
 #: few cells that no order needs.
@@ -84,87 +82,6 @@ BOX_MIN_CELLS = 500_000
 BOX_MIN_WIDTH = 8.0
 #: An order is flagged when its boxes weigh more than e^{−BOX_CHECK} of its total.
 BOX_CHECK = 20.0
-
-
-def _estimates(ctx: Ctx, alphas: Array, cs: Array) -> Array:
-    """Rough log(f_α(c) − 1) on samples cs (orders × samples): Laplace at the tilted peak, or the
-    Gaussian small-f form, whichever is larger. Design only."""
-    s = ctx.s
-    u, sig, edge = tilt(cs, alphas, s)
-    cf = cs.astype(float)[None, :]
-    x = np.where(edge, cf + 1.0, np.clip(np.round(0.5 * (cf + 1.0 + u)), 0, cf + 1.0))
-    cb = np.broadcast_to(cs[None, :], x.shape)
-    lq = log_q_at(x.ravel(), cb.ravel(), ctx).reshape(x.shape)
-    g = log_ratio(cf + 1.0, 2.0 * x - cf - 1.0, ctx)
-    a = alphas[:, None]
-    lap = lq + a * g + np.where(edge, 0.0, np.log(np.maximum(0.5 * sig, 1.0) * math.sqrt(2 * math.pi)))
-    lcap = log_cap_f(alphas, ctx)[:, None]
-    lap = np.minimum(lap, lcap)
-    gauss = np.log(2.0 * a * (a - 1.0) * s * s / (cf + 1.0))
-    lf_l = log_expm1(np.maximum(lap, 1e-300))
-    # the Laplace form is noisy when f ≈ 1 (x* rounded to a cell); the Gaussian form is used there
-    out: Array = np.where(lap >= 1.0, lf_l, np.minimum(gauss, log_expm1(lcap)))
-    return out
-
-
-def _c_grid(ctx: Ctx, alphas: Array) -> tuple[Array, Array]:
-    """The C-grid points (step 1 of the module docstring) and the estimated log(F − 1) per order."""
-    big_n, c0, sd = ctx.N, ctx.c0, ctx.sig_c
-    # samples: dense around c0, geometric towards 0 and N
-    z = np.concatenate([np.linspace(-6, 6, 49), -6 * 1.25 ** np.arange(1, 40), 6 * 1.25 ** np.arange(1, 12)])
-    cs = np.unique(np.clip(np.round(c0 + z * max(sd, 0.5)), 0, big_n).astype(np.int64))
-    cs = np.unique(
-        np.concatenate([cs, np.unique(np.round(np.geomspace(1, max(c0, 1), 30))).astype(np.int64)])
-    )
-    cs = cs[(cs >= 0) & (cs <= big_n)]
-    lp = log_binom_pmf(cs.astype(float), float(big_n), ctx.q, ctx.q1)
-    est = _estimates(ctx, alphas, cs)  # (K, S)
-    L = lp[None, :] + est
-    mx = L.max(axis=1, keepdims=True)
-    # relevant: within 40 nats (+10% of log F: the estimate's relative error) of each order's peak
-    rel = mx - 40.0 - _EST_REL * np.maximum(mx, 0.0) <= L
-    # allowed relative slack per order, and |d log(f−1)/dc| per sample interval
-    lnF = np.logaddexp(0.0, mx[:, 0])
-    eta = _RHO * np.maximum(1.0, alphas / 64.0) ** 0.25 * np.maximum(1.0, lnF)
-    cf = cs.astype(float)
-    dc = np.diff(cf)
-    slope = np.abs(np.diff(est, axis=1)) / np.maximum(dc, 1.0)[None, :]
-    slope = np.maximum(slope, 1.0 / (cf[None, 1:] + 1.0))
-    # optimal point density for the left-end rule: d ∝ √(π·slope), π the (estimated) tilted
-    # C-distribution of each order; total relative slack ≈ Σ π·slope·w/2 ≤ η
-    relint = rel[:, 1:] | rel[:, :-1]
-    pi = np.exp(np.minimum(L - mx, 0.0))
-    mid_pi = np.maximum(pi[:, 1:], pi[:, :-1])
-    mid_pi = mid_pi / (0.5 * (pi[:, 1:] + pi[:, :-1]) * dc[None, :]).sum(axis=1, keepdims=True)
-    rt = np.sqrt(mid_pi * slope)
-    z = (rt * dc[None, :]).sum(axis=1)
-    dens = (rt * z[:, None] / (2.0 * eta[:, None])).max(axis=0)
-    # and log f may change by at most ~1 across a bin wherever an order's tilted mass is not
-    # negligible (the first-order slack estimate above assumes it)
-    near = (L[:, 1:] >= mx - 15.0) | (L[:, :-1] >= mx - 15.0)
-    lam = np.where(near, np.maximum(1.0, eta)[:, None], np.maximum(10.0, eta)[:, None])
-    dens = np.maximum(dens, np.where(relint, slope / lam, 0.0).max(axis=0))
-    dens = np.minimum(dens, 1.0)
-    cum = np.concatenate([[0.0], np.cumsum(dens * dc)])
-    npts = int(math.ceil(cum[-1]))
-    pts = (
-        np.round(np.interp(np.arange(npts + 1), cum, cf)).astype(np.int64)
-        if npts > 0
-        else np.array([], dtype=np.int64)
-    )
-    anyrel = rel.any(axis=0)
-    edges = cs[anyrel]
-    pts = np.unique(np.concatenate([[0], pts, edges[:1], edges[-1:]]))
-    # restrict to [first relevant, last relevant] (plus 0), with geometric points below (the bin
-    # under the lowest point is bounded by its left end's value: at 0, the cap)
-    lo, hi = edges.min(), edges.max()
-    pts = pts[(pts == 0) | ((pts >= lo) & (pts <= hi))]
-    below = []
-    d = max(sd, 1.0)
-    while lo - d > 0:
-        below.append(int(lo - d))
-        d *= 1.5
-    return np.unique(np.concatenate([pts, np.array(below, dtype=np.int64)])), mx[:, 0]
 
 
 class HistPlan:
@@ -175,9 +92,12 @@ class HistPlan:
         self.ctx, self.alphas = ctx, alphas
         # the design estimates use every other order (neighbouring orders need nearly the same grid)
         sub = alphas if alphas.size <= 12 else np.unique(np.append(alphas[::2], alphas[-1]))
-        pts, est = _c_grid(ctx, sub)
-        self.lfm1_est = np.interp(np.log(alphas), np.log(sub), est)
+        pts, est = c_grid(ctx, sub)
         self.direct = np.isin(alphas, sub)
+        # log F_α = (α−1)·D_α is convex in α: between the orders estimated directly the chord over-
+        # estimates it, the neighbouring secants extended under-estimate it (boxes.design_levels)
+        chord = np.interp(alphas, sub, est)
+        self.lfm1_est = boxes.design_levels(alphas, chord, self.direct) + boxes.MARGIN
         self.pts = pts
         self.lw_pts = CMass(ctx).bins(pts)
         c, lw = (pts[1:], self.lw_pts[1:]) if pts[0] == 0 else (pts, self.lw_pts)
@@ -192,7 +112,7 @@ class HistPlan:
             self.ranges = (np.arange(c.size), self.x_l, self.x_h)
             self.boxes: tuple[Array, Array, Array] | None = None
             if self.window_cells > max(BOX_MIN_CELLS, BOX_MIN_WIDTH * float(np.sqrt(c + 1.0).sum())):
-                levels = boxes.design_levels(alphas, self.lfm1_est, self.direct)
+                levels = self.lfm1_est - boxes.MARGIN
                 negl = boxes.Negligible(ctx, alphas, levels)
                 self.ranges, (bj, _, _, blw, bg) = boxes.box_cover(c, lw, self.x_l, self.x_h, ctx, negl)
                 self.boxes = (bj, blw, bg)
