@@ -213,34 +213,179 @@ RAGGED_CHUNK = 4_000_000
 RaggedTerm = Callable[[NDArray[np.int64], NDArray[np.int64]], NDArray[np.float64]]
 
 
-def ragged_logsumexp(orders_int: ArrayLike, start: int, term: RaggedTerm) -> NDArray[np.float64]:
+# A log-concave part of a ragged sum: (its first index, its log-term as a RaggedTerm).
+ConcavePart = tuple[int, RaggedTerm]
+
+
+def ragged_logsumexp(
+    orders_int: ArrayLike, start: int, term: RaggedTerm, concave: tuple[ConcavePart, ...] = ()
+) -> NDArray[np.float64]:
     """``log Σ_{i=start..α} exp(term(i, α − i))`` for every integer order α (−inf if empty).
 
     ``term(i, alpha_minus_i)`` receives the concatenated int64 index arrays of all orders and must
     be vectorised (use :func:`int_tables` lookups rather than gammaln per term); a part of the
     term that depends on α alone is best added afterwards. Work is Σ(α − start + 1), evaluated in
     chunks of orders so memory stays bounded.
+
+    ``concave``, when given, splits the term into parts ``(s_p, L_p)`` with
+    ``exp(term(i, α−i)) = Σ_p exp(L_p(i, α−i))`` (a part is 0 below its own first index ``s_p``),
+    each part LOG-CONCAVE in i on s_p..α for every α (its ratio of consecutive terms
+    non-increasing: the caller proves it). Then each order's sum is taken over a window only,
+    and a bound of every part's neglected tails is added (:func:`concave_windows`): the result
+    is never below the full sum, and above it by at most a relative 2^-57 — so orders whose
+    sums spread over a few hundred terms cost a few hundred terms, not α. Orders with at most
+    :data:`WINDOW_MIN` terms are summed in full (bit for bit as without ``concave``).
     """
     ords = np.asarray(orders_int, dtype=np.int64)
     out = np.full(ords.shape, -np.inf)
     if ords.size == 0:
         return out
-    lengths_all = np.maximum(ords - start + 1, 0)
+    lo = np.full(ords.shape, start, dtype=np.int64)
+    hi = ords
+    tail = None
+    if concave:
+        lo, hi, tail = concave_windows(ords, start, concave)
+    lengths_all = np.maximum(hi - lo + 1, 0)
     csum = np.cumsum(lengths_all)
     pos = 0
     while pos < ords.size:
         base = csum[pos - 1] if pos else 0
         stop = max(int(np.searchsorted(csum, base + RAGGED_CHUNK, side="right")), pos + 1)
-        chunk = ords[pos:stop]
-        lengths = lengths_all[pos:stop]
-        nonempty = lengths > 0
+        nonempty = lengths_all[pos:stop] > 0
         if np.any(nonempty):
-            i, ami, offsets, lengths = _ragged_index(chunk[nonempty].tobytes(), start)
+            chunk = ords[pos:stop][nonempty]
+            if tail is None:
+                i, ami, offsets, _ = _ragged_index(chunk.tobytes(), start)
+            else:
+                i, ami, offsets = _window_index(chunk, lo[pos:stop][nonempty], hi[pos:stop][nonempty])
             res = np.full(nonempty.shape, -np.inf)
             res[nonempty] = segment_logsumexp(term(i, ami), offsets)
             out[pos:stop] = res
         pos = stop
+    if tail is not None:
+        cut = tail > -np.inf
+        out[cut] = np.logaddexp(out[cut], tail[cut])
     return out
+
+
+def _window_index(
+    ords: NDArray[np.int64], lo: NDArray[np.int64], hi: NDArray[np.int64]
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
+    """(i, α − i, offsets) of the concatenated segments i = lo..hi (non-empty) of the orders α."""
+    lengths = hi - lo + 1
+    offsets = np.cumsum(lengths) - lengths
+    p = np.arange(int(lengths.sum()), dtype=np.int64)
+    i = p - np.repeat(offsets - lo, lengths)
+    ami = np.repeat(ords + offsets - lo, lengths) - p
+    return i, ami, offsets
+
+
+#: orders whose ragged sum has at most this many terms are summed in full
+WINDOW_MIN = 128
+#: every neglected tail of a log-concave part is at most 2^-TAIL_BITS of its largest term
+TAIL_BITS = 60
+# a tail is bounded geometrically only where its log-ratio is at most −2^-20: far beyond the
+# rounding of a difference of two log-terms (≲ 1e-10 even at α = 10⁶)
+_RATIO_MARGIN = 2.0**-20
+_MODE_POINTS = 64  # the largest term is first located among this many evenly spaced indices
+_SEARCH_POINTS = 32  # indices tried per round of the search for a window's end
+
+
+def concave_windows(
+    ords: NDArray[np.int64], start: int, parts: tuple[ConcavePart, ...]
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
+    """(lo, hi, log tail) per order: sum the ragged terms over lo..hi only and add e^{tail}.
+
+    For one log-concave part t_i = exp(L(i, α−i)), i = s..α, with r_i = t_{i+1}/t_i
+    non-increasing in i (the caller's proof):
+
+    * upper tail: if r_h < 1 then for every j > h, t_j = t_h·r_h·…·r_{j−1} ≤ t_h·r_h^{j−h}, so
+      Σ_{j>h} t_j ≤ t_h·r_h/(1 − r_h);
+    * lower tail: if r_{l−1} > 1 then with q = 1/r_{l−1} < 1, for every j < l,
+      t_j = t_l/(r_j·…·r_{l−1}) ≤ t_l·q^{l−j}, so Σ_{j<l} t_j ≤ t_l·q/(1 − q).
+
+    Both read B(i, e) = L(i) + e − log(1 − e^e), with e = L(i ± 1) − L(i) the log-ratio
+    stepping outward (the neighbour above h, below l). Each end is the nearest index to the
+    largest term p (located among :data:`_MODE_POINTS` indices) where e ≤ −2^-20 and
+    B ≤ L(p) − TAIL_BITS·log 2 — or the end of the range, with no tail. The neglected tails,
+    doubled against rounding, are added: the result bounds the full sum from above. For several
+    parts the window is the hull of theirs and all their tails are added (a tail beyond the hull
+    is part of the tail beyond the part's own window). A term that is not finite leaves the
+    order's full range. Only orders with more than :data:`WINDOW_MIN` terms are windowed.
+    """
+    lo = np.full(ords.shape, start, dtype=np.int64)
+    hi = ords.astype(np.int64, copy=True)
+    tail = np.full(ords.shape, -np.inf)
+    big = np.flatnonzero(ords - start + 1 > WINDOW_MIN)
+    if big.size == 0 or not parts:
+        return lo, hi, tail
+    a = ords[big]
+    wlo, whi = a.copy(), np.full(a.shape, start, dtype=np.int64)
+    tails = []
+    for s, part in parts:
+        plo, phi, ptail = _part_window(a, max(s, start), part)
+        wlo = np.minimum(wlo, plo)
+        whi = np.maximum(whi, phi)
+        tails.append(ptail)
+    lo[big], hi[big] = wlo, np.maximum(whi, wlo)
+    tail[big] = logsumexp(np.stack(tails), axis=0)
+    return lo, hi, tail
+
+
+def _part_window(
+    a: NDArray[np.int64], s: int, part: RaggedTerm
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
+    """:func:`concave_windows` for one part on the orders ``a`` (each > s): lo, hi, log tail."""
+    rows = np.arange(a.size)
+    grid = s + ((a - s)[:, None] * np.arange(_MODE_POINTS + 1)) // _MODE_POINTS
+    with np.errstate(invalid="ignore"):
+        lg = part(grid, a[:, None] - grid)
+    best = np.argmax(lg, axis=1)
+    p, thr = grid[rows, best], lg[rows, best] - TAIL_BITS * LOG2
+    # both sides at once: rows 0..m−1 step up from p to α, rows m..2m−1 step down to s
+    base, alpha, th = np.concatenate([p, p]), np.concatenate([a, a]), np.concatenate([thr, thr])
+    sign = np.repeat(np.array([1, -1], dtype=np.int64), a.size)
+    span = np.concatenate([a - p, p - s])
+
+    def bound(t: NDArray[np.int64], r: NDArray[np.int64]) -> tuple[NDArray[np.bool_], NDArray[np.float64]]:
+        """(usable, B) at offsets t of rows r (t, r broadcast; t < span for a usable end)."""
+        i = base[r] + sign[r] * t
+        nb = np.minimum(np.maximum(i + sign[r], s), alpha[r])
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            li = part(i, alpha[r] - i)
+            e = part(nb, alpha[r] - nb) - li
+            b = li + e - np.log(-np.expm1(e))
+            return (t < span[r]) & (e <= -_RATIO_MARGIN) & (b <= th[r]), b
+
+    t = _first_true(span, lambda t, r: bound(t, r[:, None])[0])
+    ok, b = bound(t, np.arange(t.size))
+    tl = np.where(ok, b + LOG2, -np.inf)
+    m = a.size
+    return base[m:] - t[m:], base[:m] + t[:m], np.logaddexp(tl[:m], tl[m:])
+
+
+def _first_true(
+    span: NDArray[np.int64], pred: Callable[[NDArray[np.int64], NDArray[np.intp]], NDArray[np.bool_]]
+) -> NDArray[np.int64]:
+    """Per row, the smallest t in 0..span with ``pred(t, rows)`` true, for a predicate false then
+    true along t; span itself counts as true (the fallback). ``pred`` gets a (rows, points) array
+    of offsets and the row indices. Every t returned is the fallback or was found true."""
+    lo = np.zeros_like(span)
+    hi = span.copy()
+    steps = np.arange(_SEARCH_POINTS, dtype=np.int64)
+    while True:
+        act = np.flatnonzero(hi > lo)
+        if act.size == 0:
+            return hi
+        lo_a, hi_a = lo[act], hi[act]
+        step = -(-(hi_a - lo_a) // _SEARCH_POINTS)
+        cand = np.minimum(lo_a[:, None] + step[:, None] * steps, hi_a[:, None])
+        ok = pred(cand, act) | (cand == hi_a[:, None])
+        found = ok.any(axis=1)
+        f = np.argmax(ok, axis=1)
+        r = np.arange(act.size)
+        hi[act] = np.where(found, cand[r, f], hi_a)
+        lo[act] = np.where(found, np.where(f > 0, cand[r, f - 1] + 1, lo_a), cand[:, -1] + 1)
 
 
 @lru_cache(maxsize=64)

@@ -74,7 +74,7 @@ def _u1_int(n: int, epsilon0: float, a: NDArray[np.int64]) -> NDArray[np.float64
     def term(i: NDArray[np.int64], ami: NDArray[np.int64]) -> NDArray[np.float64]:
         return c[i] - lfact[ami]
 
-    tsum = ragged_logsumexp(a, 3, term) + lfact[a]
+    tsum = ragged_logsumexp(a, 3, term, concave=((3, term),)) + lfact[a]
     tl = _chernoff_log_term(n, epsilon0, af)
     log_s = np.logaddexp(np.logaddexp(t2, tsum), tl)
     return np.logaddexp(0.0, log_s) / (af - 1.0)

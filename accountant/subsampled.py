@@ -58,12 +58,18 @@ def _su_int(n: int, k: int, epsilon0: float, a: NDArray[np.int64]) -> NDArray[np
     with np.errstate(invalid="ignore"):
         main = np.where(j >= 3, -lfact + (lg + 0.5 * log_y) * j + llog + lgam_half, -np.inf)
     # the j-only part of both summands (log α! is added per order afterwards)
-    c = np.logaddexp(main, -lfact + log_gs * j - slack)
+    ups = -lfact + log_gs * j - slack
 
     def term(jj: NDArray[np.int64], amj: NDArray[np.int64]) -> NDArray[np.float64]:
-        return c[jj] - lfact[amj]
+        return np.logaddexp(main[jj], ups[jj]) - lfact[amj]
 
-    tsum = ragged_logsumexp(ai, 2, term) + lfact[ai]
+    def term_main(jj: NDArray[np.int64], amj: NDArray[np.int64]) -> NDArray[np.float64]:
+        return main[jj] - lfact[amj]
+
+    def term_ups(jj: NDArray[np.int64], amj: NDArray[np.int64]) -> NDArray[np.float64]:
+        return ups[jj] - lfact[amj]
+
+    tsum = ragged_logsumexp(ai, 2, term, concave=((3, term_main), (2, term_ups))) + lfact[ai]
     log_s = np.logaddexp(t2, tsum)
     return np.logaddexp(0.0, log_s) / (af - 1.0)
 
