@@ -287,8 +287,7 @@ TAIL_BITS = 60
 # a tail is bounded geometrically only where its log-ratio is at most −2^-20: far beyond the
 # rounding of a difference of two log-terms (≲ 1e-10 even at α = 10⁶)
 _RATIO_MARGIN = 2.0**-20
-_MODE_POINTS = 64  # the largest term is first located among this many evenly spaced indices
-_SEARCH_POINTS = 32  # indices tried per round of the search for a window's end
+_GRID_POINTS = 64  # a window's ends are chosen among this many + 1 evenly spaced indices
 
 
 def concave_windows(
@@ -305,13 +304,16 @@ def concave_windows(
       t_j = t_l/(r_j·…·r_{l−1}) ≤ t_l·q^{l−j}, so Σ_{j<l} t_j ≤ t_l·q/(1 − q).
 
     Both read B(i, e) = L(i) + e − log(1 − e^e), with e = L(i ± 1) − L(i) the log-ratio
-    stepping outward (the neighbour above h, below l). Each end is the nearest index to the
-    largest term p (located among :data:`_MODE_POINTS` indices) where e ≤ −2^-20 and
-    B ≤ L(p) − TAIL_BITS·log 2 — or the end of the range, with no tail. The neglected tails,
-    doubled against rounding, are added: the result bounds the full sum from above. For several
-    parts the window is the hull of theirs and all their tails are added (a tail beyond the hull
-    is part of the tail beyond the part's own window). A term that is not finite leaves the
-    order's full range. Only orders with more than :data:`WINDOW_MIN` terms are windowed.
+    stepping outward (the neighbour above h, below l). The ends are taken among evenly spaced
+    indices around the largest of their terms, p (:func:`_part_window`), where e ≤ −2^-20 and
+    B ≤ L(p) − TAIL_BITS·log 2 — or at the end of the range, with no tail. As p lies inside the
+    window, t_p is at most the window's sum: each neglected tail is at most 2^-60 of it. The
+    tails, doubled against rounding, are added, so the result bounds the full sum from above.
+    For several parts the window is the hull of theirs and all their tails are added (a tail
+    beyond the hull is part of the tail beyond the part's own window). A term that is not
+    finite leaves the order's full range. Only orders with more than :data:`WINDOW_MIN` terms
+    are windowed. Soundness needs only the log-concavity and the ratio test at the chosen end;
+    nothing else about the search.
     """
     lo = np.full(ords.shape, start, dtype=np.int64)
     hi = ords.astype(np.int64, copy=True)
@@ -335,57 +337,37 @@ def concave_windows(
 def _part_window(
     a: NDArray[np.int64], s: int, part: RaggedTerm
 ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
-    """:func:`concave_windows` for one part on the orders ``a`` (each > s): lo, hi, log tail."""
-    rows = np.arange(a.size)
-    grid = s + ((a - s)[:, None] * np.arange(_MODE_POINTS + 1)) // _MODE_POINTS
-    with np.errstate(invalid="ignore"):
-        lg = part(grid, a[:, None] - grid)
-    best = np.argmax(lg, axis=1)
-    p, thr = grid[rows, best], lg[rows, best] - TAIL_BITS * LOG2
-    # both sides at once: rows 0..m−1 step up from p to α, rows m..2m−1 step down to s
-    base, alpha, th = np.concatenate([p, p]), np.concatenate([a, a]), np.concatenate([thr, thr])
-    sign = np.repeat(np.array([1, -1], dtype=np.int64), a.size)
-    span = np.concatenate([a - p, p - s])
+    """:func:`concave_windows` for one part on the orders ``a`` (each > s): lo, hi, log tail.
 
-    def bound(t: NDArray[np.int64], r: NDArray[np.int64]) -> tuple[NDArray[np.bool_], NDArray[np.float64]]:
-        """(usable, B) at offsets t of rows r (t, r broadcast; t < span for a usable end)."""
-        i = base[r] + sign[r] * t
-        nb = np.minimum(np.maximum(i + sign[r], s), alpha[r])
-        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-            li = part(i, alpha[r] - i)
-            e = part(nb, alpha[r] - nb) - li
-            b = li + e - np.log(-np.expm1(e))
-            return (t < span[r]) & (e <= -_RATIO_MARGIN) & (b <= th[r]), b
-
-    t = _first_true(span, lambda t, r: bound(t, r[:, None])[0])
-    ok, b = bound(t, np.arange(t.size))
-    tl = np.where(ok, b + LOG2, -np.inf)
+    Ends are chosen among :data:`_GRID_POINTS` + 1 evenly spaced indices g (s and α included),
+    with the terms at g and g ± 1: p is the g of the largest term, hi the first g ≥ p and lo the
+    last g ≤ p where the tail bound applies and is small enough (else α, resp. s, with no tail).
+    """
     m = a.size
-    return base[m:] - t[m:], base[:m] + t[:m], np.logaddexp(tl[:m], tl[m:])
-
-
-def _first_true(
-    span: NDArray[np.int64], pred: Callable[[NDArray[np.int64], NDArray[np.intp]], NDArray[np.bool_]]
-) -> NDArray[np.int64]:
-    """Per row, the smallest t in 0..span with ``pred(t, rows)`` true, for a predicate false then
-    true along t; span itself counts as true (the fallback). ``pred`` gets a (rows, points) array
-    of offsets and the row indices. Every t returned is the fallback or was found true."""
-    lo = np.zeros_like(span)
-    hi = span.copy()
-    steps = np.arange(_SEARCH_POINTS, dtype=np.int64)
-    while True:
-        act = np.flatnonzero(hi > lo)
-        if act.size == 0:
-            return hi
-        lo_a, hi_a = lo[act], hi[act]
-        step = -(-(hi_a - lo_a) // _SEARCH_POINTS)
-        cand = np.minimum(lo_a[:, None] + step[:, None] * steps, hi_a[:, None])
-        ok = pred(cand, act) | (cand == hi_a[:, None])
-        found = ok.any(axis=1)
-        f = np.argmax(ok, axis=1)
-        r = np.arange(act.size)
-        hi[act] = np.where(found, cand[r, f], hi_a)
-        lo[act] = np.where(found, np.where(f > 0, cand[r, f - 1] + 1, lo_a), cand[:, -1] + 1)
+    cols = np.arange(_GRID_POINTS + 1)
+    g = s + ((a - s)[:, None] * (cols / _GRID_POINTS)).astype(np.int64)  # s ≤ g ≤ α, both ends in
+    al = a[:, None]
+    gu = np.minimum(g + 1, al)
+    gd = np.maximum(g - 1, s)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        lg = part(g, al - g)
+        rows = np.arange(m)
+        best = np.argmax(lg, axis=1)
+        thr = lg[rows, best] - TAIL_BITS * LOG2
+        ends = []
+        for nb, side in ((gu, cols >= best[:, None]), (gd, cols <= best[:, None])):
+            e = part(nb, al - nb) - lg  # log of the ratio stepping outward
+            b = lg + e - np.log(-np.expm1(e))
+            ok = side & (nb != g) & (e <= -_RATIO_MARGIN) & (b <= thr[:, None])
+            ends.append((ok, b))
+    (ok_u, b_u), (ok_d, b_d) = ends
+    has_u, has_d = ok_u.any(axis=1), ok_d.any(axis=1)
+    cu = np.argmax(ok_u, axis=1)  # the first usable g above p
+    cd = _GRID_POINTS - np.argmax(ok_d[:, ::-1], axis=1)  # the last usable g below p
+    hi = np.where(has_u, g[rows, cu], a)
+    lo = np.where(has_d, g[rows, cd], s)
+    tail = np.logaddexp(np.where(has_u, b_u[rows, cu], -np.inf), np.where(has_d, b_d[rows, cd], -np.inf))
+    return lo, hi, tail + LOG2
 
 
 @lru_cache(maxsize=64)
@@ -444,7 +426,12 @@ def log_pure_dp_excess(epsilon: ArrayLike, orders: ArrayLike) -> NDArray[np.floa
     with np.errstate(divide="ignore", over="ignore"):
         lw1 = -np.log1p(np.exp(-eps))  # log(e^ε/(e^ε + 1))
         lw0 = -eps + lw1  # log(1/(e^ε + 1))
-    return np.logaddexp(lw1 + log_phi(a, -eps), lw0 + log_phi(a, eps))
+    shape = np.broadcast(eps, a).shape
+    a_b = np.broadcast_to(a, shape).ravel()
+    e_b = np.broadcast_to(eps, shape).ravel()
+    # both cells in one (element-wise) call of log_phi
+    both = log_phi(np.concatenate([a_b, a_b]), np.concatenate([-e_b, e_b]))
+    return np.logaddexp(lw1 + both[: a_b.size].reshape(shape), lw0 + both[a_b.size :].reshape(shape))
 
 
 def pure_dp_rdp(epsilon: ArrayLike, orders: ArrayLike) -> NDArray[np.float64]:
@@ -457,6 +444,10 @@ def pure_dp_rdp(epsilon: ArrayLike, orders: ArrayLike) -> NDArray[np.float64]:
     """
     eps = np.asarray(epsilon, dtype=np.float64)
     a = np.asarray(orders, dtype=np.float64)
+    if eps.ndim == 0 and 0.0 < eps < np.inf:  # one finite level: the general case below, shortened
+        with np.errstate(invalid="ignore", divide="ignore"):
+            one = np.logaddexp(0.0, log_pure_dp_excess(eps, a)) / (a - 1.0) * (1.0 + 1e-14)
+            return np.asarray(np.minimum(one, eps))
     shape = np.broadcast(eps, a).shape
     fin = np.broadcast_to(np.isfinite(eps) & (eps > 0.0), shape)
     e_in = np.where(fin, eps, 1.0)
