@@ -27,6 +27,13 @@ def su(n: int, k: int, epsilon0: float, orders: ArrayLike) -> NDArray[np.float64
     Correction: the extracted Theorem 5.4.4 prints k where k̄ is meant (5.4.1 as printed is
     right); Υ is NOT halved (a third-party implementation halves it, which is not a bound).
     log Υ = logsumexp_{j=2..α}[log C(α,j) + j·log(γs)] − (k−1)/(8E).
+
+    Both sums over j are log-concave in j, so each is taken over a window around its largest
+    term with geometric bounds of the rest added (:func:`accountant._numerics.ragged_logsumexp`:
+    never below the full sum, above it by at most a relative 2^-57). Proof: the first has the
+    terms of Theorem 5.3.1's sum with √x replaced by γ·√y, whose ratio of consecutive terms is
+    decreasing (:func:`accountant.shuffle.u1`); the second, C(α,j)·(γs)^j, has the ratio
+    ((α−j)/(j+1))·γs, decreasing in j.
     """
     if k < 2:
         raise BoundNotApplicable(f"bound 'su' (Theorem 5.4.1) needs k >= 2 sampled users, got k = {k}")
