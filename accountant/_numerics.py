@@ -91,7 +91,9 @@ def log_phi(alpha: ArrayLike, lr: ArrayLike) -> NDArray[np.float64]:
     * α ≥ 2 — (e^y − 1 − y) − α(e^lr − 1 − lr) for |y| ≤ 1; y + log(1 − e^{−y}(1 + α(e^lr − 1)))
       for y > 1; log(expm1(y) − α·expm1(lr)) for y < −1.
     """
-    al_b, lr_b = np.broadcast_arrays(np.asarray(alpha, dtype=np.float64), np.asarray(lr, dtype=np.float64))
+    al_b, lr_b = np.asarray(alpha, dtype=np.float64), np.asarray(lr, dtype=np.float64)
+    if al_b.shape != lr_b.shape:
+        al_b, lr_b = np.broadcast_arrays(al_b, lr_b)
     y = al_b * lr_b
     ay = np.abs(y)
     out = np.empty(y.shape)
@@ -428,9 +430,13 @@ def log_pure_dp_excess(epsilon: ArrayLike, orders: ArrayLike) -> NDArray[np.floa
         lw0 = -eps + lw1  # log(1/(e^ε + 1))
     shape = np.broadcast(eps, a).shape
     a_b = np.broadcast_to(a, shape).ravel()
-    e_b = np.broadcast_to(eps, shape).ravel()
+    if eps.ndim == 0:
+        lr = np.repeat(np.array([-eps, eps]), a_b.size)
+    else:
+        e_b = np.broadcast_to(eps, shape).ravel()
+        lr = np.concatenate([-e_b, e_b])
     # both cells in one (element-wise) call of log_phi
-    both = log_phi(np.concatenate([a_b, a_b]), np.concatenate([-e_b, e_b]))
+    both = log_phi(np.concatenate([a_b, a_b]), lr)
     return np.logaddexp(lw1 + both[: a_b.size].reshape(shape), lw0 + both[a_b.size :].reshape(shape))
 
 

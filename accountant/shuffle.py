@@ -72,7 +72,7 @@ def _u1_int(n: int, epsilon0: float, a: NDArray[np.int64]) -> NDArray[np.float64
     lfact: NDArray[np.float64]
     lgam_half: NDArray[np.float64]
     llog: NDArray[np.float64]
-    lfact, lgam_half, llog = int_tables(int(a.max()))
+    lfact, lgam_half, llog = (t[: int(a.max()) + 1] for t in int_tables(int(a.max())))
     j = np.arange(lfact.size)
     # the i-only part of log[C(α,i)·i·Γ(i/2)·x^{i/2}]; log α! is added per order afterwards
     with np.errstate(invalid="ignore"):

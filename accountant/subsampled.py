@@ -60,7 +60,7 @@ def _su_int(n: int, k: int, epsilon0: float, a: NDArray[np.int64]) -> NDArray[np
     lfact: NDArray[np.float64]
     lgam_half: NDArray[np.float64]
     llog: NDArray[np.float64]
-    lfact, lgam_half, llog = int_tables(int(np.max(ai)))
+    lfact, lgam_half, llog = (t[: int(np.max(ai)) + 1] for t in int_tables(int(np.max(ai))))
     j = np.arange(lfact.size)
     with np.errstate(invalid="ignore"):
         main = np.where(j >= 3, -lfact + (lg + 0.5 * log_y) * j + llog + lgam_half, -np.inf)
