@@ -113,7 +113,7 @@ def log_phi(alpha: ArrayLike, lr: ArrayLike) -> NDArray[np.float64]:
             ("big", rest & (y_all > 1.0)),
             ("low", rest & (y_all < -1.0)),
         ):
-            i = np.flatnonzero(mask)
+            i = mask.nonzero()[0]
             if i.size:
                 o[i] = _log_phi_branch(kind, al[i], x_all[i], y_all[i])
     return out
@@ -429,7 +429,7 @@ def log_pure_dp_excess(epsilon: ArrayLike, orders: ArrayLike) -> NDArray[np.floa
         lw1 = -np.log1p(np.exp(-eps))  # log(e^ε/(e^ε + 1))
         lw0 = -eps + lw1  # log(1/(e^ε + 1))
     shape = np.broadcast(eps, a).shape
-    a_b = np.broadcast_to(a, shape).ravel()
+    a_b = a.ravel() if a.shape == shape else np.broadcast_to(a, shape).ravel()
     if eps.ndim == 0:
         lr = np.repeat(np.array([-eps, eps]), a_b.size)
     else:

@@ -94,7 +94,7 @@ def _hull(
 ) -> tuple[NDArray[np.float64], list[str]]:
     """Apply the convexity tightening (see :func:`accountant._numerics.convex_tighten`)."""
     tight = convex_tighten(o, vals)
-    return tight, [s if t >= v else "convex hull" for s, t, v in zip(sources, tight, vals)]
+    return tight, [s if t >= v else "convex hull" for s, t, v in zip(sources, tight.tolist(), vals.tolist())]
 
 
 _DETAILS: BoundedCache[tuple[object, ...], CurveDetail] = BoundedCache(256, 32 * MiB, name="shuffle_details")
@@ -254,10 +254,10 @@ def _shuffle_upper_detail(n: int, epsilon0: float, o: NDArray[np.float64], outpu
     stack = np.stack([cap_o(), *cands])
     idx = np.argmin(stack, axis=0)
     vals = stack[idx, np.arange(o.size)]
-    is_int = o == np.floor(o)
+    is_int = (o == np.floor(o)).tolist()
     sources = [
         ("u1" if is_int[j] else "u1/u2 interpolated") if names[i] == "u1" else names[i]
-        for j, i in enumerate(idx)
+        for j, i in enumerate(idx.tolist())
     ]
     vals, sources = _hull(o, vals, sources)
     return CurveDetail(o, vals, sources, _clone_note(n))
@@ -403,12 +403,12 @@ def _subsampled_upper_detail(
     inner = k_curve(o) if epsilon0 > 0 else np.zeros(o.shape)
     vals = np.minimum.reduce([interp, capv, inner])
     sources: list[str] = []
-    for a, v, c, s in zip(o, interp, capv, inner):
+    for a, v, c, s in zip(o.tolist(), interp.tolist(), capv.tolist(), inner.tolist()):
         if c <= min(v, s):
             sources.append("cap")
         elif s < v:
             sources.append("shuffle_k")
-        elif a == np.floor(a):
+        elif a.is_integer():
             sources.append(labels[chosen.get(int(a), 0)])
         else:
             sources.append("interpolated")
