@@ -238,10 +238,11 @@ def ragged_logsumexp(
     sums spread over a few hundred terms cost a few hundred terms, not α. Orders with at most
     :data:`WINDOW_MIN` terms are summed in full (bit for bit as without ``concave``).
     """
-    ords = np.asarray(orders_int, dtype=np.int64)
+    shape = np.shape(orders_int)
+    ords = np.asarray(orders_int, dtype=np.int64).ravel()
     out = np.full(ords.shape, -np.inf)
     if ords.size == 0:
-        return out
+        return out.reshape(shape)
     lo = np.full(ords.shape, start, dtype=np.int64)
     hi = ords
     tail = None
@@ -267,7 +268,7 @@ def ragged_logsumexp(
     if tail is not None:
         cut = tail > -np.inf
         out[cut] = np.logaddexp(out[cut], tail[cut])
-    return out
+    return out.reshape(shape)
 
 
 def _window_index(

@@ -152,3 +152,11 @@ def test_su_matches_mpmath_at_large_orders(n, k, eps0, alpha):
     ref = float(R.su(n, k, eps0, alpha))
     got = ss.su(n, k, eps0, [alpha])[0]
     assert ref <= got <= ref * (1 + 1e-11)
+
+
+def test_orders_of_any_shape():
+    o = np.array([[2, 3, 200], [5000, 129, 10_000]])
+    np.testing.assert_array_equal(sh.u1(1000, 1.0, o), sh.u1(1000, 1.0, o.ravel()).reshape(o.shape))
+    np.testing.assert_array_equal(
+        ss.su(10**5, 1000, 1.0, o), ss.su(10**5, 1000, 1.0, o.ravel()).reshape(o.shape)
+    )
