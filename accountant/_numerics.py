@@ -91,7 +91,9 @@ def log_phi(alpha: ArrayLike, lr: ArrayLike) -> NDArray[np.float64]:
     * α ≥ 2 — (e^y − 1 − y) − α(e^lr − 1 − lr) for |y| ≤ 1; y + log(1 − e^{−y}(1 + α(e^lr − 1)))
       for y > 1; log(expm1(y) − α·expm1(lr)) for y < −1.
     """
-    al_b, lr_b = np.broadcast_arrays(np.asarray(alpha, dtype=np.float64), np.asarray(lr, dtype=np.float64))
+    al_b, lr_b = np.asarray(alpha, dtype=np.float64), np.asarray(lr, dtype=np.float64)
+    if al_b.shape != lr_b.shape:
+        al_b, lr_b = np.broadcast_arrays(al_b, lr_b)
     y = al_b * lr_b
     ay = np.abs(y)
     out = np.empty(y.shape)
@@ -111,7 +113,7 @@ def log_phi(alpha: ArrayLike, lr: ArrayLike) -> NDArray[np.float64]:
             ("big", rest & (y_all > 1.0)),
             ("low", rest & (y_all < -1.0)),
         ):
-            i = np.flatnonzero(mask)
+            i = mask.nonzero()[0]
             if i.size:
                 o[i] = _log_phi_branch(kind, al[i], x_all[i], y_all[i])
     return out
@@ -213,34 +215,162 @@ RAGGED_CHUNK = 4_000_000
 RaggedTerm = Callable[[NDArray[np.int64], NDArray[np.int64]], NDArray[np.float64]]
 
 
-def ragged_logsumexp(orders_int: ArrayLike, start: int, term: RaggedTerm) -> NDArray[np.float64]:
+# A log-concave part of a ragged sum: (its first index, its log-term as a RaggedTerm).
+ConcavePart = tuple[int, RaggedTerm]
+
+
+def ragged_logsumexp(
+    orders_int: ArrayLike, start: int, term: RaggedTerm, concave: tuple[ConcavePart, ...] = ()
+) -> NDArray[np.float64]:
     """``log Σ_{i=start..α} exp(term(i, α − i))`` for every integer order α (−inf if empty).
 
     ``term(i, alpha_minus_i)`` receives the concatenated int64 index arrays of all orders and must
     be vectorised (use :func:`int_tables` lookups rather than gammaln per term); a part of the
     term that depends on α alone is best added afterwards. Work is Σ(α − start + 1), evaluated in
     chunks of orders so memory stays bounded.
+
+    ``concave``, when given, splits the term into parts ``(s_p, L_p)`` with
+    ``exp(term(i, α−i)) = Σ_p exp(L_p(i, α−i))`` (a part is 0 below its own first index ``s_p``),
+    each part LOG-CONCAVE in i on s_p..α for every α (its ratio of consecutive terms
+    non-increasing: the caller proves it). Then each order's sum is taken over a window only,
+    and a bound of every part's neglected tails is added (:func:`concave_windows`): the result
+    is never below the full sum, and above it by at most a relative 2^-57 — so orders whose
+    sums spread over a few hundred terms cost a few hundred terms, not α. Orders with at most
+    :data:`WINDOW_MIN` terms are summed in full (bit for bit as without ``concave``).
     """
-    ords = np.asarray(orders_int, dtype=np.int64)
+    shape = np.shape(orders_int)
+    ords = np.asarray(orders_int, dtype=np.int64).ravel()
     out = np.full(ords.shape, -np.inf)
     if ords.size == 0:
-        return out
-    lengths_all = np.maximum(ords - start + 1, 0)
+        return out.reshape(shape)
+    lo = np.full(ords.shape, start, dtype=np.int64)
+    hi = ords
+    tail = None
+    if concave:
+        lo, hi, tail = concave_windows(ords, start, concave)
+    lengths_all = np.maximum(hi - lo + 1, 0)
     csum = np.cumsum(lengths_all)
     pos = 0
     while pos < ords.size:
         base = csum[pos - 1] if pos else 0
         stop = max(int(np.searchsorted(csum, base + RAGGED_CHUNK, side="right")), pos + 1)
-        chunk = ords[pos:stop]
-        lengths = lengths_all[pos:stop]
-        nonempty = lengths > 0
+        nonempty = lengths_all[pos:stop] > 0
         if np.any(nonempty):
-            i, ami, offsets, lengths = _ragged_index(chunk[nonempty].tobytes(), start)
+            chunk = ords[pos:stop][nonempty]
+            if tail is None:
+                i, ami, offsets, _ = _ragged_index(chunk.tobytes(), start)
+            else:
+                i, ami, offsets = _window_index(chunk, lo[pos:stop][nonempty], hi[pos:stop][nonempty])
             res = np.full(nonempty.shape, -np.inf)
             res[nonempty] = segment_logsumexp(term(i, ami), offsets)
             out[pos:stop] = res
         pos = stop
-    return out
+    if tail is not None:
+        cut = tail > -np.inf
+        out[cut] = np.logaddexp(out[cut], tail[cut])
+    return out.reshape(shape)
+
+
+def _window_index(
+    ords: NDArray[np.int64], lo: NDArray[np.int64], hi: NDArray[np.int64]
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
+    """(i, α − i, offsets) of the concatenated segments i = lo..hi (non-empty) of the orders α."""
+    lengths = hi - lo + 1
+    offsets = np.cumsum(lengths) - lengths
+    p = np.arange(int(lengths.sum()), dtype=np.int64)
+    i = p - np.repeat(offsets - lo, lengths)
+    ami = np.repeat(ords + offsets - lo, lengths) - p
+    return i, ami, offsets
+
+
+#: orders whose ragged sum has at most this many terms are summed in full
+WINDOW_MIN = 128
+#: every neglected tail of a log-concave part is at most 2^-TAIL_BITS of its largest term
+TAIL_BITS = 60
+# a tail is bounded geometrically only where its log-ratio is at most −2^-20: far beyond the
+# rounding of a difference of two log-terms (≲ 1e-10 even at α = 10⁶)
+_RATIO_MARGIN = 2.0**-20
+_GRID_POINTS = 64  # a window's ends are chosen among this many + 1 evenly spaced indices
+
+
+def concave_windows(
+    ords: NDArray[np.int64], start: int, parts: tuple[ConcavePart, ...]
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
+    """(lo, hi, log tail) per order: sum the ragged terms over lo..hi only and add e^{tail}.
+
+    For one log-concave part t_i = exp(L(i, α−i)), i = s..α, with r_i = t_{i+1}/t_i
+    non-increasing in i (the caller's proof):
+
+    * upper tail: if r_h < 1 then for every j > h, t_j = t_h·r_h·…·r_{j−1} ≤ t_h·r_h^{j−h}, so
+      Σ_{j>h} t_j ≤ t_h·r_h/(1 − r_h);
+    * lower tail: if r_{l−1} > 1 then with q = 1/r_{l−1} < 1, for every j < l,
+      t_j = t_l/(r_j·…·r_{l−1}) ≤ t_l·q^{l−j}, so Σ_{j<l} t_j ≤ t_l·q/(1 − q).
+
+    Both read B(i, e) = L(i) + e − log(1 − e^e), with e = L(i ± 1) − L(i) the log-ratio
+    stepping outward (the neighbour above h, below l). The ends are taken among evenly spaced
+    indices around the largest of their terms, p (:func:`_part_window`), where e ≤ −2^-20 and
+    B ≤ L(p) − TAIL_BITS·log 2 — or at the end of the range, with no tail. As p lies inside the
+    window, t_p is at most the window's sum: each neglected tail is at most 2^-60 of it. The
+    tails, doubled against rounding, are added, so the result bounds the full sum from above.
+    For several parts the window is the hull of theirs and all their tails are added (a tail
+    beyond the hull is part of the tail beyond the part's own window). A term that is not
+    finite leaves the order's full range. Only orders with more than :data:`WINDOW_MIN` terms
+    are windowed. Soundness needs only the log-concavity and the ratio test at the chosen end;
+    nothing else about the search.
+    """
+    lo = np.full(ords.shape, start, dtype=np.int64)
+    hi = ords.astype(np.int64, copy=True)
+    tail = np.full(ords.shape, -np.inf)
+    big = np.flatnonzero(ords - start + 1 > WINDOW_MIN)
+    if big.size == 0 or not parts:
+        return lo, hi, tail
+    a = ords[big]
+    wlo, whi = a.copy(), np.full(a.shape, start, dtype=np.int64)
+    tails = []
+    for s, part in parts:
+        plo, phi, ptail = _part_window(a, max(s, start), part)
+        wlo = np.minimum(wlo, plo)
+        whi = np.maximum(whi, phi)
+        tails.append(ptail)
+    lo[big], hi[big] = wlo, np.maximum(whi, wlo)
+    tail[big] = logsumexp(np.stack(tails), axis=0)
+    return lo, hi, tail
+
+
+def _part_window(
+    a: NDArray[np.int64], s: int, part: RaggedTerm
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
+    """:func:`concave_windows` for one part on the orders ``a`` (each > s): lo, hi, log tail.
+
+    Ends are chosen among :data:`_GRID_POINTS` + 1 evenly spaced indices g (s and α included),
+    with the terms at g and g ± 1: p is the g of the largest term, hi the first g ≥ p and lo the
+    last g ≤ p where the tail bound applies and is small enough (else α, resp. s, with no tail).
+    """
+    m = a.size
+    cols = np.arange(_GRID_POINTS + 1)
+    g = s + ((a - s)[:, None] * (cols / _GRID_POINTS)).astype(np.int64)  # s ≤ g ≤ α, both ends in
+    al = a[:, None]
+    gu = np.minimum(g + 1, al)
+    gd = np.maximum(g - 1, s)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        lg = part(g, al - g)
+        rows = np.arange(m)
+        best = np.argmax(lg, axis=1)
+        thr = lg[rows, best] - TAIL_BITS * LOG2
+        ends = []
+        for nb, side in ((gu, cols >= best[:, None]), (gd, cols <= best[:, None])):
+            e = part(nb, al - nb) - lg  # log of the ratio stepping outward
+            b = lg + e - np.log(-np.expm1(e))
+            ok = side & (nb != g) & (e <= -_RATIO_MARGIN) & (b <= thr[:, None])
+            ends.append((ok, b))
+    (ok_u, b_u), (ok_d, b_d) = ends
+    has_u, has_d = ok_u.any(axis=1), ok_d.any(axis=1)
+    cu = np.argmax(ok_u, axis=1)  # the first usable g above p
+    cd = _GRID_POINTS - np.argmax(ok_d[:, ::-1], axis=1)  # the last usable g below p
+    hi = np.where(has_u, g[rows, cu], a)
+    lo = np.where(has_d, g[rows, cd], s)
+    tail = np.logaddexp(np.where(has_u, b_u[rows, cu], -np.inf), np.where(has_d, b_d[rows, cd], -np.inf))
+    return lo, hi, tail + LOG2
 
 
 @lru_cache(maxsize=64)
@@ -299,7 +429,16 @@ def log_pure_dp_excess(epsilon: ArrayLike, orders: ArrayLike) -> NDArray[np.floa
     with np.errstate(divide="ignore", over="ignore"):
         lw1 = -np.log1p(np.exp(-eps))  # log(e^ε/(e^ε + 1))
         lw0 = -eps + lw1  # log(1/(e^ε + 1))
-    return np.logaddexp(lw1 + log_phi(a, -eps), lw0 + log_phi(a, eps))
+    shape = np.broadcast(eps, a).shape
+    a_b = a.ravel() if a.shape == shape else np.broadcast_to(a, shape).ravel()
+    if eps.ndim == 0:
+        lr = np.repeat(np.array([-eps, eps]), a_b.size)
+    else:
+        e_b = np.broadcast_to(eps, shape).ravel()
+        lr = np.concatenate([-e_b, e_b])
+    # both cells in one (element-wise) call of log_phi
+    both = log_phi(np.concatenate([a_b, a_b]), lr)
+    return np.logaddexp(lw1 + both[: a_b.size].reshape(shape), lw0 + both[a_b.size :].reshape(shape))
 
 
 def pure_dp_rdp(epsilon: ArrayLike, orders: ArrayLike) -> NDArray[np.float64]:
@@ -312,6 +451,10 @@ def pure_dp_rdp(epsilon: ArrayLike, orders: ArrayLike) -> NDArray[np.float64]:
     """
     eps = np.asarray(epsilon, dtype=np.float64)
     a = np.asarray(orders, dtype=np.float64)
+    if eps.ndim == 0 and 0.0 < eps < np.inf:  # one finite level: the general case below, shortened
+        with np.errstate(invalid="ignore", divide="ignore"):
+            one = np.logaddexp(0.0, log_pure_dp_excess(eps, a)) / (a - 1.0) * (1.0 + 1e-14)
+            return np.asarray(np.minimum(one, eps))
     shape = np.broadcast(eps, a).shape
     fin = np.broadcast_to(np.isfinite(eps) & (eps > 0.0), shape)
     e_in = np.where(fin, eps, 1.0)

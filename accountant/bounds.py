@@ -94,7 +94,7 @@ def _hull(
 ) -> tuple[NDArray[np.float64], list[str]]:
     """Apply the convexity tightening (see :func:`accountant._numerics.convex_tighten`)."""
     tight = convex_tighten(o, vals)
-    return tight, [s if t >= v else "convex hull" for s, t, v in zip(sources, tight, vals)]
+    return tight, [s if t >= v else "convex hull" for s, t, v in zip(sources, tight.tolist(), vals.tolist())]
 
 
 _DETAILS: BoundedCache[tuple[object, ...], CurveDetail] = BoundedCache(256, 32 * MiB, name="shuffle_details")
@@ -216,27 +216,48 @@ def shuffle_upper_detail(n: int, epsilon0: float, orders: ArrayLike, output: str
     )
 
 
+def _also_at(
+    curve: Callable[[NDArray[np.float64]], NDArray[np.float64]], o: NDArray[np.float64]
+) -> tuple[Callable[[NDArray[np.int64]], NDArray[np.float64]], Callable[[], NDArray[np.float64]]]:
+    """An element-wise curve asked for at the integer orders of an interpolation and at the
+    orders ``o``: ``at_ints(ints)`` evaluates both in one call and ``at_o()`` returns the part
+    at ``o`` (evaluated then, if ``at_ints`` was not called) — the values of separate calls."""
+    kept: list[NDArray[np.float64]] = []
+
+    def at_ints(ints: NDArray[np.int64]) -> NDArray[np.float64]:
+        both = curve(np.concatenate([np.asarray(ints, dtype=np.float64), o]))
+        kept.append(both[ints.size :])
+        return both[: ints.size]
+
+    def at_o() -> NDArray[np.float64]:
+        return kept[-1] if kept else curve(o)
+
+    return at_ints, at_o
+
+
 def _shuffle_upper_detail(n: int, epsilon0: float, o: NDArray[np.float64], output: str) -> CurveDetail:
     names = ["cap", "clones"]
-    cands = [_sh.cap(epsilon0, o), _clones(n, epsilon0, o)]
+    cap_i, cap_o = _also_at(lambda x: _sh.cap(epsilon0, x), o)
+    u2_i, u2_o = _also_at(lambda x: _sh.u2(n, epsilon0, x), o)
+    cands = [_clones(n, epsilon0, o)]
     if output == "discrete":
 
         def int_min(ints: NDArray[np.int64]) -> NDArray[np.float64]:
             out: NDArray[np.float64] = np.minimum.reduce(
-                [_sh._u1_int(n, epsilon0, ints), _sh.u2(n, epsilon0, ints), _sh.cap(epsilon0, ints)]
+                [_sh._u1_int(n, epsilon0, ints), u2_i(ints), cap_i(ints)]
             )
             return out
 
         # at an integer order the interpolated minimum is min(U1, U2, cap) itself
         names += ["u1", "u2"]
-        cands += [round_up(interpolate_integer_bound(o, int_min)), _sh.u2(n, epsilon0, o)]
-    stack = np.stack(cands)
+        cands += [round_up(interpolate_integer_bound(o, int_min)), u2_o()]
+    stack = np.stack([cap_o(), *cands])
     idx = np.argmin(stack, axis=0)
     vals = stack[idx, np.arange(o.size)]
-    is_int = o == np.floor(o)
+    is_int = (o == np.floor(o)).tolist()
     sources = [
         ("u1" if is_int[j] else "u1/u2 interpolated") if names[i] == "u1" else names[i]
-        for j, i in enumerate(idx)
+        for j, i in enumerate(idx.tolist())
     ]
     vals, sources = _hull(o, vals, sources)
     return CurveDetail(o, vals, sources, _clone_note(n))
@@ -358,9 +379,11 @@ def _subsampled_upper_detail(
             return np.array([shared[v] for v in os_.tolist()])
         return shuffle_upper_detail(k, epsilon0, os_, output).rdp
 
+    cap_i, cap_o = _also_at(lambda x: _ss.cap(n, k, epsilon0, x), o)
+
     def int_min(ints: ArrayLike) -> NDArray[np.float64]:
         ints = np.asarray(ints, dtype=np.int64)
-        c = [_ss.cap(n, k, epsilon0, ints)]
+        c = [cap_i(ints)]
         c.append(
             _ss._su_int(n, k, epsilon0, ints)
             if (output == "discrete" and k >= 2)
@@ -374,18 +397,18 @@ def _subsampled_upper_detail(
         return out
 
     interp = round_up(interpolate_integer_bound(o, int_min))
-    capv = _ss.cap(n, k, epsilon0, o)
+    capv = cap_o()
     # Subsampling never hurts: by joint quasi-convexity of D_α over the (common) sample sets, the
     # subsampled curve is at most the k-user shuffle's own curve.
     inner = k_curve(o) if epsilon0 > 0 else np.zeros(o.shape)
     vals = np.minimum.reduce([interp, capv, inner])
     sources: list[str] = []
-    for a, v, c, s in zip(o, interp, capv, inner):
+    for a, v, c, s in zip(o.tolist(), interp.tolist(), capv.tolist(), inner.tolist()):
         if c <= min(v, s):
             sources.append("cap")
         elif s < v:
             sources.append("shuffle_k")
-        elif a == np.floor(a):
+        elif a.is_integer():
             sources.append(labels[chosen.get(int(a), 0)])
         else:
             sources.append("interpolated")

@@ -40,7 +40,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ._numerics import convex_tighten, interpolate_integer_bound, pure_dp_rdp, round_up
 from .orders import DEFAULT_ORDERS
-from .wbk19 import wbk19_rdp
+from .wbk19 import wbk19_inner_extent, wbk19_rdp
 
 #: the inner curve is evaluated at every integer up to here and on the (rounded) default grid
 #: above, interpolated in between by convexity
@@ -88,21 +88,27 @@ def wbk19_over(gamma: float, inner: InnerCurve, eps_inf: float, ints: ArrayLike)
     """WBK19 Thm 9 at integer orders ``ints`` for an inner curve known through ``inner(orders)``.
 
     ``inner`` is called once, on :func:`wbk_inner_orders`; every other integer gets the chord of
-    (j−1)·ε(j) between its known neighbours, and the pure-DP curve ĉ_{ε(∞)} where smaller.
+    (j−1)·ε(j) between its known neighbours, and the pure-DP curve ĉ_{ε(∞)} where smaller — up
+    to the last j the sum reads (:func:`accountant.wbk19.wbk19_inner_extent`), +inf above.
     """
     ints_f = np.asarray(ints, dtype=np.float64)
     if ints_f.size == 0:
         return np.zeros(0)
 
-    def every_integer(js: NDArray[np.float64]) -> NDArray[np.float64]:
-        known = wbk_inner_orders(float(js.max()))
+    def every_integer(js_all: NDArray[np.float64]) -> NDArray[np.float64]:
+        known = wbk_inner_orders(float(js_all.max()))
         vals = np.asarray(inner(known), dtype=np.float64)
+        # the sum stops early at small γ: the orders it does not read are left at +inf
+        need = js_all <= wbk19_inner_extent(gamma, eps_inf, float(js_all.max()))
+        js = js_all[need]
         with np.errstate(invalid="ignore"):
             lin = np.interp(js, known, (known - 1.0) * vals) / (js - 1.0)
         lin = np.where(np.isnan(lin), np.inf, lin)
         if np.isfinite(eps_inf):
             lin = np.minimum(lin, round_up(pure_dp_rdp(eps_inf, js)))
-        return lin
+        out = np.full(js_all.shape, np.inf)
+        out[need] = lin
+        return out
 
     return wbk19_rdp(gamma, every_integer, eps_inf, ints_f)
 

@@ -43,9 +43,16 @@ def u1(n: int, epsilon0: float, orders: ArrayLike) -> NDArray[np.float64]:
 
     ε(α) ≤ 1/(α−1)·log(1 + C(α,2)(E−1)²/(n̄E) + Σ_{i=3..α} C(α,i)·i·Γ(i/2)·((E²−1)²/(2E²n̄))^{i/2}
                       + exp(ε0α − (n−1)/(8E))).
-    Holds for any ε0-LDP randomizer with a discrete output range. Evaluated in log space; the
-    sum over i is vectorised over all orders at once (work Σα). Raises BoundNotApplicable at a
-    non-integer order.
+    Holds for any ε0-LDP randomizer with a discrete output range. Evaluated in log space,
+    vectorised over all orders at once. Raises BoundNotApplicable at a non-integer order.
+
+    The sum over i is log-concave in i, so it is taken over a window around its largest term
+    with geometric bounds of the rest added (:func:`accountant._numerics.ragged_logsumexp`:
+    never below the full sum, above it by at most a relative 2^-57; a few hundred terms per
+    order instead of α). Proof: with t_i = C(α,i)·i·Γ(i/2)·x^{i/2}, the ratio
+    r_i = t_{i+1}/t_i = ((α−i)/i)·(Γ((i+1)/2)/Γ(i/2))·√x has, over real 0 < i < α,
+    d/di log r_i = −1/(α−i) − 1/i + ½(ψ((i+1)/2) − ψ(i/2)) ≤ −1/(α−i) < 0, because ψ is
+    increasing, so ψ(z+½) − ψ(z) ≤ ψ(z+1) − ψ(z) = 1/z (z = i/2). Hence r_i is decreasing.
     """
     a = integer_orders(np.asarray(orders, dtype=float), "u1")
     return round_up(_u1_int(n, epsilon0, a))
@@ -65,7 +72,7 @@ def _u1_int(n: int, epsilon0: float, a: NDArray[np.int64]) -> NDArray[np.float64
     lfact: NDArray[np.float64]
     lgam_half: NDArray[np.float64]
     llog: NDArray[np.float64]
-    lfact, lgam_half, llog = int_tables(int(a.max()))
+    lfact, lgam_half, llog = (t[: int(a.max()) + 1] for t in int_tables(int(a.max())))
     j = np.arange(lfact.size)
     # the i-only part of log[C(α,i)·i·Γ(i/2)·x^{i/2}]; log α! is added per order afterwards
     with np.errstate(invalid="ignore"):
@@ -74,7 +81,7 @@ def _u1_int(n: int, epsilon0: float, a: NDArray[np.int64]) -> NDArray[np.float64
     def term(i: NDArray[np.int64], ami: NDArray[np.int64]) -> NDArray[np.float64]:
         return c[i] - lfact[ami]
 
-    tsum = ragged_logsumexp(a, 3, term) + lfact[a]
+    tsum = ragged_logsumexp(a, 3, term, concave=((3, term),)) + lfact[a]
     tl = _chernoff_log_term(n, epsilon0, af)
     log_s = np.logaddexp(np.logaddexp(t2, tsum), tl)
     return np.logaddexp(0.0, log_s) / (af - 1.0)

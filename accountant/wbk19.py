@@ -20,7 +20,7 @@ summed with 1 inside the log — identical. autodp additionally takes the minimu
 curve (α−1)ε(α) and with the amplified pure-DP level; those are separate valid bounds the caller
 may combine, not part of this function. Only integer α ≥ 2 are covered; the caller extends to real orders.
 
-Numerics: all terms in log space (gammaln for C(α,j), log(e^x − 1) via expm1/log1p), the ragged
+Numerics: all terms in log space (gammaln for C(α,j), tabulated at integers, log(e^x − 1) via expm1/log1p), the ragged
 sums over j for many α at once as segmented log-sum-exps over concatenated segments, log1p for the final log; results are rounded up by a relative 1e-12. The sum over j
 stops at J = ⌈2eλ⌉ + 60 (λ = γ·α·e^{ε∞}); the rest is replaced by a geometric bound of its terms
 (ε(j) ≤ ε∞, ratio < ½ beyond J), so large orders at small γ cost O(λ) terms, not O(α).
@@ -34,11 +34,27 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._lazy import gammaln
-from ._numerics import log_expm1, segment_logsumexp
+from ._numerics import int_tables, log_expm1, segment_logsumexp
 
-__all__ = ["wbk19_rdp"]
+__all__ = ["wbk19_inner_extent", "wbk19_rdp"]
 
 _SEGMENT_BUDGET = 1 << 22  # elements of the ragged (α, j) arrays processed at once
+
+
+def _last_terms(gamma: float, eps_inf: float, uniq: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The last j of the sum at each order α: min(α, J), J = ⌈2eλ⌉ + 60, λ = γ·α·e^{ε∞}."""
+    with np.errstate(over="ignore"):
+        lam = gamma * uniq * np.exp(min(eps_inf, 700.0))
+    jcut = np.where(np.isfinite(lam) & (eps_inf < 700.0), np.ceil(2.0 * np.e * lam) + 60.0, np.inf)
+    out: NDArray[np.float64] = np.minimum(uniq, jcut)
+    return out
+
+
+def wbk19_inner_extent(gamma: float, eps_inf: float, max_order: float) -> int:
+    """The largest j at which :func:`wbk19_rdp` reads the inner curve ε(j) for orders up to
+    ``max_order`` (at least 2; the last j of the sum grows with α): its inner curve may be left
+    unevaluated (any value, e.g. +inf) above it."""
+    return max(2, int(_last_terms(gamma, eps_inf, np.array([float(max_order)]))[0]))
 
 
 def wbk19_rdp(
@@ -53,7 +69,7 @@ def wbk19_rdp(
         gamma: sampling fraction γ = m/n in [0, 1].
         inner_int: the inner mechanism's RDP at integer orders; called once with
             ``np.arange(2, max_alpha + 1)`` (float array), must return ε(j) ≥ 0 of the same shape
-            (+inf allowed).
+            (+inf allowed); only j up to :func:`wbk19_inner_extent` are read.
         eps_inf: the inner mechanism's pure-DP level ε(∞) ≥ 0 (+inf allowed).
         orders: integer orders α ≥ 2 (validated by the caller), any shape.
 
@@ -85,10 +101,7 @@ def wbk19_rdp(
     # u_{j+1}/u_j = γ·e^{ε∞}·(α−j)/(j+1) ≤ λ/(j+1), λ = γ·α·e^{ε∞}: with J = ⌈2eλ⌉ + 60 it is < ½
     # beyond J, so the tail is at most 2·u_{J+1} (added below) — and far below the sum itself.
     lg_a = gammaln(uniq + 1.0)
-    with np.errstate(over="ignore"):
-        lam = gamma * uniq * np.exp(min(eps_inf, 700.0))
-    jcut = np.where(np.isfinite(lam) & (eps_inf < 700.0), np.ceil(2.0 * np.e * lam) + 60.0, np.inf)
-    jmax = np.minimum(uniq, jcut)
+    jmax = _last_terms(gamma, eps_inf, uniq)
     nterm = np.maximum(jmax.astype(np.int64) - 2, 0)
     cut = jmax < uniq
     if cut.any():
@@ -104,6 +117,8 @@ def wbk19_rdp(
             + log2
         )
         log_sum[cut] = np.logaddexp(log_sum[cut], lu)
+    lfact = int_tables(amax)[0]
+    uniq_i = uniq.astype(np.int64)
     start = 0
     while start < uniq.size:
         csum = np.cumsum(nterm[start:])
@@ -113,14 +128,15 @@ def wbk19_rdp(
         if tot:
             seg = np.repeat(np.arange(start, stop), sizes)
             first = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-            j = (np.arange(tot) - np.repeat(first, sizes) + 3).astype(float)
-            ej = eps_j[(j - 2).astype(np.int64)]
+            ji = np.arange(tot) - np.repeat(first, sizes) + 3
+            j = ji.astype(float)
+            ej = eps_j[ji - 2]
             with np.errstate(invalid="ignore"):
                 lt = (
                     j * log_g
                     + lg_a[seg]
-                    - gammaln(j + 1.0)
-                    - gammaln(uniq[seg] - j + 1.0)
+                    - lfact[ji]  # log j! and log (α−j)!: the very values of gammaln, tabulated
+                    - lfact[uniq_i[seg] - ji]
                     + (j - 1.0) * ej
                     + np.minimum(log2, j * l_inf)
                 )
