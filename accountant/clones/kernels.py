@@ -5,7 +5,8 @@ s = tanh(ε0/2), the likelihood ratio is R_c(u) = (1 + s·u/m)/(1 − s·u/m) �
 Q_c(x) = (b_c(x) + e^{−ε0}·b_c(x−1))/(1 + e^{−ε0}) = b_m(x)·(1 − s·u/m) (b_k the Bin(k, ½) pmf).
 Here: the per-(n, ε0) context, g = log R computed without cancellation, log Q_c at single cells
 and its pmf ratios, the tilted peak of Q·R^α, geometric sums, the rough log f_α(c) that steers
-designs, the c = 0 value (the ε0-DP cap) and the law of C ~ Bin(n−1, e^{−ε0}) summed over bins.
+designs and the c = 0 value (the ε0-DP cap). The law of C ~ Bin(n−1, e^{−ε0}) summed over bins:
+:mod:`._cmass`.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .._binomial import log_binom_pmf, log_binom_pmf_range
-from .._numerics import log_pure_dp_excess, segment_logsumexp
+from .._binomial import log_binom_pmf
+from .._numerics import log_pure_dp_excess
 
 #: A numpy array of any shape and dtype (the engines mix float64, int64 and bool arrays).
 Array = npt.NDArray[Any]
@@ -157,51 +158,3 @@ def log_geom(z: Array, w: Array) -> Array:
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         v = np.where(z > 0, (w - 1.0) * z, 0.0) + np.log(-np.expm1(-w * za)) - np.log(-np.expm1(-za))
     return np.where(za * w < 1e-12, np.log(w), v)
-
-
-class CMass:
-    """log P(C ∈ [a, b]) for C ~ Bin(N, q): exact (Loader-anchored pmf, summed) inside c0 ± 40σ_C and
-    bounded outside it by geometric series of pmf ratios (P(C ≤ k) ≤ pmf(k)/(1 − r_k),
-    r_k = k(1−q)/((N−k+1)q) < 1, and symmetrically above)."""
-
-    def __init__(self, ctx: Ctx):
-        self.ctx = ctx
-        half = 40.0 * ctx.sig_c + 40.0
-        self.lo = int(max(0, math.floor(ctx.c0 - half)))
-        self.hi = int(min(ctx.N, math.ceil(ctx.c0 + half)))
-        self.lpmf = log_binom_pmf_range(self.lo, self.hi, ctx.N, ctx.q, ctx.q1, block=32)
-
-    def _tail(self, k: Array, lower: bool) -> Array:
-        ctx = self.ctx
-        kf = k.astype(float)
-        big_n = float(ctx.N)
-        lp = log_binom_pmf(kf, big_n, ctx.q, ctx.q1)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            if lower:
-                r = kf * ctx.q1 / ((big_n - kf + 1.0) * ctx.q)
-            else:
-                r = (big_n - kf) * ctx.q / ((kf + 1.0) * ctx.q1)
-            return np.where(r < 1.0, lp - np.log1p(-np.where(r < 1.0, r, 0.0)), 0.0)
-
-    def bins(self, pts: Array) -> Array:
-        """log masses of [pts_j, pts_{j+1} − 1] and [pts_last, N]."""
-        a = pts
-        b = np.append(pts[1:] - 1, self.ctx.N)
-        out = np.full(a.size, -np.inf)
-        ia = np.clip(a, self.lo, self.hi + 1) - self.lo
-        ib = np.clip(b, self.lo - 1, self.hi) - self.lo
-        inner = ib >= ia
-        if inner.any():
-            st = ia[inner]
-            en = ib[inner] + 1
-            bnd = np.unique(np.concatenate([[0], st, en]))
-            bnd = bnd[bnd < self.lpmf.size]
-            lse = segment_logsumexp(self.lpmf, bnd)
-            out[inner] = lse[np.searchsorted(bnd, st)]
-        m = a < self.lo
-        if m.any():
-            out[m] = np.logaddexp(out[m], self._tail(np.minimum(b[m], self.lo - 1), True))
-        m = b > self.hi
-        if m.any():
-            out[m] = np.logaddexp(out[m], self._tail(np.maximum(a[m], self.hi + 1), False))
-        return out

@@ -1,0 +1,266 @@
+"""The law of C ~ Bin(N, q) summed over the bins of a C-grid: the weights W_j of the clone engines
+(FMT21 §3; bounds.md §8).
+
+For points p_0 < p_1 < … the bins are [p_j, p_{j+1} − 1] and [p_last, N]. Every mass multiplies a
+non-negative term of the bound, so each is returned (log) as an upper bound on the exact mass:
+inside the window W = [lo, hi] = c0 ± (40σ_C + 40) with an excess of at most 2⁻⁶⁰ relative beyond
+the rounding of Loader's pmf (≲ 2e-12 relative where log pmf ≥ −40, as the whole-window sums had,
+tests/accountant/test_binomial_pmf.py). A window of fewer than ``FULL_MAX`` terms is summed whole (Loader-anchored
+log pmf at every k, :func:`accountant._binomial.log_binom_pmf_range`); a wider one from three
+certified pieces:
+
+* *Far tails* (as before, for the parts of bins outside W): P(C ≤ k) ≤ pmf(k)/(1 − r_k) with
+  r_k = pmf(k−1)/pmf(k) = k(1−q)/((N−k+1)q), and P(C ≥ k) ≤ pmf(k)/(1 − r'_k) with
+  r'_k = pmf(k+1)/pmf(k) = (N−k)q/((k+1)(1−q)), whenever the ratio is < 1 (else the trivial
+  bound 1): r_k increases and r'_k decreases in k, so the terms beyond k are dominated by a
+  geometric series of ratio r_k (r'_k).
+* *Truncated sums* inside W. The pmf is log-concave (r'_k decreasing): on a bin [A, B] its largest
+  term is at k* = the mode ⌊(N+1)q⌋ clipped to [A, B], and the terms fall away from k* on both
+  sides. The terms of a run [k_l, k_r] ∋ k* are summed exactly; the rest of the bin is bounded by
+  the far-tail bounds taken at the cuts, P(C ≤ k_l − 1) and P(C ≥ k_r + 1) (any cut gives an
+  upper bound; the cut only decides the excess). The cuts are widened until each of the two
+  bounds is ≤ 2⁻⁶²·pmf(k*) ≤ 2⁻⁶²·(bin mass): the excess is ≤ 2⁻⁶¹ relative. About ±9.5σ_C
+  around the mode and ≈ 43σ_C²/d terms in a bin whose nearest end lies d ≫ σ_C from it are
+  summed, instead of the 80σ_C of W.
+* *Complement.* The bin c holding the mode, when it holds most of the law: 1 − Σ_{j ≠ c} S_j, S_j
+  the exactly summed runs of the other bins. Each S_j is a sum of some of bin j's terms (a lower
+  bound on its mass), so this is an upper bound on bin c's mass (its parts outside W included);
+  its excess is what the S_j leave out, at most E = Σ_{j ≠ c} (bounds at the cuts of j) +
+  P(C < lo) + P(C > hi) + P(C < p_0) (far-tail bounds), and it is used only when
+  E ≤ 2⁻⁶⁰·(1 − Σ S_j − E) ≤ 2⁻⁶⁰·(bin c's mass) (checked). The S_j carry the pmf's rounding
+  (≲ 2e-12 relative), so bin c's mass carries ≲ 2e-12·(1 − M_c)/M_c ≤ 2e-12 relative.
+
+Exactly summed runs (:func:`_range_logsums`), in blocks of 64 terms: Loader's pmf at the first k
+of the block, times the cumulative products of the exact ratios pmf(k)/pmf(k−1) =
+(N−k+1)q/(k(1−q)) (≲ 4 ulps each: ≲ 3e-14 relative on a term), in numpy or — the same products
+in the same order — in a compiled loop (:func:`accountant.clones.fused_sums.pmf_block_sums`, when
+the compiled kernels are on, :func:`accountant.clones.fused.available`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .._binomial import log_binom_pmf, log_binom_pmf_range
+from .._numerics import segment_logsumexp
+from . import fused
+
+if TYPE_CHECKING:
+    from .kernels import Array, Ctx
+
+BLOCK = 64  # terms per Loader anchor
+FULL_MAX = 8192  # a window W of fewer terms is summed whole
+LOG_CUT = -62.0 * math.log(2.0)  # each side's bound at the cut ≤ 2⁻⁶² × the bin's largest term
+LOG_REL = -60.0 * math.log(2.0)  # the complement's excess ≤ 2⁻⁶⁰ × its value
+_NATS = 45.0  # first guess of the fall of the terms at the cut (≈ −LOG_CUT plus a margin)
+
+
+def compiled() -> Any:
+    """The compiled sums (:mod:`accountant.clones.fused_sums`) when the compiled kernels are on
+    (:func:`accountant.clones.fused.available`), else None."""
+    if not fused.available():
+        return None
+    from . import fused_sums
+
+    return fused_sums
+
+
+def _steps(a: Array, dd: Array, nats: Array | float) -> Array:
+    """The j ≥ 0 with a·j + dd·j²/2 = nats (a ≥ 0 the log-ratio at the start, dd > 0 its change
+    per step): where the terms have fallen by ``nats`` (an estimate: the cut is checked)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        out: Array = 2.0 * nats / (a + np.sqrt(a * a + 2.0 * dd * nats))
+    return out
+
+
+class CMass:
+    """log P(C ∈ bin) for C ~ Bin(N, q) over the bins of a C-grid (module docstring): upper bounds
+    with an excess ≤ 2⁻⁶⁰ relative (beyond the pmf's rounding). A window W of at most
+    ``FULL_MAX`` terms is summed whole (no truncation), its pmf computed once."""
+
+    def __init__(self, ctx: Ctx):
+        self.ctx = ctx
+        half = 40.0 * ctx.sig_c + 40.0
+        self.lo = int(max(0, math.floor(ctx.c0 - half)))
+        self.hi = int(min(ctx.N, math.ceil(ctx.c0 + half)))
+        # pmf(k+1) ≥ pmf(k) iff k ≤ (N+1)q − 1: the largest term is at ⌊(N+1)q⌋ (its rounding
+        # only moves where the summed ranges start, never a bound)
+        self.mode = int(min(max(math.floor((ctx.N + 1) * ctx.q), self.lo), self.hi))
+        self.lpmf: Array | None = None
+        if self.hi - self.lo < FULL_MAX:
+            self.lpmf = log_binom_pmf_range(self.lo, self.hi, ctx.N, ctx.q, ctx.q1, block=32)
+
+    def _lp(self, k: Array) -> Array:
+        return log_binom_pmf(k.astype(float), float(self.ctx.N), self.ctx.q, self.ctx.q1)
+
+    def _geo(self, k: Array, lp: Array, lower: bool) -> Array:
+        """log of the geometric-series bound on P(C ≤ k) (``lower``) or P(C ≥ k) from log pmf(k)
+        = ``lp``; 0 where the pmf ratio is not < 1."""
+        ctx = self.ctx
+        kf = k.astype(float)
+        big_n = float(ctx.N)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if lower:
+                r = kf * ctx.q1 / ((big_n - kf + 1.0) * ctx.q)
+            else:
+                r = (big_n - kf) * ctx.q / ((kf + 1.0) * ctx.q1)
+            out: Array = np.where(r < 1.0, lp - np.log1p(-np.where(r < 1.0, r, 0.0)), 0.0)
+        return out
+
+    def _tail(self, k: Array, lower: bool) -> Array:
+        return self._geo(k, self._lp(k), lower)
+
+    def _guess(self, ks: Array, span: Array, up: bool) -> Array:
+        """First guess of the run length from ks (k increasing when ``up``): where the terms
+        have fallen by ~45 nats plus log 1/(1 − r) (Gaussian profile of the log-ratios), ≤ span."""
+        big_n = float(self.ctx.N)
+        kf = ks.astype(float)
+        q, q1 = self.ctx.q, self.ctx.q1
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if up:  # log of the ratio pmf(k+1)/pmf(k) at ks, and of pmf(k−1)/pmf(k) below
+                lr = np.log((big_n - kf) * q) - np.log((kf + 1.0) * q1)
+            else:
+                lr = np.log(kf * q1) - np.log((big_n - kf + 1.0) * q)
+            a = np.maximum(np.nan_to_num(-lr, nan=0.0), 0.0)
+            dd = 1.0 / np.maximum(big_n - kf, 1.0) + 1.0 / (kf + 1.0)
+            j0 = _steps(a, dd, _NATS)
+            j0 = _steps(a, dd, _NATS + np.maximum(0.0, -np.log(a + dd * j0)))
+        j = np.minimum(np.ceil(np.nan_to_num(j0, nan=0.0, posinf=9e18)), 9e18).astype(np.int64) + 1
+        out: Array = np.minimum(j, span)
+        return out
+
+    def _widen(self, ks: Array, span: Array, ref: Array, j: Array, bound: Array, up: bool) -> None:
+        """Widens the runs whose bound at the cut exceeds 2⁻⁶²·pmf(ks) (×1.5 per round, in place)
+        until it does not or the run reaches its end (bound −inf there)."""
+        sgn = 1 if up else -1
+        for _ in range(200):  # (a bound of every run long before 200 rounds)
+            bad = np.flatnonzero((j < span) & (bound > ref + LOG_CUT))
+            if bad.size == 0:
+                break
+            j[bad] = np.minimum(span[bad], j[bad] + j[bad] // 2 + 1)
+            bound[bad] = self._tail(ks[bad] + sgn * (j[bad] + 1), not up)
+        bound[j >= span] = -np.inf
+
+    def _runs(self, a_in: Array, b_in: Array, extra: Array) -> tuple[Array, Array, Array, Array, Array]:
+        """For bins [a_in, b_in] inside W: the summed runs [k_l, k_r], log pmf of their largest
+        term, the log-bound on the rest of each bin, and log pmf at the points ``extra`` (one
+        evaluation of Loader's pmf for all of them)."""
+        ks = np.clip(self.mode, a_in, b_in)
+        span_l, span_r = ks - a_in, b_in - ks
+        j_l, j_r = self._guess(ks, span_l, False), self._guess(ks, span_r, True)
+        k_l, k_r = ks - j_l - 1, ks + j_r + 1  # the first terms left out (if inside the bin)
+        m = ks.size
+        lp = self._lp(np.concatenate([ks, k_l, k_r, extra]))
+        ref = lp[:m]
+        b_l = self._geo(k_l, lp[m : 2 * m], True)
+        b_r = self._geo(k_r, lp[2 * m : 3 * m], False)
+        b_l[j_l >= span_l] = -np.inf
+        b_r[j_r >= span_r] = -np.inf
+        self._widen(ks, span_l, ref, j_l, b_l, False)
+        self._widen(ks, span_r, ref, j_r, b_r, True)
+        return ks - j_l, ks + j_r, ref, np.logaddexp(b_l, b_r), lp[3 * m :]
+
+    def _truncated(self, a: Array, b: Array, inner: Array) -> Array:
+        """The masses of the bins [a, b] by truncated sums, the bin of the mode by the complement
+        where it is certified (module docstring); far tails outside W as in :meth:`bins`."""
+        big_n = self.ctx.N
+        a_in, b_in = np.maximum(a[inner], self.lo), np.minimum(b[inner], self.hi)
+        lo_side, hi_side = np.flatnonzero(a < self.lo), np.flatnonzero(b > self.hi)
+        k_lo_side, k_hi_side = np.minimum(b[lo_side], self.lo - 1), np.maximum(a[hi_side], self.hi + 1)
+        # log pmf also at: below the first point, below W, above W (the complement's excess)
+        ex = np.array([max(a[0] - 1, 0), max(self.lo - 1, 0), min(self.hi + 1, big_n)])
+        k_l, k_r, ref, rest, lp_x = self._runs(a_in, b_in, np.concatenate([ex, k_lo_side, k_hi_side]))
+        c = int(np.searchsorted(b_in, self.mode))
+        wide = c < a_in.size and a_in[c] <= self.mode and k_r[c] - k_l[c] >= 4 * BLOCK
+        summed = np.flatnonzero(np.arange(a_in.size) != c) if wide else np.arange(a_in.size)
+        s = np.full(a_in.size, -np.inf)
+        s[summed] = _range_logsums(k_l[summed], k_r[summed], ref[summed], self.ctx)
+        out = np.full(a.size, -np.inf)
+        out[inner] = np.logaddexp(s, rest)
+        comp = -1
+        if wide:
+            far = [self._geo(ex[:1], lp_x[:1], True)[0]] if a[0] > 0 else []
+            far += [self._geo(ex[1:2], lp_x[1:2], True)[0]] if self.lo > 0 else []
+            far += [self._geo(ex[2:3], lp_x[2:3], False)[0]] if self.hi < big_n else []
+            val = _complement(s[summed], np.append(rest[summed], far))
+            if val is None:
+                s_c = _range_logsums(k_l[c : c + 1], k_r[c : c + 1], ref[c : c + 1], self.ctx)[0]
+                out[inner[c]] = np.logaddexp(s_c, rest[c])
+            else:
+                out[inner[c]] = val
+                comp = int(inner[c])
+        lp_lo, lp_hi = lp_x[3 : 3 + lo_side.size], lp_x[3 + lo_side.size :]
+        keep = lo_side != comp
+        out[lo_side[keep]] = np.logaddexp(out[lo_side[keep]], self._geo(k_lo_side, lp_lo, True)[keep])
+        keep = hi_side != comp
+        out[hi_side[keep]] = np.logaddexp(out[hi_side[keep]], self._geo(k_hi_side, lp_hi, False)[keep])
+        return out
+
+    def bins(self, pts: Array) -> Array:
+        """log masses of [pts_j, pts_{j+1} − 1] and [pts_last, N] (``pts`` increasing)."""
+        a = pts
+        b = np.append(pts[1:] - 1, self.ctx.N)
+        inner = np.flatnonzero(np.minimum(b, self.hi) >= np.maximum(a, self.lo))
+        if self.lpmf is None:
+            return self._truncated(a, b, inner)
+        out = np.full(a.size, -np.inf)
+        if inner.size:
+            st = np.maximum(a[inner], self.lo) - self.lo
+            en = np.minimum(b[inner], self.hi) + 1 - self.lo
+            bnd = np.unique(np.concatenate([[0], st, en]))
+            bnd = bnd[bnd < self.lpmf.size]
+            lse = segment_logsumexp(self.lpmf, bnd)
+            out[inner] = lse[np.searchsorted(bnd, st)]
+        m = a < self.lo
+        if m.any():
+            out[m] = np.logaddexp(out[m], self._tail(np.minimum(b[m], self.lo - 1), True))
+        m = b > self.hi
+        if m.any():
+            out[m] = np.logaddexp(out[m], self._tail(np.maximum(a[m], self.hi + 1), False))
+        return out
+
+
+def _complement(log_s: Array, log_excess: Array) -> float | None:
+    """log(1 − Σ e^{log_s}) when its excess over the exact mass, at most Σ e^{log_excess}, is
+    ≤ 2⁻⁶⁰ of the exact mass (module docstring), else None."""
+    low = float(np.exp(log_s).sum()) if log_s.size else 0.0
+    exc = float(np.exp(log_excess).sum()) if log_excess.size else 0.0
+    val = 1.0 - low
+    if val > exc and (exc == 0.0 or math.log(exc) <= LOG_REL + math.log(val - exc)):
+        return math.log1p(-low)  # (1 − low rounded would lose the low digits of a tiny low)
+    return None
+
+
+def _range_logsums(k_lo: Array, k_hi: Array, ref: Array, ctx: Ctx) -> Array:
+    """log Σ_{k=k_lo}^{k_hi} pmf(k) per range (k_lo ≤ k_hi), ``ref`` ≈ the log of its largest
+    term (a scale: every term is e^{−ref}·pmf ≤ 1 up to rounding; a block whose first term is
+    below e^{−745} of it underflows to 0, far below rounding): per block of ``BLOCK`` terms,
+    Loader's value at its first k times the cumulative products of the exact ratios (module
+    docstring), summed."""
+    big_n, p, q1 = float(ctx.N), ctx.q, ctx.q1
+    nb = (k_hi - k_lo) // BLOCK + 1
+    rid = np.repeat(np.arange(k_lo.size), nb)
+    first = np.cumsum(nb) - nb
+    x0 = (k_lo[rid] + BLOCK * (np.arange(rid.size) - first[rid])).astype(float)
+    last = np.minimum(x0 + (BLOCK - 1), k_hi[rid]).astype(float)
+    with np.errstate(under="ignore"):
+        t0 = np.exp(log_binom_pmf(x0, big_n, p, q1) - ref[rid])
+    kern = compiled()
+    if kern is not None:
+        blk = np.empty(x0.size)
+        kern.pmf_block_sums(x0, last, t0, big_n, p, q1, blk)
+    else:  # blocks as columns: the products run along rows, vectorised over the blocks
+        kk = x0[None, :] + np.arange(BLOCK, dtype=float)[:, None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            w = (big_n - kk + 1.0) * p / (kk * q1)
+        w[0] = t0
+        w[kk > last[None, :]] = 0.0  # (past the block's last term)
+        for i in range(1, BLOCK):
+            np.multiply(w[i], w[i - 1], out=w[i])
+        blk = w.sum(axis=0)
+    with np.errstate(divide="ignore"):
+        out: Array = ref + np.log(np.bincount(rid, weights=blk, minlength=k_lo.size))
+    return out
