@@ -37,6 +37,7 @@ RHO_C_EXACT = 1e-13
 _CELL_BATCH = 2_000_000
 _MAX_ROUNDS = 40
 _CHUNK_SPAN = 4.0  # orders of one chunk span at most this factor
+WHOLE_MAX = 1 << 17  # C-windows summed whole (the grids are asked for again and again)
 LF_GEO = 6.0  # orders with estimated log f ≥ this (at the mean c) use the geometric-bin engine
 
 
@@ -184,7 +185,7 @@ class _Refinement:
         # little extra, and the C-grid is refined for all orders at once)
         self.chunks = [alphas] if exact else chunk_orders(alphas, ctx)
         self.geo = [not exact and is_geo(ch, ctx) for ch in self.chunks]
-        self.masses = CMass(ctx)
+        self.masses = CMass(ctx, whole_max=WHOLE_MAX)
         self.pts = [initial_points(ctx, exact, float(rho_c(ch)[0])) for ch in self.chunks]
         self.vals: list[dict[int, np.ndarray]] = [{} for _ in self.chunks]
         self.request: list[set[int]] = [set(p.tolist()) for p in self.pts]

@@ -55,6 +55,7 @@ BLOCK = 64  # terms per Loader anchor
 FULL_MAX = 8192  # a window W of fewer terms is summed whole
 LOG_CUT = -62.0 * math.log(2.0)  # each side's bound at the cut ≤ 2⁻⁶² × the bin's largest term
 LOG_REL = -60.0 * math.log(2.0)  # the complement's excess ≤ 2⁻⁶⁰ × its value
+_MEMO_MAX = 1 << 16  # bins remembered per instance
 _NATS = 45.0  # first guess of the fall of the terms at the cut (≈ −LOG_CUT plus a margin)
 
 
@@ -78,10 +79,12 @@ def _steps(a: Array, dd: Array, nats: Array | float) -> Array:
 
 class CMass:
     """log P(C ∈ bin) for C ~ Bin(N, q) over the bins of a C-grid (module docstring): upper bounds
-    with an excess ≤ 2⁻⁶⁰ relative (beyond the pmf's rounding). A window W of at most
-    ``FULL_MAX`` terms is summed whole (no truncation), its pmf computed once."""
+    with an excess ≤ 2⁻⁶⁰ relative (beyond the pmf's rounding). A window W of fewer than
+    ``whole_max`` terms is summed whole (no truncation), its pmf computed once — for a caller that
+    asks for many grids (the adaptive engine) that is cheaper up to larger windows; wider ones
+    are summed per bin, each bin once per instance."""
 
-    def __init__(self, ctx: Ctx):
+    def __init__(self, ctx: Ctx, whole_max: int = FULL_MAX):
         self.ctx = ctx
         half = 40.0 * ctx.sig_c + 40.0
         self.lo = int(max(0, math.floor(ctx.c0 - half)))
@@ -89,8 +92,11 @@ class CMass:
         # pmf(k+1) ≥ pmf(k) iff k ≤ (N+1)q − 1: the largest term is at ⌊(N+1)q⌋ (its rounding
         # only moves where the summed ranges start, never a bound)
         self.mode = int(min(max(math.floor((ctx.N + 1) * ctx.q), self.lo), self.hi))
+        self.memo: tuple[Array, Array] = (np.empty(0, dtype=np.int64), np.empty((3, 0)))
+        self.deferred: dict[tuple[int, int], tuple[Array, Array, Array]] = {}
+        self.far: list[float] | None = None  # log-bounds on P(C < lo) and P(C > hi)
         self.lpmf: Array | None = None
-        if self.hi - self.lo < FULL_MAX:
+        if self.hi - self.lo < whole_max:
             self.lpmf = log_binom_pmf_range(self.lo, self.hi, ctx.N, ctx.q, ctx.q1, block=32)
 
     def _lp(self, k: Array) -> Array:
@@ -163,49 +169,90 @@ class CMass:
         self._widen(ks, span_r, ref, j_r, b_r, True)
         return ks - j_l, ks + j_r, ref, np.logaddexp(b_l, b_r), lp[3 * m :]
 
-    def _truncated(self, a: Array, b: Array, inner: Array) -> Array:
-        """The masses of the bins [a, b] by truncated sums, the bin of the mode by the complement
-        where it is certified (module docstring); far tails outside W as in :meth:`bins`."""
-        big_n = self.ctx.N
-        a_in, b_in = np.maximum(a[inner], self.lo), np.minimum(b[inner], self.hi)
+    def _evaluate(self, a: Array, b: Array) -> tuple[Array, Array, Array]:
+        """For bins [a, b]: log S (the summed runs; NaN for the bin of the mode when its run is
+        long: left to the complement, its run kept in ``self.deferred``), the log-bound on the
+        rest inside W and the far-tail bound on the parts outside W."""
+        a_in, b_in = np.maximum(a, self.lo), np.minimum(b, self.hi)
+        inner = np.flatnonzero(b_in >= a_in)
         lo_side, hi_side = np.flatnonzero(a < self.lo), np.flatnonzero(b > self.hi)
         k_lo_side, k_hi_side = np.minimum(b[lo_side], self.lo - 1), np.maximum(a[hi_side], self.hi + 1)
-        # log pmf also at: below the first point, below W, above W (the complement's excess)
-        ex = np.array([max(a[0] - 1, 0), max(self.lo - 1, 0), min(self.hi + 1, big_n)])
-        k_l, k_r, ref, rest, lp_x = self._runs(a_in, b_in, np.concatenate([ex, k_lo_side, k_hi_side]))
-        c = int(np.searchsorted(b_in, self.mode))
-        wide = c < a_in.size and a_in[c] <= self.mode and k_r[c] - k_l[c] >= 4 * BLOCK
-        summed = np.flatnonzero(np.arange(a_in.size) != c) if wide else np.arange(a_in.size)
-        s = np.full(a_in.size, -np.inf)
-        s[summed] = _range_logsums(k_l[summed], k_r[summed], ref[summed], self.ctx)
-        out = np.full(a.size, -np.inf)
-        out[inner] = np.logaddexp(s, rest)
-        comp = -1
-        if wide:
-            far = [self._geo(ex[:1], lp_x[:1], True)[0]] if a[0] > 0 else []
-            far += [self._geo(ex[1:2], lp_x[1:2], True)[0]] if self.lo > 0 else []
-            far += [self._geo(ex[2:3], lp_x[2:3], False)[0]] if self.hi < big_n else []
-            val = _complement(s[summed], np.append(rest[summed], far))
-            if val is None:
-                s_c = _range_logsums(k_l[c : c + 1], k_r[c : c + 1], ref[c : c + 1], self.ctx)[0]
-                out[inner[c]] = np.logaddexp(s_c, rest[c])
-            else:
-                out[inner[c]] = val
-                comp = int(inner[c])
-        lp_lo, lp_hi = lp_x[3 : 3 + lo_side.size], lp_x[3 + lo_side.size :]
-        keep = lo_side != comp
-        out[lo_side[keep]] = np.logaddexp(out[lo_side[keep]], self._geo(k_lo_side, lp_lo, True)[keep])
-        keep = hi_side != comp
-        out[hi_side[keep]] = np.logaddexp(out[hi_side[keep]], self._geo(k_hi_side, lp_hi, False)[keep])
+        big_n = self.ctx.N
+        w_out = np.array([max(self.lo - 1, 0), min(self.hi + 1, big_n)])  # (for P(C ∉ W), once)
+        extra = np.concatenate([k_lo_side, k_hi_side, w_out])
+        k_l, k_r, ref, rest_in, lp_x = self._runs(a_in[inner], b_in[inner], extra)
+        if self.far is None:
+            lp_w = lp_x[-2:]
+            self.far = [float(self._geo(w_out[:1], lp_w[:1], True)[0])] if self.lo > 0 else []
+            self.far += [float(self._geo(w_out[1:], lp_w[1:], False)[0])] if self.hi < big_n else []
+        s, rest, outer = (np.full(a.size, -np.inf) for _ in range(3))
+        rest[inner] = rest_in
+        hold = (a_in[inner] <= self.mode) & (self.mode <= b_in[inner]) & (k_r - k_l >= 4 * BLOCK)
+        summed = np.flatnonzero(~hold)
+        s[inner[summed]] = _range_logsums(k_l[summed], k_r[summed], ref[summed], self.ctx)
+        for i in np.flatnonzero(hold):
+            s[inner[i]] = np.nan
+            self.deferred[(int(a[inner[i]]), int(b[inner[i]]))] = (
+                k_l[i : i + 1],
+                k_r[i : i + 1],
+                ref[i : i + 1],
+            )
+        outer[lo_side] = self._geo(k_lo_side, lp_x[: lo_side.size], True)
+        lp_hi = lp_x[lo_side.size : lo_side.size + hi_side.size]
+        outer[hi_side] = np.logaddexp(outer[hi_side], self._geo(k_hi_side, lp_hi, False))
+        return s, rest, outer
+
+    def _lookup(self, a: Array, b: Array) -> tuple[Array, Array, Array]:
+        """:meth:`_evaluate` of the bins [a, b], each bin evaluated once per instance (the
+        adaptive engine asks again for most bins of its refined grids)."""
+        key = a * (self.ctx.N + 1) + b
+        keys, vals = self.memo
+        pos = np.minimum(np.searchsorted(keys, key), max(keys.size - 1, 0))
+        miss = np.flatnonzero(keys[pos] != key) if keys.size else np.arange(key.size)
+        if miss.size:
+            new = np.vstack(self._evaluate(a[miss], b[miss]))
+            if keys.size + miss.size > _MEMO_MAX:
+                keys, vals = keys[:0], vals[:, :0]
+            keys = np.append(keys, key[miss])
+            order = np.argsort(keys, kind="stable")
+            keys, vals = keys[order], np.hstack([vals, new])[:, order]
+            self.memo = (keys, vals)
+            pos = np.searchsorted(keys, key)
+        s, rest, outer = vals[:, pos]
+        return s, rest, outer
+
+    def _far(self, a0: int) -> list[float]:
+        """log-bounds on P(C < lo), P(C > hi) and P(C < a0) (the mass no bin of the grid covers)."""
+        out = list(self.far or [])
+        return out + ([float(self._tail(np.array([a0 - 1]), True)[0])] if a0 > 0 else [])
+
+    def _truncated(self, a: Array, b: Array) -> Array:
+        """The masses of the bins [a, b] by truncated sums, the bin of the mode by the complement
+        where it is certified, else by its own run (module docstring)."""
+        s, rest, outer = self._lookup(a, b)
+        with np.errstate(invalid="ignore"):  # (NaN: the bin left to the complement)
+            out = np.logaddexp(np.logaddexp(s, rest), outer)
+        held = np.flatnonzero(np.isnan(s))
+        if held.size:
+            c = int(held[0])
+            oth = np.flatnonzero(np.arange(a.size) != c)
+            val = _complement(s[oth], np.append(rest[oth], self._far(int(a[0]))))
+            if val is None:  # its own run, kept for the next call
+                k_l, k_r, ref = self.deferred[(int(a[c]), int(b[c]))]
+                s_c = _range_logsums(k_l, k_r, ref, self.ctx)[0]
+                keys, vals = self.memo
+                vals[0, np.searchsorted(keys, a[c] * (self.ctx.N + 1) + b[c])] = s_c
+                val = float(np.logaddexp(np.logaddexp(s_c, rest[c]), outer[c]))
+            out[c] = val
         return out
 
     def bins(self, pts: Array) -> Array:
         """log masses of [pts_j, pts_{j+1} − 1] and [pts_last, N] (``pts`` increasing)."""
         a = pts
         b = np.append(pts[1:] - 1, self.ctx.N)
-        inner = np.flatnonzero(np.minimum(b, self.hi) >= np.maximum(a, self.lo))
         if self.lpmf is None:
-            return self._truncated(a, b, inner)
+            return self._truncated(a, b)
+        inner = np.flatnonzero(np.minimum(b, self.hi) >= np.maximum(a, self.lo))
         out = np.full(a.size, -np.inf)
         if inner.size:
             st = np.maximum(a[inner], self.lo) - self.lo

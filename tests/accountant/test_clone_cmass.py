@@ -182,3 +182,21 @@ def test_compiled_block_sums_equal_numpy(n, eps0):
     finally:
         fused.use(was)
     np.testing.assert_allclose(got, ref, rtol=1e-15, atol=1e-15)
+
+
+def test_an_instance_asked_again_gives_the_same_masses(numpy_path):  # noqa: ARG001
+    """Bins are evaluated once per instance (the adaptive engine refines its grids): the masses
+    of a grid do not depend on the grids asked for before, including the mode's bin left to the
+    complement on a coarse grid and summed on its own where the complement is not certified."""
+    ctx = Ctx(10**8, 0.5)
+    z = [np.array([-40.0, -7.5, 7.5]), np.linspace(-9.0, 9.0, 37), np.array([-40.0, -7.5, -0.1, 0.1, 7.5])]
+    grids = [np.unique(np.append(0, np.round(ctx.c0 + v * ctx.sig_c).astype(np.int64))) for v in z]
+    grids.append(np.unique(np.append(grids[0], grids[0][-1] + 50)))  # a small change of a grid
+    fresh = [CM.CMass(ctx).bins(p) for p in grids]
+    cm = CM.CMass(ctx)
+    for _ in range(2):
+        for p, ref in zip(grids, fresh):
+            np.testing.assert_array_equal(cm.bins(p), ref)
+    cm = CM.CMass(ctx)
+    for p, ref in zip(grids[::-1], fresh[::-1]):
+        np.testing.assert_array_equal(cm.bins(p), ref)
