@@ -49,10 +49,12 @@ def is_geo(ch: np.ndarray, ctx: Ctx) -> bool:
 def eval_points(c: np.ndarray, chunks: list[np.ndarray], ctx: Ctx, exact: bool) -> np.ndarray:
     """Upper bounds on log(f_α(c) − 1) for every c and every order, shape (c.size, Σ chunk sizes);
     evaluated in batches of c whose windows hold ≲ 2e6 cells (memory)."""
+    if c.size <= 1 or float(np.sum(c + 2.0)) <= _CELL_BATCH:  # (a window holds ≤ c + 2 cells)
+        return _eval_batch(c, chunks, ctx, exact)
     alphas = np.concatenate(chunks)
     x_l, x_h, _ = windows(c, float(alphas.min()), float(alphas.max()), ctx, exact)
     cum = np.cumsum(x_h - x_l + 1)
-    if c.size > 1 and cum[-1] > _CELL_BATCH:
+    if cum[-1] > _CELL_BATCH:
         cut = int(np.clip(np.searchsorted(cum, _CELL_BATCH), 1, c.size - 1))
         return np.vstack([eval_points(c[:cut], chunks, ctx, exact), eval_points(c[cut:], chunks, ctx, exact)])
     return _eval_batch(c, chunks, ctx, exact)
