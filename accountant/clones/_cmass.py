@@ -22,13 +22,15 @@ certified pieces:
   bounds is ≤ 2⁻⁶²·pmf(k*) ≤ 2⁻⁶²·(bin mass): the excess is ≤ 2⁻⁶¹ relative. About ±9.5σ_C
   around the mode and ≈ 43σ_C²/d terms in a bin whose nearest end lies d ≫ σ_C from it are
   summed, instead of the 80σ_C of W.
-* *Complement.* The bin c holding the mode, when it holds most of the law: 1 − Σ_{j ≠ c} S_j, S_j
-  the exactly summed runs of the other bins. Each S_j is a sum of some of bin j's terms (a lower
+* *Complement.* The bin c holding the mode, when its run is long (≥ 256 terms) and it holds at
+  least half of the law (Σ_{j ≠ c} S_j ≤ ½): 1 − Σ_{j ≠ c} S_j, S_j the exactly summed runs of
+  the other bins. Each S_j is a sum of some of bin j's terms (a lower
   bound on its mass), so this is an upper bound on bin c's mass (its parts outside W included);
   its excess is what the S_j leave out, at most E = Σ_{j ≠ c} (bounds at the cuts of j) +
   P(C < lo) + P(C > hi) + P(C < p_0) (far-tail bounds), and it is used only when
   E ≤ 2⁻⁶⁰·(1 − Σ S_j − E) ≤ 2⁻⁶⁰·(bin c's mass) (checked). The S_j carry the pmf's rounding
-  (≲ 2e-12 relative), so bin c's mass carries ≲ 2e-12·(1 − M_c)/M_c ≤ 2e-12 relative.
+  (≲ 2e-12 relative), so bin c's mass carries ≲ 2e-12·(1 − M_c)/M_c ≤ 2e-12 relative. Else the
+  bin's own run is summed, as any other.
 
 Exactly summed runs (:func:`_range_logsums`), in blocks of 64 terms: Loader's pmf at the first k
 of the block, times the cumulative products of the exact ratios pmf(k)/pmf(k−1) =
@@ -271,12 +273,15 @@ class CMass:
 
 
 def _complement(log_s: Array, log_excess: Array) -> float | None:
-    """log(1 − Σ e^{log_s}) when its excess over the exact mass, at most Σ e^{log_excess}, is
+    """log(1 − Σ e^{log_s}) when Σ e^{log_s} ≤ ½ (so the rounding of the e^{log_s} weighs no more
+    in the result than in them) and its excess over the exact mass, at most Σ e^{log_excess}, is
     ≤ 2⁻⁶⁰ of the exact mass (module docstring), else None."""
     low = float(np.exp(log_s).sum()) if log_s.size else 0.0
     exc = float(np.exp(log_excess).sum()) if log_excess.size else 0.0
     val = 1.0 - low
-    if val > exc and (exc == 0.0 or math.log(exc) <= LOG_REL + math.log(val - exc)):
+    if low > 0.5 or val <= exc:
+        return None
+    if exc == 0.0 or math.log(exc) <= LOG_REL + math.log(val - exc):
         return math.log1p(-low)  # (1 − low rounded would lose the low digits of a tiny low)
     return None
 
