@@ -204,17 +204,21 @@ class CMass:
         outer[hi_side] = np.logaddexp(outer[hi_side], self._geo(k_hi_side, lp_hi, False))
         return s, rest, outer
 
+    def _key(self, a: Array, b: Array) -> Array:
+        key: Array = a.astype(np.int64) * (self.ctx.N + 1) + b.astype(np.int64)  # (< 2⁶³: N ≤ 10⁹)
+        return key
+
     def _lookup(self, a: Array, b: Array) -> tuple[Array, Array, Array]:
         """:meth:`_evaluate` of the bins [a, b], each bin evaluated once per instance (the
         adaptive engine asks again for most bins of its refined grids)."""
-        key = a * (self.ctx.N + 1) + b
+        key = self._key(a, b)
         keys, vals = self.memo
         pos = np.minimum(np.searchsorted(keys, key), max(keys.size - 1, 0))
         miss = np.flatnonzero(keys[pos] != key) if keys.size else np.arange(key.size)
         if miss.size:
+            if keys.size + miss.size > _MEMO_MAX:  # (start afresh with this grid's bins)
+                keys, vals, miss = keys[:0], vals[:, :0], np.arange(key.size)
             new = np.vstack(self._evaluate(a[miss], b[miss]))
-            if keys.size + miss.size > _MEMO_MAX:
-                keys, vals = keys[:0], vals[:, :0]
             keys = np.append(keys, key[miss])
             order = np.argsort(keys, kind="stable")
             keys, vals = keys[order], np.hstack([vals, new])[:, order]
@@ -243,7 +247,7 @@ class CMass:
                 k_l, k_r, ref = self.deferred[(int(a[c]), int(b[c]))]
                 s_c = _range_logsums(k_l, k_r, ref, self.ctx)[0]
                 keys, vals = self.memo
-                vals[0, np.searchsorted(keys, a[c] * (self.ctx.N + 1) + b[c])] = s_c
+                vals[0, np.searchsorted(keys, self._key(a[c : c + 1], b[c : c + 1]))] = s_c
                 val = float(np.logaddexp(np.logaddexp(s_c, rest[c]), outer[c]))
             out[c] = val
         return out

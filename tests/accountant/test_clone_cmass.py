@@ -200,3 +200,17 @@ def test_an_instance_asked_again_gives_the_same_masses(numpy_path):  # noqa: ARG
     cm = CM.CMass(ctx)
     for p, ref in zip(grids[::-1], fresh[::-1]):
         np.testing.assert_array_equal(cm.bins(p), ref)
+
+
+def test_a_full_memo_starts_afresh(numpy_path, monkeypatch):  # noqa: ARG001
+    """When the bins remembered would exceed the limit, the instance forgets them and evaluates
+    the grid at hand whole: the same masses as a fresh instance."""
+    monkeypatch.setattr(CM, "_MEMO_MAX", 40)
+    ctx = Ctx(10**7, 1.0)
+    grids = [
+        np.unique(np.append(0, np.round(ctx.c0 + np.linspace(-9.0, 9.0, k) * ctx.sig_c).astype(np.int64)))
+        for k in (25, 31, 26)
+    ]
+    cm = CM.CMass(ctx)
+    for p in grids:
+        np.testing.assert_array_equal(cm.bins(p), CM.CMass(ctx).bins(p))
