@@ -190,6 +190,7 @@ class CMass:
         s, rest, outer = (np.full(a.size, -np.inf) for _ in range(3))
         rest[inner] = rest_in
         hold = (a_in[inner] <= self.mode) & (self.mode <= b_in[inner]) & (k_r - k_l >= 4 * BLOCK)
+        hold &= self._normal_mass(a[inner], b[inner]) >= 0.6  # (likely to pass the complement's check)
         summed = np.flatnonzero(~hold)
         s[inner[summed]] = _range_logsums(k_l[summed], k_r[summed], ref[summed], self.ctx)
         for i in np.flatnonzero(hold):
@@ -203,6 +204,14 @@ class CMass:
         lp_hi = lp_x[lo_side.size : lo_side.size + hi_side.size]
         outer[hi_side] = np.logaddexp(outer[hi_side], self._geo(k_hi_side, lp_hi, False))
         return s, rest, outer
+
+    def _normal_mass(self, a: Array, b: Array) -> Array:
+        """The normal approximation of P(a ≤ C ≤ b) (a guess, deciding a path only)."""
+        z = np.sqrt(2.0) * max(self.ctx.sig_c, 1.0)
+        lo = np.array([math.erf(v) for v in ((a - 0.5 - self.ctx.c0) / z).tolist()])
+        hi = np.array([math.erf(v) for v in ((b + 0.5 - self.ctx.c0) / z).tolist()])
+        out: Array = 0.5 * (hi - lo)
+        return out
 
     def _key(self, a: Array, b: Array) -> Array:
         key: Array = a.astype(np.int64) * (self.ctx.N + 1) + b.astype(np.int64)  # (< 2⁶³: N ≤ 10⁹)

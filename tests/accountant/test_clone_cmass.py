@@ -214,3 +214,20 @@ def test_a_full_memo_starts_afresh(numpy_path, monkeypatch):  # noqa: ARG001
     cm = CM.CMass(ctx)
     for p in grids:
         np.testing.assert_array_equal(cm.bins(p), CM.CMass(ctx).bins(p))
+
+
+def test_the_bin_of_the_mode_summed_when_the_complement_is_refused(numpy_path, monkeypatch):  # noqa: ARG001
+    """The complement refused (forced here): the bin's own run is summed instead — the mpmath
+    mass to rounding, now and when the instance is asked again."""
+    ctx = Ctx(10**8, 0.5)
+    pts = np.array([0, round(ctx.c0 - 7.5 * ctx.sig_c), round(ctx.c0 + 7.5 * ctx.sig_c)])
+    with_complement = CM.CMass(ctx).bins(pts)
+    monkeypatch.setattr(CM, "_complement", lambda *_: None)
+    cm = CM.CMass(ctx)
+    first, again = cm.bins(pts), cm.bins(pts)
+    np.testing.assert_array_equal(first, again)
+    np.testing.assert_array_equal(first[[0, 2]], with_complement[[0, 2]])
+    with mp.workdps(40):
+        ref = float(mp.log(_mp_mass(ctx.N, 0.5, int(pts[1]), int(pts[2]) - 1, cm.mode)))
+    assert ref - 1e-12 <= first[1] <= ref + 2.0**-59 + 1e-12
+    assert first[1] == pytest.approx(with_complement[1], abs=1e-12)
