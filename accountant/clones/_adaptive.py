@@ -4,7 +4,7 @@
 *Monotone in c.* f_α(c) is non-increasing in c: (P_{c+1}, Q_{c+1}) is (P_c, Q_c) with an
 independent fair coin added to the first coordinate (the same Markov kernel for P and Q), so
 D_α cannot increase (data processing). For C in a bin [c_j, c_{j+1}) we use f_α(c_j) with the
-bin's mass (:class:`accountant.clones.kernels.CMass`); the lowest grid point is c = 0, where
+bin's mass (:class:`accountant.clones._cmass.CMass`); the lowest grid point is c = 0, where
 f_α(0) is exactly the ε0-DP cap, and the last bin [c_last, n−1] uses f_α(c_last). Each chunk of
 orders has its own C-grid, refined until log(1+U) − log(1+L) ≤ ρ_C(α)·log(1+U) for every order,
 where U is the bound and L the same sum with f(c_{j+1}) in bin j (so the discretisation error of
@@ -27,8 +27,9 @@ import numpy as np
 
 from .._numerics import logsumexp
 from ._binned import eval_cells
+from ._cmass import CMass
 from ._geometric import eval_geo
-from .kernels import Array, CMass, Ctx, lf_est, log_cap_f
+from .kernels import Array, Ctx, lf_est, log_cap_f
 from .windows import windows
 
 RHO_C = 2.0e-3  # bound on the relative slack of the C-discretisation (adaptive mode)
@@ -36,6 +37,7 @@ RHO_C_EXACT = 1e-13
 _CELL_BATCH = 2_000_000
 _MAX_ROUNDS = 40
 _CHUNK_SPAN = 4.0  # orders of one chunk span at most this factor
+WHOLE_MAX = 1 << 17  # C-windows summed whole (the grids are asked for again and again)
 LF_GEO = 6.0  # orders with estimated log f ≥ this (at the mean c) use the geometric-bin engine
 
 
@@ -47,10 +49,12 @@ def is_geo(ch: np.ndarray, ctx: Ctx) -> bool:
 def eval_points(c: np.ndarray, chunks: list[np.ndarray], ctx: Ctx, exact: bool) -> np.ndarray:
     """Upper bounds on log(f_α(c) − 1) for every c and every order, shape (c.size, Σ chunk sizes);
     evaluated in batches of c whose windows hold ≲ 2e6 cells (memory)."""
+    if c.size <= 1 or float(np.sum(c + 2.0)) <= _CELL_BATCH:  # (a window holds ≤ c + 2 cells)
+        return _eval_batch(c, chunks, ctx, exact)
     alphas = np.concatenate(chunks)
     x_l, x_h, _ = windows(c, float(alphas.min()), float(alphas.max()), ctx, exact)
     cum = np.cumsum(x_h - x_l + 1)
-    if c.size > 1 and cum[-1] > _CELL_BATCH:
+    if cum[-1] > _CELL_BATCH:
         cut = int(np.clip(np.searchsorted(cum, _CELL_BATCH), 1, c.size - 1))
         return np.vstack([eval_points(c[:cut], chunks, ctx, exact), eval_points(c[cut:], chunks, ctx, exact)])
     return _eval_batch(c, chunks, ctx, exact)
@@ -183,7 +187,7 @@ class _Refinement:
         # little extra, and the C-grid is refined for all orders at once)
         self.chunks = [alphas] if exact else chunk_orders(alphas, ctx)
         self.geo = [not exact and is_geo(ch, ctx) for ch in self.chunks]
-        self.masses = CMass(ctx)
+        self.masses = CMass(ctx, whole_max=WHOLE_MAX)
         self.pts = [initial_points(ctx, exact, float(rho_c(ch)[0])) for ch in self.chunks]
         self.vals: list[dict[int, np.ndarray]] = [{} for _ in self.chunks]
         self.request: list[set[int]] = [set(p.tolist()) for p in self.pts]

@@ -22,6 +22,7 @@ import numpy as np
 
 from .._numerics import log_expm1, log_phi, logsumexp_many, segment_logsumexp
 from ._cells import BLK, CellBlocks
+from ._cellsums import cell_logsums
 from .kernels import Array, Ctx, l1m, l1m_sq, lf_est, log_cap_f, log_ratio
 from .windows import tails, windows
 
@@ -245,17 +246,18 @@ def main_sums(
         stop = min(max(stop, seg + 1), n_seg)
         b1 = csum[stop - 1]
         gst = np.concatenate([[0], np.cumsum(nb_seg[seg:stop])[:-1]])
+        if tay is None:  # every bin a single cell (exact mode): the fused per-point sums
+            res[seg:stop] = cell_logsums(lm[b0:b1], gbar[b0:b1], gst, alphas, phi)
+            seg = stop
+            continue
         if phi:
             main = lm[None, b0:b1] + log_phi(a, gbar[None, b0:b1])
         else:
             main = lm[None, b0:b1] + a * gbar[None, b0:b1]
-        if tay is not None:
-            l_t0, tub, g_b = tay
-            # ½·m·V·sup h'' ≤ ½mV·4t²/(1−t²u²max)²·α(α + t·u_b)·h(u_b)
-            tt = (l_t0[None, b0:b1] + la + np.log(a + tub[None, b0:b1])) + a * g_b[None, b0:b1]
-            res[seg:stop] = segment_logsumexp((main, tt), gst, axis=1).T
-        else:
-            res[seg:stop] = segment_logsumexp(main, gst, axis=1).T
+        l_t0, tub, g_b = tay
+        # ½·m·V·sup h'' ≤ ½mV·4t²/(1−t²u²max)²·α(α + t·u_b)·h(u_b)
+        tt = (l_t0[None, b0:b1] + la + np.log(a + tub[None, b0:b1])) + a * g_b[None, b0:b1]
+        res[seg:stop] = segment_logsumexp((main, tt), gst, axis=1).T
         seg = stop
     return res
 

@@ -62,9 +62,10 @@ import numpy as np
 from .._numerics import log_expm1, log_phi, logsumexp, logsumexp_many, segment_logsumexp
 from . import boxes, fused
 from ._cells import hist_cells
+from ._cmass import CMass
 from ._runs import Runs, group_runs, reduce_groups
 from .cgrid import c_grid
-from .kernels import Array, CMass, Ctx, log_cap_f, log_ratio
+from .kernels import Array, Ctx, log_cap_f, log_ratio
 from .windows import tails, windows
 
 _R = 1.03  # geometric ratio of the g-bins near 0 (chord slack ≈ (R−1)²/4 relative)

@@ -5,7 +5,8 @@ s = tanh(ε0/2), the likelihood ratio is R_c(u) = (1 + s·u/m)/(1 − s·u/m) �
 Q_c(x) = (b_c(x) + e^{−ε0}·b_c(x−1))/(1 + e^{−ε0}) = b_m(x)·(1 − s·u/m) (b_k the Bin(k, ½) pmf).
 Here: the per-(n, ε0) context, g = log R computed without cancellation, log Q_c at single cells
 and its pmf ratios, the tilted peak of Q·R^α, geometric sums, the rough log f_α(c) that steers
-designs, the c = 0 value (the ε0-DP cap) and the law of C ~ Bin(n−1, e^{−ε0}) summed over bins.
+designs and the c = 0 value (the ε0-DP cap). The law of C ~ Bin(n−1, e^{−ε0}) summed over bins:
+:mod:`._cmass`.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .._binomial import log_binom_pmf, log_binom_pmf_range
-from .._numerics import log_pure_dp_excess, segment_logsumexp
+from .._binomial import log_binom_pmf
+from .._numerics import log_pure_dp_excess
 
 #: A numpy array of any shape and dtype (the engines mix float64, int64 and bool arrays).
 Array = npt.NDArray[Any]
@@ -28,7 +29,7 @@ ArrayLike = Any
 class Ctx:
     """Constants of one (n, ε0): N = n − 1 other users, q = e^{−ε0}, s = tanh(ε0/2) and
     w = 1 − s = 2e^{−ε0}/(1 + e^{−ε0}) (accurate when s rounds to 1), the mean c0 and standard
-    deviation σ_C of C ~ Bin(N, q), and a memo of log f_α(0) per order."""
+    deviation σ_C of C ~ Bin(N, q), and a memo of log f_α(0) per order (and per array of orders)."""
 
     def __init__(self, n: int, eps0: float):
         self.N = n - 1
@@ -41,6 +42,7 @@ class Ctx:
         self.c0 = self.N * self.q
         self.sig_c = math.sqrt(self.N * self.q * self.q1)
         self.lcap_cache: dict[float, float] = {}
+        self.lcap_arrays: dict[bytes, Array] = {}
 
 
 def l1m(n1: ArrayLike, u: ArrayLike, w: float, s: float) -> ArrayLike:
@@ -73,13 +75,37 @@ def log_cap_f(alpha: ArrayLike, ctx: Ctx) -> Any:
     """log f_α(0) = (α−1)·ĉ(α), ĉ the ε0-DP cap (at c = 0 the pair (P, Q) is binary randomized
     response); memoised per order on the context."""
     a = np.atleast_1d(np.asarray(alpha, dtype=float))
-    cache = ctx.lcap_cache
-    miss = [v for v in a.tolist() if v not in cache]
-    if miss:
-        vals = np.logaddexp(0.0, log_pure_dp_excess(ctx.eps0, np.array(miss)))
-        cache.update(zip(miss, vals.tolist()))
-    out = np.array([cache[v] for v in a.tolist()])
+    key = a.tobytes()  # (the engines ask again and again for the same arrays of orders)
+    got = ctx.lcap_arrays.get(key)
+    if got is None:
+        cache = ctx.lcap_cache
+        miss = [v for v in a.tolist() if v not in cache]
+        if miss:
+            vals = np.logaddexp(0.0, log_pure_dp_excess(ctx.eps0, np.array(miss)))
+            cache.update(zip(miss, vals.tolist()))
+        got = np.array([cache[v] for v in a.tolist()])
+        if len(ctx.lcap_arrays) < 64:
+            ctx.lcap_arrays[key] = got
+    out = got.copy()
     return out if np.ndim(alpha) else out[0]
+
+
+_TILT_GRIDS: dict[float, tuple[Array, Array, Array, Array]] = {}
+
+
+def _tilt_grid(s: float) -> tuple[Array, Array, Array, Array]:
+    """The grid of :func:`tilt` for one s and its order-free parts: y, H(z), ½·log(1 − z²) and
+    artanh(y) (z = y/s), memoised per s."""
+    got = _TILT_GRIDS.get(s)
+    if got is None:
+        grid = s * (1.0 - np.geomspace(1.0, 1e-12, 28))
+        z = np.minimum(grid / s, 1.0 - 1e-15)[:, None, None]
+        h = 0.5 * ((1.0 + z) * np.log1p(z) + (1.0 - z) * np.log1p(-z))
+        got = (grid, h, 0.5 * np.log1p(-z * z), np.arctanh(grid)[:, None, None])
+        if len(_TILT_GRIDS) >= 64:
+            _TILT_GRIDS.clear()
+        _TILT_GRIDS[s] = got
+    return got
 
 
 def tilt(c: Array, a: ArrayLike, s: float) -> tuple[Array, Array, Array]:
@@ -100,24 +126,23 @@ def tilt(c: Array, a: ArrayLike, s: float) -> tuple[Array, Array, Array]:
         res = (np.zeros(shape), np.broadcast_to(np.sqrt(n1), shape).copy(), np.zeros(shape, dtype=bool))
         return tuple(r[0] for r in res) if scalar else res
     zmax = 1.0 - 1e-15
-    grid = s * (1.0 - np.geomspace(1.0, 1e-12, 28))
-    z = np.minimum(grid / s, zmax)[:, None, None]
-    h = 0.5 * ((1.0 + z) * np.log1p(z) + (1.0 - z) * np.log1p(-z))
-    vals = -n1[None] * h - 0.5 * np.log1p(-z * z) + 2.0 * av[None] * np.arctanh(grid)[:, None, None]
+    grid, h, half_l, at = _tilt_grid(s)
+    vals = -n1[None] * h - half_l + 2.0 * av[None] * at
     k = np.argmax(vals, axis=0)
     lo = grid[np.maximum(k - 1, 0)]
     hi = grid[np.minimum(k + 1, grid.size - 1)]
     y = grid[k]
+    n1s, n1s2, s2 = n1 / s, n1 / s**2, s**2
     for _ in range(5):
         zy = np.minimum(y / s, zmax)
-        d1 = -(n1 / s) * np.arctanh(zy) + (zy / s) / (1.0 - zy * zy) + 2.0 * av / (1.0 - y * y)
-        d2 = (
-            -(n1 / s**2) / (1.0 - zy * zy)
-            + (1.0 + zy * zy) / (s**2 * (1.0 - zy * zy) ** 2)
-            + 4.0 * av * y / (1.0 - y * y) ** 2
-        )
+        omz, omy = 1.0 - zy * zy, 1.0 - y * y
+        d1 = -n1s * np.arctanh(zy) + (zy / s) / omz + 2.0 * av / omy
+        d2 = -n1s2 / omz + (1.0 + zy * zy) / (s2 * omz**2) + 4.0 * av * y / omy**2
         step = np.where(d2 < 0, -d1 / np.where(d2 < 0, d2, -1.0), 0.0)
-        y = np.clip(y + step, lo, hi)
+        y_next = np.clip(y + step, lo, hi)
+        if np.array_equal(y_next, y):  # (a fixed point: the later steps change nothing)
+            break
+        y = y_next
     u = y * n1 / s
     t = s / n1
     zz = np.minimum(y / s, zmax)
@@ -157,51 +182,3 @@ def log_geom(z: Array, w: Array) -> Array:
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         v = np.where(z > 0, (w - 1.0) * z, 0.0) + np.log(-np.expm1(-w * za)) - np.log(-np.expm1(-za))
     return np.where(za * w < 1e-12, np.log(w), v)
-
-
-class CMass:
-    """log P(C ∈ [a, b]) for C ~ Bin(N, q): exact (Loader-anchored pmf, summed) inside c0 ± 40σ_C and
-    bounded outside it by geometric series of pmf ratios (P(C ≤ k) ≤ pmf(k)/(1 − r_k),
-    r_k = k(1−q)/((N−k+1)q) < 1, and symmetrically above)."""
-
-    def __init__(self, ctx: Ctx):
-        self.ctx = ctx
-        half = 40.0 * ctx.sig_c + 40.0
-        self.lo = int(max(0, math.floor(ctx.c0 - half)))
-        self.hi = int(min(ctx.N, math.ceil(ctx.c0 + half)))
-        self.lpmf = log_binom_pmf_range(self.lo, self.hi, ctx.N, ctx.q, ctx.q1, block=32)
-
-    def _tail(self, k: Array, lower: bool) -> Array:
-        ctx = self.ctx
-        kf = k.astype(float)
-        big_n = float(ctx.N)
-        lp = log_binom_pmf(kf, big_n, ctx.q, ctx.q1)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            if lower:
-                r = kf * ctx.q1 / ((big_n - kf + 1.0) * ctx.q)
-            else:
-                r = (big_n - kf) * ctx.q / ((kf + 1.0) * ctx.q1)
-            return np.where(r < 1.0, lp - np.log1p(-np.where(r < 1.0, r, 0.0)), 0.0)
-
-    def bins(self, pts: Array) -> Array:
-        """log masses of [pts_j, pts_{j+1} − 1] and [pts_last, N]."""
-        a = pts
-        b = np.append(pts[1:] - 1, self.ctx.N)
-        out = np.full(a.size, -np.inf)
-        ia = np.clip(a, self.lo, self.hi + 1) - self.lo
-        ib = np.clip(b, self.lo - 1, self.hi) - self.lo
-        inner = ib >= ia
-        if inner.any():
-            st = ia[inner]
-            en = ib[inner] + 1
-            bnd = np.unique(np.concatenate([[0], st, en]))
-            bnd = bnd[bnd < self.lpmf.size]
-            lse = segment_logsumexp(self.lpmf, bnd)
-            out[inner] = lse[np.searchsorted(bnd, st)]
-        m = a < self.lo
-        if m.any():
-            out[m] = np.logaddexp(out[m], self._tail(np.minimum(b[m], self.lo - 1), True))
-        m = b > self.hi
-        if m.any():
-            out[m] = np.logaddexp(out[m], self._tail(np.maximum(a[m], self.hi + 1), False))
-        return out
