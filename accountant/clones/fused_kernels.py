@@ -256,8 +256,9 @@ def _log_em1mx(z: float) -> float:
 
 
 @_jit
-def _log_phi_series(a: float, x: float) -> float:
-    """log φ by its series in x (|a·x| ≤ 0.05)."""
+def series_rest(a: float, x: float) -> float:
+    """tot of φ = ½a(a−1)x²·(1 + tot), the 12-term series of accountant._numerics._log_phi_series
+    (|a·x| ≤ 0.05)."""
     sk = 1.0 + a
     term = x / 3.0
     tot = sk * term
@@ -265,7 +266,13 @@ def _log_phi_series(a: float, x: float) -> float:
         sk = 1.0 + a * sk
         term = term * x / k
         tot = tot + sk * term
-    return math.log(0.5 * a * (a - 1.0)) + 2.0 * math.log(abs(x)) + math.log1p(tot)
+    return tot
+
+
+@_jit
+def _log_phi_series(a: float, x: float) -> float:
+    """log φ by its series in x (|a·x| ≤ 0.05)."""
+    return math.log(0.5 * a * (a - 1.0)) + 2.0 * math.log(abs(x)) + math.log1p(series_rest(a, x))
 
 
 @_jit

@@ -16,7 +16,7 @@ from typing import Any, TypeVar, cast
 import numpy as np
 from numba import njit
 
-from .fused_kernels import _em1mx, _lae, log_phi
+from .fused_kernels import _em1mx, _lae, log_phi, series_rest
 from .kernels import Array
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -58,14 +58,7 @@ def _phi_lin(a: float, x: float, em1x: float, ex: float, h: float, epx: float) -
     h, epx = e^x − 1 − x, e^x − 1, (log_phi's h(x)) and e^x of the cell."""
     y = a * x
     if abs(y) <= 0.05:
-        sk = 1.0 + a
-        term = x / 3.0
-        tot = sk * term
-        for kk in range(4, 13):
-            sk = 1.0 + a * sk
-            term = term * x / kk
-            tot = tot + sk * term
-        return 0.5 * a * (a - 1.0) * (x * x) * (1.0 + tot)
+        return 0.5 * a * (a - 1.0) * (x * x) * (1.0 + series_rest(a, x))
     if a < 2.0:
         d = a - 1.0
         return d * h + epx * _em1mx(d * x)
