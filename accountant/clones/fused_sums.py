@@ -4,7 +4,8 @@ functions so that numba caches them on disk).
 
 * :func:`pmf_block_sums` — the blocks of binomial pmf terms of :mod:`accountant.clones._cmass`;
 * :func:`cell_logsums_phi` — the per-(point, order) φ-form sums over the cells of the exact
-  engine (:mod:`accountant.clones._cellsums`).
+  engine (:mod:`accountant.clones._cellsums`);
+* :func:`tilt_argmax` — the grid search of :func:`accountant.clones.kernels.tilt`.
 """
 
 from __future__ import annotations
@@ -121,3 +122,23 @@ def cell_logsums_phi(lm: Array, g: Array, starts: Array, alphas: Array, out: Arr
                     i = b - b0
                     tot += scr[0, i] * _phi_lin(a, g[b], scr[1, i], scr[2, i], scr[3, i], scr[4, i])
             out[j, k] = m + math.log(tot) if tot >= _S_MIN else _phi_log_sum(lm, g, b0, b1, a)
+
+
+@_jit
+def tilt_argmax(n1: Array, av: Array, h: Array, half_l: Array, at: Array, out: Array) -> None:
+    """out[i, j] = argmax_g (−n1[j]·h[g] − half_l[g] + (2·av[i])·at[g]) (the first largest, as
+    numpy's argmax): the same operations in the same order as the numpy expression of
+    :func:`accountant.clones.kernels.tilt`, so the same index, without its (grid × orders × points)
+    temporaries."""
+    for i in range(av.size):
+        a2 = 2.0 * av[i]
+        for j in range(n1.size):
+            nn = -n1[j]
+            best = -math.inf
+            kbest = 0
+            for g in range(h.size):
+                v = nn * h[g] - half_l[g] + a2 * at[g]
+                if v > best:
+                    best = v
+                    kbest = g
+            out[i, j] = kbest

@@ -108,6 +108,22 @@ def _tilt_grid(s: float) -> tuple[Array, Array, Array, Array]:
     return got
 
 
+def _tilt_argmax(n1: Array, av: Array, h: Array, half_l: Array, at: Array) -> Array:
+    """The grid index of the largest profile value per (order, point): compiled when the kernels
+    are on (:func:`accountant.clones.fused_sums.tilt_argmax`, the same index), else numpy."""
+    from . import fused  # (here: fused imports this module)
+
+    if fused.available():
+        from .fused_sums import tilt_argmax
+
+        out = np.empty((av.size, n1.size), dtype=np.int64)
+        tilt_argmax(n1, av, h.ravel(), half_l.ravel(), at.ravel(), out)
+        return out
+    vals = -n1[None, None, :] * h - half_l + 2.0 * av[None, :, None] * at
+    k: Array = np.argmax(vals, axis=0)
+    return k
+
+
 def tilt(c: Array, a: ArrayLike, s: float) -> tuple[Array, Array, Array]:
     """Tilted peak u* of Q·R^a, its standard deviation (in u) and whether it sits at the edge
     u = c + 1 (window and bin-width choice only; no bound depends on it). ``a`` may be an array
@@ -127,8 +143,7 @@ def tilt(c: Array, a: ArrayLike, s: float) -> tuple[Array, Array, Array]:
         return tuple(r[0] for r in res) if scalar else res
     zmax = 1.0 - 1e-15
     grid, h, half_l, at = _tilt_grid(s)
-    vals = -n1[None] * h - half_l + 2.0 * av[None] * at
-    k = np.argmax(vals, axis=0)
+    k = _tilt_argmax(n1[0], av[:, 0], h, half_l, at)
     lo = grid[np.maximum(k - 1, 0)]
     hi = grid[np.minimum(k + 1, grid.size - 1)]
     y = grid[k]

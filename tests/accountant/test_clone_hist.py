@@ -464,3 +464,27 @@ def test_split_upper_tail_never_below_the_direct_sum(c, eps0, a_hi, frac):
     _, t_hi, _ = tails(cc, x_l, x_h, np.array([alpha]), ctx, y_e)
     ref = _direct_upper_tail(c, int(x_h[0]) + 1, alpha, ctx)
     assert t_hi[0, 0] >= ref - 1e-9 * max(1.0, abs(ref))
+
+
+@_fast
+@pytest.mark.usefixtures("kernels_on")
+@pytest.mark.parametrize("seed", range(3))
+def test_compiled_tilt_search_gives_numpy_tilt_bit_for_bit(seed):
+    """The compiled grid search of kernels.tilt picks the same grid index as numpy's argmax (the
+    same operations in the same order), so the tilted peaks, widths and edge flags that steer the
+    design are the same bits on either path."""
+    from accountant.clones.kernels import tilt
+
+    rng = np.random.default_rng(seed)
+    for _ in range(40):
+        n = int(10 ** rng.uniform(1, 8))
+        eps0 = float(10 ** rng.uniform(-3, 1.5))
+        ctx = Rt.Ctx(n, eps0)
+        cs = np.unique(rng.integers(0, n, 60))
+        orders = np.sort(10 ** rng.uniform(0.01, 4, 25))
+        compiled = tilt(cs, orders, ctx.s)
+        fused.use(False)
+        plain = tilt(cs, orders, ctx.s)
+        assert fused.use(True)
+        for got, ref in zip(compiled, plain):
+            np.testing.assert_array_equal(got, ref)
