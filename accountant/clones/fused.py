@@ -63,7 +63,21 @@ def use(enabled: bool) -> bool:
     global _KERNELS, _TRIED
     _TRIED = True
     _KERNELS = _load() if enabled else None
+    _hook_tilt()
     return _KERNELS is not None
+
+
+def _hook_tilt() -> None:
+    """Hand :func:`accountant.clones.kernels.tilt` the compiled grid search (the same index as its
+    numpy search) while the kernels are on, and take it back when they are off."""
+    from . import kernels
+
+    if _KERNELS is None:
+        kernels.set_tilt_search(None)
+    else:
+        from .fused_sums import tilt_argmax
+
+        kernels.set_tilt_search(tilt_argmax)
 
 
 def _kernels() -> Kernels | None:
@@ -73,6 +87,7 @@ def _kernels() -> Kernels | None:
     _TRIED = True
     if os.environ.get("ACCOUNTANT_NUMBA", "").lower() in ("1", "true", "yes", "on"):
         _KERNELS = _load()
+        _hook_tilt()
     return _KERNELS
 
 

@@ -90,6 +90,7 @@ class HistPlan:
     caller can check the cost: ``cells``)."""
 
     def __init__(self, ctx: Ctx, alphas: Array) -> None:
+        fused.available()  # (switches the compiled design searches on or off with the kernels)
         self.ctx, self.alphas = ctx, alphas
         # the design estimates use every other order (neighbouring orders need nearly the same grid)
         sub = alphas if alphas.size <= 12 else np.unique(np.append(alphas[::2], alphas[-1]))

@@ -12,6 +12,7 @@ designs and the c = 0 value (the ε0-DP cap). The law of C ~ Bin(n−1, e^{−ε
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -108,16 +109,25 @@ def _tilt_grid(s: float) -> tuple[Array, Array, Array, Array]:
     return got
 
 
+#: The compiled grid search of :func:`tilt` (:func:`accountant.clones.fused_sums.tilt_argmax`),
+#: handed over by :mod:`.fused` while the compiled kernels are on; None: numpy's.
+_TILT_SEARCH: Callable[..., None] | None = None
+
+
+def set_tilt_search(search: Callable[..., None] | None) -> None:
+    """Use ``search(n1, orders, h, half_l, artanh, out)`` for the grid search of :func:`tilt`
+    (it must give numpy's argmax index), or numpy's own when None."""
+    global _TILT_SEARCH
+    _TILT_SEARCH = search
+
+
 def _tilt_argmax(n1: Array, av: Array, h: Array, half_l: Array, at: Array) -> Array:
-    """The grid index of the largest profile value per (order, point): compiled when the kernels
-    are on (:func:`accountant.clones.fused_sums.tilt_argmax`, the same index), else numpy."""
-    from . import fused  # (here: fused imports this module)
-
-    if fused.available():
-        from .fused_sums import tilt_argmax
-
+    """The grid index of the largest profile value per (order, point): numpy's argmax, or the
+    compiled search handed over by :mod:`.fused` (the same operations in the same order)."""
+    search = _TILT_SEARCH
+    if search is not None:
         out = np.empty((av.size, n1.size), dtype=np.int64)
-        tilt_argmax(n1, av, h.ravel(), half_l.ravel(), at.ravel(), out)
+        search(n1, av, h.ravel(), half_l.ravel(), at.ravel(), out)
         return out
     vals = -n1[None, None, :] * h - half_l + 2.0 * av[None, :, None] * at
     k: Array = np.argmax(vals, axis=0)
