@@ -66,7 +66,9 @@ and the smaller is reported:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -258,9 +260,11 @@ def _rdp_log_delta(
 
 
 def _eps2_grid(a: ApproxPart, top: float, ds: float) -> NDArray[np.float64]:
-    """Candidate ε₂ for the split: 0, a linear grid on [0, top] and a geometric one from a
-    thousandth of the (ε, δ) part's own ε at δ/2 (its scale) up to ``top``. Any ε₂ gives a valid
-    bound; the grid only decides how close to the best split the answer is."""
+    """Candidate ε₂ for the split: 0, a linear grid on [0, top], a geometric one from a
+    thousandth of the (ε, δ) part's own ε at δ/2 (its scale) up to ``top``, and the kinks of the
+    optimal-composition term, ε₂ = (K − 2i)·ε_max (where δ_A drops by a step, so a grid point just
+    below one misses it; both directions then search the same kinks). Any ε₂ gives a valid bound;
+    the grid only decides how close to the best split the answer is."""
     if top <= 0:
         return np.array([0.0])
     if top < 1e-300:  # no geometric grid down there (subnormals); the ends are enough
@@ -268,7 +272,13 @@ def _eps2_grid(a: ApproxPart, top: float, ds: float) -> NDArray[np.float64]:
     scale = min(top, a.epsilon_at(ds / 2.0)) if ds > 0 else top
     lo = max(scale * 1e-3, top * 1e-12)
     geo = np.geomspace(lo, top, _SPLIT_GRID)
-    return np.unique(np.concatenate([[0.0], geo, np.linspace(0.0, top, _SPLIT_GRID // 2)]))
+    parts: list[NDArray[np.float64]] = [np.zeros(1), geo, np.linspace(0.0, top, _SPLIT_GRID // 2)]
+    if 0 < a.count <= KOV15_MAX_COUNT and a.eps_max > 0:
+        kinks: NDArray[np.float64] = (
+            a.count - 2.0 * np.arange(a.count // 2 + 1, dtype=np.float64)
+        ) * a.eps_max
+        parts.append(kinks[(kinks > 0) & (kinks <= top)])
+    return np.unique(np.concatenate(parts))
 
 
 def _pure_candidate_curve(acc: Account) -> NDArray[np.float64]:
@@ -343,30 +353,38 @@ def _split_values(
     return tot, e1, d1, d2, idx
 
 
+def _refined_argmin(
+    values: Callable[[NDArray[np.float64]], tuple[NDArray[Any], ...]], grid: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], tuple[NDArray[Any], ...], int]:
+    """The best point of ``grid`` for ``values(points)[0]``, then refined twice on
+    :data:`_SPLIT_REFINE` points between its neighbours (the split's objective can dip sharply:
+    a Gaussian part's δ changes 40× over a hundredth of ε). Returns the points, their values and
+    the index of the best. Every point is a valid split; this only finds a better one."""
+    vals = values(grid)
+    j = int(np.argmin(vals[0]))
+    for _ in range(2):
+        lo = grid[j - 1] if j > 0 else grid[j]
+        hi = grid[j + 1] if j + 1 < grid.size else grid[j]
+        if not (hi > lo and np.isfinite(vals[0][j])):
+            break
+        fine = np.linspace(lo, hi, _SPLIT_REFINE + 2)[1:-1]
+        fv = values(fine)
+        k = int(np.argmin(fv[0]))
+        if not fv[0][k] < vals[0][j]:
+            break
+        grid, vals, j = fine, fv, k
+    return grid, vals, j
+
+
 def _best_split(
     orders: NDArray[np.float64], rdp: NDArray[np.float64], a: ApproxPart, ds: float
 ) -> _Split | None:
-    grid = _eps2_grid(a, a.eps_sum, ds)
-    tot, e1, d1, d2, idx = _split_values(orders, rdp, a, ds, grid)
-    j = int(np.argmin(tot))
+    pts, (tot, e1, d1, d2, idx), j = _refined_argmin(
+        lambda g: _split_values(orders, rdp, a, ds, g), _eps2_grid(a, a.eps_sum, ds)
+    )
     if not np.isfinite(tot[j]):
         return None
-    lo = grid[j - 1] if j > 0 else grid[j]
-    hi = grid[j + 1] if j + 1 < grid.size else grid[j]
-    if hi > lo:
-        fine = np.linspace(lo, hi, _SPLIT_REFINE + 2)[1:-1]
-        ft, fe1, fd1, fd2, fidx = _split_values(orders, rdp, a, ds, fine)
-        k = int(np.argmin(ft))
-        if ft[k] < tot[j]:
-            return (
-                float(ft[k]),
-                float(fe1[k]),
-                float(fd1[k]),
-                float(fine[k]),
-                float(fd2[k]),
-                float(orders[fidx[k]]),
-            )
-    return float(tot[j]), float(e1[j]), float(d1[j]), float(grid[j]), float(d2[j]), float(orders[idx[j]])
+    return float(tot[j]), float(e1[j]), float(d1[j]), float(pts[j]), float(d2[j]), float(orders[idx[j]])
 
 
 def delta_of(acc: Account, epsilon: float) -> Answer:
@@ -404,17 +422,9 @@ def _delta_split(acc: Account, epsilon: float, grid: NDArray[np.float64]) -> Ans
     """The split candidate of :func:`delta_of` when the RDP part is not zero: the best ε₂ on
     ``grid`` (the RDP part converted at ε − ε₂), refined between its neighbours."""
     orders, rdp, a = acc.orders, acc.rdp, acc.approx
-    tot, d1, d2, idx = _delta_split_values(orders, rdp, a, epsilon, grid)
-    j = int(np.argmin(tot))
-    e2 = grid
-    lo = grid[j - 1] if j > 0 else grid[j]
-    hi = grid[j + 1] if j + 1 < grid.size else grid[j]
-    if hi > lo:
-        fine = np.linspace(lo, hi, _SPLIT_REFINE + 2)[1:-1]
-        ft, fd1, fd2, fidx = _delta_split_values(orders, rdp, a, epsilon, fine)
-        k = int(np.argmin(ft))
-        if ft[k] < tot[j]:
-            tot, d1, d2, idx, e2, j = ft, fd1, fd2, fidx, fine, k
+    e2, (tot, d1, d2, idx), j = _refined_argmin(
+        lambda g: _delta_split_values(orders, rdp, a, epsilon, g), grid
+    )
     return Answer(
         epsilon,
         min(1.0, _add(float(tot[j]), acc.zeta)),
