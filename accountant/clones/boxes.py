@@ -30,7 +30,8 @@ Design (tightness only)
 -----------------------
 A box is kept when its bound is negligible for every design order:
 log W_j + log((b − a + 1)·Q_max) + max_α [log ψ_α(g_end) − L(α)] ≤ −:data:`LAMBDA_BOX`,
-L(α) a lower estimate of log(F_α − 1) (:func:`design_levels`). The maximum over the orders is
+L(α) the design's estimate of log(F_α − 1) (:func:`accountant.clones.cgrid.log_f_estimates`) less
+:data:`MARGIN`. The maximum over the orders is
 tabulated once per (n, ε0) on a grid of g (:class:`Negligible`; between grid points it takes
 the grid point farther from 0, where ψ_α is larger for every α). Runs are split top-down
 (halves) until they pass or are at most :data:`MIN_RUN` cells, which are then evaluated as
@@ -52,33 +53,12 @@ MARGIN = 10.0  # nats taken off the estimates of log(F − 1) (they steer the de
 _GRID = 241  # points of the g-grid of the negligibility table on each side of 0
 
 
-def design_levels(alphas: Array, est: Array, direct: Array) -> Array:
-    """Lower estimates of log(F_α − 1) for the box design: at the orders estimated directly
-    (``direct``), their estimate; in between, the smaller of the given value and the larger of
-    the two neighbouring secants extended (a secant of a convex function, such as
-    log F_α = (α−1)·D_α, lies below it outside its interval), less :data:`MARGIN`."""
-    out = est.copy()
-    xs, ys = alphas[direct], est[direct]
-    if xs.size >= 3:
-        j = np.searchsorted(xs, alphas)  # xs[j−1] < α ≤ xs[j]
-        jl = np.clip(j - 1, 1, xs.size - 1)  # secant (jl−1, jl), extended to the right of xs[jl]
-        jr = np.clip(j, 0, xs.size - 2)  # secant (jr, jr+1), extended to the left of xs[jr]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            left = ys[jl] + (alphas - xs[jl]) * (ys[jl] - ys[jl - 1]) / (xs[jl] - xs[jl - 1])
-            right = ys[jr] + (alphas - xs[jr]) * (ys[jr + 1] - ys[jr]) / (xs[jr + 1] - xs[jr])
-        # only secants of intervals that do not contain α lie below the curve there
-        left = np.where((j >= 2) & np.isfinite(left), left, -np.inf)
-        right = np.where((j <= xs.size - 2) & np.isfinite(right), right, -np.inf)
-        env = np.maximum(left, right)
-        out = np.where(direct | ~np.isfinite(env), est, np.minimum(est, env))
-    lev: Array = out - MARGIN
-    return lev
-
-
 class Negligible:
-    """max_α [log ψ_α(g) − L(α)] over the design orders, tabulated on a grid of g in [−ε0, ε0]."""
+    """max_α [log ψ_α(g) − L(α)] over the design orders, tabulated on a grid of g in [−ε0, ε0],
+    with L = ``lfm1_est`` − :data:`MARGIN`."""
 
-    def __init__(self, ctx: Ctx, alphas: Array, levels: Array) -> None:
+    def __init__(self, ctx: Ctx, alphas: Array, lfm1_est: Array) -> None:
+        levels = lfm1_est - MARGIN
         e0 = ctx.eps0
         pos = np.geomspace(max(e0 * 1e-12, 1e-300), e0, _GRID)
         self.grid = np.concatenate([-pos[::-1], [0.0], pos])

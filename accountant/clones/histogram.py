@@ -64,7 +64,7 @@ from . import boxes, fused
 from ._cells import hist_cells
 from ._cmass import CMass
 from ._runs import Runs, group_runs, reduce_groups
-from .cgrid import c_grid
+from .cgrid import c_grid, log_f_estimates
 from .kernels import Array, Ctx, log_cap_f, log_ratio
 from .windows import tails, windows
 
@@ -95,11 +95,7 @@ class HistPlan:
         # the design estimates use every other order (neighbouring orders need nearly the same grid)
         sub = alphas if alphas.size <= 12 else np.unique(np.append(alphas[::2], alphas[-1]))
         pts, est = c_grid(ctx, sub)
-        self.direct = np.isin(alphas, sub)
-        # log F_α = (α−1)·D_α is convex in α: between the orders estimated directly the chord over-
-        # estimates it, the neighbouring secants extended under-estimate it (boxes.design_levels)
-        chord = np.interp(alphas, sub, est)
-        self.lfm1_est = boxes.design_levels(alphas, chord, self.direct) + boxes.MARGIN
+        self.lfm1_est = log_f_estimates(alphas, sub, est)
         self.pts = pts
         self.lw_pts = CMass(ctx).bins(pts)
         c, lw = (pts[1:], self.lw_pts[1:]) if pts[0] == 0 else (pts, self.lw_pts)
@@ -114,8 +110,7 @@ class HistPlan:
             self.ranges = (np.arange(c.size), self.x_l, self.x_h)
             self.boxes: tuple[Array, Array, Array] | None = None
             if self.window_cells > max(BOX_MIN_CELLS, BOX_MIN_WIDTH * float(np.sqrt(c + 1.0).sum())):
-                levels = self.lfm1_est - boxes.MARGIN
-                negl = boxes.Negligible(ctx, alphas, levels)
+                negl = boxes.Negligible(ctx, alphas, self.lfm1_est)
                 self.ranges, (bj, _, _, blw, bg) = boxes.box_cover(c, lw, self.x_l, self.x_h, ctx, negl)
                 self.boxes = (bj, blw, bg)
                 self.cells = int((self.ranges[2] - self.ranges[1] + 1).sum())

@@ -97,14 +97,19 @@ def test_a_negligible_table_bounds_the_maximum_over_orders_between_its_grid_poin
     assert np.all(negl(g) >= direct - 1e-9 * np.maximum(1.0, np.abs(direct)))
 
 
-def test_design_levels_lie_below_the_secants_of_a_convex_curve():
+def test_log_f_estimates_lie_below_the_chords_of_a_convex_curve():
+    """Between directly estimated orders the estimate takes the secants extended, which lie below
+    a convex curve (log F_α is convex in α), never its chord; at the direct orders it is exact."""
+    from accountant.clones.cgrid import log_f_estimates
+
     alphas = ORDERS
     convex = 0.02 * alphas**2 + 3.0 * alphas  # a convex stand-in for log(F − 1)
-    direct = np.zeros(alphas.size, dtype=bool)
-    direct[::2] = True
-    est = np.interp(np.log(alphas), np.log(alphas[direct]), convex[direct])  # over-estimates between
-    lev = B.design_levels(alphas, est, direct)
-    assert np.all(lev <= convex - B.MARGIN + 1e-9 * np.abs(convex))
+    sub = alphas[::2]
+    got = log_f_estimates(alphas, sub, convex[::2])
+    assert np.all(got <= convex + 1e-9 * np.abs(convex))
+    np.testing.assert_array_equal(got[::2], convex[::2])
+    chord = np.interp(alphas, sub, convex[::2])
+    assert np.all(got[1::2] < chord[1::2])
 
 
 def _random_points(count: int, seed: int):
