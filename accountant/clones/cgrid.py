@@ -9,7 +9,9 @@ its slack depends on these choices:
   falls between sparse samples (:func:`_refine_far_peaks`);
 * point density ∝ √(π·|d log f/dc|) (optimal for the left-end rule), and log f changing by at
   most ~max(1, allowed slack) across a bin where an order's tilted mass, or its left-end bound
-  (mass near the bin's right end × f at its left end), is not negligible;
+  (mass near the bin's right end × f at its left end), is not negligible — by up to half the
+  distance (in nats, less 60) below an order's peak far out in its tails, where the samples are
+  first subdivided (:func:`_subdivide`) so that this distance is resolved;
 * geometric ladders below the lowest relevant point and across wide gaps between clusters of
   relevant points (:func:`_gap_ladders`).
 """
@@ -25,6 +27,12 @@ from .._numerics import log_expm1
 from .kernels import Array, Ctx, log_cap_f, log_q_at, log_ratio, tilt
 
 _RHO = 1.5e-3  # C-grid: target relative slack of F − 1 (small F) or of log F (large)
+#: Wide sample intervals that matter through their left-end bound get samples every this many
+#: nats of log P(C = c) (:func:`_subdivide`).
+_SUB_NATS = 16.0
+#: Intervals whose tilted terms lie D > this many nats below an order's peak may let log f fall
+#: by (D − this)/2 across a bin: such a bin stays ≥ 30 + D/2 ≥ 60 nats below the peak.
+_FAR_MARGIN = 60.0
 _EST_REL = 0.1  # relative error allowed for the estimates of log F
 
 
@@ -83,6 +91,34 @@ def _refine_far_peaks(
     return cs2[order], lp2[order], est2[:, order]
 
 
+def _subdivide(ctx: Ctx, cs: Array, lp: Array, est: Array, mx: Array) -> tuple[Array, Array, Array]:
+    """Finer samples in the sample intervals whose left-end bound (mass at the right end × f at
+    the left end) is relevant to some order while log P(C = c) changes by more than
+    :data:`_SUB_NATS` across them (the geometric samples far from c0): there the exact log P and
+    the chord of the estimates. The whole interval looks relevant through its left-end bound,
+    but a point in it matters only as much as its own tilted terms, which these samples resolve,
+    so that the slack allowed per bin can follow them (:func:`c_grid`). Design only."""
+    thr = mx - 40.0 - _EST_REL * np.maximum(mx, 0.0)
+    relb = ((lp[None, 1:] + est[:, :-1]) >= thr).any(axis=0)
+    dlp = np.abs(np.diff(lp))
+    k = np.where(relb & np.isfinite(dlp), np.minimum(np.ceil(dlp / _SUB_NATS), 100), 1).astype(np.int64)
+    k = np.minimum(k, np.maximum(np.diff(cs), 1))
+    if not (k > 1).any():
+        return cs, lp, est
+    i = np.flatnonzero(k > 1)
+    reps = k[i] - 1
+    ii = np.repeat(i, reps)
+    j = np.arange(int(reps.sum())) - np.repeat(np.cumsum(reps) - reps, reps) + 1
+    new = np.unique(np.round(cs[ii] + (cs[ii + 1] - cs[ii]) * j / k[ii]).astype(np.int64))
+    new = np.setdiff1d(new, cs)
+    cs2 = np.union1d(cs, new)
+    lp2 = np.interp(cs2.astype(float), cs.astype(float), lp)
+    isnew = np.isin(cs2, new)
+    lp2[isnew] = log_binom_pmf(cs2[isnew].astype(float), float(ctx.N), ctx.q, ctx.q1)
+    est2 = np.array([np.interp(cs2.astype(float), cs.astype(float), row) for row in est])
+    return cs2, lp2, est2
+
+
 def c_grid(ctx: Ctx, alphas: Array) -> tuple[Array, Array]:
     """The C-grid points (step 1 of the module docstring) and the estimated log(F − 1) per order."""
     big_n, c0, sd = ctx.N, ctx.c0, ctx.sig_c
@@ -98,6 +134,8 @@ def c_grid(ctx: Ctx, alphas: Array) -> tuple[Array, Array]:
     cs, lp, est = _refine_far_peaks(ctx, alphas, cs, lp, est)
     L = lp[None, :] + est
     mx = L.max(axis=1, keepdims=True)
+    cs, lp, est = _subdivide(ctx, cs, lp, est, mx)
+    L = lp[None, :] + est
     # relevant: within 40 nats (+10% of log F: the estimate's relative error) of each order's peak
     rel = mx - 40.0 - _EST_REL * np.maximum(mx, 0.0) <= L
     # allowed relative slack per order, and |d log(f−1)/dc| per sample interval
@@ -125,6 +163,10 @@ def c_grid(ctx: Ctx, alphas: Array) -> tuple[Array, Array]:
     # negligible (the first-order slack estimate above assumes it)
     near = (L[:, 1:] >= mx - 15.0) | (L[:, :-1] >= mx - 15.0)
     lam = np.where(near, np.maximum(1.0, eta)[:, None], np.maximum(10.0, eta)[:, None])
+    # … except far below an order's peak: an interval whose tilted terms and left-end bound are
+    # ≤ lb, D = mx − lb nats below the peak, may let log f fall by (D − 60)/2 across a bin
+    lb = np.maximum(np.maximum(L[:, 1:], L[:, :-1]), lp[None, 1:] + est[:, :-1])
+    lam = np.maximum(lam, 0.5 * (mx - lb - _FAR_MARGIN))
     dens = np.maximum(dens, np.where(relint, slope / lam, 0.0).max(axis=0))
     dens = np.minimum(dens, 1.0)
     cum = np.concatenate([[0.0], np.cumsum(dens * dc)])
