@@ -45,6 +45,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._numerics import log_phi
+from . import fused
 from .kernels import Array, Ctx, log_q_at, log_ratio
 
 LAMBDA_BOX = 40.0  # a box is kept when it is this many nats below every order's estimated total
@@ -55,23 +56,41 @@ _GRID = 241  # points of the g-grid of the negligibility table on each side of 0
 
 class Negligible:
     """max_α [log ψ_α(g) − L(α)] over the design orders, tabulated on a grid of g in [−ε0, ε0],
-    with L = ``lfm1_est`` − :data:`MARGIN`."""
+    with L = ``lfm1_est`` − :data:`MARGIN`. An entry is computed when first looked up (a split
+    uses a few dozen of the grid points)."""
 
     def __init__(self, ctx: Ctx, alphas: Array, lfm1_est: Array) -> None:
-        levels = lfm1_est - MARGIN
+        self.alphas = np.ascontiguousarray(alphas, dtype=float)
+        self.levels = np.ascontiguousarray(lfm1_est - MARGIN, dtype=float)
         e0 = ctx.eps0
         pos = np.geomspace(max(e0 * 1e-12, 1e-300), e0, _GRID)
         self.grid = np.concatenate([-pos[::-1], [0.0], pos])
-        with np.errstate(divide="ignore", invalid="ignore"):
-            self.table = np.max(log_phi(alphas[:, None], self.grid[None, :]) - levels[:, None], axis=0)
+        self.table = np.full(self.grid.size, np.nan)
+        self.done = np.zeros(self.grid.size, dtype=bool)
 
-    def __call__(self, g: Array) -> Array:
-        """An upper bound on the tabulated maximum at each g (the grid point farther from 0)."""
+    def index(self, g: Array) -> Array:
+        """The grid point farther from 0 at each g: for g > 0 the first grid[i] ≥ g, else the
+        last grid[i] ≤ g (clipped to the grid)."""
         grid = self.grid
         i = np.clip(np.searchsorted(grid, g, side="left"), 0, grid.size - 1)  # grid[i−1] < g ≤ grid[i]
         below = np.clip(np.searchsorted(grid, g, side="right") - 1, 0, grid.size - 1)  # grid[k] ≤ g
-        out: Array = np.where(g > 0, self.table[i], self.table[below])
+        out: Array = np.where(g > 0, i, below)
         return out
+
+    def entries(self, idx: Array) -> Array:
+        """The table at grid indices ``idx``, computing those not computed yet."""
+        miss = np.unique(idx[~self.done[idx]])
+        if miss.size:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                vals = log_phi(self.alphas[:, None], self.grid[None, miss]) - self.levels[:, None]
+            self.table[miss] = np.max(vals, axis=0)
+            self.done[miss] = True
+        out: Array = self.table[idx]
+        return out
+
+    def __call__(self, g: Array) -> Array:
+        """An upper bound on the tabulated maximum at each g (the grid point farther from 0)."""
+        return self.entries(self.index(np.asarray(g, dtype=float)))
 
 
 def box_cover(
@@ -79,8 +98,12 @@ def box_cover(
 ) -> tuple[tuple[Array, Array, Array], tuple[Array, Array, Array, Array, Array]]:
     """Split the window [x_l, x_h] of every point into boxes (module docstring) and cell ranges.
 
-    Returns the cell ranges (point, x_lo, x_hi), merged where adjacent and sorted by point then x,
-    and the boxes (point, a, b, log-weight log(W_j·(b − a + 1)·Q_max), value g_end)."""
+    Returns the cell ranges (point, x_lo, x_hi), merged where adjacent, and the boxes (point, a,
+    b, log-weight log(W_j·(b − a + 1)·Q_max), value g_end), each sorted by point then x. With the
+    compiled kernels on and a :class:`Negligible` table, the split runs compiled
+    (:mod:`.fused_boxes`: the same decisions from the same values)."""
+    if isinstance(negl, Negligible) and c.size and fused.available():
+        return _box_cover_compiled(c, lw, x_l, x_h, ctx, negl)
     pt = np.arange(c.size)
     half = (c + 1) // 2  # L: the left side is [0, L], the right side [L+1, c+1]
     a = np.concatenate([x_l, np.maximum(x_l, half + 1)])
@@ -118,4 +141,41 @@ def box_cover(
         last = np.append(first[1:] - 1, rj.size - 1)
         rj, ra, rb = rj[first], ra[first], rb[last]
     bj, ba, bb, blw, bg = (np.concatenate(v) for v in zip(*boxes))
-    return (rj, ra, rb), (bj, ba, bb, blw, bg)
+    order = np.lexsort((ba, bj))
+    return (rj, ra, rb), (bj[order], ba[order], bb[order], blw[order], bg[order])
+
+
+def _box_cover_compiled(
+    c: Array, lw: Array, x_l: Array, x_h: Array, ctx: Ctx, negl: Negligible
+) -> tuple[tuple[Array, Array, Array], tuple[Array, Array, Array, Array, Array]]:
+    """:func:`box_cover` by the compiled split (:func:`accountant.clones.fused_boxes.box_split`).
+    The output arrays start small and are retried once at full size when they run out: a run is
+    split only when longer than MIN_RUN, into halves of at least ⌊(MIN_RUN + 1)/2⌋ cells, so a
+    point's window of W cells leaves at most W/⌊(MIN_RUN + 1)/2⌋ + 2 cell ranges or boxes."""
+    from .._binomial import _stirlerr
+    from .fused_boxes import box_split
+
+    ci = c.astype(np.int64)
+    xl, xh = x_l.astype(np.int64), x_h.astype(np.int64)
+    full = int(np.maximum(xh - xl + 1, 0).sum()) // ((MIN_RUN + 1) // 2) + 2 * c.size + 1
+    consts = np.array([ctx.eps0, ctx.log1pq, ctx.q, ctx.s, ctx.w, LAMBDA_BOX, MIN_RUN])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        small = _stirlerr(np.arange(16.0))  # (entry 0 is never used)
+    lwf = np.ascontiguousarray(lw, dtype=float)
+    nt = (negl.grid, negl.table, negl.done, negl.alphas, negl.levels)
+    for cap in (min(full, 8192 + 32 * c.size), full):
+        cells = np.empty((3, cap), dtype=np.int64)
+        bx = np.empty((3, cap), dtype=np.int64)
+        vals = np.empty((2, cap))
+        nr, nb = box_split(ci, lwf, xl, xh, consts, small, *nt, cells, bx, vals)
+        if nr >= 0:
+            break
+    if nr < 0:
+        raise RuntimeError("box_split: output arrays too small")
+    return (cells[0, :nr], cells[1, :nr], cells[2, :nr]), (
+        bx[0, :nb],
+        bx[1, :nb],
+        bx[2, :nb],
+        vals[0, :nb],
+        vals[1, :nb],
+    )
