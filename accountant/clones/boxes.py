@@ -32,10 +32,14 @@ A box is kept when its bound is negligible for every design order:
 log W_j + log((b − a + 1)·Q_max) + max_α [log ψ_α(g_end) − L(α)] ≤ −:data:`LAMBDA_BOX`,
 L(α) the design's estimate of log(F_α − 1) (:func:`accountant.clones.cgrid.log_f_estimates`) less
 :data:`MARGIN`. The maximum over the orders is
-tabulated once per (n, ε0) on a grid of g (:class:`Negligible`; between grid points it takes
-the grid point farther from 0, where ψ_α is larger for every α). Runs are split top-down
-(halves) until they pass or are at most :data:`MIN_RUN` cells, which are then evaluated as
-cells. With at most ~10⁵ boxes, their total is below e^{−28} of each order's estimated total;
+tabulated per (n, ε0) on a grid of g (:class:`Negligible`, each grid point when first used;
+between grid points it takes the grid point farther from 0, where ψ_α is larger for every α).
+Runs are split top-down (halves) until they pass or are at most :data:`MIN_RUN` cells, which
+are then evaluated as cells. With the compiled kernels on, the split runs compiled
+(:mod:`.fused_boxes`): the same test on the same values (Loader's pmf and g by the same
+formulas, one cell at a time; a half reuses its parent's value at the end they share), so the
+same ranges and boxes up to a test that lands within rounding of the threshold — and the test
+only decides tightness: every box bounds its cells whichever way it goes. With at most ~10⁵ boxes, their total is below e^{−28} of each order's estimated total;
 the engine checks the boxes' actual share a posteriori and flags an order whose boxes weigh
 more than e^{−20} of its total (:meth:`accountant.clones.histogram.Prepared.evaluate`).
 """
