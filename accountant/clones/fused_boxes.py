@@ -2,18 +2,18 @@
 installed and the compiled kernels are on, :func:`accountant.clones.fused.available`;
 module-level functions so that numba caches them on disk).
 
-The same decisions from the same values: per (point, side) run, the runs are split top-down
-(a stack, left half first, so cell ranges and boxes come out sorted by point then x), and each
-run is kept, left as cells or split by the test of the numpy path,
-lw + log(b − a + 1) + log Q(x_q) + negl(g(x_g)) ≤ −λ, with log Q by Loader's binomial pmf
-(:func:`accountant._binomial.log_binom_pmf`, the same operations in the same order, one element at
-a time) and g by :func:`accountant.clones.kernels.log_ratio`'s formulas. A half inherits from its
-parent the value at the end they share (x_q of the half on the Q-max side, x_g of the other): the
-numpy path computes it again from the same integers, so only one log Q and one g are new per
-split. The values agree with numpy's to the last bits of ``log``/``log1p`` (numba calls the C
-library, numpy may use its own SIMD loops), so a run whose test lands within rounding of −λ may
-be decided the other way; either decision is valid (the boxes' certificate does not depend on
-the test, :mod:`.boxes`).
+The split of :func:`accountant.clones.boxes.box_cover` (the boxes module docstring: each half
+reuses its parent's log Q or g at the end they share, runs whose sub-runs all fail for sure are
+left as cells at once) one window side at a time on a stack, left half first, so cell ranges and
+boxes come out sorted by point then x. log Q by Loader's binomial pmf
+(:func:`accountant._binomial.log_binom_pmf`, the same operations in the same order, one element
+at a time) and g by :func:`accountant.clones.kernels.log_ratio`'s formulas; the negligibility
+table is filled where first used, as :class:`accountant.clones.boxes.Negligible` does (the
+compiled log φ of :mod:`.fused_kernels`: numpy's branches and formulas). The values agree with
+numpy's to the last bits of ``log``/``log1p`` (numba calls the C library, numpy may use its own
+SIMD loops; in Loader's x·log(x/m) that is ≲ 1e-11 absolute), so a run whose test lands within
+rounding of −λ may be decided the other way; either decision is valid (the boxes' certificate
+does not depend on the test).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from .kernels import Array
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
-_STACK = 128  # deeper than any split: a run halves until it is at most MIN_RUN ≥ 1 cells long
+_STACK = 128  # a run of W < 2⁶³ cells halves at most 63 times; the stack holds one run more per level
 
 
 def _jit(fn: _F) -> _F:
@@ -168,6 +168,22 @@ def _emit(out: Array, n: int, j: int, a: int, b: int) -> int:
     return n + 1
 
 
+@_jit_inline
+def _halves(st_v: Array, top: int, r: int, lq_new: float, g_new: float) -> None:
+    """The values of the halves [a, mid] (at top + 1, popped first) and [mid + 1, b] (at top) of
+    the run at ``top`` (its values overwritten last; negl of the new g is filled in by the
+    caller). One half takes a new log Q at its x_q (mid on the left side r = 0, mid + 1 on the
+    right side) and keeps the parent's g(x_g); the other keeps the parent's log Q(x_q) and takes
+    a new g at its x_g (mid + 1 on the left side, mid on the right side). Lower bounds over a
+    half: the parent's where the half shares the parent's far end; else log Q at the other
+    half's new x_q (Q is monotone on a side, and that cell is next to the half, on its low-Q
+    side) and negl at the other half's new x_g (likewise on its low-ψ side)."""
+    nq, ngi = top + 1 - r, top + r  # the half with the new log Q, the one with the new g
+    lq, g, ng, lq_lo, ng_lo = st_v[0, top], st_v[1, top], st_v[2, top], st_v[3, top], st_v[4, top]
+    st_v[0, nq], st_v[1, nq], st_v[2, nq], st_v[3, nq] = lq_new, g, ng, lq_lo
+    st_v[0, ngi], st_v[1, ngi], st_v[3, ngi], st_v[4, ngi] = lq, g_new, lq_new, ng_lo
+
+
 @_jit
 def box_split(
     c: Array,
@@ -186,18 +202,19 @@ def box_split(
     box_vals: Array,
 ) -> tuple[int, int]:
     """The split of every point's window (module docstring). ``consts`` = (ε0, log(1 + q), q,
-    s, w, λ, MIN_RUN); ``small`` = stirlerr(0..15); grid, table, done, orders, levels:
+    s, w, λ, MIN_RUN, δ); ``small`` = stirlerr(0..15); grid, table, done, orders, levels:
     the negligibility table (:func:`_negl`; filled where used). Writes the cell ranges (rows
     point, x_lo, x_hi; adjacent ones merged) to ``cells``, the boxes (rows point, a, b) to
     ``boxes`` and their (log-weight, g_end) to ``box_vals``, each sorted by point then x;
     returns the two counts ((−1, −1) when the arrays have no room left)."""
     eps0, log1pq, q, s, w, lam = consts[0], consts[1], consts[2], consts[3], consts[4], consts[5]
-    min_run = int(consts[6])
+    min_run, delta = int(consts[6]), consts[7]
+    log_half = math.log(float((min_run + 1) // 2))
+    # per run on the stack: its ends, log Q(x_q), g(x_g), negl(g(x_g)) and the lower bounds on
+    # log Q and on negl over the run
     st_a = np.empty(_STACK, dtype=np.int64)
     st_b = np.empty(_STACK, dtype=np.int64)
-    st_q = np.empty(_STACK)
-    st_g = np.empty(_STACK)
-    st_n = np.empty(_STACK)
+    st_v = np.empty((5, _STACK))
     nr = 0
     nb = 0
     cap = boxes.shape[1]
@@ -213,39 +230,37 @@ def box_split(
         if a0 > b0:
             continue
         st_c = _stirlerr(float(cj), small) if cj > 0 else 0.0
+        xq, xg = b0 + (a0 - b0) * r, a0 + (b0 - a0) * r
         st_a[0], st_b[0] = a0, b0
-        st_q[0] = _log_q(b0 + (a0 - b0) * r, cj, st_c, small, eps0, log1pq, q)
-        st_g[0] = _g(a0 + (b0 - a0) * r, cj, w, s)
-        st_n[0] = _negl(st_g[0], grid, table, done, alphas, levels)
+        st_v[0, 0] = _log_q(xq, cj, st_c, small, eps0, log1pq, q)
+        st_v[1, 0] = _g(xg, cj, w, s)
+        st_v[2, 0] = _negl(st_v[1, 0], grid, table, done, alphas, levels)
+        st_v[3, 0] = _log_q(xg, cj, st_c, small, eps0, log1pq, q)
+        st_v[4, 0] = _negl(_g(xq, cj, w, s), grid, table, done, alphas, levels)
         top = 1
         while top > 0:
             top -= 1
-            a, b, lq, g, ng = st_a[top], st_b[top], st_q[top], st_g[top], st_n[top]
+            a, b = st_a[top], st_b[top]
             if nr >= cap or nb >= cap:
                 return -1, -1
             wd = b - a + 1
-            lbox = lw[j] + math.log(float(wd)) + lq
-            if lbox + ng <= -lam:
+            lbox = lw[j] + math.log(float(wd)) + st_v[0, top]
+            if lbox + st_v[2, top] <= -lam:
                 boxes[0, nb], boxes[1, nb], boxes[2, nb] = j, a, b
-                box_vals[0, nb], box_vals[1, nb] = lbox, g
+                box_vals[0, nb], box_vals[1, nb] = lbox, st_v[1, top]
                 nb += 1
                 continue
-            if wd <= min_run:
+            # cells: a short run, or one whose every sub-run fails the test for sure
+            if wd <= min_run or lw[j] + log_half + st_v[3, top] + st_v[4, top] + lam > delta:
                 nr = _emit(cells, nr, j, a, b)
                 continue
-            # the halves [a, mid] (at top + 1, popped first) and [mid + 1, b] (at top); each
-            # keeps the parent's value at the end they share: on the left side (x_q = b, x_g = a)
-            # the lower half needs a new log Q at mid and the upper one a new g at mid + 1, on
-            # the right side (x_q = a, x_g = b) the upper half a new log Q at mid + 1 and the
-            # lower one a new g at mid
             mid = (a + b) // 2
             st_a[top], st_b[top] = mid + 1, b
             st_a[top + 1], st_b[top + 1] = a, mid
-            new_q, new_g = top + 1 - r, top + r
-            st_q[new_q] = _log_q(mid + r, cj, st_c, small, eps0, log1pq, q)
-            st_q[new_g] = lq
-            st_g[new_g] = _g(mid + 1 - r, cj, w, s)
-            st_n[new_g] = _negl(st_g[new_g], grid, table, done, alphas, levels)
-            st_g[new_q], st_n[new_q] = g, ng
+            _halves(
+                st_v, top, r, _log_q(mid + r, cj, st_c, small, eps0, log1pq, q), _g(mid + 1 - r, cj, w, s)
+            )
+            st_v[2, top + r] = _negl(st_v[1, top + r], grid, table, done, alphas, levels)
+            st_v[4, top + 1 - r] = st_v[2, top + r]
             top += 2
     return nr, nb

@@ -1,7 +1,9 @@
-"""The compiled split of the clone boxes (accountant.clones.fused_boxes) against the numpy split
-of accountant.clones.boxes.box_cover: the same cell ranges and boxes on random windows and on
-the engine's own plans, the same curves through the whole engine, and the negligibility table
-filled on demand against a direct maximum over the orders (tests/helpers/clone_reference).
+"""The split of the clone boxes (accountant.clones.boxes.box_cover: numpy, and compiled in
+accountant.clones.fused_boxes) against the plain top-down split that defines it (below: every
+run tested from scratch at both ends, halved until it passes or is at most MIN_RUN cells long):
+the same cell ranges and boxes on random windows and on the engine's own plans, the same curves
+through the whole engine, and the negligibility table filled on demand against a direct maximum
+over the orders (tests/helpers/clone_reference).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from hypothesis import strategies as st
 from accountant.clones import boxes as B
 from accountant.clones import clear_cache, clone_rdp, fused
 from accountant.clones import histogram as H
-from accountant.clones.kernels import Ctx
+from accountant.clones.kernels import Ctx, log_q_at, log_ratio
 from accountant.clones.routing import HIST_DESIGN
 from accountant.orders import DEFAULT_ORDERS
 
@@ -34,6 +36,43 @@ def _numba_installed() -> bool:
 
 
 pytestmark = pytest.mark.skipif(not _numba_installed(), reason="numba not installed")
+
+
+def _plain_split(c, lw, x_l, x_h, ctx, negl):
+    """The definition (boxes module docstring): each run [a, b] on one side of L = ⌊(c+1)/2⌋ is
+    a box when lw + log(b − a + 1) + log Q(x_q) + negl(g(x_g)) ≤ −λ (x_q, x_g the ends where Q
+    and ψ are largest), else cells when at most MIN_RUN long, else halved."""
+    cells, boxes = [], []
+    for jj in range(c.size):
+        cj, half = int(c[jj]), (int(c[jj]) + 1) // 2
+        todo = [(int(x_l[jj]), min(int(x_h[jj]), half)), (max(int(x_l[jj]), half + 1), int(x_h[jj]))]
+        while todo:
+            a, b = todo.pop()
+            if a > b:
+                continue
+            right = a > half
+            xq, xg = (a, b) if right else (b, a)
+            lq = log_q_at(np.array([float(xq)]), np.array([cj]), ctx)[0]
+            g = log_ratio(cj + 1.0, 2.0 * xg - cj - 1.0, ctx)
+            lbox = lw[jj] + math.log(b - a + 1.0) + lq
+            if lbox + negl(np.array([g]))[0] <= -B.LAMBDA_BOX:
+                boxes.append((jj, a, b, lbox, g))
+            elif b - a + 1 <= B.MIN_RUN:
+                cells.append((jj, a, b))
+            else:
+                mid = (a + b) // 2
+                todo += [(a, mid), (mid + 1, b)]
+    cells.sort()
+    merged = []
+    for jj, a, b in cells:
+        if merged and merged[-1][0] == jj and merged[-1][2] == a - 1:
+            merged[-1][2] = b
+        else:
+            merged.append([jj, a, b])
+    boxes.sort()
+    rng = tuple(np.array([m[k] for m in merged], dtype=np.int64) for k in range(3))
+    bx = tuple(np.array([v[k] for v in boxes], dtype=float if k > 2 else np.int64) for k in range(5))
+    return rng, bx
 
 
 def _cover(compiled: bool, c, lw, x_l, x_h, ctx, levels, alphas=ORDERS):
@@ -65,7 +104,7 @@ def _assert_same(got, want):
     seed=st.integers(0, 2**32 - 1),
     kappa=st.floats(-30.0, 0.0),
 )
-def test_compiled_split_gives_the_numpy_ranges_and_boxes(log_n, eps0, npts, seed, kappa):
+def test_split_gives_the_plain_splits_ranges_and_boxes(log_n, eps0, npts, seed, kappa):
     n = int(math.exp(log_n))
     ctx = Ctx(n, eps0)
     rng = np.random.default_rng(seed)
@@ -77,9 +116,10 @@ def test_compiled_split_gives_the_numpy_ranges_and_boxes(log_n, eps0, npts, seed
     x_h = np.minimum(np.floor(f[:, 1] * (c + 2)).astype(np.int64), c + 1)
     x_l = np.minimum(x_l, x_h)
     levels = kappa + np.log(ORDERS * (ORDERS - 1.0)) + rng.uniform(0.0, 1.0) * np.log(ORDERS)
-    want, _ = _cover(False, c, lw, x_l, x_h, ctx, levels)
-    got, _ = _cover(True, c, lw, x_l, x_h, ctx, levels)
-    _assert_same(got, want)
+    want = _plain_split(c, lw, x_l, x_h, ctx, B.Negligible(ctx, ORDERS, levels + B.MARGIN))
+    for compiled in (False, True):
+        got, _ = _cover(compiled, c, lw, x_l, x_h, ctx, levels)
+        _assert_same(got, want)
     # sorted by point then x, cell ranges merged: no two adjacent ranges of one point
     (rj, ra, rb), (bj, ba, _, _, _) = got
     assert np.all(np.diff(rj * (n + 2) + ra) > 0) and np.all(np.diff(bj * (n + 2) + ba) > 0)
@@ -87,8 +127,9 @@ def test_compiled_split_gives_the_numpy_ranges_and_boxes(log_n, eps0, npts, seed
 
 
 @pytest.mark.parametrize("n,eps0", [(10**5, 2.0), (10**6, 3.0), (10**7, 5.0), (10**8, 7.5)])
-def test_compiled_split_on_the_engines_plans(n, eps0, monkeypatch):
-    """The plans of the worst cold curves: many boxes and many cell ranges, the same on both paths."""
+def test_split_on_the_engines_plans(n, eps0, monkeypatch):
+    """The plans of the worst cold curves: many boxes and many cell ranges, the same on both paths
+    and (where affordable) as the plain split's."""
     seen = {}
     real = B.box_cover
 
@@ -102,12 +143,14 @@ def test_compiled_split_on_the_engines_plans(n, eps0, monkeypatch):
     want, _ = _cover(False, c, lw, x_l, x_h, ctx, levels, alphas)
     got, negl = _cover(True, c, lw, x_l, x_h, ctx, levels, alphas)
     _assert_same(got, want)
+    if n <= 10**5:  # (the plain split is slow: one run at a time)
+        _assert_same(want, _plain_split(c, lw, x_l, x_h, ctx, B.Negligible(ctx, alphas, levels + B.MARGIN)))
     assert got[0][0].size > 100 and got[1][0].size > 1000
     # the table entries the compiled split filled: the maximum over the orders, and no other
     used = np.flatnonzero(negl.done)
     assert 0 < used.size < negl.grid.size // 2
     direct = np.max(ref_log_phi(alphas[:, None], negl.grid[None, used]) - levels[:, None], axis=0)
-    np.testing.assert_allclose(negl.table[used], direct, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(negl.table[used], direct, rtol=1e-10, atol=1e-12)  # (the reference: ≲ 1e-11)
     assert np.all(np.isnan(np.delete(negl.table, used)))
 
 
@@ -121,7 +164,7 @@ def test_the_table_filled_on_demand_is_the_direct_maximum():
     idx = negl.index(g)
     assert np.array_equal(np.flatnonzero(negl.done), np.unique(idx))
     direct = np.max(ref_log_phi(ORDERS[:, None], negl.grid[None, idx]) - levels[:, None], axis=0)
-    np.testing.assert_allclose(got, direct, rtol=1e-12)
+    np.testing.assert_allclose(got, direct, rtol=1e-10)
     # the grid point farther from 0: |grid| ≥ |g|, the neighbour towards 0 below |g|
     assert np.all(np.abs(negl.grid[idx]) >= np.abs(g))
     towards0 = idx - np.sign(g).astype(int)
