@@ -43,7 +43,8 @@ from .kernels import Array, Ctx
 if TYPE_CHECKING:
     from .histogram import Bins, Layout
 
-#: The compiled kernels: (g_range, cells_stats, hist_sum) of :mod:`.fused_kernels`.
+#: The compiled kernels: (g_range, cells_stats) of :mod:`.fused_cells`, hist_sum of
+#: :mod:`.fused_kernels`.
 Kernels = tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any]]
 #: Per-key histogram statistics: (LM, LML, lo, hi, mean, keys, layout), see :func:`hist_stats`.
 Stats = tuple[Array, Array, Array, Array, Array, Array, "Layout"]
@@ -107,7 +108,8 @@ def _load() -> Kernels | None:
 
 
 def _compile() -> Kernels:
-    from .fused_kernels import cells_stats, g_range, hist_sum
+    from .fused_cells import cells_stats, g_range
+    from .fused_kernels import hist_sum
 
     return g_range, cells_stats, hist_sum
 
@@ -125,8 +127,11 @@ def hist_stats(
     """Per-key histogram statistics of the cells of points c (windows [x_l, x_h], log-weights lw)
     with the compiled kernels: (LM, LML, lo, hi, mean, keys, layout) for the keys with positive
     mass (the arguments of ``Bins._finish``), or None when no cell is valid. ``edges_fn(gmin,
-    gmax)`` gives the bin edges, the first uniform edge and the uniform width."""
+    gmax)`` gives the bin edges, the first uniform edge and the uniform width. The kernel keeps
+    each key's sums relative to 2^{scale} (:mod:`.fused_cells`): LM = scale·ln 2 + log(sum),
+    with ln 2 in two parts (the first product exact)."""
     from .._binomial import log_binom_pmf
+    from .fused_cells import BLOCK, LN2_HI, LN2_LO, NO_SCALE
 
     g_range, cells_stats, _ = _required()
     lwf = lw.astype(float)
@@ -135,37 +140,31 @@ def hist_stats(
         return None
     ed, ksw, dg = edges_fn(gmin, gmax)
     ncell = x_h - x_l + 1
-    nblk = (ncell + 31) // 32
+    nblk = (ncell + BLOCK - 1) // BLOCK
     blk_first = np.concatenate([[0], np.cumsum(nblk)[:-1]])
     nb_tot = int(nblk.sum())
     seg = np.repeat(np.arange(c.size), nblk)
-    x0 = (x_l[seg] + 32 * (np.arange(nb_tot) - blk_first[seg])).astype(float)
+    x0 = (x_l[seg] + BLOCK * (np.arange(nb_tot) - blk_first[seg])).astype(float)
     mf = (c + 1).astype(float)
-    blk_len = np.minimum(32, x_h[seg] - x0 + 1).astype(np.int64)
+    blk_len = np.minimum(BLOCK, x_h[seg] - x0 + 1).astype(np.int64)
     with np.errstate(divide="ignore", invalid="ignore"):
         anchor = log_binom_pmf(x0, mf[seg], 0.5, 0.5)
-    nk = 2 * (ed.size - 1)
-    acc = (
-        np.full(nk, -np.inf),
-        np.zeros(nk),
-        np.zeros(nk),
-        np.zeros(nk),
-        np.full(nk, np.inf),
-        np.full(nk, -np.inf),
-    )
-    mx, msum, ssum, mlsum, gl, gh = acc
-    with np.errstate(under="ignore", over="ignore"):
-        es = np.exp(np.clip(shift_low, -700.0, 700.0))  # per point
-    args = (seg, x0, anchor, blk_len, mf, lwf, es, ctx.s, ctx.w, ed, int(ksw), float(dg), float(gmin), log_r)
-    if cells_stats(*args, acc):
+    tab = np.zeros((2 * (ed.size - 1), 8))
+    tab[:, 0] = tab[:, 3] = NO_SCALE
+    tab[:, 5] = np.inf
+    tab[:, 6] = -np.inf
+    shift = np.clip(shift_low, -700.0, 700.0).astype(float)  # per point (as the numpy path)
+    lay = (int(ksw), float(dg), float(gmin), float(log_r))
+    if cells_stats(seg, x0, anchor, blk_len, mf, lwf, shift, ctx.s, ctx.w, ed, lay, tab):
         raise FloatingPointError("histogram bin assignment failed")
-    kk = np.flatnonzero(msum > 0)
+    kk = np.flatnonzero(tab[:, 1] > 0)
     if kk.size == 0:
         return None
-    LM = mx[kk] + np.log(msum[kk])
+    t = tab[kk]
+    LM = (t[:, 0] * LN2_HI + np.log(t[:, 1])) + t[:, 0] * LN2_LO
     with np.errstate(divide="ignore", invalid="ignore"):
-        LML = mx[kk] + np.log(mlsum[kk])
-    return LM, LML, gl[kk], gh[kk], ssum[kk] / msum[kk], kk, (ed, ksw, dg)
+        LML = (t[:, 3] * LN2_HI + np.log(t[:, 4])) + t[:, 3] * LN2_LO
+    return LM, LML, t[:, 5], t[:, 6], t[:, 2] / t[:, 1], kk, (ed, ksw, dg)
 
 
 def _bin_arrays(bins: Bins) -> tuple[tuple[Array, ...], float]:
