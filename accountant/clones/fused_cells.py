@@ -49,11 +49,14 @@ LN2_LO = 5.7699990475432854e-08
 #: The scale of a key no run has reached yet (ex − _NO_SCALE overflows no int64).
 NO_SCALE = -(2.0**62)
 _INV_LN2 = 1.0 / math.log(2.0)
-_T_MAX = 1.0 / 128.0  # |k|·max(a, b) ≤ this over a segment (:func:`_coefs`)
-_R_LO = 2.0**-200
+_T_MAX = 0.125  # |k|·max(a, b) ≤ this over a segment (:func:`_g_at`)
+_R_LO = 2.0**-600
+_TOP_SLACK = 1.0 + 2.0**-40
 _R_HI = 2.0**64
 _P2 = np.array([math.ldexp(1.0, -i) for i in range(1100)])  # 2^−i (0 from i = 1075 on)
 _P2_LAST = _P2.size - 1
+#: Per-segment buffers: g, 1 − z, the ratio to the next cell, the bin.
+Bufs = tuple[Array, Array, Array, Array]
 
 
 @_jit_inline
@@ -70,7 +73,7 @@ def _sides_g(x: float, m: float, s: float, w: float) -> tuple[float, float, floa
     d = 1.0 - sv
     if abs(sv) <= 0.015625:
         z2 = sv * sv
-        p = 1.0 / 11.0 + z2 / 13.0
+        p = 1.0 / 11.0 + z2 * (1.0 / 13.0)
         p = 1.0 / 9.0 + z2 * p
         p = 1.0 / 7.0 + z2 * p
         p = 1.0 / 5.0 + z2 * p
@@ -119,10 +122,15 @@ def _bin_of(
 ) -> int:
     """The bin (ed[i], ed[i+1]] holding |g| = a (accountant.clones.histogram._bin_keys): the
     analytic index (uniform part above ``top``, geometric below it; or the previous cell's bin,
-    ``prev`` ≥ 0), then moved to the bin that holds a. −1 if none does (never expected)."""
+    ``prev`` ≥ 0), then moved to the bin that holds a. The top edge is the largest |g| of the
+    window ends by :func:`_cell`; this kernel's value of such a cell (:func:`_g_at`) may exceed
+    it by rounding: a value above it by at most 2⁻⁴⁰ relative joins the last bin (whose
+    statistics are its cells' own extremes). −1 if no bin holds a (never expected)."""
     nb = ed.size - 1
+    if not (a > 0.0 and a <= ed[nb] * _TOP_SLACK):
+        return -1
     if prev >= 0:
-        idx = prev
+        idx = min(prev, nb - 1)
     elif a > top:
         idx = int(min(max(math.ceil((a - top) / dg) + (ksw - 1.0), 0.0), nb - 1.0))
     else:
@@ -131,7 +139,7 @@ def _bin_of(
         idx -= 1
     while idx < nb - 1 and a > ed[idx + 1]:
         idx += 1
-    if not (a > ed[idx] and a <= ed[idx + 1]):
+    if not (a > ed[idx] and (a <= ed[idx + 1] or idx == nb - 1)):
         return -1
     return idx
 
@@ -177,11 +185,11 @@ def _flush(
 @_jit_inline
 def _segment(x: float, x_end: float, m: float, s: float, w: float, h: float) -> tuple[float, float]:
     """The next segment [x, xe] of cells (xe ≤ x_end) and its expansion cell xc: cells of one
-    sign of g only (2x < m, 2x = m alone, 2x > m), and at most 1 + ⌊(1/128)/t⌋ of them, t =
-    h/min(1 + z, 1 − z) at x. The expansion cell is the one of smallest |g|: x for g > 0, xe for
-    g < 0 (so g_c and the series have one sign: no cancellation, :func:`_coefs`). Over the
-    segment, max(a, b) at xc ≤ t: a = h/(1 + z) and b = h/(1 − z) are at most t at x where g ≥ 0
-    (xc = x), and where g < 0, b ≤ h ≤ a, and a decreases in x (xc ≥ x)."""
+    sign of g only (2x < m, 2x = m alone, 2x > m), and at most 1 + ⌊T/t⌋ of them (T = 1/8),
+    t = h/min(1 + z, 1 − z) at x. The expansion cell is the one of smallest |g|: x for g > 0,
+    xe for g < 0 (so g_c and the series share their sign: no cancellation, :func:`_g_at`).
+    Over the segment, |k|·max(a, b) ≤ T with a = h/(1 + z_c), b = h/(1 − z_c) at xc: where
+    g > 0 (xc = x) max(a, b) = t; where g < 0, b ≤ h ≤ a = h/(1 + z_c) ≤ t as z_c ≥ z."""
     twice = 2.0 * x - m
     if twice == 0.0:
         return x, x
@@ -194,44 +202,71 @@ def _segment(x: float, x_end: float, m: float, s: float, w: float, h: float) -> 
         lim = min(1.0 + sv, 1.0 - sv)
     t = h / lim
     xe = min(part, x + math.floor(_T_MAX / t)) if t > 0.0 else part
+    xe = x + _r_span(x, xe - x, m)
     return xe, (x if twice > 0.0 else xe)
 
 
 @_jit_inline
-def _coefs(
-    a: float, b: float
-) -> tuple[float, float, float, float, float, float, float, float]:
-    """c_n = ((−1)^{n−1}·a^n + b^n)/n, n = 1 … 8: g(xc + k) = g_c + Σ_n c_n·k^n + R.
+def _r_span(x: float, span: float, m: float) -> float:
+    """span, shortened so that the ratio product r over cells x … x + span (from r ∈ [½, 1))
+    stays in [2⁻⁵⁹¹, 2⁶⁰]: the ratios (m − y)/(y + 1) decrease in y, so r ≥ ½·ρ_lo^span with
+    ρ_lo the ratio at x + span − 1 and r ≤ ρ_hi^span with ρ_hi the one at x (|log₂ ρ| ≤
+    (1/ρ − 1)/ln 2 for ρ < 1 and ≤ (ρ − 1)/ln 2 above: the logs only when these bounds do not
+    suffice). :func:`_sum_pass` checks r anyway."""
+    if span < 1.0:
+        return span
+    lo = (m - (x + span) + 1.0) / (x + span)
+    if span * (1.0 / lo - 1.0) * _INV_LN2 > 590.0:
+        span = min(span, math.floor(590.0 / -math.log2(lo)))
+    hi = (m - x) / (x + 1.0)
+    if span * (hi - 1.0) * _INV_LN2 > 60.0:
+        span = min(span, math.floor(60.0 / math.log2(hi)))
+    return max(span, 1.0)
 
-    With z = z_c + k·h linear in the cell (h = 2s/m), 1 ± z = (1 ± z_c)(1 ± k·a′) for
-    a′ = a = h/(1 + z_c), b = h/(1 − z_c), so exactly g(xc + k) = g_c + log(1 + k·a) −
-    log(1 − k·b), whose Taylor series in k is Σ c_n k^n. With τ = |k|·max(a, b) ≤ 1/128
-    (:func:`_segment`) the remainder |R| ≤ Σ_{n≥9} 2τ^n/n ≤ 2τ⁹/(9(1 − τ)), and the sum
-    itself has the sign of k and |Σ| ≥ |k|(a + b) − Σ_{n≥2} 2τ^n/n ≥ τ(1 − 2τ): |R| ≤ 2τ⁸/(9·(1 −
-    τ)(1 − 2τ)) ≤ 4e-18 of |Σ| — a fortieth of a double's rounding. Rounding: term n, formed
-    with a few roundings, is within ≈ 6·2⁻⁵³·τ^n·2/n of its value, so the evaluated sum is
-    within ≈ 6·2⁻⁵³·τ/(1 − τ)/(τ(1 − 2τ)) ≤ 7 ulps of |Σ| (c_2 = (b² − a²)/2 may cancel, but
-    its error is bounded by that of b², already counted); g_c and Σ share their sign (g_c ≥ 0
-    and k ≥ 0, or g_c < 0 and k ≤ 0), so g_c + Σ adds no cancellation: g to ≈ 8 ulps, as the
-    numpy path's log to a few. Likewise 1 − z = (1 − z_c) − k·h with k·h ≤ (1 − z_c)/128
-    where k > 0 (and an addition of positives where k < 0): to 3 ulps. Coefficients of a
-    one-cell segment are 0 (then g = g_c, 1 − z = 1 − z_c exactly)."""
-    a2 = a * a
-    b2 = b * b
-    a3 = a2 * a
-    b3 = b2 * b
-    a4 = a2 * a2
-    b4 = b2 * b2
-    return (
-        a + b,
-        (b2 - a2) * 0.5,
-        (a3 + b3) / 3.0,
-        (b4 - a4) * 0.25,
-        (a4 * a + b4 * b) / 5.0,
-        (b4 * b2 - a4 * a2) / 6.0,
-        (a4 * a3 + b4 * b3) / 7.0,
-        (b4 * b4 - a4 * a4) * 0.125,
-    )
+
+@_jit_inline
+def _g_at(kf: float, g_c: float, apb: float, amb: float) -> float:
+    """g(xc + k) = g_c + 2·artanh(u), u = k(a + b)/(2 + k(a − b)) (apb = a + b, amb = a − b),
+    by the series 2·Σ_{n ≤ 8} u^{2n+1}/(2n+1).
+
+    With z = z_c + k·h linear in the cell (h = 2s/m), 1 + z = (1 + z_c)(1 + k·a) and 1 − z =
+    (1 − z_c)(1 − k·b) for a = h/(1 + z_c), b = h/(1 − z_c), so exactly
+    g(xc + k) = g_c + log((1 + ka)/(1 − kb)) = g_c + 2·artanh(u). With τ = |k|·max(a, b) ≤ 1/8
+    (:func:`_segment`), |u| ≤ 2τ/(2 − τ) ≤ U = 2/15, and the series' remainder is at most
+    2|u|^{19}/(19(1 − u²)), i.e. ≤ U^{18}/(19(1 − U²)) ≤ 1e-17 relative to 2·artanh(u) ≥ 2|u|
+    (a tenth of a double's rounding). Rounding: a, b carry ≲ 4 ulps, the numerator ≲ 6, the
+    denominator ≥ 2 − τ ≲ 2 (|k(a − b)| ≤ τ: its error is ≤ τ·5 ulps of 2), the series
+    (Horner in u², u² ≤ 0.018) ≲ 2 more: 2·artanh(u) to ≲ 9 ulps; g_c (≲ 3 ulps) and it share
+    their sign (k ≥ 0 with g_c > 0, k ≤ 0 with g_c < 0), so the sum adds one rounding and no
+    cancellation: g to ≲ 10 ulps relative (the numpy path's log1p: ≲ 3). A one-cell segment
+    has apb = amb = 0: g = g_c exactly."""
+    u = kf * apb / (2.0 + kf * amb)
+    u2 = u * u
+    p = 1.0 / 15.0 + u2 * (1.0 / 17.0)
+    p = 1.0 / 13.0 + u2 * p
+    p = 1.0 / 11.0 + u2 * p
+    p = 1.0 / 9.0 + u2 * p
+    p = 1.0 / 7.0 + u2 * p
+    p = 1.0 / 5.0 + u2 * p
+    p = 1.0 / 3.0 + u2 * p
+    return g_c + (2.0 * u + 2.0 * u * (u2 * p))
+
+
+@_jit_inline
+def _flush_pending(
+    i0: int, i1: int, sgn: int, sc: tuple[int, float, int, float], pend: Array, tab: Array, keep: bool
+) -> None:
+    """The runs of a fast segment (:func:`_fast_seg`; bins i0 … i1 of sign sgn, row i of
+    ``pend``: Σ r·(1 − z), Σ r·(1 − z)·g, min g, max g) into their keys (unless not ``keep``:
+    the segment is redone), and ``pend`` cleared."""
+    ex, fr, exl, frl = sc
+    for i in range(i0, i1 + 1):
+        if keep:
+            _flush(2 * i + sgn, ex, fr, exl, frl, pend[i, 0], pend[i, 1], pend[i, 2], pend[i, 3], tab)
+        pend[i, 0] = 0.0
+        pend[i, 1] = 0.0
+        pend[i, 2] = math.inf
+        pend[i, 3] = -math.inf
 
 
 @_jit_inline
@@ -249,6 +284,144 @@ def _new_bin(
 
 
 @_jit_inline
+def _series_pass(x: float, n: int, cell: tuple[float, float, float, float, float, float], m: float, buf: Bufs) -> None:
+    """Per cell x + q of a segment (cell = (xc, g_c, 1 − z_c, h, a + b, a − b)): g (:func:`_g_at`),
+    1 − z = (1 − z_c) − k·h (:func:`_block`) and the ratio b_m(x + 1)/b_m(x) = (m − x)/(x + 1)
+    into the buffers (no branch: the loop is vectorised)."""
+    xc, g_c, d_c, h, apb, amb = cell
+    gb, db, rb, _ = buf
+    for q in range(n):
+        xx = x + q
+        kf = xx - xc
+        gb[q] = _g_at(kf, g_c, apb, amb)
+        db[q] = d_c - kf * h
+        rb[q] = (m - xx) / (xx + 1.0)
+
+
+@_jit_inline
+def _index_pass(n: int, ed: Array, ksw: int, dg: float, buf: Bufs) -> None:
+    """Per cell of a segment whose |g| are all above ed[ksw]: the analytic bin index of the uniform
+    part, ⌈(|g| − ed[ksw])/dg⌉ + ksw − 1 clamped to the bins (nan → 0, no undefined conversion);
+    :func:`_sum_pass` checks it against the edges (vectorised, no branch)."""
+    gb, _, _, ib = buf
+    top = ed[ksw]
+    inv_dg = 1.0 / dg
+    off = ksw - 1.0
+    lim = ed.size - 2.0
+    for q in range(n):
+        t = math.ceil((abs(gb[q]) - top) * inv_dg) + off
+        t = t if t > 0.0 else 0.0
+        t = t if t < lim else lim
+        ib[q] = int(t)
+
+
+@_jit_inline
+def _sum_pass(n: int, r: float, ed: Array, lay: tuple[int, float, float, float], buf: Bufs, pend: Array) -> tuple[float, int, int, int]:
+    """The cells of a fast segment into rows of ``pend`` (Σ weight, Σ weight·g, min g, max g per
+    bin): weight r·(1 − z), r the running ratio product. Each cell's bin is checked against the
+    edges (moved by :func:`_bin_of` where the analytic index is off: the numpy path's assignment).
+    The bins of the segment are monotone in the cell (g is), so the cells of one bin are
+    consecutive: the sums run over the current bin and restart at a new one, and the row is
+    written after each cell (the last write holds the bin's sums) — no branch on the runs.
+    Returns (r after the segment, lowest bin, highest bin, status): status 0, 1 if r left
+    [2⁻²⁰⁰, 2⁶⁴] or the bins were not monotone (the caller redoes the segment by
+    :func:`_slow_seg`; never expected but for very steep pmfs), −1 if a cell could not be placed."""
+    gb, db, rb, ib = buf
+    ksw, dg, gmin, log_r = lay
+    top = ed[ksw]
+    ip = -1
+    am = asg = 0.0
+    lo = math.inf
+    hi = -math.inf
+    i0 = ed.size
+    i1 = -1
+    up = 0
+    down = 0
+    rmin = math.inf
+    rmax = 0.0
+    for q in range(n):
+        i = ib[q]
+        gg = gb[q]
+        if not (abs(gg) > ed[i] and abs(gg) <= ed[i + 1]):
+            i = _bin_of(abs(gg), i, ed, top, ksw, dg, gmin, log_r)
+            if i < 0:
+                return r, i0, i1, -1
+        wt = r * db[q]
+        rmin = min(rmin, r)
+        rmax = max(rmax, r)
+        r *= rb[q]
+        same = i == ip
+        up += i > ip
+        down += i < ip
+        am = (am if same else 0.0) + wt
+        asg = (asg if same else 0.0) + wt * gg
+        lo = min(lo if same else math.inf, gg)
+        hi = max(hi if same else -math.inf, gg)
+        pend[i, 0] = am
+        pend[i, 1] = asg
+        pend[i, 2] = lo
+        pend[i, 3] = hi
+        ip = i
+        i0 = min(i0, i)
+        i1 = max(i1, i)
+    ok = rmin >= _R_LO and rmax <= _R_HI and (up <= 1 or down == 0)
+    return r, i0, i1, 0 if ok else 1
+
+
+@_jit_inline
+def _slow_seg(
+    x: float,
+    n: int,
+    cell: tuple[float, float, float, float, float, float],
+    r: float,
+    m: float,
+    ed: Array,
+    lay: tuple[int, float, float, float],
+    sc: tuple[int, float, int, float],
+    tab: Array,
+    prev: int,
+) -> tuple[int, float, int]:
+    """:func:`_fast_seg` for the other segments (one cell; g = 0 or 1 − z ≤ 0; |g| in the
+    geometric part of the bins): each cell's bin by :func:`_new_bin` from the previous one
+    unless its |g| is inside the current run's bin (ed[i], ed[i+1]]; runs of one key are added
+    to it by :func:`_flush`. Returns (cells done, r, last bin), last bin −3 on failure."""
+    xc, g_c, d_c, h, apb, amb = cell
+    ex, fr, exl, frl = sc
+    ksw, dg, gmin, log_r = lay
+    top = ed[ksw]
+    k_run = -1
+    sm = sg = 0.0
+    lo = elo = math.inf
+    hi = ehi = -math.inf
+    q = 0
+    while q < n and r >= _R_LO and r <= _R_HI:
+        xx = x + q
+        kf = xx - xc
+        gg = _g_at(kf, g_c, apb, amb)
+        d = d_c - kf * h
+        ag = abs(gg)
+        if not (ag > elo and ag <= ehi):
+            kk, prev, elo, ehi = _new_bin(gg, d, prev, ed, top, ksw, dg, gmin, log_r)
+            if kk == -3:
+                return q, r, -3
+            if kk != k_run:
+                _flush(k_run, ex, fr, exl, frl, sm, sg, lo, hi, tab)
+                k_run = kk
+                sm = sg = 0.0
+                lo = math.inf
+                hi = -math.inf
+        wt = r * d
+        sm += wt
+        sg += wt * gg
+        lo = min(lo, gg)
+        hi = max(hi, gg)
+        r *= (m - xx) / (xx + 1.0)
+        q += 1
+    _flush(k_run, ex, fr, exl, frl, sm, sg, lo, hi, tab)
+    return q, r, prev
+
+
+@_jit_inline
 def _block(
     sc: tuple[int, float, int, float],
     m: float,
@@ -259,62 +432,50 @@ def _block(
     ed: Array,
     lay: tuple[int, float, float, float],
     tab: Array,
+    pend: Array,
+    buf: Bufs,
     prev: int,
 ) -> int:
     """The cells x0 … x0 + ln − 1 of one block (scales sc = (ex, fr, exl, frl) of its first
-    cell's weight and right-end weight, :func:`_split`) into ``tab`` (module docstring); the last
-    bin (for the next block of the point), or −3 if a cell could not be placed in a bin."""
+    cell's weight and right-end weight, :func:`_split`) into ``tab``, segment by segment
+    (:func:`_segment`; :func:`_fast_seg` where every |g| of the segment is in the uniform part of
+    the bins, else :func:`_slow_seg`). r = b_m(x)/b_m(x0) times the power of two moved into the
+    scales (at each segment's start, r ∈ [½, 1) by frexp: exact). 1 − z = (1 − z_c) − k·h: where
+    k > 0, k·h ≤ (1 − z_c)/8 (:func:`_segment`), so no cancellation, and where k < 0 a sum of
+    positives: to ≲ 3 ulps. Returns the last bin (a hint for the next block of the point), or −3
+    if a cell could not be placed in a bin."""
     ex, fr, exl, frl = sc
-    ksw, dg, gmin, log_r = lay
-    top = ed[ksw]
+    top = ed[lay[0]]
     h = 2.0 * s / m
     r = 1.0
-    k_run = -1
-    sm = sg = 0.0
-    lo = math.inf
-    hi = -math.inf
     x = x0
     x_end = x0 + (ln - 1.0)
     while x <= x_end:
+        r, e = math.frexp(r)
+        ex += e
+        exl += e
         xe, xc = _segment(x, x_end, m, s, w, h)
         ep, d_c, g_c = _sides_g(xc, m, s, w)
-        c1, c2, c3, c4, c5, c6, c7, c8 = _coefs(h / ep, h / d_c) if xe > x else (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-        elo = math.inf  # a segment's first cell takes the bin test (its sign may be new)
-        ehi = -math.inf
-        for q in range(int(xe - x) + 1):
-            xx = x + q
-            kf = xx - xc
-            if not (r >= _R_LO and r <= _R_HI):  # (exact rescaling by a power of two)
-                _flush(k_run, ex, fr, exl, frl, sm, sg, lo, hi, tab)
-                sm = sg = 0.0
-                lo = math.inf
-                hi = -math.inf
-                r, e = math.frexp(r)
-                ex += e
-                exl += e
-            k2 = kf * kf
-            p = ((c1 + c2 * kf) + k2 * (c3 + c4 * kf)) + (k2 * k2) * ((c5 + c6 * kf) + k2 * (c7 + c8 * kf))
-            gg = g_c + kf * p
-            d = d_c - kf * h
-            ag = abs(gg)
-            if not (ag > elo and ag <= ehi):
-                kk, prev, elo, ehi = _new_bin(gg, d, prev, ed, top, ksw, dg, gmin, log_r)
-                if kk == -3:
-                    return -3
-                if kk != k_run:
-                    _flush(k_run, ex, fr, exl, frl, sm, sg, lo, hi, tab)
-                    k_run = kk
-                    sm = sg = 0.0
-                    lo = math.inf
-                    hi = -math.inf
-            wt = r * d
-            sm += wt
-            sg += wt * gg
-            lo = min(lo, gg)
-            hi = max(hi, gg)
-            r *= (m - xx) / (xx + 1.0)
-        x = xe + 1.0
-    _flush(k_run, ex, fr, exl, frl, sm, sg, lo, hi, tab)
+        n = int(xe - x) + 1
+        a = h / ep if n > 1 else 0.0
+        b = h / d_c if n > 1 else 0.0
+        cell = (xc, g_c, d_c, h, a + b, a - b)
+        st = 1
+        if n > 1 and abs(g_c) > top and d_c > 0.0:
+            _series_pass(x, n, cell, m, buf)
+            _index_pass(n, ed, lay[0], lay[1], buf)
+            r1, i0, i1, st = _sum_pass(n, r, ed, lay, buf, pend)
+            if st < 0:
+                return -3
+            _flush_pending(i0, i1, int(g_c < 0.0), (ex, fr, exl, frl), pend, tab, st == 0)
+            q = n
+            prev = i1 if g_c > 0.0 else i0
+            r = r1 if st == 0 else r
+        if st != 0:
+            q, r, prev = _slow_seg(x, n, cell, r, m, ed, lay, (ex, fr, exl, frl), tab, prev)
+            if prev == -3:
+                return -3
+        x += q
     return prev
 
 
@@ -339,6 +500,10 @@ def cells_stats(
     exponent}, and the extreme values of g (module docstring). Cells with lw = ±inf, g = 0 or
     1 − z ≤ 0 are set aside. Returns 0, or 1 if a cell could not be placed in a bin (never
     expected). lay = (ksw, dg, gmin, log r) of the bin edges ``ed``."""
+    pend = np.zeros((ed.size - 1, 4))
+    pend[:, 2] = math.inf
+    pend[:, 3] = -math.inf
+    buf = (np.empty(BLOCK), np.empty(BLOCK), np.empty(BLOCK), np.empty(BLOCK, dtype=np.int64))
     prev = -1
     for b in range(blk_seg.size):
         j = blk_seg[b]
@@ -350,7 +515,7 @@ def cells_stats(
             continue
         ex, fr = _split(la)
         exl, frl = _split(la + shift[j])
-        prev = _block((ex, fr, exl, frl), mf[j], blk_x0[b], blk_len[b], s, w, ed, lay, tab, prev)
+        prev = _block((ex, fr, exl, frl), mf[j], blk_x0[b], blk_len[b], s, w, ed, lay, tab, pend, buf, prev)
         if prev == -3:
             return 1
     return 0
