@@ -299,17 +299,28 @@ def _series_pass(x: float, n: int, cell: tuple[float, float, float, float, float
 
 
 @_jit_inline
-def _index_pass(n: int, ed: Array, ksw: int, dg: float, buf: Bufs) -> None:
-    """Per cell of a segment whose |g| are all above ed[ksw]: the analytic bin index of the uniform
-    part, ⌈(|g| − ed[ksw])/dg⌉ + ksw − 1 clamped to the bins (nan → 0, no undefined conversion);
-    :func:`_sum_pass` checks it against the edges (vectorised, no branch)."""
+def _index_pass(n: int, ed: Array, lay: tuple[int, float, float, float], buf: Bufs) -> None:
+    """Per cell of a segment: the analytic bin index of |g| (:func:`accountant.clones.histogram.
+    _bin_keys`: ⌈(|g| − ed[ksw])/dg⌉ + ksw − 1 in the uniform part, ⌈log(|g|/gmin)/log R⌉ in the
+    geometric part) clamped to the bins (nan → 0: no undefined conversion); :func:`_sum_pass`
+    checks it against the edges. Without a branch (vectorised) when every |g| of the segment is
+    in the uniform part (|g| is monotone over it: its ends suffice)."""
     gb, _, _, ib = buf
+    ksw, dg, gmin, log_r = lay
     top = ed[ksw]
     inv_dg = 1.0 / dg
     off = ksw - 1.0
     lim = ed.size - 2.0
+    if abs(gb[0]) > top and abs(gb[n - 1]) > top:
+        for q in range(n):
+            t = math.ceil((abs(gb[q]) - top) * inv_dg) + off
+            t = t if t > 0.0 else 0.0
+            t = t if t < lim else lim
+            ib[q] = int(t)
+        return
     for q in range(n):
-        t = math.ceil((abs(gb[q]) - top) * inv_dg) + off
+        ag = abs(gb[q])
+        t = math.ceil((ag - top) * inv_dg) + off if ag > top else math.ceil(math.log(ag / gmin) / log_r)
         t = t if t > 0.0 else 0.0
         t = t if t < lim else lim
         ib[q] = int(t)
@@ -461,9 +472,9 @@ def _block(
         b = h / d_c if n > 1 else 0.0
         cell = (xc, g_c, d_c, h, a + b, a - b)
         st = 1
-        if n > 1 and abs(g_c) > top and d_c > 0.0:
+        if n > 1 and g_c != 0.0 and d_c > 0.0:
             _series_pass(x, n, cell, m, buf)
-            _index_pass(n, ed, lay[0], lay[1], buf)
+            _index_pass(n, ed, lay, buf)
             r1, i0, i1, st = _sum_pass(n, r, ed, lay, buf, pend)
             if st < 0:
                 return -3
