@@ -254,19 +254,20 @@ def _g_at(kf: float, g_c: float, apb: float, amb: float) -> float:
 
 @_jit_inline
 def _flush_pending(
-    i0: int, i1: int, sgn: int, sc: tuple[int, float, int, float], pend: Array, tab: Array, keep: bool
+    span: tuple[int, int, int], sgn: int, sc: tuple[int, float, int, float], pend: Array, tab: Array, keep: bool
 ) -> None:
-    """The runs of a fast segment (:func:`_fast_seg`; bins i0 … i1 of sign sgn, row i of
-    ``pend``: Σ r·(1 − z), Σ r·(1 − z)·g, min g, max g) into their keys (unless not ``keep``:
-    the segment is redone), and ``pend`` cleared."""
+    """The runs of a fast segment (:func:`_sum_pass`; span = (lowest bin, highest bin, base) of
+    sign sgn, bin i in row i − base of ``pend``: Σ weight, Σ weight·g, min g, max g) into their
+    keys (unless not ``keep``: the segment is redone), and those rows cleared."""
     ex, fr, exl, frl = sc
+    i0, i1, base = span
     for i in range(i0, i1 + 1):
         if keep:
-            _flush(2 * i + sgn, ex, fr, exl, frl, pend[i, 0], pend[i, 1], pend[i, 2], pend[i, 3], tab)
-        pend[i, 0] = 0.0
-        pend[i, 1] = 0.0
-        pend[i, 2] = math.inf
-        pend[i, 3] = -math.inf
+            _flush(2 * i + sgn, ex, fr, exl, frl, pend[i - base, 0], pend[i - base, 1], pend[i - base, 2], pend[i - base, 3], tab)
+        pend[i - base, 0] = 0.0
+        pend[i - base, 1] = 0.0
+        pend[i - base, 2] = math.inf
+        pend[i - base, 3] = -math.inf
 
 
 @_jit_inline
@@ -327,7 +328,9 @@ def _index_pass(n: int, ed: Array, lay: tuple[int, float, float, float], buf: Bu
 
 
 @_jit_inline
-def _sum_pass(n: int, r: float, ed: Array, lay: tuple[int, float, float, float], buf: Bufs, pend: Array) -> tuple[float, int, int, int]:
+def _sum_pass(
+    n: int, r: float, ed: Array, lay: tuple[int, float, float, float], buf: Bufs, pend: Array
+) -> tuple[float, tuple[int, int, int], int]:
     """The cells of a fast segment into rows of ``pend`` (Σ weight, Σ weight·g, min g, max g per
     bin): weight r·(1 − z), r the running ratio product. Each cell's bin is checked against the
     edges (moved by :func:`_bin_of` where the analytic index is off: the numpy path's assignment).
@@ -346,6 +349,7 @@ def _sum_pass(n: int, r: float, ed: Array, lay: tuple[int, float, float, float],
     hi = -math.inf
     i0 = ed.size
     i1 = -1
+    base = max(min(ib[0], ib[n - 1]) - 2, 0)
     up = 0
     down = 0
     rmin = math.inf
@@ -355,8 +359,8 @@ def _sum_pass(n: int, r: float, ed: Array, lay: tuple[int, float, float, float],
         gg = gb[q]
         if not (abs(gg) > ed[i] and abs(gg) <= ed[i + 1]):
             i = _bin_of(abs(gg), i, ed, top, ksw, dg, gmin, log_r)
-            if i < 0:
-                return r, i0, i1, -1
+            if i < base:
+                return r, (i0, i1, base), -1 if i < 0 else 1
         wt = r * db[q]
         rmin = min(rmin, r)
         rmax = max(rmax, r)
@@ -368,15 +372,15 @@ def _sum_pass(n: int, r: float, ed: Array, lay: tuple[int, float, float, float],
         asg = (asg if same else 0.0) + wt * gg
         lo = min(lo if same else math.inf, gg)
         hi = max(hi if same else -math.inf, gg)
-        pend[i, 0] = am
-        pend[i, 1] = asg
-        pend[i, 2] = lo
-        pend[i, 3] = hi
+        pend[i - base, 0] = am
+        pend[i - base, 1] = asg
+        pend[i - base, 2] = lo
+        pend[i - base, 3] = hi
         ip = i
         i0 = min(i0, i)
         i1 = max(i1, i)
     ok = rmin >= _R_LO and rmax <= _R_HI and (up <= 1 or down == 0)
-    return r, i0, i1, 0 if ok else 1
+    return r, (i0, i1, base), 0 if ok else 1
 
 
 @_jit_inline
@@ -475,12 +479,12 @@ def _block(
         if n > 1 and g_c != 0.0 and d_c > 0.0:
             _series_pass(x, n, cell, m, buf)
             _index_pass(n, ed, lay, buf)
-            r1, i0, i1, st = _sum_pass(n, r, ed, lay, buf, pend)
+            r1, span, st = _sum_pass(n, r, ed, lay, buf, pend)
             if st < 0:
                 return -3
-            _flush_pending(i0, i1, int(g_c < 0.0), (ex, fr, exl, frl), pend, tab, st == 0)
+            _flush_pending(span, int(g_c < 0.0), (ex, fr, exl, frl), pend, tab, st == 0)
             q = n
-            prev = i1 if g_c > 0.0 else i0
+            prev = span[1] if g_c > 0.0 else span[0]
             r = r1 if st == 0 else r
         if st != 0:
             q, r, prev = _slow_seg(x, n, cell, r, m, ed, lay, (ex, fr, exl, frl), tab, prev)
