@@ -1,34 +1,41 @@
 """The compiled histogram build of :mod:`accountant.clones.fused` (imported only when numba is
-installed): every cell of every point, its weight and g, binned on |g| and reduced per bin key.
+installed): every cell of every point — its weight and g — binned on |g| and reduced per bin key
+to the statistics of :class:`accountant.clones.histogram.Bins` (mass, mass·g, right-end mass,
+extreme values of g).
 
-Cell x of a point with m = c + 1 coins, v = (2x − m)/m, z = s·v: weight b_m(x)·(1 − z),
-g = log((1 + z)/(1 − z)) (:mod:`accountant.clones._cells`). Per block of at most
-:data:`BLOCK` cells (from x0, log-weight la of its first cell = Loader's log-pmf at x0 plus the
-point's log-weight, from the caller):
+Cell x of a point with m = c + 1 coins, v = (2x − m)/m, z = s·v: weight e^{lw}·b_m(x)·(1 − z),
+g = log((1 + z)/(1 − z)) (:mod:`accountant.clones._cells`). The caller cuts each window into
+blocks of at most :data:`BLOCK` cells and gives Loader's log-pmf at each block's first cell x0;
+:func:`_block` cuts a block into segments (:func:`_segment`).
 
-* **weights** b_m(x)/b_m(x0) = r, the product of the exact ratios (m − x + 1)/x (numerator and
-  denominator exact integers): one rounded division and one rounded product per cell, so after
-  k ≤ BLOCK − 1 steps r carries a relative error ≤ 2k·2⁻⁵³ ≤ 5.7e-14 (the numpy path sums the
-  logs of the same ratios over blocks of 32: an absolute error ≲ 32 ulps of the partial sums,
-  the same order). r is kept in [2⁻²⁰⁰, 2⁶⁴] by exact power-of-two renormalisation (frexp; the
-  block's scale exponent takes the power), so no ratio product under- or overflows however
-  steep the pmf is inside a block.
-* **scales** e^{la} = fr·2^{ex} (:func:`_split`): every sum is kept relative to a power of two
-  per bin key (the largest ex of its runs), so joining a run to a key costs two table look-ups
-  instead of an exp. A run whose mass relative to its key's scale is below 2⁻¹⁰⁷⁴ underflows:
-  the key's largest run weighs ≥ 2⁻²⁰¹·(1 − z) of that scale, so only mass below 2⁻⁸⁰⁰ of the
-  same bin's own mass can be lost (as in the numpy path: cells whose weight relative to the
-  bin's largest underflows). The right-end sums (weights ×e^{shift}) keep their own
-  power-of-two scale per key, so they neither overflow nor underflow where the left ones do
-  not.
-* **g and 1 − z** by segments (:func:`_segment`, :func:`_coefs`): see :func:`_coefs` for the
-  series in the in-segment offset and its error bound; one log per segment (≈ 1/(128·h) cells,
-  h = 2s/m) instead of one per cell.
-* **bins**: g is monotone in x, so consecutive cells share a bin key in runs; a cell whose |g|
-  is inside the current run's bin (ed[i], ed[i+1]] joins it with two comparisons; the others
-  get their bin from :func:`_bin_of` (the previous bin, corrected against the edges themselves:
-  the numpy path's assignment of the same value) and start a run. A run is added to its key by
-  :func:`_flush`.
+* **Weights.** Within a block b_m(x) = b_m(x0)·r, r the product of the exact ratios
+  (m − y)/(y + 1) (numerator and denominator exact integers): one rounded division and one
+  rounded product per cell, so after k ≤ BLOCK − 1 steps r carries a relative error
+  ≤ 2k·2⁻⁵³ ≤ 5.7e-14 (the numpy path sums the logs of the same ratios over blocks of 32: an
+  absolute error of ≲ 32 ulps of the partial sums, the same order). At each segment's start r
+  is brought into [½, 1) by frexp, the power of two moving into the block's scale exponent
+  (exact); segments are cut (:func:`_r_span`) so that r stays in [2⁻⁵⁹¹, 2⁶⁰] and r is checked
+  to lie in [2⁻⁶⁰⁰, 2⁶⁴]: a cell's weight r·(1 − z) is a normal number, ≥ 2⁻⁶⁰⁰·(1 − z).
+* **Scales.** e^{la} = fr·2^{ex} (:func:`_split`, la = the block's log-weight). A key's sums are
+  kept relative to 2^{its scale}, the largest ex of its runs (:func:`_flush`: two look-ups in a
+  table of powers of two instead of an exp). The run that set the scale weighs ≥
+  2⁻⁶⁰⁰·(1 − z)·2^{scale}; what underflows (a run, or the old sums when the scale grows) is below
+  2⁻¹⁰⁷⁴·2^{scale}: below 2⁻⁴⁷⁴/(1 − z) of the same bin's own mass, and 1 − z ≥ 1 − s ≥ e^{−ε0}
+  (x ≤ m), so below 2⁻⁴³⁰ of it for ε0 ≤ 30 — underflow relative to the bin's own mass, as in
+  the numpy path (which drops cells below 2⁻¹⁰⁷⁴ of the bin's largest). The right-end sums
+  (weights × e^{shift_j}, shift clipped to ±700 as there) have their own scale per key.
+* **g and 1 − z** per segment from one log at its expansion cell (:func:`_g_at`: the exact
+  identity g(xc + k) = g_c + 2·artanh(u) and its series, to ≲ 12 ulps of g; 1 − z =
+  (1 − z_c) − k·h, to ≲ 5 ulps), in a vectorised pass (:func:`_series_pass`).
+* **Bins.** Each cell's bin is the analytic index of :func:`accountant.clones.histogram._bin_keys`
+  checked against the edges themselves (:func:`_index_pass`, :func:`_sum_pass`; moved by
+  :func:`_bin_of` where they disagree): the numpy path's assignment of the same value. g is
+  monotone in x, so within a segment the cells of one bin are consecutive and their sums run
+  without a branch (:func:`_sum_pass`); one-cell segments and the rare segments that fail a
+  check go cell by cell (:func:`_slow_seg`).
+
+So the histogram is the numpy path's up to the cells' g (≲ 12 ulps apart: a cell on a bin edge
+may land in the neighbouring bin; either histogram is valid) and to the rounding of the sums.
 """
 
 from __future__ import annotations
@@ -42,17 +49,17 @@ from .kernels import Array
 
 #: Cells per block (one Loader anchor each, computed by the caller).
 BLOCK = 256
-#: ln 2 = _LN2_HI + _LN2_LO, _LN2_HI with 24 significant bits (ex·_LN2_HI is exact for
-#: |ex| < 2²⁹) and _LN2_LO the rest to 4e-24 relative.
+#: ln 2 = LN2_HI + LN2_LO: LN2_HI with 24 significant bits (ex·LN2_HI is exact for |ex| < 2²⁹),
+#: LN2_LO the rest (their sum is ln 2 to 1e-23 relative).
 LN2_HI = 0.6931471228599548
 LN2_LO = 5.7699990475432854e-08
-#: The scale of a key no run has reached yet (ex − _NO_SCALE overflows no int64).
+#: The scale exponent of a key no run has reached yet (differences to it overflow no int64).
 NO_SCALE = -(2.0**62)
 _INV_LN2 = 1.0 / math.log(2.0)
-_T_MAX = 0.125  # |k|·max(a, b) ≤ this over a segment (:func:`_g_at`)
-_R_LO = 2.0**-600
-_TOP_SLACK = 1.0 + 2.0**-40
+_T_MAX = 0.125  # |k|·max(a, b) over a segment (:func:`_g_at`)
+_R_LO = 2.0**-600  # the range of the ratio product r (module docstring)
 _R_HI = 2.0**64
+_TOP_SLACK = 1.0 + 2.0**-40  # (:func:`_bin_of`)
 _P2 = np.array([math.ldexp(1.0, -i) for i in range(1100)])  # 2^−i (0 from i = 1075 on)
 _P2_LAST = _P2.size - 1
 #: Per-segment buffers: g, 1 − z, the ratio to the next cell, the bin.
@@ -146,9 +153,9 @@ def _bin_of(
 
 @_jit_inline
 def _split(la: float) -> tuple[int, float]:
-    """e^{la} = fr·2^{ex}: ex = ⌊la/ln 2⌋, fr = e^{(la − ex·LN2_HI) − ex·LN2_LO} ∈ [1, 2] (the
-    first difference exact, Sterbenz, for |la| ≥ 2 and |ex| < 2²⁹; the rest rounds to an ulp
-    of the value: e^{la} to rounding)."""
+    """e^{la} = fr·2^{ex}: ex = ⌊la/ln 2⌋ and fr = e^{(la − ex·LN2_HI) − ex·LN2_LO} ∈ [1, 2]
+    (ex·LN2_HI exact for |ex| < 2²⁹; the difference to la, below 1 + |ex|·LN2_LO, is exact by
+    Sterbenz for |la| ≥ 2 and otherwise within 2⁻⁵¹ of it): e^{la} to a few ulps."""
     e = math.floor(la * _INV_LN2)
     return int(e), math.exp((la - e * LN2_HI) - e * LN2_LO)
 
@@ -184,23 +191,23 @@ def _flush(
 
 @_jit_inline
 def _segment(x: float, x_end: float, m: float, s: float, w: float, h: float) -> tuple[float, float]:
-    """The next segment [x, xe] of cells (xe ≤ x_end) and its expansion cell xc: cells of one
-    sign of g only (2x < m, 2x = m alone, 2x > m), and at most 1 + ⌊T/t⌋ of them (T = 1/8),
-    t = h/min(1 + z, 1 − z) at x. The expansion cell is the one of smallest |g|: x for g > 0,
-    xe for g < 0 (so g_c and the series share their sign: no cancellation, :func:`_g_at`).
-    Over the segment, |k|·max(a, b) ≤ T with a = h/(1 + z_c), b = h/(1 − z_c) at xc: where
-    g > 0 (xc = x) max(a, b) = t; where g < 0, b ≤ h ≤ a = h/(1 + z_c) ≤ t as z_c ≥ z."""
+    """The next segment [x, xe] of cells (xe ≤ x_end) and its expansion cell xc. Its cells have
+    one sign of g (2x < m; 2x = m alone; 2x > m) and are at most 1 + ⌊T/t⌋ (T = 1/8,
+    t = h/min(1 + z, 1 − z) at x), and no more than :func:`_r_span` allows. The expansion cell
+    is the one of smallest |g|: x where g > 0, xe where g < 0 (so g_c and the series of
+    :func:`_g_at` share their sign). Over the segment |k|·max(a, b) ≤ T, a = h/(1 + z_c),
+    b = h/(1 − z_c): where g > 0, xc = x and max(a, b) = t; where g < 0, b ≤ h ≤ a, and
+    a = h/(1 + z_c) ≤ h/(1 + z) = t as z_c ≥ z."""
     twice = 2.0 * x - m
     if twice == 0.0:
         return x, x
     part = x_end if twice > 0.0 else min(x_end, math.ceil(m / 2.0) - 1.0)
     v = twice / m
     sv = s * v
-    if abs(sv) > 0.5:
-        lim = min(2.0 * x / m - v * w, 2.0 * (m - x) / m + v * w)
-    else:
-        lim = min(1.0 + sv, 1.0 - sv)
-    t = h / lim
+    far = abs(sv) > 0.5  # (1 ± z as in :func:`_sides_g`)
+    ep = 2.0 * x / m - v * w if far else 1.0 + sv
+    em = 2.0 * (m - x) / m + v * w if far else 1.0 - sv
+    t = h / min(ep, em)
     xe = min(part, x + math.floor(_T_MAX / t)) if t > 0.0 else part
     xe = x + _r_span(x, xe - x, m)
     return xe, (x if twice > 0.0 else xe)
@@ -254,7 +261,12 @@ def _g_at(kf: float, g_c: float, apb: float, amb: float) -> float:
 
 @_jit_inline
 def _flush_pending(
-    span: tuple[int, int, int], sgn: int, sc: tuple[int, float, int, float], pend: Array, tab: Array, keep: bool
+    span: tuple[int, int, int],
+    sgn: int,
+    sc: tuple[int, float, int, float],
+    pend: Array,
+    tab: Array,
+    keep: bool,
 ) -> None:
     """The runs of a fast segment (:func:`_sum_pass`; span = (lowest bin, highest bin, base) of
     sign sgn, bin i in row i − base of ``pend``: Σ weight, Σ weight·g, min g, max g) into their
@@ -263,7 +275,18 @@ def _flush_pending(
     i0, i1, base = span
     for i in range(i0, i1 + 1):
         if keep:
-            _flush(2 * i + sgn, ex, fr, exl, frl, pend[i - base, 0], pend[i - base, 1], pend[i - base, 2], pend[i - base, 3], tab)
+            _flush(
+                2 * i + sgn,
+                ex,
+                fr,
+                exl,
+                frl,
+                pend[i - base, 0],
+                pend[i - base, 1],
+                pend[i - base, 2],
+                pend[i - base, 3],
+                tab,
+            )
         pend[i - base, 0] = 0.0
         pend[i - base, 1] = 0.0
         pend[i - base, 2] = math.inf
@@ -285,7 +308,9 @@ def _new_bin(
 
 
 @_jit_inline
-def _series_pass(x: float, n: int, cell: tuple[float, float, float, float, float, float], m: float, buf: Bufs) -> None:
+def _series_pass(
+    x: float, n: int, cell: tuple[float, float, float, float, float, float], m: float, buf: Bufs
+) -> None:
     """Per cell x + q of a segment (cell = (xc, g_c, 1 − z_c, h, a + b, a − b)): g (:func:`_g_at`),
     1 − z = (1 − z_c) − k·h (:func:`_block`) and the ratio b_m(x + 1)/b_m(x) = (m − x)/(x + 1)
     into the buffers (no branch: the loop is vectorised)."""
@@ -331,15 +356,18 @@ def _index_pass(n: int, ed: Array, lay: tuple[int, float, float, float], buf: Bu
 def _sum_pass(
     n: int, r: float, ed: Array, lay: tuple[int, float, float, float], buf: Bufs, pend: Array
 ) -> tuple[float, tuple[int, int, int], int]:
-    """The cells of a fast segment into rows of ``pend`` (Σ weight, Σ weight·g, min g, max g per
-    bin): weight r·(1 − z), r the running ratio product. Each cell's bin is checked against the
-    edges (moved by :func:`_bin_of` where the analytic index is off: the numpy path's assignment).
-    The bins of the segment are monotone in the cell (g is), so the cells of one bin are
-    consecutive: the sums run over the current bin and restart at a new one, and the row is
-    written after each cell (the last write holds the bin's sums) — no branch on the runs.
-    Returns (r after the segment, lowest bin, highest bin, status): status 0, 1 if r left
-    [2⁻²⁰⁰, 2⁶⁴] or the bins were not monotone (the caller redoes the segment by
-    :func:`_slow_seg`; never expected but for very steep pmfs), −1 if a cell could not be placed."""
+    """The cells of a segment (buffers of :func:`_series_pass`, :func:`_index_pass`) into rows of
+    ``pend`` (per bin: Σ weight, Σ weight·g, min g, max g; bin i in row i − base, base two below
+    the lowest analytic index of the segment, so the rows stay few and hot): weight r·(1 − z), r
+    the running ratio product (from r at the segment's start). Each cell's analytic bin is
+    checked against the edges (ed[i] < |g| ≤ ed[i+1]) and moved by :func:`_bin_of` where it is
+    off. The bins are monotone in the cell (|g| is, on a segment of one sign), so the cells of
+    one bin are consecutive: the sums restart at each new bin and the bin's row is written after
+    every cell, its last write holding its sums — no branch on the runs. Monotonicity is checked
+    (increases and decreases counted), and r ∈ [2⁻⁶⁰⁰, 2⁶⁴]. Returns (r after the segment,
+    (lowest bin, highest bin, base), status): status 0; 1 if a check failed (the caller clears
+    the rows and redoes the segment by :func:`_slow_seg`); −1 if a cell could not be placed in a
+    bin (never expected)."""
     gb, db, rb, ib = buf
     ksw, dg, gmin, log_r = lay
     top = ed[ksw]
@@ -396,10 +424,12 @@ def _slow_seg(
     tab: Array,
     prev: int,
 ) -> tuple[int, float, int]:
-    """:func:`_fast_seg` for the other segments (one cell; g = 0 or 1 − z ≤ 0; |g| in the
-    geometric part of the bins): each cell's bin by :func:`_new_bin` from the previous one
-    unless its |g| is inside the current run's bin (ed[i], ed[i+1]]; runs of one key are added
-    to it by :func:`_flush`. Returns (cells done, r, last bin), last bin −3 on failure."""
+    """A segment cell by cell (one-cell segments: g = 0, 1 − z ≤ 0, or a segment that failed a
+    check of :func:`_sum_pass`): g and 1 − z as there; a cell whose |g| is inside the current
+    run's bin (ed[i], ed[i+1]] joins the run, the others get their key from :func:`_new_bin` and
+    start one; each run goes to its key by :func:`_flush`. Stops where r leaves [2⁻⁶⁰⁰, 2⁶⁴]
+    (the next segment starts there, with r renormalised). Returns (cells done, r, last bin),
+    last bin −3 on failure."""
     xc, g_c, d_c, h, apb, amb = cell
     ex, fr, exl, frl = sc
     ksw, dg, gmin, log_r = lay
@@ -451,21 +481,25 @@ def _block(
     buf: Bufs,
     prev: int,
 ) -> int:
-    """The cells x0 … x0 + ln − 1 of one block (scales sc = (ex, fr, exl, frl) of its first
-    cell's weight and right-end weight, :func:`_split`) into ``tab``, segment by segment
-    (:func:`_segment`; :func:`_fast_seg` where every |g| of the segment is in the uniform part of
-    the bins, else :func:`_slow_seg`). r = b_m(x)/b_m(x0) times the power of two moved into the
-    scales (at each segment's start, r ∈ [½, 1) by frexp: exact). 1 − z = (1 − z_c) − k·h: where
-    k > 0, k·h ≤ (1 − z_c)/8 (:func:`_segment`), so no cancellation, and where k < 0 a sum of
-    positives: to ≲ 3 ulps. Returns the last bin (a hint for the next block of the point), or −3
-    if a cell could not be placed in a bin."""
+    """The cells x0 … x0 + ln − 1 of one block into ``tab`` (sc = (ex, fr, exl, frl): the
+    scales of its first cell's weight and right-end weight, :func:`_split`), segment by segment
+    (:func:`_segment`): at each segment's start r → [½, 1) by frexp and the scales' exponents
+    take the power of two (exact); g_c and 1 ± z_c at the expansion cell (:func:`_sides_g`),
+    a = h/(1 + z_c), b = h/(1 − z_c), h = 2s/m (zero for a one-cell segment); then the passes
+    (:func:`_series_pass`, :func:`_index_pass`, :func:`_sum_pass`, :func:`_flush_pending`), or
+    :func:`_slow_seg`.
+
+    1 − z = (1 − z_c) − k·h exactly (z is linear in x). Rounded: 1 − z_c to ≲ 3 ulps, h to one;
+    for k > 0, k·h ≤ (1 − z_c)·|k|·b ≤ (1 − z_c)/8 (:func:`_segment`), so the difference loses
+    at most a factor 8/7 and 1 − z is within ≲ 5 ulps; for k < 0 it is a sum of positives.
+    Returns the last bin (a hint for the point's next block), or −3 if a cell could not be
+    placed in a bin (never expected)."""
     ex, fr, exl, frl = sc
-    top = ed[lay[0]]
     h = 2.0 * s / m
     r = 1.0
     x = x0
     x_end = x0 + (ln - 1.0)
-    while x <= x_end:
+    while x <= x_end and r > 0.0:  # (r = 0 only beyond x = m: cells of weight 0)
         r, e = math.frexp(r)
         ex += e
         exl += e
@@ -488,7 +522,7 @@ def _block(
             r = r1 if st == 0 else r
         if st != 0:
             q, r, prev = _slow_seg(x, n, cell, r, m, ed, lay, (ex, fr, exl, frl), tab, prev)
-            if prev == -3:
+            if prev == -3 or q == 0:
                 return -3
         x += q
     return prev
