@@ -238,15 +238,22 @@ def _g_at(kf: float, g_c: float, apb: float, amb: float) -> float:
 
     With z = z_c + k·h linear in the cell (h = 2s/m), 1 + z = (1 + z_c)(1 + k·a) and 1 − z =
     (1 − z_c)(1 − k·b) for a = h/(1 + z_c), b = h/(1 − z_c), so exactly
-    g(xc + k) = g_c + log((1 + ka)/(1 − kb)) = g_c + 2·artanh(u). With τ = |k|·max(a, b) ≤ 1/8
-    (:func:`_segment`), |u| ≤ 2τ/(2 − τ) ≤ U = 2/15, and the series' remainder is at most
-    2|u|^{19}/(19(1 − u²)), i.e. ≤ U^{18}/(19(1 − U²)) ≤ 1e-17 relative to 2·artanh(u) ≥ 2|u|
-    (a tenth of a double's rounding). Rounding: a, b carry ≲ 4 ulps, the numerator ≲ 6, the
-    denominator ≥ 2 − τ ≲ 2 (|k(a − b)| ≤ τ: its error is ≤ τ·5 ulps of 2), the series
-    (Horner in u², u² ≤ 0.018) ≲ 2 more: 2·artanh(u) to ≲ 9 ulps; g_c (≲ 3 ulps) and it share
-    their sign (k ≥ 0 with g_c > 0, k ≤ 0 with g_c < 0), so the sum adds one rounding and no
-    cancellation: g to ≲ 10 ulps relative (the numpy path's log1p: ≲ 3). A one-cell segment
-    has apb = amb = 0: g = g_c exactly."""
+    g(xc + k) = g_c + log((1 + ka)/(1 − kb)) = g_c + 2·artanh(u).
+
+    Truncation. Let τ = |k|·max(a, b) ≤ 1/8 (:func:`_segment`) and, for k > 0, α = ka, β = kb:
+    u = (α + β)/(2 + α − β) ≤ max(α, β) (for β ≥ α this is α(1 − β) ≤ β(1 − β); for α > β,
+    β(1 + α) ≤ α(1 + α)); for k < 0 the same with a and b exchanged. So |u| ≤ τ, and the
+    series' remainder 2·Σ_{n≥9} |u|^{2n+1}/(2n+1) ≤ 2|u|^{19}/(19(1 − u²)) is at most
+    τ^{18}/(19(1 − τ²)) ≤ 3e-18 relative to 2·artanh(|u|) ≥ 2|u| — a thirtieth of a double's
+    rounding.
+
+    Rounding. a and b carry ≲ 5 ulps (h, 1 ± z_c, the division), a + b ≲ 6, a − b an absolute
+    ≲ 6 ulps of max(a, b); so k(a + b) is within ≲ 7 ulps and 2 + k(a − b) ∈ [15/8, 17/8] within
+    ≲ 2: u within ≲ 10 ulps; the series adds ≲ 1 (u²·p ≤ 1/190, its own errors are scaled by
+    that): 2·artanh(u) within ≲ 11 ulps. g_c (≲ 3 ulps, :func:`_sides_g`) and the series share
+    their sign (k ≥ 0 with g_c > 0, k ≤ 0 with g_c < 0), so their sum adds one rounding and no
+    cancellation: g within ≲ 12 ulps relative (the numpy path's log1p: ≲ 3; the tests check 16
+    against mpmath). A one-cell segment has apb = amb = 0: g = g_c exactly."""
     u = kf * apb / (2.0 + kf * amb)
     u2 = u * u
     p = 1.0 / 15.0 + u2 * (1.0 / 17.0)
@@ -547,7 +554,7 @@ def cells_stats(
     NO_SCALE, 0, inf, −inf, ·)): the sums of the cells' weights e^{lw_j}·b_m(x)·(1 − z), of
     weight·g and of the right-end weights (×e^{shift_j}), each relative to 2^{its scale
     exponent}, and the extreme values of g (module docstring). Cells with lw = ±inf, g = 0 or
-    1 − z ≤ 0 are set aside. Returns 0, or 1 if a cell could not be placed in a bin (never
+    1 − z ≤ 0 are set aside (and right-end weights of a non-finite log, nan included). Returns 0, or 1 if a cell could not be placed in a bin (never
     expected). lay = (ksw, dg, gmin, log r) of the bin edges ``ed``."""
     pend = np.zeros((ed.size - 1, 4))
     pend[:, 2] = math.inf
@@ -555,6 +562,8 @@ def cells_stats(
     buf = (np.empty(BLOCK), np.empty(BLOCK), np.empty(BLOCK), np.empty(BLOCK, dtype=np.int64))
     prev = -1
     for b in range(blk_seg.size):
+        if blk_len[b] > BLOCK:  # (the buffers hold one block)
+            return 1
         j = blk_seg[b]
         if b == 0 or blk_seg[b - 1] != j:
             prev = -1
@@ -563,7 +572,8 @@ def cells_stats(
             prev = -1
             continue
         ex, fr = _split(la)
-        exl, frl = _split(la + shift[j])
+        lal = la + shift[j]
+        exl, frl = _split(lal) if (lal > -math.inf and lal < math.inf) else (-(2**61), 0.0)
         prev = _block((ex, fr, exl, frl), mf[j], blk_x0[b], blk_len[b], s, w, ed, lay, tab, pend, buf, prev)
         if prev == -3:
             return 1
