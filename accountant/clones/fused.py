@@ -1,20 +1,20 @@
 """Compiled kernels of the clone histogram (optional: numba; off unless enabled).
 
-The same arithmetic as :func:`accountant.clones._cells.hist_cells` followed by
-:class:`accountant.clones.histogram.Bins` — per cell (point j, x in its window, m = c_j + 1,
-v = (2x − m)/m): b_m(x) = e^{anchor}·r from the block anchor (Loader's pmf at the first cell of
-each block of 32, computed by the caller with numpy) and r the product of the exact ratios
-(m − x + 1)/x (the numpy path sums their logs: the same to ≲ 31 ulps); 1 − s·v and
-g = log((1 + s·v)/(1 − s·v)) in the cancellation-free forms of :mod:`._cells`; the bin key of
-:func:`accountant.clones.histogram._bin_keys` (the previous cell's bin or the analytic index,
-corrected against the edges); then per key the extreme values of g and the sums of the weights
-e^{lw}·b_m(x)·(1 − s·v), of weight·g and of the right-end weights, each relative to the key's
-largest block scale (runs of consecutive cells of one key are summed first: one exp per run) —
-one loop over the cells instead of ~30 numpy passes, so no certificate changes: the histogram
-it returns is the one numpy builds, up to the order of floating-point operations (each sum is of
-non-negative terms, relative error ≲ cells·2⁻⁵³ either way, far inside the 1e-11 outward
-rounding of the result) and to g by the artanh series instead of log1p where |s·v| ≤ 1/64 (an
-ulp: a cell on a bin edge may land in the neighbouring bin; either histogram is valid). Likewise the per-order bin sums
+The histogram of :func:`accountant.clones._cells.hist_cells` followed by
+:class:`accountant.clones.histogram.Bins`, built in one pass over the cells
+(:mod:`.fused_cells`): per cell (point j, x in its window, m = c_j + 1, z = s·(2x − m)/m) the
+weight e^{lw_j}·b_m(x)·(1 − z), with b_m(x) = e^{anchor}·r from Loader's pmf at the first cell
+of each block of 256 (computed here with numpy) and r the product of the exact ratios (the numpy
+path sums their logs over blocks of 32: the same to ≲ 6e-14 relative); g = log((1 + z)/(1 − z))
+and 1 − z per segment of cells from one log (a series in the cell offset, to ≲ 12 ulps; the
+numpy path's log1p: ≲ 3); the bin of :func:`accountant.clones.histogram._bin_keys` (the analytic
+index checked against the edges); per key the extreme values of g and the sums of the weights,
+of weight·g and of the right-end weights, each relative to a power of two per key. So no
+certificate changes: the histogram it returns is the one numpy builds up to the cells' g (a cell
+on a bin edge may land in the neighbouring bin; either histogram is valid) and the rounding of
+non-negative sums (relative error ≲ cells·2⁻⁵³ either way), far inside the 1e-11 outward
+rounding of the result; mass is lost only where it underflows relative to its own bin's
+(:mod:`.fused_cells` states and proves each claim). Likewise the per-order bin sums
 (:func:`hist_sum`: the pruning and the chord/Jensen/max bounds of
 :func:`accountant.clones.histogram.hist_sum`, one order and one bin at a time, each bound formed
 in linear space from the formulas of log φ without their logs and summed relative to the

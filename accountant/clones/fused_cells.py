@@ -123,7 +123,7 @@ def g_range(c: Array, x_l: Array, x_h: Array, lwp: Array, s: float, w: float) ->
     return gmin, gmax
 
 
-@_jit_inline
+@_jit
 def _bin_of(
     a: float, prev: int, ed: Array, top: float, ksw: int, dg: float, gmin: float, log_r: float
 ) -> int:
@@ -266,7 +266,7 @@ def _g_at(kf: float, g_c: float, apb: float, amb: float) -> float:
     return g_c + (2.0 * u + 2.0 * u * (u2 * p))
 
 
-@_jit_inline
+@_jit
 def _flush_pending(
     span: tuple[int, int, int],
     sgn: int,
@@ -314,7 +314,7 @@ def _new_bin(
     return 2 * idx + (gg < 0.0), idx, ed[idx], ed[idx + 1]
 
 
-@_jit_inline
+@_jit
 def _series_pass(
     x: float, n: int, cell: tuple[float, float, float, float, float, float], m: float, buf: Bufs
 ) -> None:
@@ -331,7 +331,7 @@ def _series_pass(
         rb[q] = (m - xx) / (xx + 1.0)
 
 
-@_jit_inline
+@_jit
 def _index_pass(n: int, ed: Array, lay: tuple[int, float, float, float], buf: Bufs) -> None:
     """Per cell of a segment: the analytic bin index of |g| (:func:`accountant.clones.histogram.
     _bin_keys`: ⌈(|g| − ed[ksw])/dg⌉ + ksw − 1 in the uniform part, ⌈log(|g|/gmin)/log R⌉ in the
@@ -359,7 +359,7 @@ def _index_pass(n: int, ed: Array, lay: tuple[int, float, float, float], buf: Bu
         ib[q] = int(t)
 
 
-@_jit_inline
+@_jit
 def _sum_pass(
     n: int, r: float, ed: Array, lay: tuple[int, float, float, float], buf: Bufs, pend: Array
 ) -> tuple[float, tuple[int, int, int], int]:
@@ -418,7 +418,7 @@ def _sum_pass(
     return r, (i0, i1, base), 0 if ok else 1
 
 
-@_jit_inline
+@_jit
 def _slow_seg(
     x: float,
     n: int,
