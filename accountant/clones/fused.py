@@ -1,20 +1,20 @@
 """Compiled kernels of the clone histogram (optional: numba; off unless enabled).
 
-The same arithmetic as :func:`accountant.clones._cells.hist_cells` followed by
-:class:`accountant.clones.histogram.Bins` — per cell (point j, x in its window, m = c_j + 1,
-v = (2x − m)/m): b_m(x) = e^{anchor}·r from the block anchor (Loader's pmf at the first cell of
-each block of 32, computed by the caller with numpy) and r the product of the exact ratios
-(m − x + 1)/x (the numpy path sums their logs: the same to ≲ 31 ulps); 1 − s·v and
-g = log((1 + s·v)/(1 − s·v)) in the cancellation-free forms of :mod:`._cells`; the bin key of
-:func:`accountant.clones.histogram._bin_keys` (the previous cell's bin or the analytic index,
-corrected against the edges); then per key the extreme values of g and the sums of the weights
-e^{lw}·b_m(x)·(1 − s·v), of weight·g and of the right-end weights, each relative to the key's
-largest block scale (runs of consecutive cells of one key are summed first: one exp per run) —
-one loop over the cells instead of ~30 numpy passes, so no certificate changes: the histogram
-it returns is the one numpy builds, up to the order of floating-point operations (each sum is of
-non-negative terms, relative error ≲ cells·2⁻⁵³ either way, far inside the 1e-11 outward
-rounding of the result) and to g by the artanh series instead of log1p where |s·v| ≤ 1/64 (an
-ulp: a cell on a bin edge may land in the neighbouring bin; either histogram is valid). Likewise the per-order bin sums
+The histogram of :func:`accountant.clones._cells.hist_cells` followed by
+:class:`accountant.clones.histogram.Bins`, built in one pass over the cells
+(:mod:`.fused_cells`): per cell (point j, x in its window, m = c_j + 1, z = s·(2x − m)/m) the
+weight e^{lw_j}·b_m(x)·(1 − z), with b_m(x) = e^{anchor}·r from Loader's pmf at the first cell
+of each block of 256 (computed here with numpy) and r the product of the exact ratios (the numpy
+path sums their logs over blocks of 32: the same to ≲ 6e-14 relative); g = log((1 + z)/(1 − z))
+and 1 − z per segment of cells from one log (a series in the cell offset, to ≲ 12 ulps; the
+numpy path's log1p: ≲ 3); the bin of :func:`accountant.clones.histogram._bin_keys` (the analytic
+index checked against the edges); per key the extreme values of g and the sums of the weights,
+of weight·g and of the right-end weights, each relative to a power of two per key. So no
+certificate changes: the histogram it returns is the one numpy builds up to the cells' g (a cell
+on a bin edge may land in the neighbouring bin; either histogram is valid) and the rounding of
+non-negative sums (relative error ≲ cells·2⁻⁵³ either way), far inside the 1e-11 outward
+rounding of the result; mass is lost only where it underflows relative to its own bin's
+(:mod:`.fused_cells` states and proves each claim). Likewise the per-order bin sums
 (:func:`hist_sum`: the pruning and the chord/Jensen/max bounds of
 :func:`accountant.clones.histogram.hist_sum`, one order and one bin at a time, each bound formed
 in linear space from the formulas of log φ without their logs and summed relative to the
@@ -43,7 +43,8 @@ from .kernels import Array, Ctx
 if TYPE_CHECKING:
     from .histogram import Bins, Layout
 
-#: The compiled kernels: (g_range, cells_stats, hist_sum) of :mod:`.fused_kernels`.
+#: The compiled kernels: (g_range, cells_stats) of :mod:`.fused_cells`, hist_sum of
+#: :mod:`.fused_kernels`.
 Kernels = tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any]]
 #: Per-key histogram statistics: (LM, LML, lo, hi, mean, keys, layout), see :func:`hist_stats`.
 Stats = tuple[Array, Array, Array, Array, Array, Array, "Layout"]
@@ -107,7 +108,8 @@ def _load() -> Kernels | None:
 
 
 def _compile() -> Kernels:
-    from .fused_kernels import cells_stats, g_range, hist_sum
+    from .fused_cells import cells_stats, g_range
+    from .fused_kernels import hist_sum
 
     return g_range, cells_stats, hist_sum
 
@@ -125,8 +127,11 @@ def hist_stats(
     """Per-key histogram statistics of the cells of points c (windows [x_l, x_h], log-weights lw)
     with the compiled kernels: (LM, LML, lo, hi, mean, keys, layout) for the keys with positive
     mass (the arguments of ``Bins._finish``), or None when no cell is valid. ``edges_fn(gmin,
-    gmax)`` gives the bin edges, the first uniform edge and the uniform width."""
+    gmax)`` gives the bin edges, the first uniform edge and the uniform width. The kernel keeps
+    each key's sums relative to 2^{scale} (:mod:`.fused_cells`): LM = scale·ln 2 + log(sum),
+    with ln 2 in two parts (the first product exact)."""
     from .._binomial import log_binom_pmf
+    from .fused_cells import BLOCK, LN2_HI, LN2_LO, NO_SCALE
 
     g_range, cells_stats, _ = _required()
     lwf = lw.astype(float)
@@ -135,37 +140,31 @@ def hist_stats(
         return None
     ed, ksw, dg = edges_fn(gmin, gmax)
     ncell = x_h - x_l + 1
-    nblk = (ncell + 31) // 32
+    nblk = (ncell + BLOCK - 1) // BLOCK
     blk_first = np.concatenate([[0], np.cumsum(nblk)[:-1]])
     nb_tot = int(nblk.sum())
     seg = np.repeat(np.arange(c.size), nblk)
-    x0 = (x_l[seg] + 32 * (np.arange(nb_tot) - blk_first[seg])).astype(float)
+    x0 = (x_l[seg] + BLOCK * (np.arange(nb_tot) - blk_first[seg])).astype(float)
     mf = (c + 1).astype(float)
-    blk_len = np.minimum(32, x_h[seg] - x0 + 1).astype(np.int64)
+    blk_len = np.minimum(BLOCK, x_h[seg] - x0 + 1).astype(np.int64)
     with np.errstate(divide="ignore", invalid="ignore"):
         anchor = log_binom_pmf(x0, mf[seg], 0.5, 0.5)
-    nk = 2 * (ed.size - 1)
-    acc = (
-        np.full(nk, -np.inf),
-        np.zeros(nk),
-        np.zeros(nk),
-        np.zeros(nk),
-        np.full(nk, np.inf),
-        np.full(nk, -np.inf),
-    )
-    mx, msum, ssum, mlsum, gl, gh = acc
-    with np.errstate(under="ignore", over="ignore"):
-        es = np.exp(np.clip(shift_low, -700.0, 700.0))  # per point
-    args = (seg, x0, anchor, blk_len, mf, lwf, es, ctx.s, ctx.w, ed, int(ksw), float(dg), float(gmin), log_r)
-    if cells_stats(*args, acc):
+    tab = np.zeros((2 * (ed.size - 1), 8))
+    tab[:, 0] = tab[:, 3] = NO_SCALE
+    tab[:, 5] = np.inf
+    tab[:, 6] = -np.inf
+    shift = np.clip(shift_low, -700.0, 700.0).astype(float)  # per point (as the numpy path)
+    lay = (int(ksw), float(dg), float(gmin), float(log_r))
+    if cells_stats(seg, x0, anchor, blk_len, mf, lwf, shift, ctx.s, ctx.w, ed, lay, tab):
         raise FloatingPointError("histogram bin assignment failed")
-    kk = np.flatnonzero(msum > 0)
+    kk = np.flatnonzero(tab[:, 1] > 0)
     if kk.size == 0:
         return None
-    LM = mx[kk] + np.log(msum[kk])
+    t = tab[kk]
+    LM = (t[:, 0] * LN2_HI + np.log(t[:, 1])) + t[:, 0] * LN2_LO
     with np.errstate(divide="ignore", invalid="ignore"):
-        LML = mx[kk] + np.log(mlsum[kk])
-    return LM, LML, gl[kk], gh[kk], ssum[kk] / msum[kk], kk, (ed, ksw, dg)
+        LML = (t[:, 3] * LN2_HI + np.log(t[:, 4])) + t[:, 3] * LN2_LO
+    return LM, LML, t[:, 5], t[:, 6], t[:, 2] / t[:, 1], kk, (ed, ksw, dg)
 
 
 def _bin_arrays(bins: Bins) -> tuple[tuple[Array, ...], float]:
