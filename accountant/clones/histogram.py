@@ -79,7 +79,7 @@ CHECK = 2e-2
 #: Windows holding more cells than this, on average wider than BOX_MIN_WIDTH·√(c+1), are split
 #: into cell ranges and boxes (:mod:`.boxes`); narrower windows (small ε0: the Gaussian bulk) hold
 #: few cells that no order needs.
-BOX_MIN_CELLS = 400_000
+BOX_MIN_CELLS = 150_000
 BOX_MIN_WIDTH = 8.0
 #: An order is flagged when its boxes weigh more than e^{−BOX_CHECK} of its total.
 BOX_CHECK = 20.0
