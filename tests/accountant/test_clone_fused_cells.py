@@ -23,14 +23,6 @@ from accountant.clones.kernels import Ctx  # noqa: E402
 ULP = 2.0**-52
 
 
-@pytest.fixture
-def kernels_on():
-    was = fused.available()
-    assert fused.use(True)
-    yield
-    fused.use(was)
-
-
 def _segments(x: float, x_end: float, m: float, ctx: Ctx):
     """The segments of cells x … x_end as the kernel cuts them, with the g and 1 − z it computes
     for their cells (:func:`fused_cells._block` without the weights)."""

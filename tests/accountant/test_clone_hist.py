@@ -262,15 +262,6 @@ except ImportError:
 _fast = pytest.mark.skipif(not _HAS_NUMBA, reason="numba not installed (the numpy path is used)")
 
 
-@pytest.fixture
-def kernels_on():
-    """The compiled kernels switched on for one test (off again afterwards)."""
-    was = fused.available()
-    assert fused.use(True)
-    yield
-    fused.use(was)
-
-
 @_fast
 @pytest.mark.usefixtures("kernels_on")
 @pytest.mark.parametrize("n,eps0", [(1000, 2.0), (5000, 0.3), (10**5, 2.0), (10**7, 1.0), (300, 40.0)])
