@@ -171,6 +171,17 @@ def _split(la: float) -> tuple[int, float]:
 
 
 @_jit_inline
+def _rescale(tab: Array, k: int, col: int, ex: int, fr: float) -> tuple[float, float]:
+    """The key's scale exponent in ``tab[k, col]`` raised to max(its value, ex) (stored), and the
+    factors that bring the key's old sums (fo) and a new run's sums of scale fr·2^{ex} (fn) to it:
+    exact powers of two from the table (0 beyond 2⁻¹⁰⁷⁴), fn times fr."""
+    mk = int(tab[k, col])
+    nw = max(mk, ex)
+    tab[k, col] = nw
+    return _P2[min(nw - mk, _P2_LAST)], fr * _P2[min(nw - ex, _P2_LAST)]
+
+
+@_jit_inline
 def _flush(
     k: int, ex: int, fr: float, exl: int, frl: float, sm: float, sg: float, lo: float, hi: float, tab: Array
 ) -> None:
@@ -182,18 +193,10 @@ def _flush(
     for k < 0 (cells set aside) or an empty run."""
     if k < 0 or not sm > 0.0:
         return
-    mk = int(tab[k, 0])
-    nw = max(mk, ex)
-    fo = _P2[min(nw - mk, _P2_LAST)]
-    fn = fr * _P2[min(nw - ex, _P2_LAST)]
-    tab[k, 0] = nw
+    fo, fn = _rescale(tab, k, 0, ex, fr)
     tab[k, 1] = tab[k, 1] * fo + sm * fn
     tab[k, 2] = tab[k, 2] * fo + sg * fn
-    ml = int(tab[k, 3])
-    nl = max(ml, exl)
-    fo = _P2[min(nl - ml, _P2_LAST)]
-    fn = frl * _P2[min(nl - exl, _P2_LAST)]
-    tab[k, 3] = nl
+    fo, fn = _rescale(tab, k, 3, exl, frl)
     tab[k, 4] = tab[k, 4] * fo + sm * fn
     tab[k, 5] = min(tab[k, 5], lo)
     tab[k, 6] = max(tab[k, 6], hi)
