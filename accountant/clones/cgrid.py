@@ -91,6 +91,20 @@ def _refine_far_peaks(
     return cs2[order], lp2[order], est2[:, order]
 
 
+def _relevance(mx: Array) -> Array:
+    """The level above which an order's estimated tilted terms count as relevant: 40 nats below
+    its largest (``mx``), and 10 % of log F more (the estimates' relative error)."""
+    out: Array = mx - 40.0 - _EST_REL * np.maximum(mx, 0.0)
+    return out
+
+
+def _left_end_bounds(lp: Array, est: Array) -> Array:
+    """Per order and sample interval, the estimated left-end bound of the whole interval: the mass
+    at its right end (log P) times f at its left end."""
+    out: Array = lp[None, 1:] + est[:, :-1]
+    return out
+
+
 def _subdivide(ctx: Ctx, cs: Array, lp: Array, est: Array, mx: Array) -> tuple[Array, Array, Array]:
     """Finer samples in the sample intervals whose left-end bound (mass at the right end × f at
     the left end) is relevant to some order while log P(C = c) changes by more than
@@ -98,8 +112,7 @@ def _subdivide(ctx: Ctx, cs: Array, lp: Array, est: Array, mx: Array) -> tuple[A
     the chord of the estimates. The whole interval looks relevant through its left-end bound,
     but a point in it matters only as much as its own tilted terms, which these samples resolve,
     so that the slack allowed per bin can follow them (:func:`c_grid`). Design only."""
-    thr = mx - 40.0 - _EST_REL * np.maximum(mx, 0.0)
-    relb = ((lp[None, 1:] + est[:, :-1]) >= thr).any(axis=0)
+    relb = (_left_end_bounds(lp, est) >= _relevance(mx)).any(axis=0)
     dlp = np.abs(np.diff(lp))
     k = np.where(relb & np.isfinite(dlp), np.minimum(np.ceil(dlp / _SUB_NATS), 100), 1).astype(np.int64)
     k = np.minimum(k, np.maximum(np.diff(cs), 1))
@@ -112,8 +125,9 @@ def _subdivide(ctx: Ctx, cs: Array, lp: Array, est: Array, mx: Array) -> tuple[A
     new = np.unique(np.round(cs[ii] + (cs[ii + 1] - cs[ii]) * j / k[ii]).astype(np.int64))
     new = np.setdiff1d(new, cs)
     cs2 = np.union1d(cs, new)
-    lp2 = np.interp(cs2.astype(float), cs.astype(float), lp)
     isnew = np.isin(cs2, new)
+    lp2 = np.empty(cs2.size)
+    lp2[~isnew] = lp
     lp2[isnew] = log_binom_pmf(cs2[isnew].astype(float), float(ctx.N), ctx.q, ctx.q1)
     est2 = np.array([np.interp(cs2.astype(float), cs.astype(float), row) for row in est])
     return cs2, lp2, est2
@@ -137,7 +151,8 @@ def c_grid(ctx: Ctx, alphas: Array) -> tuple[Array, Array]:
     cs, lp, est = _subdivide(ctx, cs, lp, est, mx)
     L = lp[None, :] + est
     # relevant: within 40 nats (+10% of log F: the estimate's relative error) of each order's peak
-    rel = mx - 40.0 - _EST_REL * np.maximum(mx, 0.0) <= L
+    thr = _relevance(mx)
+    rel = thr <= L
     # allowed relative slack per order, and |d log(f−1)/dc| per sample interval
     lnF = np.logaddexp(0.0, mx[:, 0])
     eta = _RHO * np.maximum(1.0, alphas / 64.0) ** 0.25 * np.maximum(1.0, lnF)
@@ -150,8 +165,8 @@ def c_grid(ctx: Ctx, alphas: Array) -> tuple[Array, Array]:
     # … and intervals whose left-end bound (mass near the right end × f at the left end) is not
     # negligible while f_α falls by more than 2 nats across them: far in the lower C-tail of a
     # high order at large ε0, f_α falls steeply while the mass grows towards c0
-    thr = mx - 40.0 - _EST_REL * np.maximum(mx, 0.0)
-    relb = (lp[None, 1:] + est[:, :-1] >= thr) & (est[:, :-1] - est[:, 1:] > 2.0)
+    leb = _left_end_bounds(lp, est)
+    relb = (leb >= thr) & (est[:, :-1] - est[:, 1:] > 2.0)
     relint = rel[:, 1:] | rel[:, :-1] | relb
     pi = np.exp(np.minimum(L - mx, 0.0))
     mid_pi = np.maximum(pi[:, 1:], pi[:, :-1])
@@ -165,7 +180,7 @@ def c_grid(ctx: Ctx, alphas: Array) -> tuple[Array, Array]:
     lam = np.where(near, np.maximum(1.0, eta)[:, None], np.maximum(10.0, eta)[:, None])
     # … except far below an order's peak: an interval whose tilted terms and left-end bound are
     # ≤ lb, D = mx − lb nats below the peak, may let log f fall by (D − 60)/2 across a bin
-    lb = np.maximum(np.maximum(L[:, 1:], L[:, :-1]), lp[None, 1:] + est[:, :-1])
+    lb = np.maximum(np.maximum(L[:, 1:], L[:, :-1]), leb)
     lam = np.maximum(lam, 0.5 * (mx - lb - _FAR_MARGIN))
     dens = np.maximum(dens, np.where(relint, slope / lam, 0.0).max(axis=0))
     dens = np.minimum(dens, 1.0)
