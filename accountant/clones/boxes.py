@@ -206,20 +206,11 @@ def _halves(runs: Runs, c: Array, ctx: Ctx, negl: Negligible) -> Runs:
     q_new = _log_q(mid + r, c[j], ctx)
     g_new = _g(mid + 1 - r, c[j], ctx)
     n_new = negl(g_new)
-    lower = (
-        np.where(right, lq, q_new),
-        np.where(right, g_new, g),
-        np.where(right, n_new, ng),
-        np.where(right, q_new, lq_lo),
-        np.where(right, ng_lo, n_new),
-    )
-    upper = (
-        np.where(right, q_new, lq),
-        np.where(right, g, g_new),
-        np.where(right, ng, n_new),
-        np.where(right, lq_lo, q_new),
-        np.where(right, n_new, ng_lo),
-    )
+    # per value (a, b): on a right side the lower half takes a and the upper half b, on a left
+    # side the other way round
+    pairs = ((lq, q_new), (g_new, g), (n_new, ng), (q_new, lq_lo), (ng_lo, n_new))
+    lower = tuple(np.where(right, a, b) for a, b in pairs)
+    upper = tuple(np.where(right, b, a) for a, b in pairs)
     ends = (np.concatenate([j, j]), np.concatenate([a, mid + 1]), np.concatenate([mid, b]))
     vals = tuple(np.concatenate([lo, up]) for lo, up in zip(lower, upper))
     return (*ends, np.concatenate([right, right]), *vals)  # type: ignore[return-value]
