@@ -6,7 +6,9 @@ Pure numpy/scipy; no web, no database. Public API::
     subsampled_shuffle_rdp(n, k, epsilon0, orders, bound="upper")
     epsilon_from_rdp(orders, rdp, delta) -> (epsilon, order)
     delta_from_rdp(orders, rdp, epsilon) -> (delta, order)
-    compose(events, orders=None) -> curve;  epsilon(events, delta);  delta(events, epsilon)
+    compose(events, orders=None) -> curve
+    epsilon(events, delta, accounting="best");  delta(events, epsilon, accounting="best")
+    epsilon_routed / delta_routed -> RoutedGuarantee (the route that won, every route's value)
     account(events, orders=None) -> Account (RDP part, additive δ, (ε, δ) releases)
     DEFAULT_ORDERS, event classes and event_from_dict
 
@@ -28,9 +30,7 @@ from .composition import (
     Guarantee,
     account,
     compose,
-    delta,
     delta_guarantee,
-    epsilon,
     epsilon_guarantee,
     event_rdp,
 )
@@ -53,6 +53,7 @@ from .events import (
     event_from_dict,
 )
 from .orders import DEFAULT_GRID_VERSION, DEFAULT_ORDERS
+from .routes import ACCOUNTING, RoutedGuarantee, RouteValue, delta, delta_routed, epsilon, epsilon_routed
 
 __all__ = [
     "SOLVE_FOR",
@@ -99,6 +100,11 @@ __all__ = [
     "SubsampledShuffleEvent",
     "as_event",
     "event_from_dict",
+    "ACCOUNTING",
+    "RoutedGuarantee",
+    "RouteValue",
+    "delta_routed",
+    "epsilon_routed",
     "DEFAULT_GRID_VERSION",
     "DEFAULT_ORDERS",
 ]

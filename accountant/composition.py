@@ -186,22 +186,6 @@ def delta_guarantee(
     return Guarantee(epsilon, best.delta, _order_of(best, grid), grid, acc.rdp, _detail(acc, best))
 
 
-def epsilon(
-    events: Iterable[EventLike], delta: float, orders: ArrayLike | None = None
-) -> tuple[float, float]:
-    """(ε, order) of the composition of ``events`` at ``delta`` on the default grid."""
-    g = epsilon_guarantee(events, delta, orders)
-    return g.epsilon, g.order
-
-
-def delta(
-    events: Iterable[EventLike], epsilon: float, orders: ArrayLike | None = None
-) -> tuple[float, float]:
-    """(δ, order) of the composition of ``events`` at ``epsilon`` on the default grid."""
-    g = delta_guarantee(events, epsilon, orders)
-    return g.delta, g.order
-
-
 __all__ = [
     "UNBOUNDED",
     "Account",
@@ -210,9 +194,7 @@ __all__ = [
     "account",
     "compose",
     "curve_from_points",
-    "delta",
     "delta_guarantee",
-    "epsilon",
     "epsilon_guarantee",
     "event_rdp",
     "laplace_rdp",

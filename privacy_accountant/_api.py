@@ -170,18 +170,35 @@ class Endpoints:
         return self._send(Call("POST", "/v1/rdp", json=body, model=m.RdpResponse))
 
     def epsilon(
-        self, events: Iterable[Any], delta: float, orders: Sequence[float] | None = None
+        self,
+        events: Iterable[Any],
+        delta: float,
+        orders: Sequence[float] | None = None,
+        accounting: str = "best",
     ) -> m.EpsilonResponse:
-        """``POST /v1/epsilon``: compose ``events`` and convert to ε at ``delta``."""
-        body: dict[str, Any] = {"events": [event_json(e) for e in events], "delta": delta}
+        """``POST /v1/epsilon``: ε of ``events`` at ``delta`` by ``accounting`` (``best``: the smallest
+        certified answer of every route; ``rdp``; ``pld``)."""
+        body: dict[str, Any] = {
+            "events": [event_json(e) for e in events],
+            "delta": delta,
+            "accounting": accounting,
+        }
         with_orders(body, orders)
         return self._send(Call("POST", "/v1/epsilon", json=body, model=m.EpsilonResponse))
 
     def delta(
-        self, events: Iterable[Any], epsilon: float, orders: Sequence[float] | None = None
+        self,
+        events: Iterable[Any],
+        epsilon: float,
+        orders: Sequence[float] | None = None,
+        accounting: str = "best",
     ) -> m.DeltaResponse:
-        """``POST /v1/delta``: compose ``events`` and convert to δ at ``epsilon``."""
-        body: dict[str, Any] = {"events": [event_json(e) for e in events], "epsilon": epsilon}
+        """``POST /v1/delta``: δ of ``events`` at ``epsilon`` by ``accounting`` (as :meth:`epsilon`)."""
+        body: dict[str, Any] = {
+            "events": [event_json(e) for e in events],
+            "epsilon": epsilon,
+            "accounting": accounting,
+        }
         with_orders(body, orders)
         return self._send(Call("POST", "/v1/delta", json=body, model=m.DeltaResponse))
 
@@ -194,15 +211,23 @@ class Endpoints:
         orders: Sequence[float] | None = None,
         *,
         target: Mapping[str, float] | None = None,
+        accounting: str = "best",
     ) -> m.CalibrateResponse:
         """``POST /v1/calibrate``: solve ``solve_for`` (left out of ``event``) so that the guarantee
         meets ``target={"epsilon": ε, "delta": δ}`` (or ``target_epsilon``, ``delta``). Raises
-        :class:`~privacy_accountant.InfeasibleTarget` (with ``best_epsilon``) when no value can."""
+        :class:`~privacy_accountant.InfeasibleTarget` (with ``best_epsilon``) when no value can.
+        ``accounting``: the route the answer is judged by — ``"rdp"`` for a run the ledger will
+        charge (the ledger composes RDP curves), ``"best"`` (default) for a report."""
         if target is None:
             if target_epsilon is None or delta is None:
                 raise TypeError("give target={'epsilon': ε, 'delta': δ} (or target_epsilon and delta)")
             target = {"epsilon": target_epsilon, "delta": delta}
-        body: dict[str, Any] = {"solve_for": solve_for, "target": dict(target), "event": event_json(event)}
+        body: dict[str, Any] = {
+            "solve_for": solve_for,
+            "target": dict(target),
+            "event": event_json(event),
+            "accounting": accounting,
+        }
         with_orders(body, orders)
         return self._send(
             Call(

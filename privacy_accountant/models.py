@@ -23,6 +23,7 @@ __all__ = [
     "HealthResponse",
     "RdpResponse",
     "EventSource",
+    "RouteResult",
     "GuaranteeResponse",
     "EpsilonResponse",
     "DeltaResponse",
@@ -118,10 +119,24 @@ class EventSource(Model):
     bound: str
 
 
+class RouteResult(Model):
+    """One route's answer (``epsilon``/``delta`` None where the route does not apply)."""
+
+    route: str
+    epsilon: float | None = None
+    delta: float | None = None
+    note: str = ""
+
+
 class GuaranteeResponse(Model):
+    """``route`` names the proof that gave ``epsilon``/``delta`` (``rdp``, ``pld`` or ``pure``);
+    ``routes`` every route tried; ``order`` the RDP route's optimal order (None with ``pld``)."""
+
     epsilon: float
     delta: float
-    order: float
+    route: str = "rdp"
+    routes: list[RouteResult] = []
+    order: float | None
     orders: list[float]
     rdp: list[float | None]
     sources: list[EventSource]
@@ -150,6 +165,8 @@ class CalibrateResponse(Model):
     epsilon: float
     delta: float
     order: float
+    accounting: str = "best"
+    route: str = "rdp"
     solve_for: str
     value: float | int
     target: Target

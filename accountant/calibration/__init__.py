@@ -68,12 +68,13 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._validation import check_orders
-from ..errors import InvalidParameter
-from ..events import as_event, event_from_dict
+from ..errors import InfeasibleTarget, InvalidParameter
+from ..events import Event, as_event, event_from_dict
 from ..orders import DEFAULT_ORDERS
+from ..routes import check_accounting
 from .counts import RoundsCurve, check_counts, closed_form_count, rounds_curve
-from .crossing import Crossing, Domain, find_crossing
-from .evaluator import Evaluator, ProgressCallback
+from .crossing import Crossing, Domain, Number, find_crossing
+from .evaluator import Evaluator, ProgressCallback, RoutedEvaluator
 from .fields import (
     SOLVE_FOR,
     EventLike,
@@ -85,7 +86,7 @@ from .fields import (
     event_fields,
     field_domain,
 )
-from .search import solve
+from .search import Answer, solve
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,8 @@ class CalibrationResult:
     at_limit: bool = False
     note: str = ""
     evaluations: int = 0
+    accounting: str = "rdp"
+    route: str = "rdp"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form: api.md's ``{"event", "epsilon", "delta", "order"}`` plus the rest."""
@@ -124,6 +127,8 @@ class CalibrationResult:
             "at_limit": self.at_limit,
             "note": self.note,
             "evaluations": self.evaluations,
+            "accounting": self.accounting,
+            "route": self.route,
         }
 
 
@@ -138,6 +143,7 @@ def calibrate(
     delta: float,
     orders: ArrayLike | None = None,
     progress: ProgressCallback | None = None,
+    accounting: str = "best",
 ) -> CalibrationResult:
     """Solve one parameter of ``event`` so that its guarantee meets (target_epsilon, delta).
 
@@ -160,6 +166,13 @@ def calibrate(
     an estimate, non-decreasing; epsilon the guarantee just evaluated) and once with 1.0 at the
     end. Raises :class:`InfeasibleTarget` (with ``best_epsilon``) when no value meets the target,
     and :class:`AccountantError` subclasses for invalid input.
+
+    ``accounting`` (:mod:`accountant.routes`): the route the answer is judged by. ``"rdp"``: F
+    above. ``"best"`` (default) or ``"pld"``: F_route(x) = the routed ε of the event (the smallest
+    of every route with ``"best"``); the RDP answer is found first (it meets the target under
+    ``"best"`` too, since the best route is never above the RDP one) and the verified search then
+    continues from it with F_route. Calibrate with ``"rdp"`` when the run will be charged to the
+    ledger (which composes RDP curves), with ``"best"`` for a one-off report.
     """
     t = check_target(target_epsilon)
     delta = check_target_delta(delta)
@@ -167,17 +180,20 @@ def calibrate(
     base, guess = base_event(event, solve_for)
     if progress is not None and not callable(progress):
         raise InvalidParameter("progress must be a callable progress(fraction, epsilon) or None")
+    check_accounting(accounting)
     dom = field_domain(base.to_dict(), solve_for)
     ev = Evaluator(base, solve_for, delta, grid, progress)
-    if solve_for == "count" and (base.APPROX or base.zeta > 0):
-        # the additive δ grows with the count too: no closed form, the verified search
-        value, g, at_limit = solve(ev, dom, t, start=1)
-    elif solve_for == "count":  # RDP is linear in the count: closed form, then verified
-        count = closed_form_count(base.with_count(1), grid, delta, t)
-        first = Crossing(count or None, count + 1 if count < dom.hi else None, {})
-        value, g, at_limit = solve(ev, dom, t, first=first)
-    else:
-        value, g, at_limit = solve(ev, dom, t, start=guess)
+    try:
+        value, g, at_limit = _solve_rdp(ev, base, dom, t, guess)
+    except InfeasibleTarget as exc:
+        if accounting == "rdp":
+            raise
+        value = dom.feasible_end if exc.best_value is None else exc.best_value
+    route = "rdp"
+    if accounting != "rdp":
+        ev = RoutedEvaluator(base, solve_for, delta, grid, progress, accounting, ev.evaluations)
+        value, g, at_limit = solve(ev, dom, t, start=value)
+        route = ev.route(value)
     if progress is not None:
         progress(1.0, float(g.epsilon))
     return CalibrationResult(
@@ -192,7 +208,21 @@ def calibrate(
         at_limit=at_limit,
         note=at_limit_note(solve_for, dom, value) if at_limit else "",
         evaluations=ev.evaluations,
+        accounting=accounting,
+        route=route,
     )
+
+
+def _solve_rdp(ev: Evaluator, base: Event, dom: Domain, t: float, guess: Number | None) -> Answer:
+    """The verified answer judged by F (the RDP route)."""
+    if ev.field == "count" and (base.APPROX or base.zeta > 0):
+        # the additive δ grows with the count too: no closed form, the verified search
+        return solve(ev, dom, t, start=1)
+    if ev.field == "count":  # RDP is linear in the count: closed form, then verified
+        count = closed_form_count(base.with_count(1), ev.grid, ev.delta, t)
+        first = Crossing(count or None, count + 1 if count < dom.hi else None, {})
+        return solve(ev, dom, t, first=first)
+    return solve(ev, dom, t, start=guess)
 
 
 def epsilon_over_rounds(

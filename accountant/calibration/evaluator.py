@@ -26,6 +26,7 @@ from ..composition import Guarantee, epsilon_guarantee, event_rdp
 from ..conversion import epsilon_vector
 from ..errors import AccountantError
 from ..events import Event
+from ..routes import epsilon_routed
 from .crossing import Number
 
 ProgressCallback = Callable[[float, float], object]
@@ -147,4 +148,53 @@ class Evaluator:
         return g.epsilon
 
 
-__all__ = ["MAX_EVALUATIONS", "Evaluator", "ProgressCallback"]
+class RoutedEvaluator(Evaluator):
+    """F_route for a calibration judged by a route other than the RDP one alone
+    (:mod:`accountant.routes`): F_route(x) = ``epsilon_routed([event(x)], delta, orders,
+    accounting).epsilon``; the guarantee keeps the RDP route's order and curve (or the grid's
+    first order and zeros when ``accounting="pld"`` runs no RDP route). No prefix form: every
+    value is F_route itself. ``evaluations`` continues from the RDP search's count."""
+
+    def __init__(
+        self,
+        base: Event,
+        field: str,
+        delta: float,
+        grid: NDArray[np.float64],
+        progress: ProgressCallback | None,
+        accounting: str,
+        evaluations: int = 0,
+    ) -> None:
+        super().__init__(base, field, delta, grid, progress)
+        self.accounting = accounting
+        self.evaluations = evaluations
+        self._routes: dict[Number, str] = {}
+
+    def _f(self, x: Number, key: tuple[float, ...] | NDArray[np.float64]) -> Guarantee:
+        grid = np.asarray(key, dtype=float)
+        try:
+            r = epsilon_routed([self.event(x)], self.delta, key, self.accounting)
+        except ZetaExceedsDelta:
+            return Guarantee(float("inf"), self.delta, float(grid[0]), grid, np.full(grid.size, np.inf))
+        self._routes[x] = r.route
+        if r.rdp is not None:
+            return Guarantee(r.epsilon, r.delta, r.rdp.order, r.rdp.orders, r.rdp.rdp, r.rdp.detail)
+        return Guarantee(r.epsilon, r.delta, float(grid[0]), grid, np.zeros(grid.size))
+
+    def _place_top(self, orders: NDArray[np.float64], g: Guarantee) -> int:
+        del orders, g  # no prefix form
+        return self.grid.size - 1
+
+    def start_prefix(self, x: Number) -> None:
+        del x  # no prefix form
+
+    def search_epsilon(self, x: Number) -> float:
+        return self.epsilon(x)
+
+    def route(self, x: Number) -> str:
+        """The route that gave F_route(x)."""
+        self.guarantee(x)
+        return self._routes.get(x, "rdp")
+
+
+__all__ = ["MAX_EVALUATIONS", "Evaluator", "ProgressCallback", "RoutedEvaluator"]

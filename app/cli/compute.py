@@ -33,10 +33,21 @@ def _guarantee_text(res: dict, events: list[dict]) -> str:
     rows = [
         ("epsilon (ε)", res["epsilon"]),
         ("delta (δ)", res["delta"]),
-        ("optimal order (α)", res["order"]),
-        ("orders", orders_line(res)),
+        ("route", res["route"]),
+        ("optimal order (α) of the RDP route", "—" if res["order"] is None else res["order"]),
+        ("orders", orders_line(res) if res["orders"] else "—"),
     ]
     text = table(rows)
+    route_rows = [
+        (
+            v["route"],
+            "—" if v["epsilon"] is None else v["epsilon"],
+            "—" if v["delta"] is None else v["delta"],
+            v["note"],
+        )
+        for v in res["routes"]
+    ]
+    text += "\n\n" + table(route_rows, ("route", "ε", "δ", "note"))
     ev_rows = [(str(s["event"] + 1), event_str(events[s["event"]]), s["bound"]) for s in res["sources"]]
     text += "\n\n" + table(ev_rows, ("#", "event", "bound at the optimal order"))
     return text + notes_text(res)
@@ -46,7 +57,7 @@ def cmd_epsilon(a) -> tuple[dict, str]:
     from app.core.compute import epsilon_result
 
     evs = events_from_args(a)
-    res = epsilon_result(evs, a.delta, a.orders)
+    res = epsilon_result(evs, a.delta, a.orders, accounting=a.accounting)
     return res, _guarantee_text(res, evs)
 
 
@@ -54,7 +65,7 @@ def cmd_delta(a) -> tuple[dict, str]:
     from app.core.compute import delta_result
 
     evs = events_from_args(a)
-    res = delta_result(evs, a.epsilon, a.orders)
+    res = delta_result(evs, a.epsilon, a.orders, accounting=a.accounting)
     return res, _guarantee_text(res, evs)
 
 
@@ -80,6 +91,7 @@ def cmd_calibrate(a) -> tuple[dict, str]:
                 "target": {"epsilon": a.target_epsilon, "delta": a.delta},
                 "event": ev,
                 **({"orders": a.orders} if a.orders else {}),
+                "accounting": a.accounting,
             }
         )
     except ValidationError as exc:
@@ -116,6 +128,7 @@ def cmd_calibrate(a) -> tuple[dict, str]:
             req.target.delta,
             req.orders,
             progress=progress,
+            accounting=req.accounting,
         )
     finally:
         done.set()
@@ -126,7 +139,8 @@ def cmd_calibrate(a) -> tuple[dict, str]:
         ("epsilon (ε)", f"{res['epsilon']:.10g}"),
         ("target ε", res["target"]["epsilon"]),
         ("delta (δ)", res["delta"]),
-        ("optimal order (α)", res["order"]),
+        ("route", res["route"]),
+        ("optimal order (α) of the RDP route", res["order"]),
     ]
     if res.get("direction"):
         rows.append(("direction", res["direction"]))

@@ -74,6 +74,14 @@ def build_parser() -> argparse.ArgumentParser:
             "--json", action="store_true", help="print the JSON answer (as the HTTP API returns it)"
         )
 
+    def accounting(q):
+        q.add_argument(
+            "--accounting",
+            choices=["best", "rdp", "pld"],
+            default="best",
+            help="best (default: the smallest certified answer of the RDP, PLD and pure routes), rdp or pld alone",
+        )
+
     r = sub.add_parser("rdp", help="the RDP curve of one event (no server needed)")
     add_event_flags(r)
     r.add_argument(
@@ -85,12 +93,14 @@ def build_parser() -> argparse.ArgumentParser:
     e = sub.add_parser("epsilon", help="compose events and convert to ε at δ (no server needed)")
     add_event_flags(e)
     e.add_argument("--delta", type=float, required=True, help="δ of the answer")
+    accounting(e)
     common(e)
     e.set_defaults(func=cmd_epsilon)
 
     d = sub.add_parser("delta", help="compose events and convert to δ at ε (no server needed)")
     add_event_flags(d)
     d.add_argument("--epsilon", type=float, required=True, help="ε of the answer")
+    accounting(d)
     common(d)
     d.set_defaults(func=cmd_delta)
 
@@ -111,6 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--delta", type=float, required=True, help="target δ")
     add_event_flags(c, partial=True)
     c.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+    accounting(c)
     common(c)
     c.set_defaults(func=cmd_calibrate)
 

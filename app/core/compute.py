@@ -221,36 +221,48 @@ def _guarantee_result(
     orders: Sequence[float] | None,
     max_mass: float,
     time_limit: float | None,
+    accounting: str,
 ) -> dict:
     if not events:
         raise InvalidParameter("events must not be empty: give at least one event to compose")
+    accountant.routes.check_accounting(accounting)
     deadline = current_deadline() if time_limit is None else time.monotonic() + time_limit
     evs = [accountant.event_from_dict(e) for e in events]
     grid = _orders_array(orders)
     check_work(evs, grid, max_mass, convert=True)
-    _prewarm(evs, grid, deadline)
-    g = fn(evs, value, grid)
-    sources, notes = _event_sources(evs, grid, g.order)
-    if g.detail is not None:
-        notes.append(_combination_note(g.detail))
-    if g.order not in set(grid.tolist()):
-        notes.append(
-            f"the optimal order {g.order:.6g} was found by refining between grid points; "
-            "'rdp' is the composed curve on 'orders'"
-        )
+    if accounting != "pld":
+        _prewarm(evs, grid, deadline)
+    r = fn(evs, value, grid, accounting)
+    g = r.rdp
     out: dict[str, Any] = {
-        "epsilon": float(g.epsilon),
-        "delta": float(g.delta),
-        "order": float(g.order),
-        "orders": _finite_list(g.orders),
-        "rdp": _finite_list(g.rdp),
-        "sources": sources,
-        "notes": notes,
+        "epsilon": float(r.epsilon),
+        "delta": float(r.delta),
+        "route": r.route,
+        "routes": [v.to_dict() for v in r.routes],
+        "order": None,
+        "orders": [],
+        "rdp": [],
+        "sources": [{"event": i, "mechanism": ev.mechanism, "bound": r.route} for i, ev in enumerate(evs)],
+        "notes": [],
         "default_orders": orders is None,
     }
+    if g is not None:
+        sources, notes = _event_sources(evs, grid, g.order)
+        if g.detail is not None:
+            notes.append(_combination_note(g.detail))
+        if g.order not in set(grid.tolist()):
+            notes.append(
+                f"the optimal order {g.order:.6g} was found by refining between grid points; "
+                "'rdp' is the composed curve on 'orders'"
+            )
+        out.update(order=float(g.order), orders=_finite_list(g.orders), rdp=_finite_list(g.rdp))
+        out.update(sources=sources, notes=notes)
+    if r.route != "rdp":
+        won = next(v for v in r.routes if v.route == r.route)
+        out["notes"].append(f"the {r.route} route gave the answer: {won.note}")
     if orders is None:
         out["grid_version"] = accountant.DEFAULT_GRID_VERSION
-    for k in ("epsilon", "delta", "order"):
+    for k in ("epsilon", "delta"):
         if not math.isfinite(out[k]):  # pragma: no cover - the accountant never returns these
             raise InvalidParameter(f"no finite {k} exists for this composition")
     return out
@@ -262,9 +274,12 @@ def epsilon_result(
     orders: Sequence[float] | None = None,
     max_mass: float = math.inf,
     time_limit: float | None = None,
+    accounting: str = "best",
 ) -> dict:
-    """``/v1/epsilon``: compose ``events`` and convert to ε at ``delta``."""
-    return _guarantee_result(accountant.epsilon_guarantee, events, delta, orders, max_mass, time_limit)
+    """``/v1/epsilon``: compose ``events`` and convert to ε at ``delta`` (by ``accounting``)."""
+    return _guarantee_result(
+        accountant.epsilon_routed, events, delta, orders, max_mass, time_limit, accounting
+    )
 
 
 def delta_result(
@@ -273,9 +288,12 @@ def delta_result(
     orders: Sequence[float] | None = None,
     max_mass: float = math.inf,
     time_limit: float | None = None,
+    accounting: str = "best",
 ) -> dict:
-    """``/v1/delta``: compose ``events`` and convert to δ at ``epsilon``."""
-    return _guarantee_result(accountant.delta_guarantee, events, epsilon, orders, max_mass, time_limit)
+    """``/v1/delta``: compose ``events`` and convert to δ at ``epsilon`` (by ``accounting``)."""
+    return _guarantee_result(
+        accountant.delta_routed, events, epsilon, orders, max_mass, time_limit, accounting
+    )
 
 
 def calibrate_result(
@@ -286,6 +304,7 @@ def calibrate_result(
     orders: Sequence[float] | None = None,
     max_mass: float = math.inf,
     progress: Callable[[float, float], None] | None = None,
+    accounting: str = "best",
 ) -> dict:
     """``/v1/calibrate``: solve for one unknown of ``event`` so that ε(event) ≤ target at δ.
 
@@ -298,7 +317,9 @@ def calibrate_result(
     if progress is not None:
         kwargs["progress"] = progress
     try:
-        res = accountant.calibrate(dict(event), solve_for, target_epsilon, delta, **kwargs)
+        res = accountant.calibrate(
+            dict(event), solve_for, target_epsilon, delta, accounting=accounting, **kwargs
+        )
     except accountant.InfeasibleTarget:
         if solve_for != "n":
             raise
@@ -356,6 +377,8 @@ def _calibration_answer(
         "epsilon": float(res.epsilon),
         "delta": float(delta),
         "order": float(res.order),
+        "accounting": res.accounting,
+        "route": res.route,
         "solve_for": solve_for,
         "value": evd.get(solve_for, res.value),
         "target": {"epsilon": float(target_epsilon), "delta": float(delta)},

@@ -211,11 +211,27 @@ class EventSource(BaseModel):
     bound: str = Field(description="the bound that gave this event's value at the optimal order")
 
 
+if TYPE_CHECKING:
+    AccountingName = str
+else:
+    AccountingName = Literal[accountant.ACCOUNTING]
+ACCOUNTING_FIELD = Field(
+    "best",
+    description="Which proof to report (bounds.md §9). `best` (default): the smallest certified answer of every "
+    "route that applies — `rdp` (compose RDP curves and convert), `pld` (compose the privacy-loss distributions "
+    "of dominating pairs, discretised pessimistically, numerical error added to δ) and `pure` (basic composition "
+    "when every event is pure ε-DP). `rdp` or `pld`: that route alone (`pld` is a 400 for events without a "
+    "dominating pair). The ledger always charges RDP curves: calibrate with `rdp` for a run that will be charged, "
+    "with `best` for a one-off report.",
+)
+
+
 class _ComposeRequest(StrictModel):
     events: list[Event] = Field(
         min_length=1, max_length=MAX_EVENTS, description=f"1 to {MAX_EVENTS} events to compose"
     )
     orders: Orders | None = ORDERS_FIELD
+    accounting: AccountingName = ACCOUNTING_FIELD
 
 
 class EpsilonRequest(_ComposeRequest):
@@ -255,11 +271,21 @@ class DeltaRequest(_ComposeRequest):
     epsilon: Annotated[float, Field(ge=0, le=1e6, description="target ε ≥ 0"), JSON_NUMBER]
 
 
+class RouteResult(BaseModel):
+    route: Literal["rdp", "pld", "pure"]
+    epsilon: float | None = Field(description="this route's ε (null: the route does not apply)")
+    delta: float | None = Field(description="this route's δ (null: the route does not apply)")
+    note: str = Field(description="why the route does not apply, or what it added")
+
+
 class GuaranteeResponse(BaseModel):
     epsilon: float
     delta: float
-    order: float = Field(
-        description="the Rényi order that gave the answer (possibly refined between grid points)"
+    route: Literal["rdp", "pld", "pure"] = Field(description="the route that gave `epsilon` and `delta`")
+    routes: list[RouteResult] = Field(description="every route tried, with its answer")
+    order: float | None = Field(
+        description="the Rényi order of the RDP route's answer (possibly refined between grid points; null when "
+        "`accounting` is `pld`)"
     )
     orders: list[float] = Field(description="the orders used")
     rdp: list[float | None] = Field(description="the composed RDP curve on `orders`")
@@ -272,6 +298,12 @@ class GuaranteeResponse(BaseModel):
 _GUARANTEE_EXAMPLE: dict[str, Any] = {
     "epsilon": 1.63993,
     "delta": 1e-8,
+    "route": "rdp",
+    "routes": [
+        {"route": "rdp", "epsilon": 1.63993, "delta": 1e-8, "note": "optimal order 19.12"},
+        {"route": "pld", "epsilon": 1.70112, "delta": 1e-8, "note": "pessimistic PLD"},
+        {"route": "pure", "epsilon": None, "delta": None, "note": "a 'gaussian' event is not pure ε-DP"},
+    ],
     "order": 19.12,
     "orders": [16.0, 18.0, 20.0, 23.0],
     "rdp": [0.68196, 0.76738, 0.85281, 0.98092],
@@ -327,6 +359,7 @@ class CalibrateRequest(StrictModel):
         description="the event without the field being solved for (count defaults to 1 unless solved for)",
     )
     orders: Orders | None = ORDERS_FIELD
+    accounting: AccountingName = ACCOUNTING_FIELD
 
 
 class CalibrateResponse(BaseModel):
@@ -361,7 +394,9 @@ class CalibrateResponse(BaseModel):
         description="ε of the completed event at the target δ (recomputed; never above the target)"
     )
     delta: float
-    order: float = Field(description="the optimal order of the recomputed guarantee")
+    order: float = Field(description="the optimal order of the RDP route's guarantee")
+    accounting: AccountingName = Field("best", description="the accounting the answer was judged by")
+    route: Literal["rdp", "pld", "pure"] = Field("rdp", description="the route that gave `epsilon`")
     solve_for: str
     value: float | int = Field(description="the value found for `solve_for`")
     target: Target

@@ -28,6 +28,14 @@ from hypothesis import strategies as st
 import accountant as A
 from accountant import bounds as _bounds
 
+
+def _calibrate(*args, **kwargs):
+    """accountant.calibrate judged by the RDP route (F = epsilon_guarantee), which these tests pin;
+    the other accountings are tested in test_routes.py."""
+    kwargs.setdefault("accounting", "rdp")
+    return A.calibrate(*args, **kwargs)
+
+
 NUDGE = 1e-5
 
 
@@ -109,7 +117,7 @@ def test_random_targets_meet_and_nudge_misses(solve_for):
         ev, target, delta = _random_case(rng, solve_for)
         t0 = time.perf_counter()
         try:
-            r = A.calibrate(ev, solve_for, target, delta)
+            r = _calibrate(ev, solve_for, target, delta)
         except A.InfeasibleTarget as exc:
             infeasible += 1
             _check_infeasible(exc, ev, solve_for, target, delta)
@@ -146,14 +154,14 @@ def _check_infeasible(exc, ev, solve_for, target, delta):
 )
 def test_with_the_real_default_curve(solve_for, event):
     """Same property with whatever the default curve is (clone bound included when present)."""
-    r = A.calibrate(event, solve_for, 2.0, 1e-6)
+    r = _calibrate(event, solve_for, 2.0, 1e-6)
     check_answer(r, 2.0, 1e-6)
 
 
 @pytest.mark.usefixtures("thesis_default")
 def test_api_md_example():
     req = {"mechanism": "subsampled_shuffle", "n": 100000, "k": 1000, "count": 1000}
-    r = A.calibrate(req, "epsilon0", 4.0, 1e-5)
+    r = _calibrate(req, "epsilon0", 4.0, 1e-5)
     check_answer(r, 4.0, 1e-5)
     assert r.epsilon == pytest.approx(4.0, rel=1e-4)  # ε0 continuous: lands right under the target
     d = r.to_dict()
@@ -176,7 +184,7 @@ def test_count_is_the_largest_feasible_count(seed):
         ev = {"mechanism": "subsampled_shuffle", "n": n, "k": max(2, n // 50), "epsilon0": ev["epsilon0"]}
     target, delta = float(rng.uniform(0.5, 8)), float(10 ** rng.uniform(-10, -4))
     try:
-        r = A.calibrate(ev, "count", target, delta)
+        r = _calibrate(ev, "count", target, delta)
     except A.InfeasibleTarget:
         assert _eps({**ev, "count": 1}, delta) > target
         return
@@ -192,17 +200,17 @@ def test_count_is_the_largest_feasible_count(seed):
 @pytest.mark.usefixtures("thesis_default")
 def test_count_performance_shape():
     """No search: a handful of exact evaluations."""
-    r = A.calibrate({"mechanism": "shuffle", "n": 10**6, "epsilon0": 0.5}, "count", 2.0, 1e-8)
+    r = _calibrate({"mechanism": "shuffle", "n": 10**6, "epsilon0": 0.5}, "count", 2.0, 1e-8)
     check_answer(r, 2.0, 1e-8)
     assert r.evaluations == 2
 
 
 def test_count_for_other_mechanisms():
-    r = A.calibrate({"mechanism": "gaussian", "noise_multiplier": 5.0}, "count", 2.0, 1e-5)
+    r = _calibrate({"mechanism": "gaussian", "noise_multiplier": 5.0}, "count", 2.0, 1e-5)
     check_answer(r, 2.0, 1e-5)
     with pytest.raises(A.InfeasibleTarget):
-        A.calibrate({"mechanism": "gaussian", "noise_multiplier": 1.0}, "count", 4.0, 1e-5)
-    r = A.calibrate(
+        _calibrate({"mechanism": "gaussian", "noise_multiplier": 1.0}, "count", 4.0, 1e-5)
+    r = _calibrate(
         {"mechanism": "rdp_curve", "orders": [2, 4, 8, 16], "rdp": [0.01, 0.02, 0.04, 0.08]},
         "count",
         3.0,
@@ -212,7 +220,7 @@ def test_count_for_other_mechanisms():
 
 
 def test_zero_privacy_loss_is_at_the_limit():
-    r = A.calibrate({"mechanism": "shuffle", "n": 1000, "epsilon0": 0.0}, "count", 1.0, 1e-6)
+    r = _calibrate({"mechanism": "shuffle", "n": 1000, "epsilon0": 0.0}, "count", 1.0, 1e-6)
     assert r.at_limit and r.value == 10**12 and r.epsilon == 0.0 and r.note
 
 
@@ -226,7 +234,7 @@ def test_k_is_the_largest_and_rdp_grows_with_k():
     ks = [10, 100, 1000, 10_000, 100_000, n]
     eps = [_eps({**base, "k": k}, 1e-6) for k in ks]
     assert all(a < b for a, b in zip(eps, eps[1:]))  # more clients per round → more loss
-    r = A.calibrate(base, "k", 1.0, 1e-6)
+    r = _calibrate(base, "k", 1.0, 1e-6)
     check_answer(r, 1.0, 1e-6)
     assert _eps({**base, "k": r.value // 2}, 1e-6) <= 1.0  # smaller k also meets it: k is an upper limit
 
@@ -239,7 +247,7 @@ def test_k_finds_the_upper_island_where_the_bound_is_not_monotone():
     delta, target = 9.325720612980964e-05, 1.95
     e = {k: _eps({**base, "k": k}, delta) for k in (1867, 4124, 6131)}
     assert e[4124] < target < min(e[1867], e[6131])  # an island of feasibility
-    r = A.calibrate(base, "k", target, delta)
+    r = _calibrate(base, "k", target, delta)
     check_answer(r, target, delta)
     assert r.value > 4124
 
@@ -250,7 +258,7 @@ def test_k_feasible_interval_with_the_real_default():
     be an interval in the middle. The answer is its top. (A tighter default only lowers ε, so the
     largest feasible k can only grow: the lower limit below stays valid.)"""
     base = {"mechanism": "subsampled_shuffle", "n": 65_719, "epsilon0": 4.822, "count": 4}
-    r = A.calibrate(base, "k", 1.68, 2.2e-8)
+    r = _calibrate(base, "k", 1.68, 2.2e-8)
     check_answer(r, 1.68, 2.2e-8)
     assert r.value >= 10_000
 
@@ -258,10 +266,10 @@ def test_k_feasible_interval_with_the_real_default():
 @pytest.mark.usefixtures("thesis_default")
 def test_k_at_limit_and_infeasible():
     base = {"mechanism": "subsampled_shuffle", "n": 50_000, "epsilon0": 0.5, "count": 2}
-    r = A.calibrate(base, "k", 20.0, 1e-6)
+    r = _calibrate(base, "k", 20.0, 1e-6)
     assert r.at_limit and r.value == 50_000
     with pytest.raises(A.InfeasibleTarget, match="k = 1"):
-        A.calibrate(
+        _calibrate(
             {"mechanism": "subsampled_shuffle", "n": 100, "epsilon0": 5.0, "count": 10_000}, "k", 0.5, 1e-6
         )
 
@@ -296,7 +304,7 @@ def test_k_at_limit_and_infeasible():
 def test_infeasible_targets(solve_for, event, target, delta, best):
     t0 = time.perf_counter()
     with pytest.raises(A.InfeasibleTarget) as info:
-        A.calibrate(event, solve_for, target, delta)
+        _calibrate(event, solve_for, target, delta)
     assert time.perf_counter() - t0 < 30
     exc = info.value
     assert isinstance(exc, A.AccountantError)
@@ -312,7 +320,7 @@ def test_target_below_the_conversion_floor_is_bounded():
     """ε cannot go below the conversion's floor except by the KL guard (ε = 0 once the curve is
     below δ²), a jump; the search still ends with a verified answer, within its budget."""
     t0 = time.perf_counter()
-    r = A.calibrate({"mechanism": "shuffle", "epsilon0": 1.0, "count": 100}, "n", 3e-4, 1e-6)
+    r = _calibrate({"mechanism": "shuffle", "epsilon0": 1.0, "count": 100}, "n", 3e-4, 1e-6)
     assert time.perf_counter() - t0 < 30
     check_answer(r, 3e-4, 1e-6)
 
@@ -367,14 +375,14 @@ def test_target_below_the_conversion_floor_is_bounded():
 )
 def test_invalid_input(event, solve_for, target, delta, match):
     with pytest.raises(A.AccountantError, match=match):
-        A.calibrate(event, solve_for, target, delta)
+        _calibrate(event, solve_for, target, delta)
 
 
 @pytest.mark.usefixtures("thesis_default")
 def test_event_objects_and_partials():
-    ref = A.calibrate({"mechanism": "shuffle", "n": 10_000, "count": 50}, "epsilon0", 2.0, 1e-7)
-    obj = A.calibrate(A.ShuffleEvent(n=10_000, epsilon0=0.3, count=50), "epsilon0", 2.0, 1e-7)
-    part = A.calibrate(functools.partial(A.ShuffleEvent, n=10_000, count=50), "epsilon0", 2.0, 1e-7)
+    ref = _calibrate({"mechanism": "shuffle", "n": 10_000, "count": 50}, "epsilon0", 2.0, 1e-7)
+    obj = _calibrate(A.ShuffleEvent(n=10_000, epsilon0=0.3, count=50), "epsilon0", 2.0, 1e-7)
+    part = _calibrate(functools.partial(A.ShuffleEvent, n=10_000, count=50), "epsilon0", 2.0, 1e-7)
     for r in (obj, part):
         check_answer(r, 2.0, 1e-7)
         assert r.value == pytest.approx(ref.value, rel=2e-5)
@@ -384,7 +392,7 @@ def test_event_objects_and_partials():
 def test_custom_orders_and_progress():
     orders = [1.5, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 128, 256]
     seen = []
-    r = A.calibrate(
+    r = _calibrate(
         {"mechanism": "subsampled_shuffle", "n": 10**5, "k": 500, "count": 2000},
         "epsilon0",
         3.0,
@@ -404,12 +412,12 @@ def test_custom_orders_and_progress():
         ("n", {"mechanism": "shuffle", "epsilon0": 1.0, "count": 30}),
         ("k", {"mechanism": "subsampled_shuffle", "n": 10**5, "epsilon0": 1.0, "count": 300}),
     ):
-        check_answer(A.calibrate(ev, sf, 3.0, 1e-6, orders=orders), 3.0, 1e-6, orders)
+        check_answer(_calibrate(ev, sf, 3.0, 1e-6, orders=orders), 3.0, 1e-6, orders)
 
 
 @pytest.mark.usefixtures("thesis_default")
 def test_result_is_a_plain_frozen_dataclass():
-    r = A.calibrate({"mechanism": "shuffle", "epsilon0": 1.0, "count": 10}, "n", 1.5, 1e-6)
+    r = _calibrate({"mechanism": "shuffle", "epsilon0": 1.0, "count": 10}, "n", 1.5, 1e-6)
     assert dataclasses.is_dataclass(r) and r.value == r.event["n"]
     assert r.to_dict()["value"] == r.value and r.to_dict()["order"] == r.order
     with pytest.raises(dataclasses.FrozenInstanceError):
@@ -421,7 +429,7 @@ def test_result_is_a_plain_frozen_dataclass():
 
 @pytest.mark.usefixtures("thesis_default")
 def test_n_lower_limit():
-    r = A.calibrate({"mechanism": "subsampled_shuffle", "k": 50, "epsilon0": 0.1, "count": 1}, "n", 5.0, 1e-6)
+    r = _calibrate({"mechanism": "subsampled_shuffle", "k": 50, "epsilon0": 0.1, "count": 1}, "n", 5.0, 1e-6)
     assert r.at_limit and r.value == 50
 
 
@@ -443,11 +451,11 @@ deltas = st.sampled_from([1e-12, 1e-9, 1e-6, 1e-3])
 
 def _pair(event, solve_for, t, ratio, delta):
     try:
-        a = A.calibrate(event, solve_for, t, delta).value
+        a = _calibrate(event, solve_for, t, delta).value
     except A.InfeasibleTarget:
         a = None
     try:
-        b = A.calibrate(event, solve_for, t * ratio, delta).value
+        b = _calibrate(event, solve_for, t * ratio, delta).value
     except A.InfeasibleTarget:
         assert a is None, "a larger target cannot become infeasible"
         return None, None

@@ -373,3 +373,37 @@ def test_a_json_body_without_the_json_content_type_says_so(client, content_type)
     )
     body = _clear_4xx(r, 422)
     assert "Content-Type: application/json" in body["detail"][0]["msg"], body
+
+
+# -------------------------------------------------------------------------------------- accounting
+def test_epsilon_names_the_route_and_every_route_tried(client):
+    """A pure ε-DP release at ε = 1 costs 1 over HTTP (the pure route), with every route's answer."""
+    body = {"events": [{"mechanism": "pure_dp", "epsilon": 1.0}], "delta": 1e-8}
+    r = client.post("/v1/epsilon", json=body)
+    assert r.status_code == 200, r.text
+    got = _no_nan(r.text)
+    assert got["epsilon"] == 1.0 and got["route"] == "pure"
+    routes = {v["route"]: v for v in got["routes"]}
+    assert set(routes) == {"rdp", "pld", "pure"}
+    assert routes["rdp"]["epsilon"] > 1.0 and got["order"] > 1.0
+    rdp_only = _no_nan(client.post("/v1/epsilon", json={**body, "accounting": "rdp"}).text)
+    assert rdp_only["route"] == "rdp" and rdp_only["epsilon"] == routes["rdp"]["epsilon"]
+    d = _no_nan(client.post("/v1/delta", json={"events": body["events"], "epsilon": 1.0}).text)
+    assert d["delta"] == 0.0 and d["route"] == "pure"
+
+
+def test_unknown_accounting_is_a_422(client):
+    r = client.post("/v1/epsilon", json={"events": [SMALL], "delta": 1e-6, "accounting": "fastest"})
+    _clear_4xx(r, 422)
+
+
+def test_calibrate_reports_its_accounting_and_route(client):
+    body = {
+        "solve_for": "count",
+        "target": {"epsilon": 1.0, "delta": 1e-9},
+        "event": {"mechanism": "pure_dp", "epsilon": 0.1},
+    }
+    best = _no_nan(client.post("/v1/calibrate", json=body).text)
+    rdp = _no_nan(client.post("/v1/calibrate", json={**body, "accounting": "rdp"}).text)
+    assert best["accounting"] == "best" and rdp["accounting"] == "rdp" and rdp["route"] == "rdp"
+    assert best["value"] >= rdp["value"] and best["epsilon"] <= 1.0

@@ -252,3 +252,35 @@ def test_zeta_reaching_delta_is_refused():
     with pytest.raises(accountant.ZetaExceedsDelta, match="additive delta"):
         accountant.epsilon_guarantee([ev], 1e-5)
     assert accountant.delta_guarantee([ev], 1.0).delta >= 1e-5
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.floats(0.01, 2.0),
+    st.sampled_from([0.0, 1e-9, 1e-7]),
+    st.integers(1, 30),
+    st.one_of(st.none(), st.tuples(st.floats(0.01, 2.0), st.just(0.0), st.integers(1, 10))),
+    st.sampled_from([1e-6, 1e-3]),
+    st.sampled_from([0.0, 1.0]),
+)
+def test_best_route_against_the_worst_pair(eps, dlt, k, second, delta, gauss_mu):
+    """The best of every route (accountant.routes; the pure route wins for pure releases) against
+    the product of the worst pairs: exact δ at the reported ε ≤ δ, and the reported δ at ε ≥ the
+    exact one. Pure releases are ``pure_dp`` events, (ε, δ) releases ``approx_dp``."""
+    groups = [(eps, dlt, k)] + ([] if second is None else [second])
+    evs = [
+        {"mechanism": "pure_dp", "epsilon": e, "count": c}
+        if d == 0
+        else {"mechanism": "approx_dp", "epsilon": e, "delta": d, "count": c}
+        for e, d, c in groups
+    ]
+    if gauss_mu > 0:
+        evs.append({"mechanism": "gaussian", "noise_multiplier": 1.0 / gauss_mu})
+    if sum(d * c for _, d, c in groups) >= delta:
+        return
+    r = accountant.epsilon_routed(evs, delta)
+    assert r.epsilon <= min(v.epsilon for v in r.routes if v.applies)
+    assert rr_product_hockey(groups, r.epsilon, gauss_mu) <= delta * (1 + REL), (r.route, r.epsilon)
+    for e_at in (0.3, r.epsilon, sum(e * c for e, _, c in groups)):
+        d_acc = accountant.delta_routed(evs, e_at).delta
+        assert rr_product_hockey(groups, e_at, gauss_mu) <= d_acc * (1 + REL) + 1e-300

@@ -161,10 +161,12 @@ async def rdp(req: RdpRequest, request: Request, caller: Caller = CALLER) -> Res
     tags=["compute"],
     summary="Compose events and convert to ε at a given δ",
     description=(
-        "Composes the events' RDP curves order-wise (RDP adds at equal orders) and converts once to "
-        "(ε, δ), minimising over the orders and refining the best order between grid points. "
-        "`order` is the order that gave ε; `orders`/`rdp` the composed curve; `sources` the bound that gave "
-        "each event's value at `order`. δ must satisfy 0 < δ < 1 (δ = 0 or 1 is a 422)."
+        "By default (`accounting: best`) the smallest certified ε of every route that applies: the RDP route "
+        "(compose the events' RDP curves order-wise and convert once, minimising over the orders and refining "
+        "the best order between grid points), the PLD route (privacy-loss distributions of dominating pairs) "
+        "and pure composition. `route` names the route that won and `routes` gives every route's answer. "
+        "`order` is the RDP route's optimal order; `orders`/`rdp` its composed curve; `sources` the bound that "
+        "gave each event's value at `order`. δ must satisfy 0 < δ < 1 (δ = 0 or 1 is a 422)."
     ),
     responses=COMPUTE_ERRORS,
 )
@@ -176,6 +178,7 @@ async def epsilon(req: EpsilonRequest, request: Request, caller: Caller = CALLER
         req.delta,
         req.orders,
         svc.settings.max_order_mass,
+        accounting=req.accounting,
     )
     return await svc.compute.answer("epsilon", req.model_dump_json(), caller, request, fn)
 
@@ -186,8 +189,8 @@ async def epsilon(req: EpsilonRequest, request: Request, caller: Caller = CALLER
     tags=["compute"],
     summary="Compose events and convert to δ at a given ε",
     description=(
-        "Same composition as `/v1/epsilon`, converted to the smallest δ at the given ε (ε ≥ 0); "
-        "`order` is the order that gave δ."
+        "Same routes as `/v1/epsilon`, answering the smallest certified δ at the given ε (ε ≥ 0); "
+        "`order` is the RDP route's order that gave its δ."
     ),
     responses=COMPUTE_ERRORS,
 )
@@ -199,6 +202,7 @@ async def delta(req: DeltaRequest, request: Request, caller: Caller = CALLER) ->
         req.epsilon,
         req.orders,
         svc.settings.max_order_mass,
+        accounting=req.accounting,
     )
     return await svc.compute.answer("delta", req.model_dump_json(), caller, request, fn)
 
@@ -252,8 +256,8 @@ CALIBRATE_ERRORS = {
         "`k` (subsampled shuffle): the sample size per round — the accountant's calibration says which "
         "direction it searched in `direction` (see `accountant.calibrate`). Integers are exact (the extreme "
         "feasible integer). The returned guarantee is recomputed for the returned event and is never above "
-        "the target; when no value can meet it the answer is a `422` with the reason and the best achievable "
-        "ε. Long searches run in a worker thread; the service stays responsive."
+        "the target (judged by `accounting`, default `best`; `route` names the route that met it); when no "
+        "value can meet it the answer is a `422` with the reason and the best achievable ε. Long searches run in a worker thread; the service stays responsive."
     ),
     responses=CALIBRATE_ERRORS,
 )
@@ -268,6 +272,7 @@ async def calibrate(req: CalibrateRequest, request: Request, caller: Caller = CA
         req.orders,
         svc.settings.max_order_mass,
         progress=_checkpoint,
+        accounting=req.accounting,
     )
     return await svc.compute.answer("calibrate", req.model_dump_json(), caller, request, fn)
 
