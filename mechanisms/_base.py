@@ -10,6 +10,8 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from accountant.events import MAX_COUNT, MAX_USERS
+
 #: reports made of several arrays, as ``randomize`` returns them ({"index": …, "bit": …})
 ReportArrays = dict[str, NDArray[np.integer[Any]]]
 #: the same as ``estimate`` accepts them: any array-likes under those keys (checked there)
@@ -178,8 +180,8 @@ def check_params(declared: dict[str, Param], given: dict[str, Any], mechanism: s
 # --------------------------------------------------------------------------------------------------
 
 
-def _check_int(name: str, value: object, minimum: int) -> int:
-    """``value`` as an int >= ``minimum`` (a finite integral float is accepted)."""
+def _check_int(name: str, value: object, minimum: int, maximum: int | None = None) -> int:
+    """``value`` as an int in [``minimum``, ``maximum``] (a finite integral float is accepted)."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         if isinstance(value, (float, np.floating)) and math.isfinite(value) and value == int(value):
             value = int(value)
@@ -188,18 +190,20 @@ def _check_int(name: str, value: object, minimum: int) -> int:
     v = int(value)
     if v < minimum:
         raise ParameterError(f"'{name}' must be an integer >= {minimum} (got {v})")
+    if maximum is not None and v > maximum:
+        raise ParameterError(f"'{name}' must be an integer <= {maximum:.0e} (the events' limit), got {v:.3g}")
     return v
 
 
 def check_population(n: object, k: object, count: object) -> tuple[int, int | None, int]:
     """(n, k, count) of an accounting: n >= 1 users, k in 1..n users sampled per round (or None:
     every user in every round), count >= 1 rounds; ``ParameterError`` naming the bad one."""
-    n = _check_int("n", n, 1)
+    n = _check_int("n", n, 1, MAX_USERS)
     if k is not None:
-        k = _check_int("k", k, 1)
+        k = _check_int("k", k, 1, MAX_USERS)
         if k > n:
             raise ParameterError(f"'k' (users sampled per round) must be <= n = {n} (got {k})")
-    count = _check_int("count", count, 1)
+    count = _check_int("count", count, 1, MAX_COUNT)
     return n, k, count
 
 
@@ -416,6 +420,16 @@ def as_array(x: ArrayLike, what: str) -> NDArray[Any]:
         raise InputError(f"{what}: expected a rectangular array of numbers") from None
 
 
+def one_per_client(arr: NDArray[Any], what: str) -> NDArray[Any]:
+    """``arr`` of one scalar per client, flat: a scalar (one client) or a flat list; a nested list
+    (``[[1]]`` for a bit) is an ``InputError``, not silently flattened."""
+    if arr.ndim > 1:
+        raise InputError(
+            f"{what}: one number per client expected (a flat list), got an array of shape {list(arr.shape)}"
+        )
+    return arr.reshape(-1)
+
+
 def report_pair(reports: object, keys: tuple[str, str], what: str) -> tuple[NDArray[Any], NDArray[Any]]:
     """The two arrays of a report mapping ``{keys[0]: …, keys[1]: …}`` (``InputError`` naming both keys
     when ``reports`` is not such a mapping)."""
@@ -440,8 +454,8 @@ def n_from(n: int | None, x: ArrayLike | None) -> int:
         return int(np.shape(x)[0]) if np.ndim(x) else 1
     if n is None:
         raise ParameterError("mse needs the number of clients n (or their inputs x)")
-    if isinstance(n, bool) or int(n) != n or int(n) < 1:
-        raise ParameterError(f"n must be an integer >= 1 (got {n!r})")
+    if isinstance(n, bool) or int(n) != n or not 1 <= int(n) <= MAX_USERS:
+        raise ParameterError(f"n must be an integer in 1..{MAX_USERS:.0e} (got {n!r})")
     return int(n)
 
 

@@ -22,6 +22,7 @@ from ._base import (
     check_rng,
     eps0_param,
     n_from,
+    one_per_client,
     report_pair,
     rr_flip_probability,
     rr_variance,
@@ -42,7 +43,7 @@ def as_bits(x: ArrayLike, what: str, shape_tail: tuple[int, ...] = ()) -> NDArra
         raise InputError(f"{what}: inputs must be bits 0/1 (found other values)")
     bits = arr.astype(np.uint8)
     if not shape_tail:
-        return bits.reshape(-1)
+        return one_per_client(bits, what)
     return _batch_of(bits, shape_tail, what)
 
 
@@ -151,7 +152,7 @@ class KaryRR(Mechanism):
         arr = as_array(x, what)
         if arr.size and not np.issubdtype(arr.dtype, np.number):
             raise InputError(f"{what} must be integers in 0..{self.k - 1}")
-        arr = arr.reshape(-1)
+        arr = one_per_client(arr, what)
         if arr.size and (np.any(arr != np.round(arr)) or arr.min() < 0 or arr.max() > self.k - 1):
             raise InputError(f"{what} must be integers in 0..{self.k - 1}")
         return arr.astype(np.int64)

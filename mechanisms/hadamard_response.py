@@ -20,6 +20,7 @@ from ._base import (
     check_rng,
     eps0_param,
     n_from,
+    one_per_client,
     report_pair,
     weighted_counts,
 )
@@ -103,7 +104,7 @@ class HadamardResponse(Mechanism):
         arr = as_array(x, what)
         if arr.size and not np.issubdtype(arr.dtype, np.number):
             raise InputError(f"{what} must be integers in 0..{self.k - 1}")
-        arr = arr.reshape(-1)
+        arr = one_per_client(arr, what)
         if arr.size and (np.any(arr != np.round(arr)) or arr.min() < 0 or arr.max() > self.k - 1):
             raise InputError(f"{what} must be integers in 0..{self.k - 1}")
         return arr.astype(np.int64)

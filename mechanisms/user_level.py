@@ -9,6 +9,8 @@ from typing import Any, TypeGuard
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from accountant.events import MAX_USERS
+
 from ._base import (
     D_MAX,
     InputError,
@@ -252,7 +254,13 @@ class UserMean(Mechanism):
             default=None,
             nullable=True,
         ),
-        "n": Param("integer", "number of users τ' must cover (d > 1)", default=1_000_000, minimum=1),
+        "n": Param(
+            "integer",
+            "number of users τ' must cover (d > 1)",
+            default=1_000_000,
+            minimum=1,
+            maximum=MAX_USERS,
+        ),
         "gamma": Param(
             "number",
             "failure probability of the rotated radius τ' (d > 1)",

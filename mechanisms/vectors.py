@@ -8,6 +8,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from accountant.events import MAX_USERS
+
 from ._base import (
     D_MAX,
     InputError,
@@ -353,6 +355,7 @@ class L2Ball(LinfBox):
             "number of clients the clipping radius must cover (Theorem 3.6.5)",
             default=1_000_000,
             minimum=1,
+            maximum=MAX_USERS,
         ),
         "beta": Param(
             "number",

@@ -35,6 +35,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from accountant.events import MAX_USERS
+
 from ._base import D_MAX, InputError, Param, ParameterError, as_float_array, check_rng
 from ._central import CentralMechanism
 from .hadamard import fwht, next_power_of_two
@@ -143,6 +145,7 @@ class WinsorizedMean(CentralMechanism):
             "d > 1: number of users τ' is computed for (public)",
             default=None,
             minimum=1,
+            maximum=MAX_USERS,
             nullable=True,
         ),
         "gamma": Param(

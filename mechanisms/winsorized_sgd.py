@@ -26,6 +26,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from accountant.events import MAX_USERS
+
 from ._base import D_MAX, InputError, Param, ParameterError, check_rng
 from ._central import CentralMechanism
 from .hadamard import next_power_of_two
@@ -99,7 +101,7 @@ class WinsorizedSGD(CentralMechanism):
             minimum=0.0,
             exclusive_minimum=True,
         ),
-        "n": Param("integer", "number of users", minimum=1),
+        "n": Param("integer", "number of users", minimum=1, maximum=MAX_USERS),
         "gamma": Param(
             "number",
             "failure probability in τ''",

@@ -26,6 +26,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote_to_bytes
 
 import anyio
 
@@ -120,7 +121,7 @@ def _json_response(status: int, body: dict, rid: str, close: bool = False, heade
     if close:
         head.append((b"connection", b"close"))
     return [
-        {"type": "http.response.start", "status": status, "headers": head},
+        {"type": "http.response.start", "status": status, "headers": _with_frame_guard(head)},
         {"type": "http.response.body", "body": data},
     ]
 
@@ -195,6 +196,39 @@ class _Refused(Exception):
         self.reason = reason
 
 
+#: no page of the service may be framed by another site (clickjacking): every response says so, in
+#: the header older browsers read and in the policy current ones do (a page that sets its own
+#: Content-Security-Policy, the dashboard's, carries frame-ancestors 'none' in it)
+_FRAME_GUARD = ((b"x-frame-options", b"DENY"), (b"x-content-type-options", b"nosniff"))
+_FRAME_POLICY = (b"content-security-policy", b"frame-ancestors 'none'")
+
+
+def _with_frame_guard(headers: list) -> list:
+    names = {bytes(k).lower() for k, _ in headers}
+    out = headers + [h for h in _FRAME_GUARD if h[0] not in names]
+    if b"content-security-policy" not in names:
+        out.append(_FRAME_POLICY)
+    return out
+
+
+def _path_error(scope, rid: str) -> list[dict] | None:
+    """A 400 for a path whose percent-escapes do not decode as UTF-8 (e.g. ``/v1/users/%ED%A0%80``,
+    an encoded surrogate): the server would otherwise decode it with replacement characters, so
+    different raw paths would name one user."""
+    raw = scope.get("raw_path")
+    if not raw or b"%" not in raw:
+        return None
+    try:
+        unquote_to_bytes(raw).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        detail = (
+            f"the request path is not valid UTF-8 once its %-escapes are decoded (byte {exc.start}): ids and "
+            "paths must be UTF-8 text; percent-encode each character's UTF-8 bytes"
+        )
+        return _json_response(400, {"detail": detail, "error": "InvalidPath", "request_id": rid}, rid)
+    return None
+
+
 class ServiceMiddleware:
     def __init__(self, app, services=None, max_body_bytes: int | None = None):
         self.app = app
@@ -221,10 +255,16 @@ class ServiceMiddleware:
             if message["type"] == "http.response.start":
                 state["status"] = message["status"]
                 state["started"] = True
-                message["headers"] = [*message.get("headers", ()), (b"x-request-id", rid.encode())]
+                message["headers"] = _with_frame_guard(
+                    [*message.get("headers", ()), (b"x-request-id", rid.encode())]
+                )
             await send(message)
 
         try:
+            bad_path = _path_error(scope, rid)
+            if bad_path is not None:
+                await self._send_all(bad_path, send, state)
+                return
             if scope.get("method") in _BODY_METHODS:
                 receive = await self._take_body(scope, receive, send, state, head, rid)
                 if receive is None:
@@ -409,6 +449,8 @@ class ServiceMiddleware:
                     (b"content-type", b"application/json"),
                     (b"content-length", str(len(hit)).encode()),
                     (b"x-request-id", rid.encode()),
+                    *_FRAME_GUARD,
+                    _FRAME_POLICY,
                 ],
             }
         )
