@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
 
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -27,6 +29,7 @@ from app.core.services import ANONYMOUS, ApiKey, Caller, Services, match_key
 from app.db.session import Database, get_database, operation_deadline
 from app.ledger.service import Actor
 
+T = TypeVar("T")
 ROLES = ("admin", "pipeline", "viewer")
 READ_ROLES = ("admin", "pipeline", "viewer")
 CHARGE_ROLES = ("admin", "pipeline")
@@ -71,19 +74,36 @@ async def get_db(request: Request) -> Database:
     return get_database(svc.settings.database_url, svc.db_options)
 
 
-async def write_turn(request: Request, db: Database = Depends(get_db)) -> AsyncIterator[None]:
-    """A ledger write waits its turn here, on the event loop, before its handler takes a worker
-    thread (:meth:`app.core.services.Services.write_gate`); the wait counts against the database
-    time limit (then ``503``)."""
+@asynccontextmanager
+async def held_write_turn(request: Request, db: Database) -> AsyncIterator[None]:
+    """A ledger write waits its turn here, on the event loop, before it takes a worker thread
+    (:meth:`app.core.services.Services.write_gate`); the wait counts against the database time
+    limit (then ``503``). Nothing is computed while the turn is held: a write that needs an
+    event's cost computes it first, under admission (:func:`computed`)."""
     gate = services(request).write_gate(db)
     deadline = time.monotonic() + db.options.timeout
     await gate.acquire(db.options.timeout)
-    operation_deadline.set(deadline)  # the handler's database operations end by then
+    operation_deadline.set(deadline)  # the write's database operations end by then
     try:
         yield
     finally:
         operation_deadline.set(None)
         gate.release()
+
+
+async def write_turn(request: Request, db: Database = Depends(get_db)) -> AsyncIterator[None]:
+    """The write turn as a dependency, for the ledger writes that compute nothing."""
+    async with held_write_turn(request, db):
+        yield
+
+
+async def computed(request: Request, actor: Actor, fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` (an event's cost) under the computations' admission, work limit and deadline,
+    as the caller's keyed computation: a busy service is a ``503``, a request past its time limit a
+    ``400`` saying to retry (the curves computed so far are cached)."""
+    caller = Caller("keyed", actor)
+    result: T = await services(request).compute.run(caller, request, fn, *args)
+    return result
 
 
 #: the dependency of every ledger write route (after authentication, so only known callers queue)

@@ -183,17 +183,20 @@ def charge(
     cohort: str | None = None,
     idempotency_key: str | None = None,
     cost_event: dict | None = None,
+    cost: np.ndarray | None = None,
 ) -> ChargeResult:
     """Admit and record a charge, all or nothing; raises Refused/NotFound/IdempotencyConflict/Invalid.
 
-    ``event`` is stored as received; ``cost_event`` (default: ``event``) is the accountant's form."""
+    ``event`` is stored as received; ``cost_event`` (default: ``event``) is the accountant's form;
+    ``cost`` its cost vector when the caller computed it already (the service does, before its
+    write turn), else computed here."""
     if (users is None) == (cohort is None):
         raise Invalid("give exactly one of 'users' (a list of user ids) or 'cohort' (a cohort id)")
     cost_event = cost_event if cost_event is not None else event
     req = _Request(
         event,
         cost_event,
-        event_cost(cost_event),
+        event_cost(cost_event) if cost is None else cost,
         actor,
         users,
         cohort,

@@ -2,18 +2,37 @@
 
 Every endpoint needs ``Authorization: Bearer <key>``: ``admin`` manages users and cohorts,
 ``admin``/``pipeline`` charge, every role reads. Handlers are plain ``def`` (run in the thread
-pool): the database work never blocks the event loop.
+pool): the database work never blocks the event loop. A write that needs an event's cost (a
+charge; a budget planned from an event) computes it first, under the computations' admission,
+work limit and deadline (:func:`app.api.deps.computed`), and only then takes its write turn:
+the turn only compares and records, so a heavy or never-seen event never holds the ledger's
+writes (a too-heavy one is a fast ``400`` naming the limit, a busy service a ``503``).
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Path, Query, Response
+import numpy as np
+from fastapi import APIRouter, Depends, Path, Query, Request, Response
+from starlette.concurrency import run_in_threadpool
 
-from app.api.deps import WRITE_TURN, get_db, require_admin, require_charger, require_reader
+import accountant
+from app.api.deps import (
+    WRITE_TURN,
+    computed,
+    get_db,
+    held_write_turn,
+    require_admin,
+    require_charger,
+    require_reader,
+    services,
+)
+from app.core.compute import check_work
 from app.db.session import Database
 from app.ledger import service as svc
+from app.ledger.curves import ORDERS as LEDGER_ORDERS
 from app.schemas import ledger as sch
 from app.schemas import ledger_reads as reads
 from app.schemas import ledger_views as views
@@ -54,9 +73,38 @@ REFUSAL_DOC = (
 router = APIRouter(prefix="/v1", tags=["ledger"])
 
 
-def _budget(req: sch.UserPut | sch.BulkUsersRequest) -> svc.Budget:
+def event_cost(event: dict, max_mass: float) -> np.ndarray:
+    """The ledger cost of ``event`` (:func:`app.ledger.service.event_cost`) after the work limit of
+    ``/v1/epsilon`` on the ledger's grid (``WorkLimitExceeded``: a ``400``): an event refused there
+    is refused here."""
+    try:
+        ev = accountant.event_from_dict(event)
+    except accountant.AccountantError as exc:
+        raise svc.Invalid(str(exc)) from None
+    check_work([ev], LEDGER_ORDERS, max_mass, convert=True)
+    return svc.event_cost(event)
+
+
+async def _budget(request: Request, actor, req: sch.UserPut | sch.BulkUsersRequest) -> svc.Budget:
+    """The budget of ``req``, computed before the write turn (a planned event's cost is computed)."""
     planned = req.planned_event.to_accountant() if req.planned_event is not None else None
-    return svc.make_budget(req.budget.epsilon, req.budget.delta, req.policy, req.filter_order, planned)
+    return await computed(
+        request,
+        actor,
+        _make_budget,
+        req.budget.epsilon,
+        req.budget.delta,
+        req.policy,
+        req.filter_order,
+        planned,
+        services(request).settings.max_order_mass,
+    )
+
+
+def _make_budget(epsilon, delta, policy, filter_order, planned, max_mass: float) -> svc.Budget:
+    if planned is not None:
+        event_cost(planned, max_mass)  # the work limit first; the curve is then cached for make_budget
+    return svc.make_budget(epsilon, delta, policy, filter_order, planned)
 
 
 # ---------------------------------------------------------------------------------------------- users
@@ -71,15 +119,17 @@ def _budget(req: sch.UserPut | sch.BulkUsersRequest) -> svc.Budget:
     "Policies: see the request schema (`declared` vs the Rényi `filter`).",
     responses={201: {"model": views.UserView, "description": "user created"}, **AUTH_ERRORS},
 )
-def put_user(
+async def put_user(
     user_id: UserPath,
     body: sch.UserPut,
     response: Response,
+    request: Request,
     db: Database = Depends(get_db),
-    _actor=Depends(require_admin),
-    _turn=WRITE_TURN,
+    actor=Depends(require_admin),
 ):
-    created, status = svc.put_user(db, user_id, _budget(body))
+    budget = await _budget(request, actor, body)
+    async with held_write_turn(request, db):
+        created, status = await run_in_threadpool(svc.put_user, db, user_id, budget)
     response.status_code = 201 if created else 200
     return views.UserView.of(status)
 
@@ -96,15 +146,16 @@ def put_user(
         **AUTH_ERRORS,
     },
 )
-def bulk_users(
+async def bulk_users(
     body: sch.BulkUsersRequest,
+    request: Request,
     db: Database = Depends(get_db),
-    _actor=Depends(require_admin),
-    _turn=WRITE_TURN,
+    actor=Depends(require_admin),
 ):
-    return views.BulkUsersResult.of(
-        svc.bulk_create_users(db, body.all_ids(), _budget(body), body.on_conflict)
-    )
+    budget = await _budget(request, actor, body)
+    async with held_write_turn(request, db):
+        result = await run_in_threadpool(svc.bulk_create_users, db, body.all_ids(), budget, body.on_conflict)
+    return views.BulkUsersResult.of(result)
 
 
 @router.get(
@@ -256,20 +307,27 @@ def nearest_exhaustion(
         **AUTH_ERRORS,
     },
 )
-def post_charge(
-    body: sch.ChargeRequest, db: Database = Depends(get_db), actor=Depends(require_charger), _turn=WRITE_TURN
+async def post_charge(
+    body: sch.ChargeRequest, request: Request, db: Database = Depends(get_db), actor=Depends(require_charger)
 ):
     event = body.event.model_dump(mode="json", exclude_unset=True)
     event["mechanism"] = body.event.mechanism
-    result = svc.charge(
-        db,
-        event=event,
-        cost_event=body.event.to_accountant(),
-        actor=actor,
-        users=body.users,
-        cohort=body.cohort,
-        idempotency_key=body.idempotency_key,
-    )
+    cost_event = body.event.to_accountant()
+    cost = await computed(request, actor, event_cost, cost_event, services(request).settings.max_order_mass)
+    async with held_write_turn(request, db):
+        result = await run_in_threadpool(
+            partial(
+                svc.charge,
+                db,
+                event=event,
+                cost_event=cost_event,
+                cost=cost,
+                actor=actor,
+                users=body.users,
+                cohort=body.cohort,
+                idempotency_key=body.idempotency_key,
+            )
+        )
     return views.ChargeAdmitted.of(result)
 
 
