@@ -11,11 +11,11 @@ from sqlalchemy.orm import Session
 import accountant
 from app.db.session import Database
 from app.ledger import curves as cv
+from app.ledger import queries as q
 from app.ledger import repository as repo
 from app.ledger.curves import Budget
 from app.ledger.errors import Invalid, UsersExist
 from app.ledger.locking import lock_users_classes
-from app.ledger.reads import get_user
 from app.ledger.records import BulkResult, ClassRow, UserStatus
 from app.ledger.transitions import fresh_class, transition
 
@@ -101,9 +101,19 @@ def _rerun(_exc: IntegrityError) -> None:
 
 
 def put_user(db: Database, user_id: str, b: Budget) -> tuple[bool, UserStatus]:
-    """Create the user (True) or change its budget (False; the spent curve is kept); its status after."""
+    """Create the user (True) or change its budget (False; the spent curve is kept); its status after,
+    read in the write's own transaction (the answer is what was committed: a read after the commit
+    could fail and turn a committed write into a "nothing recorded" error)."""
 
-    def unit(s: Session) -> bool:
+    def unit(s: Session) -> tuple[bool, UserStatus]:
+        return change(s), _status(s)
+
+    def _status(s: Session) -> UserStatus:
+        st = q.user_status(s, user_id)
+        assert st is not None  # written just above, in this transaction
+        return st
+
+    def change(s: Session) -> bool:
         users = repo.users_by_name(s, [user_id])
         if not users:
             repo.insert_user(s, user_id, fresh_class(s, db, b, 1))
@@ -121,8 +131,7 @@ def put_user(db: Database, user_id: str, b: Budget) -> tuple[bool, UserStatus]:
         repo.touch_user(s, pk)
         return False
 
-    created = db.run_write(unit, on_integrity_error=_rerun)
-    return created, get_user(db, user_id)
+    return db.run_write(unit, on_integrity_error=_rerun)
 
 
 def bulk_create_users(

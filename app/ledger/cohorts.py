@@ -42,33 +42,39 @@ def _pk(s: Session, cohort_id: str) -> int:
 
 def get_cohort(db: Database, cohort_id: str) -> CohortInfo:
     with db.read() as s:
-        co = repo.cohort_by_name(s, db, cohort_id)
-    if co is None:
-        raise _unknown(cohort_id)
-    return q.cohort_info(co)
+        return _info(s, db, cohort_id)
 
 
 def create_cohort(db: Database, cohort_id: str, description: str | None) -> CohortInfo:
     def exists() -> Conflict:
         return Conflict(f"cohort {cohort_id!r} already exists")
 
-    def unit(s: Session) -> None:
+    def unit(s: Session) -> CohortInfo:
         if repo.cohort_pk(s, cohort_id) is not None:
             raise exists()
         repo.insert_cohort(s, cohort_id, description)
+        return _info(s, db, cohort_id)
 
     def created_meanwhile(_exc: IntegrityError) -> None:
         raise exists()
 
-    db.run_write(unit, on_integrity_error=created_meanwhile)
-    return get_cohort(db, cohort_id)
+    return db.run_write(unit, on_integrity_error=created_meanwhile)
+
+
+def _info(s: Session, db: Database, cohort_id: str) -> CohortInfo:
+    """The cohort as this transaction sees it (a write's answer is read in the write's own
+    transaction: what was committed, never a read after the commit that could fail)."""
+    co = repo.cohort_by_name(s, db, cohort_id)
+    if co is None:
+        raise _unknown(cohort_id)
+    return q.cohort_info(co)
 
 
 def change_members(db: Database, cohort_id: str, user_ids: Sequence[str], join: bool) -> MembersChange:
     """Add (``join``) or remove members, all or nothing; already-members / non-members are skipped."""
     names = list(dict.fromkeys(user_ids))
 
-    def unit(s: Session) -> int:
+    def unit(s: Session) -> tuple[int, CohortInfo]:
         pk = _pk(s, cohort_id)
         users = repo.users_by_name(s, names)
         missing = [u for u in names if u not in users]
@@ -91,12 +97,10 @@ def change_members(db: Database, cohort_id: str, user_ids: Sequence[str], join: 
         else:
             repo.close_memberships(s, pk, affected, seq)
         repo.add_cohort_members_count(s, pk, len(affected) if join else -len(affected))
-        return len(affected)
+        return len(affected), _info(s, db, cohort_id)
 
-    changed = db.run_write(unit)
-    return MembersChange(
-        cohort=get_cohort(db, cohort_id), joined=join, changed=changed, unchanged=len(names) - changed
-    )
+    changed, info = db.run_write(unit)
+    return MembersChange(cohort=info, joined=join, changed=changed, unchanged=len(names) - changed)
 
 
 def list_members(
