@@ -39,8 +39,11 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import errno
 import math
+import os
 import random
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -327,7 +330,8 @@ class Database:
     def check(self, timeout: float = 2.0) -> dict[str, Any]:
         """Reachability and writability, for ``/health/ready``: ``{"reachable", "writes", "detail"}``
         where ``writes`` is ``ok``, ``busy`` (this process's writes are queued), ``locked`` (another
-        process holds the write lock), ``read_only`` or ``unknown``."""
+        process holds the write lock), ``read_only`` (a read-only or immutable SQLite file or mount, a
+        PostgreSQL standby or read-only default transactions), ``disk_full`` (SQLite) or ``unknown``."""
         out: dict[str, Any] = {"dialect": self.dialect, "reachable": False, "writes": "unknown"}
         try:
             with self.read(timeout) as s:
@@ -335,11 +339,16 @@ class Database:
                 out["reachable"] = True
                 if not self.is_sqlite:
                     ro = s.execute(
-                        text("SELECT pg_is_in_recovery() OR current_setting('transaction_read_only') = 'on'")
+                        text(
+                            "SELECT pg_is_in_recovery() OR current_setting('transaction_read_only') = 'on' "
+                            "OR current_setting('default_transaction_read_only') = 'on'"
+                        )
                     ).scalar()
                     out["writes"] = "read_only" if ro else "ok"
             if self.is_sqlite:
                 out["writes"] = self._sqlite_write_probe(timeout)
+                if out["writes"] in _STORAGE_DETAIL:
+                    out["detail"] = _STORAGE_DETAIL[out["writes"]]
         except DatabaseUnavailable as exc:
             out["detail"] = exc.reason
             if exc.cause == "read_only":
@@ -347,7 +356,12 @@ class Database:
         return out
 
     def _sqlite_write_probe(self, timeout: float) -> str:
-        """Take the write lock within ``timeout`` (``BEGIN IMMEDIATE``), write nothing new, and roll back."""
+        """Whether the file can take writes: its storage (:func:`sqlite_storage`: a read-only or
+        immutable file, a full disk), then the write lock within ``timeout`` (``BEGIN IMMEDIATE``),
+        a write that changes nothing, rolled back. Writes no user data."""
+        storage = sqlite_storage(self.engine.url.database)
+        if storage != "ok":
+            return storage
         if self.writes.waiting or not self.writes.acquire(0.0):
             return "busy"
         try:
@@ -382,6 +396,53 @@ class Database:
 
     def dispose(self) -> None:
         self.engine.dispose()
+
+
+#: free bytes below which a SQLite file's disk counts as full: a write needs a few pages of WAL
+MIN_FREE_BYTES = 1 << 20
+_STORAGE_DETAIL = {
+    "read_only": "the database file (or its -wal/-shm file, or its mount) cannot be written: read-only or "
+    "immutable; writes are refused with 503",
+    "disk_full": f"the disk of the database file has less than {MIN_FREE_BYTES >> 20} MiB free (or refused a "
+    "4 KiB write): writes would fail; free some space",
+}
+
+
+def sqlite_storage(path: str | None) -> str:
+    """``ok``, ``read_only`` or ``disk_full`` for a SQLite database file, checked without touching
+    it: the file and its ``-wal``/``-shm`` companions must be writable (``access(2)`` also refuses
+    an immutable file, root included); the disk must have ``MIN_FREE_BYTES`` free (what this
+    process may use: the reserved blocks count for root); and, when the directory is writable, a
+    4 KiB scratch file written, synced and removed there must succeed (a full disk or quota, a
+    read-only mount surface as ``ENOSPC``/``EDQUOT``/``EROFS``). A rolled-back write to the
+    database itself proves none of this: in WAL mode it never reaches the disk."""
+    if not path or path == ":memory:" or path.startswith("file:"):
+        return "ok"  # an in-memory or URI-named database: its mode is the URI's (checked by SQLite)
+    full = os.path.abspath(path)
+    folder = os.path.dirname(full)
+    for f in (full, full + "-wal", full + "-shm"):
+        if os.path.exists(f) and not os.access(f, os.W_OK):
+            return "read_only"
+    try:
+        st = os.statvfs(folder)
+    except OSError:
+        return "ok"
+    free = (st.f_bfree if os.geteuid() == 0 else st.f_bavail) * st.f_frsize
+    if free < MIN_FREE_BYTES:
+        return "disk_full"
+    if not os.access(folder, os.W_OK):
+        return "ok"  # nothing more to learn without writing into the file itself
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".ready-probe-")
+        try:
+            os.write(fd, b"\0" * 4096)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+            os.unlink(tmp)
+    except OSError as exc:
+        return "disk_full" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else "read_only"
+    return "ok"
 
 
 _databases: dict[tuple[str, DbOptions], Database] = {}

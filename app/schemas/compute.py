@@ -413,9 +413,11 @@ class CalibrateResponse(BaseModel):
 class DatabaseReadiness(BaseModel):
     dialect: str = Field(description="sqlite or postgresql")
     reachable: bool = Field(description="a query was answered within the check's time limit")
-    writes: Literal["ok", "busy", "locked", "read_only", "unknown"] = Field(
+    writes: Literal["ok", "busy", "locked", "read_only", "disk_full", "unknown"] = Field(
         description="`ok`; `busy` (this process's writes are queued: ready, under load); `locked` (another "
-        "process holds SQLite's write lock); `read_only`; `unknown` (unreachable)"
+        "process holds SQLite's write lock); `read_only` (a read-only or immutable file or mount, a PostgreSQL "
+        "standby or read-only default transactions); `disk_full` (SQLite: under 1 MiB free, or a 4 KiB write "
+        "refused); `unknown` (unreachable)"
     )
     detail: str | None = Field(None, description="why the database is not ready")
 

@@ -430,3 +430,61 @@ def test_a_driver_error_without_a_message_is_a_503_not_a_crash():
     u = classify(OperationalError("SELECT 1", {}, Exception("")))
     assert isinstance(u, DatabaseUnavailable)
     assert (u.cause, u.reason) == ("connection", "OperationalError")
+
+
+# ---------------------------------------------------------------------------------------------- storage
+def _run(*cmd: str) -> bool:
+    import subprocess
+
+    return subprocess.run(cmd, capture_output=True, check=False).returncode == 0
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A real 4 MiB filesystem (tmpfs) to fill; skipped where mounting is not allowed."""
+    mnt = tmp_path / "disk"
+    mnt.mkdir()
+    if not _run("mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mnt)):
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    try:
+        yield mnt
+    finally:
+        _run("umount", "-l", str(mnt))
+
+
+def test_a_full_disk_is_not_ready_and_recovers(small_disk):
+    """Before: a SQLite database on a full disk answered charges with fast 503s, but /health/ready said
+    `ready, writes: ok` (the readiness probe's write was rolled back before it reached the disk)."""
+    with start_server(_env(f"sqlite:///{small_disk}/full.db")) as srv, httpx.Client(base_url=srv.url, timeout=30) as c:
+        _setup_users(c, ["a"])
+        assert c.get("/health/ready").status_code == 200
+        filler = small_disk / "filler"
+        with open(filler, "wb") as f, contextlib.suppress(OSError):
+            while True:
+                f.write(b"\0" * (64 << 10))
+                f.flush()
+        ready, dt = _timed(c.get, "/health/ready")
+        assert dt < 3.0
+        assert ready.status_code == 503 and ready.json()["database"]["writes"] == "disk_full", ready.text
+        r, dt = _timed(c.post, "/v1/charges", json=_charge_body("k1", ["a"]), headers=PIPE)
+        assert r.status_code in (201, 503), r.text  # SQLite may still fit one small WAL frame
+        filler.unlink()
+        _wait_ready(c)
+        assert c.get("/health/ready").json()["database"]["writes"] == "ok"
+
+
+def test_an_immutable_database_file_is_not_ready(tmp_path):
+    """Before: `chattr +i` on the database file left /health/ready saying `ready, writes: ok`."""
+    path = tmp_path / "imm.db"
+    with start_server(_env(f"sqlite:///{path}")) as srv, httpx.Client(base_url=srv.url, timeout=30) as c:
+        _setup_users(c, ["a"])
+        if not _run("chattr", "+i", str(path)):
+            pytest.skip("chattr +i is not available here")
+        try:
+            ready = c.get("/health/ready")
+            assert ready.status_code == 503 and ready.json()["database"]["writes"] == "read_only", ready.text
+            assert "immutable" in ready.json()["database"]["detail"]
+            assert c.get("/v1/users/a", headers=PIPE).status_code == 200  # reads still answer
+        finally:
+            _run("chattr", "-i", str(path))
+        _wait_ready(c)
