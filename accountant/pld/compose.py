@@ -210,7 +210,7 @@ class Composed:
         k0 = max(0, math.floor(epsilon / self.step) - self.a - 1)
         tp = (self.a + np.arange(k0, self.G.size, dtype=np.float64)) * self.step - epsilon
         gp = np.where(tp > 0, self.G[k0:], 0.0)
-        e1 = np.exp(-lam * tp)
+        e1 = np.where(tp > 0, np.exp(-lam * np.maximum(tp, 0.0)), 0.0)
         w = e1 - e1 * np.exp(-tp)  # (1 − e^{−t}) e^{−λt}, within 6u·e^{−λt} (numpy's expm1 is slow)
         s = _dot(w, gp)
         rounding = (tp.size + 8) * U * _dot(w, np.abs(gp)) + 6 * U * _dot(e1, np.abs(gp))
