@@ -47,8 +47,6 @@ def _root(comp: Composed, delta: float, hi: float) -> float:
     def f(e: float) -> float:
         return math.log(max(comp.delta(e)[0], 1e-300)) - math.log(delta)
 
-    if f(0.0) <= 0.0:
-        return 0.0
     step = comp.step
     for _ in range(200):
         if f(hi) <= 0.0:
@@ -56,7 +54,15 @@ def _root(comp: Composed, delta: float, hi: float) -> float:
         hi = hi * 1.5 + 10 * step
     else:
         return math.inf
-    r = float(brentq(f, 0.0, hi, xtol=1e-12, rtol=1e-12))
+    lo = 0.9 * hi  # the Chernoff guess is above the answer, usually by a few per cent
+    while f(lo) <= 0.0:
+        if lo <= step:
+            if f(0.0) <= 0.0:
+                return 0.0
+            hi, lo = lo, 0.0
+            break
+        hi, lo = lo, lo * 0.5
+    r = float(brentq(f, lo, hi, xtol=1e-13, rtol=1e-10))
     bump = max(abs(r), 1.0) * 1e-12
     for _ in range(200):
         if comp.delta(r)[0] <= delta:

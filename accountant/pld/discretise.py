@@ -3,8 +3,11 @@
 Construction
 ------------
 Grid: ε_j = jΔ for j_lo ≤ j ≤ j_hi, with j_lo Δ ≤ max(lo, center − 8·scale) and j_hi Δ ≥
-min(hi, the first center + k·scale, k = 10·1.25^i, with δ(ε) − P(L = ∞) ≤ 1e-30). The certified
-values δ_j ≥ δ(ε_j) of the pair (made non-increasing by a running minimum, which keeps them ≥ the
+min(hi, the first center + k·scale, k = 10·1.1^i, with δ(ε) − P(L = ∞) ≤ 1e-30). The certified
+values δ_j ≥ δ(ε_j) of the pair (evaluated at every grid point of the bulk [center − 3·scale,
+center + 8·scale] and at every 4th point outside it, where the chord in x = e^ε between evaluated
+neighbours is used instead: an upper bound, as the exact curve is convex in x; raised by 4u
+relative and 4u of the left value for the rounding of the interpolation) (made non-increasing by a running minimum, which keeps them ≥ the
 exact non-increasing curve) go through dp_accounting's pessimistic connect-the-dots
 (``pld_pmf.create_pmf_pessimistic_connect_dots_fixed_gap``; Doroshenko, Ghazi, Kamath, Kumar,
 Manurangsi, PETS 2022, Alg. 1): masses p_j on the grid and δ_{j_hi} at +∞.
@@ -54,6 +57,7 @@ _TOP_DELTA = 1e-30
 _STEPS_PER_SCALE = 25.0
 _MAX_POINTS = 200_000
 _DOTS_ROUNDING = 16 * U
+_FINE_BELOW, _FINE_ABOVE, _COARSE = 3.0, 8.0, 4
 
 _CACHE: BoundedCache[tuple[Hashable, ...], Discretised] = BoundedCache(
     256, 64 * MiB, sizeof=lambda _k, v: int(v.probs.nbytes) + 256, name="pld_pmfs"
@@ -90,7 +94,7 @@ def _span(pair: HockeyStickPair) -> tuple[float, float]:
         if float(pair.delta(t)[0]) - pair.inf_mass <= _TOP_DELTA:
             top = t
             break
-        k *= 1.25
+        k *= 1.1
     return bottom, top
 
 
@@ -129,6 +133,25 @@ def _dense(pmf: object) -> tuple[int, NDArray[np.float64]]:
     return int(dense._lower_loss), np.asarray(dense._probs, dtype=np.float64)
 
 
+def _curve_on_grid(pair: HockeyStickPair, eps: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Certified δ at every grid point: the pair's curve at every point of the bulk
+    [center − 3·scale, center + 8·scale] and at every 4th point (and the ends) outside it; in
+    between, the chord in x = e^ε of the two evaluated neighbours (module docstring)."""
+    j = np.arange(eps.size)
+    core = (eps >= pair.center - _FINE_BELOW * pair.scale) & (eps <= pair.center + _FINE_ABOVE * pair.scale)
+    picked = core | (j % _COARSE == 0) | (j == eps.size - 1)
+    if pair.scale <= 0.0 or bool(np.all(picked)):
+        return pair.delta(eps)
+    at = np.flatnonzero(picked)
+    vals = pair.delta(eps[at])
+    x = np.exp(eps - eps[0])  # the chord is the same in any multiple of e^ε
+    chord = np.interp(x, x[at], vals)
+    left = vals[np.clip(np.searchsorted(at, j, side="right") - 1, 0, at.size - 1)]
+    out = np.minimum(chord * (1.0 + 4 * U) + 4 * U * left, 1.0)
+    out[at] = vals
+    return out
+
+
 def discretise_pair(pair: HockeyStickPair, step: float) -> Discretised:
     """The pessimistic single-round PLD of ``pair`` on the grid jΔ (cached per (pair, Δ))."""
     key = (*pair.key, float(step))
@@ -141,7 +164,7 @@ def discretise_pair(pair: HockeyStickPair, step: float) -> Discretised:
     j_lo = math.floor(bottom / step)
     j_hi = max(j_lo, math.ceil(top / step))
     eps = np.arange(j_lo, j_hi + 1, dtype=np.float64) * step
-    deltas = np.minimum.accumulate(pair.delta(eps))
+    deltas = np.minimum.accumulate(_curve_on_grid(pair, eps))
     pmf = pld_pmf.create_pmf_pessimistic_connect_dots_fixed_gap(step, j_lo, j_hi, deltas)
     lower, probs = _dense(pmf)
     full = np.zeros(j_hi - j_lo + 1)
