@@ -56,7 +56,7 @@ def single_round_pmfs(events: Sequence[EventLike]) -> list[tuple[Discretised, in
     for ev in evs:
         p = pair_of(ev)
         counts[p] = counts.get(p, 0) + ev.count
-    step = choose_step(list(counts))
+    step = choose_step(list(counts), list(counts.values()))
     return [(discretise_pair(p, step), t) for p, t in counts.items()]
 
 

@@ -18,8 +18,9 @@ adds them up, u = 2⁻⁵³):
 
 1. *Tilt rounding.* g̃_k = fl(f_k e^{λlΔ − m}/M̃_k): each entry within a relative γ_k = 3u·(|λlΔ| +
    |m|) + 6u of the exact one, so f_k e^{λlΔ} ≤ e^{m} M̃_k (1 + γ_k) g̃_k entry by entry and the
-   factor Π (1 + γ_k)^{T_k} goes into C (monotonicity: every weight is ≥ 0). From here on G is the
-   exact convolution of the float vectors g̃_k.
+   factor Π (1 + γ_k)^{T_k} goes into C (monotonicity: every weight is ≥ 0); so does
+   (1 + 2u⌈len/N⌉)^{T_k} when a vector longer than N is folded onto N points by float additions.
+   From here on G is the exact convolution of the (folded) float vectors.
 2. *Aliasing.* The FFT of length N computes the circular convolution: the window of N grid
    points [a, a + N) receives G plus the mass of G outside it folded in (non-negative, so the
    window's sum only grows) and misses G outside the window, whose weight is ≤ c(λ)·A with
@@ -235,11 +236,12 @@ def _spectrum(key: tuple[object, ...], x: _Tilted, n: int) -> _Spectrum:
     if got is not None:
         return got
     pos = (np.arange(x.g.size, dtype=np.int64) + (x.start % n)) % n
-    z = np.fft.rfft(np.bincount(pos, weights=x.g, minlength=n))
+    wrapped = np.asarray(np.bincount(pos, weights=x.g, minlength=n), dtype=np.float64)  # (_wrap_slack)
+    z = np.fft.rfft(wrapped)
     with np.errstate(divide="ignore"):
         la = np.log(np.abs(z))
-    s = math.fsum(x.g.tolist()) * (1.0 + 4 * U)
-    rho = _eta(n) * math.sqrt(n) * math.sqrt(_dot(x.g, x.g)) * (1.0 + 1e-6)
+    s = math.fsum(wrapped.tolist()) * (1.0 + 4 * U)
+    rho = _eta(n) * math.sqrt(n) * math.sqrt(_dot(wrapped, wrapped)) * (1.0 + 1e-6)
     got = _Spectrum(la, np.angle(z), s, rho)
     _SPECTRA.put((*key, n), got)
     return got
@@ -266,6 +268,12 @@ def _spectrum_error(
     return big, e_full
 
 
+def _wrap_slack(x: _Tilted, n: int) -> float:
+    """log(1 + 2u·⌈size/N⌉): a vector longer than N is folded onto N points by float additions
+    (≤ ⌈size/N⌉ per entry), each entry within that relative error of its exact fold."""
+    return math.log1p(2 * U * -(-x.g.size // n)) if x.g.size > n else 0.0
+
+
 def tilted_compose(parts: Sequence[tuple[Discretised, int]], lam: float) -> Composed:
     """The tilted FFT composition of ``parts`` ((single-round PLD, count) pairs on one grid)."""
     step = parts[0][0].step
@@ -277,5 +285,5 @@ def tilted_compose(parts: Sequence[tuple[Discretised, int]], lam: float) -> Comp
     eta = _eta(n)
     err2 = e_full / math.sqrt(n) + eta * math.sqrt(_dot(g_circ, g_circ)) * (1.0 + 2 * eta)
     window = np.roll(g_circ, -(a % n))
-    log_scale = sum(t * x.log_scale for x, t in tilted)
+    log_scale = sum(t * (x.log_scale + _wrap_slack(x, n)) for x, t in tilted)
     return Composed(step, float(lam), int(a), window, err2, alias, log_scale, inf_mass(parts))

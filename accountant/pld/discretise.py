@@ -33,7 +33,7 @@ only raises δ̂), so the stored masses dominate the exact clipped measure entry
 Δ (:func:`choose_step`): one grid for all events of a query, Δ = min scale/25 over the events
 (connect-the-dots errors are second order in Δ: the shuffle headline's ε moves by 1e-4 relative
 from Δ = σ/25 to σ/50; bench/results_pld.md), coarsened so that no event's grid exceeds 2·10⁵
-points, and aligned so that the first event with a bounded loss range has its top hi on the grid
+points and ±8 standard deviations of the composed loss fit in 2²¹ points, and aligned so that the first event with a bounded loss range has its top hi on the grid
 (a pure ε-DP release then costs exactly its ε, up to rounding).
 """
 
@@ -56,6 +56,7 @@ _LOW_SCALES = 8.0
 _TOP_DELTA = 1e-30
 _STEPS_PER_SCALE = 25.0
 _MAX_POINTS = 200_000
+_MAX_WINDOW = 1 << 21  # FFT points for ±8 composed standard deviations
 _DOTS_ROUNDING = 16 * U
 _FINE_BELOW, _FINE_ABOVE, _COARSE = 3.0, 8.0, 4
 
@@ -98,8 +99,8 @@ def _span(pair: HockeyStickPair) -> tuple[float, float]:
     return bottom, top
 
 
-def choose_step(pairs: Sequence[HockeyStickPair]) -> float:
-    """One grid step Δ for all ``pairs`` (module docstring)."""
+def choose_step(pairs: Sequence[HockeyStickPair], counts: Sequence[int]) -> float:
+    """One grid step Δ for all ``pairs`` (repeated ``counts`` times; module docstring)."""
     scales = [p.scale for p in pairs if p.scale > 0.0]
     if not scales:
         return 1e-3
@@ -107,7 +108,8 @@ def choose_step(pairs: Sequence[HockeyStickPair]) -> float:
     widths = [
         min(p.hi, p.center + 12.0 * p.scale) - max(p.lo, p.center - _LOW_SCALES * p.scale) for p in pairs
     ]
-    step = max(step, max(widths) / _MAX_POINTS)
+    spread = math.sqrt(sum(t * p.scale**2 for p, t in zip(pairs, counts)))
+    step = max(step, max(widths) / _MAX_POINTS, 16.0 * spread / _MAX_WINDOW)
     for p in pairs:
         if p.scale > 0.0 and math.isfinite(p.hi) and p.hi > 0.0 and p.hi <= p.center + 12.0 * p.scale:
             return p.hi / math.ceil(p.hi / step)
@@ -147,7 +149,7 @@ def _curve_on_grid(pair: HockeyStickPair, eps: NDArray[np.float64]) -> NDArray[n
     x = np.exp(eps - eps[0])  # the chord is the same in any multiple of e^ε
     chord = np.interp(x, x[at], vals)
     left = vals[np.clip(np.searchsorted(at, j, side="right") - 1, 0, at.size - 1)]
-    out = np.minimum(chord * (1.0 + 4 * U) + 4 * U * left, 1.0)
+    out: NDArray[np.float64] = np.minimum(chord * (1.0 + 4 * U) + 4 * U * left, 1.0)
     out[at] = vals
     return out
 
