@@ -23,7 +23,8 @@ The pairs (docs/bounds.md, "The PLD route"):
   P = (δ, (1−δ)e^ε/(1+e^ε), (1−δ)/(1+e^ε), 0), Q = (0, (1−δ)/(1+e^ε), (1−δ)e^ε/(1+e^ε), δ)
   dominates every (ε, δ)-DP mechanism; δ_RR(ε′) = δ + (1−δ)·((e^ε − e^{ε′})_+ + (1 − e^{ε+ε′})_+)/(1+e^ε).
 * **Gaussian** N(μ, 1) vs N(0, 1), μ = Δ₂/σ: exact for the Gaussian mechanism (Balle & Wang,
-  ICML 2018, Thm 8): δ(ε) = Φ(μ/2 − ε/μ) − e^ε Φ(−μ/2 − ε/μ).
+  ICML 2018, Thm 8): δ(ε) = Φ(μ/2 − ε/μ) − e^ε Φ(−μ/2 − ε/μ). Gaussian pairs compose in closed
+  form (``product``): T_i repetitions of μ_i are one pair with μ = √(Σ T_i μ_i²).
 * **Laplace** Lap(1, b) vs Lap(0, b), ε0 = Δ₁/b: exact for the Laplace mechanism; losses in
   [−ε0, ε0], δ(ε) = 1 − e^{(ε − ε0)/2} on [−ε0, ε0], 1 − e^ε below, 0 above.
 * **Clone pair** of Feldman, McMillan, Talwar (FOCS 2021, §3) for one shuffle of n ε0-LDP reports
@@ -39,8 +40,9 @@ a relative ``_SLACK`` = 1e-12; the Gaussian's two normal tails (scipy's ``log_nd
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -84,6 +86,11 @@ class HockeyStickPair:
     scale: float
     inf_mass: float
     key: tuple[Hashable, ...]
+    #: pairs whose products are again one pair of the family in closed form: (family, combine),
+    #: combine mapping [(pair, count), …] of the family to the one pair of their product
+    product: tuple[Hashable, Callable[[Sequence[tuple[HockeyStickPair, int]]], HockeyStickPair]] | None = (
+        field(default=None, repr=False)
+    )
 
     def delta(self, eps: ArrayLike) -> NDArray[np.float64]:
         """Certified δ(ε) at each ε, clipped to [inf_mass, 1]; exactly ``inf_mass`` at ε ≥ hi."""
@@ -140,7 +147,15 @@ def gaussian_pair(mu: float) -> HockeyStickPair:
             b = np.exp(x + special.log_ndtr(-mu / 2.0 - x / mu)) * (1.0 - _SLACK_GAUSS)
             return _up(np.maximum(a - np.nan_to_num(b, posinf=0.0), 0.0))
 
-    return curve_pair(curve, -math.inf, math.inf, mu * mu / 2.0, mu, ("gaussian", mu))
+    pair = curve_pair(curve, -math.inf, math.inf, mu * mu / 2.0, mu, ("gaussian", mu))
+    return dataclasses.replace(pair, product=("gaussian", _gaussian_product))
+
+
+def _gaussian_product(items: Sequence[tuple[HockeyStickPair, int]]) -> HockeyStickPair:
+    """The product of Gaussian pairs N(μ_i, 1) vs N(0, 1), each T_i times, is N(μ⃗, I) vs N(0, I),
+    whose loss μ⃗·x − ‖μ⃗‖²/2 is that of ONE Gaussian pair with μ = ‖μ⃗‖ = √(Σ T_i μ_i²): the same
+    PLD, so the same hockey-stick curve (exact; composed in closed form, without an FFT)."""
+    return gaussian_pair(math.sqrt(math.fsum(t * p.key[1] ** 2 for p, t in items)))  # type: ignore[operator]
 
 
 def laplace_pair(epsilon0: float) -> HockeyStickPair:

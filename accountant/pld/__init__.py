@@ -53,9 +53,17 @@ def single_round_pmfs(events: Sequence[EventLike]) -> list[tuple[Discretised, in
     if not evs:
         raise PldNotCovered("the PLD route needs at least one event")
     counts: dict[HockeyStickPair, int] = {}
+    families: dict[object, list[tuple[HockeyStickPair, int]]] = {}
     for ev in evs:
         p = pair_of(ev)
-        counts[p] = counts.get(p, 0) + ev.count
+        if p.product is not None:
+            families.setdefault(p.product[0], []).append((p, ev.count))
+        else:
+            counts[p] = counts.get(p, 0) + ev.count
+    for items in families.values():
+        assert items[0][0].product is not None
+        merged = items[0][0].product[1](items)
+        counts[merged] = counts.get(merged, 0) + 1
     step = choose_step(list(counts), list(counts.values()))
     return [(discretise_pair(p, step), t) for p, t in counts.items()]
 

@@ -6,8 +6,8 @@ Grid: ε_j = jΔ for j_lo ≤ j ≤ j_hi, with j_lo Δ ≤ max(lo, center − 8�
 min(hi, the first center + k·scale, k = 10·1.1^i, with δ(ε) − P(L = ∞) ≤ 1e-30). The certified
 values δ_j ≥ δ(ε_j) of the pair (evaluated at every grid point of the bulk [center − 3·scale,
 center + 8·scale] and at every 4th point outside it, where the chord in x = e^ε between evaluated
-neighbours is used instead: an upper bound, as the exact curve is convex in x; raised by 4u
-relative and 4u of the left value for the rounding of the interpolation) (made non-increasing by a running minimum, which keeps them ≥ the
+neighbours is used instead: an upper bound, as the exact curve is convex in x; raised by 8u
+relative and 8u of the left value for the rounding of the interpolation) (made non-increasing by a running minimum, which keeps them ≥ the
 exact non-increasing curve) go through dp_accounting's pessimistic connect-the-dots
 (``pld_pmf.create_pmf_pessimistic_connect_dots_fixed_gap``; Doroshenko, Ghazi, Kamath, Kumar,
 Manurangsi, PETS 2022, Alg. 1): masses p_j on the grid and δ_{j_hi} at +∞.
@@ -146,10 +146,13 @@ def _curve_on_grid(pair: HockeyStickPair, eps: NDArray[np.float64]) -> NDArray[n
         return pair.delta(eps)
     at = np.flatnonzero(picked)
     vals = pair.delta(eps[at])
-    x = np.exp(eps - eps[0])  # the chord is the same in any multiple of e^ε
-    chord = np.interp(x, x[at], vals)
-    left = vals[np.clip(np.searchsorted(at, j, side="right") - 1, 0, at.size - 1)]
-    out: NDArray[np.float64] = np.minimum(chord * (1.0 + 4 * U) + 4 * U * left, 1.0)
+    # the chord in x = e^ε between the evaluated neighbours a < j < b, in local form (no overflow):
+    # θ = (e^{ε_j} − e^{ε_a})/(e^{ε_b} − e^{ε_a}) = expm1(ε_j − ε_a)/expm1(ε_b − ε_a) ∈ [0, 1]
+    left = np.clip(np.searchsorted(at, j, side="right") - 1, 0, at.size - 2)
+    a, b = at[left], at[left + 1]
+    theta = np.clip(np.expm1(eps - eps[a]) / np.expm1(eps[b] - eps[a]), 0.0, 1.0)
+    chord = (1.0 - theta) * vals[left] + theta * vals[left + 1]
+    out: NDArray[np.float64] = np.minimum(chord * (1.0 + 8 * U) + 8 * U * vals[left], 1.0)
     out[at] = vals
     return out
 

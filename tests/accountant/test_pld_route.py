@@ -104,7 +104,14 @@ def test_approximate_dp_is_the_kov15_pair(eps0, delta0, count, eps):
 
 @pytest.mark.parametrize(
     ("z", "count", "delta"),
-    [(1.0, 10, 1e-6), (10.0, 1000, 1e-8), (0.8, 1, 1e-5), (3.0, 3, 1e-10), (50.0, 10**5, 1e-8)],
+    [
+        (1.0, 10, 1e-6),
+        (10.0, 1000, 1e-8),
+        (0.8, 1, 1e-5),
+        (3.0, 3, 1e-10),
+        (50.0, 10**5, 1e-8),
+        (100.0, 10**9, 1e-6),
+    ],
 )
 def test_gaussian_against_its_closed_form(z, count, delta):
     got = pld_epsilon([{"mechanism": "gaussian", "noise_multiplier": z, "count": count}], delta)
@@ -112,6 +119,17 @@ def test_gaussian_against_its_closed_form(z, count, delta):
     assert gauss_exact_delta(mu, got.epsilon) <= delta  # certified: the exact δ at the answer is ≤ δ
     exact_eps = mp.findroot(lambda e: gauss_exact_delta(mu, e) - delta, got.epsilon)
     assert got.epsilon <= exact_eps * (1 + GAUSS_TOL)
+
+
+def test_gaussians_of_different_noise_compose_to_one_gaussian():
+    events = [
+        {"mechanism": "gaussian", "noise_multiplier": 1.0, "count": 10},
+        {"mechanism": "gaussian", "noise_multiplier": 2.0, "count": 40},
+    ]
+    for eps in (0.0, 3.0, 12.0):
+        got = pld_delta(events, eps).delta
+        exact = gauss_exact_delta(math.sqrt(10 + 40 / 4), eps)
+        assert exact <= got <= exact * (1 + GAUSS_TOL)
 
 
 @pytest.mark.parametrize(("n", "eps0", "count"), [(20, 1.0, 2), (30, 0.5, 2), (8, 2.0, 3)])
