@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
@@ -204,17 +204,23 @@ class Composed:
     alias: float  # bound on G outside the window (item 2)
     log_scale: float  # log Π M_k^{T_k}(1 + γ_k)^{T_k}
     inf: float  # mass at +∞
+    losses: NDArray[np.float64] = field(init=False, repr=False)  # (a + i)·Δ, increasing
+    abs_g: NDArray[np.float64] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "losses", (self.a + np.arange(self.G.size, dtype=np.float64)) * self.step)
+        object.__setattr__(self, "abs_g", np.abs(self.G))
 
     def delta(self, epsilon: float) -> tuple[float, float]:
         """(certified δ(ε), the numerical error bound included in it)."""
         lam = self.lam
-        k0 = max(0, math.floor(epsilon / self.step) - self.a - 1)
-        tp = (self.a + np.arange(k0, self.G.size, dtype=np.float64)) * self.step - epsilon
-        gp = np.where(tp > 0, self.G[k0:], 0.0)
-        e1 = np.where(tp > 0, np.exp(-lam * np.maximum(tp, 0.0)), 0.0)
+        k = int(np.searchsorted(self.losses, epsilon, side="right"))  # the first loss > ε
+        tp = self.losses[k:] - epsilon
+        gp, ag = self.G[k:], self.abs_g[k:]
+        e1 = np.exp(-lam * tp)
         w = e1 - e1 * np.exp(-tp)  # (1 − e^{−t}) e^{−λt}, within 6u·e^{−λt} (numpy's expm1 is slow)
         s = _dot(w, gp)
-        rounding = (tp.size + 8) * U * _dot(w, np.abs(gp)) + 6 * U * _dot(e1, np.abs(gp))
+        rounding = (tp.size + 8) * U * _dot(w, ag) + 6 * U * _dot(e1, ag)
         cl = (lam / (1.0 + lam)) ** lam / (1.0 + lam) if lam > 0 else 1.0
         err = math.sqrt(_dot(w, w)) * self.err2 + cl * self.alias + rounding
         logc = self.log_scale - lam * epsilon
