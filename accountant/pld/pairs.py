@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..dominating import HockeyStickPair
 from ..errors import AccountantError
-from ..events import Event
+from ..events import Event, EventLike, as_event
 
 __all__ = ["PldNotCovered", "covered", "pair_of"]
 
@@ -30,9 +30,9 @@ def _reason(event: Event) -> str | None:
     return None
 
 
-def covered(event: Event) -> bool:
-    """Whether the PLD route has a dominating pair for ``event``."""
-    return _reason(event) is None
+def covered(event: EventLike) -> bool:
+    """Whether the PLD route has a dominating pair for ``event`` (an event or its dict form)."""
+    return _reason(as_event(event)) is None
 
 
 def pair_of(event: Event) -> HockeyStickPair:
