@@ -289,3 +289,27 @@ def test_pairs_are_certified_upper_curves():
     atoms = clone_atoms(15, 1.0)
     for e in (0.0, 0.4):
         assert clone.delta([e])[0] >= composed_exact_delta(atoms, 1, e)
+
+
+def test_clone_pair_many_rounds_between_dp_accountings_plds():
+    """n = 200, T = 50: never below dp_accounting's optimistic PLD of the exact pair, within 2% of
+    its pessimistic one (both at Δ = 1e-4, built from the pair's 20,000 outcomes)."""
+    n, eps0, count, eps = 200, 1.0, 50, 1.0
+    atoms = clone_atoms(n, eps0)
+    upper = {i: float(mp.log(p)) for i, (p, _) in enumerate(atoms)}
+    lower = {i: float(mp.log(p) - lo) for i, (p, lo) in enumerate(atoms)}
+    got = pld_delta([{"mechanism": "shuffle", "n": n, "epsilon0": eps0, "count": count}], eps).delta
+    opt = dp_pld.from_two_probability_mass_functions(lower, upper, False, 1e-4).self_compose(count)
+    pes = dp_pld.from_two_probability_mass_functions(lower, upper, True, 1e-4).self_compose(count)
+    assert opt.get_delta_for_epsilon(eps) <= got <= pes.get_delta_for_epsilon(eps) * 1.02
+
+
+def test_cached_and_cold_answers_agree():
+    from accountant.store import clear_caches
+
+    events = [{"mechanism": "shuffle", "n": 10**4, "epsilon0": 1.0, "count": 300}]
+    first = pld_epsilon(events, 1e-9)
+    again = pld_epsilon(events, 1e-9)
+    clear_caches()
+    cold = pld_epsilon(events, 1e-9)
+    assert first == again == cold
