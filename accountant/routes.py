@@ -1,7 +1,7 @@
 """The routes from a list of events to (ε, δ), and the best of them (``accounting``).
 
 Each route is a separate proof that the composition of the events is (ε, δ)-DP; any of them may
-be reported, so with ``accounting="best"`` the smallest certified answer is (bounds.md §9):
+be reported, so with ``accounting="best"`` the smallest certified answer is (bounds.md §11):
 
 * ``rdp`` — compose the RDP curves and convert (:mod:`accountant.composition`, with the additive
   δ and (ε, δ) releases of :mod:`accountant.combination`). Valid under adaptive composition with

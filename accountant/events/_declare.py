@@ -24,7 +24,7 @@ import math
 import numbers
 from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, fields
-from typing import Any, ClassVar, TypeVar, Union
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, Union
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -33,6 +33,9 @@ from .._validation import check_float, check_int
 from ..bounds import tight_bounds
 from ..errors import InvalidEvent, InvalidParameter
 from ..store import MiB, memoize
+
+if TYPE_CHECKING:
+    from ..dominating import HockeyStickPair
 
 #: most users (n, k) an event may describe: 10¹² is already ~100× any real population
 MAX_USERS = 10**12
@@ -221,6 +224,8 @@ class Event:
     POSITION: ClassVar[int] = 100
     #: an (ε, δ) release with no RDP curve: composed apart (:mod:`accountant.combination`)
     APPROX: ClassVar[bool] = False
+    #: why the PLD route has no dominating pair for this type (when :meth:`dominating_pair` is None)
+    NO_PAIR: ClassVar[str] = "no dominating pair is declared for this event type"
 
     count: int = count_field()
 
@@ -246,6 +251,11 @@ class Event:
     def pure_epsilon(self) -> float:
         """ε such that ONE repetition is ε-DP under :attr:`RELATION` (``inf`` when not pure)."""
         return math.inf
+
+    def dominating_pair(self) -> HockeyStickPair | None:
+        """A pair dominating ONE repetition in both neighbour orders (:mod:`accountant.dominating`),
+        for the PLD route; None when the type has none (:attr:`NO_PAIR` says why)."""
+        return None
 
     def approx_release(self) -> tuple[float, float]:
         """(ε, δ) of ONE repetition of an (ε, δ) release without a curve (types with ``APPROX``)."""

@@ -10,6 +10,7 @@ from numpy.typing import NDArray
 
 from .._numerics import pure_dp_rdp, round_up
 from ..curves import curve_from_points, curve_point_sources, gaussian_rdp, laplace_rdp
+from ..dominating import HockeyStickPair, gaussian_pair, laplace_pair, randomized_response_pair
 from ..errors import InvalidEvent
 from ._declare import MAX_EPSILON0, MAX_ORDER, REPLACE_ONE, Event, register, spec, zeta_field
 
@@ -48,6 +49,9 @@ class RdpCurveEvent(Event):
         "numbers", "RDP ε(α) at each order (same length as orders)", lo=0.0, hi=1e300, cli="curve-rdp"
     )
     zeta: float = zeta_field()
+    NO_PAIR: ClassVar[str] = (
+        "an RDP curve is not a pair of distributions: it does not determine the hockey-stick curve"
+    )
 
     def validate(self) -> None:
         if len(self.orders) != len(self.rdp):
@@ -94,6 +98,9 @@ class GaussianEvent(Event):
         del bound  # the one bound of this type ("upper"; BOUNDS)
         return ["gaussian (Mironov 2017, Prop. 7: α/(2σ²))"] * orders.size, []
 
+    def dominating_pair(self) -> HockeyStickPair:
+        return gaussian_pair(1.0 / self.noise_multiplier)  # N(Δ₂/σ, 1) vs N(0, 1), exact
+
 
 @register
 @dataclass(frozen=True, kw_only=True)
@@ -123,6 +130,9 @@ class LaplaceEvent(Event):
     def pure_epsilon(self) -> float:
         return 1.0 / self.scale
 
+    def dominating_pair(self) -> HockeyStickPair:
+        return laplace_pair(1.0 / self.scale)  # Lap(Δ₁, b) vs Lap(0, b), exact
+
 
 @register
 @dataclass(frozen=True, kw_only=True)
@@ -150,6 +160,9 @@ class PureDpEvent(Event):
 
     def pure_epsilon(self) -> float:
         return self.epsilon
+
+    def dominating_pair(self) -> HockeyStickPair:
+        return randomized_response_pair(self.epsilon)  # ε-RR dominates every ε-DP release
 
 
 __all__ = ["GaussianEvent", "LaplaceEvent", "PureDpEvent", "RdpCurveEvent"]

@@ -10,6 +10,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .. import bounds as _b
+from ..dominating import HockeyStickPair, clone_pair_curve
 from ..errors import InvalidEvent
 from ._declare import (
     REPLACE_ONE,
@@ -55,6 +56,9 @@ class ShuffleEvent(Event):
     def pure_epsilon(self) -> float:
         return self.epsilon0
 
+    def dominating_pair(self) -> HockeyStickPair:
+        return clone_pair_curve(self.n, self.epsilon0)  # FMT21 §3, discrete or continuous outputs
+
     def heavy_parts(self) -> frozenset[HeavyPart]:
         return frozenset({("shuffle", self.n, self.epsilon0, self.output)})
 
@@ -78,6 +82,9 @@ class SubsampledShuffleEvent(Event):
     )
     BOUNDS: ClassVar[tuple[str, ...]] = _b.SUBSAMPLED_BOUNDS
     SAMPLED: ClassVar[bool] = True
+    NO_PAIR: ClassVar[str] = (
+        "its dominating pair (the subsampled clone pair) is not wired into the PLD route yet"
+    )
     EXAMPLE: ClassVar[dict[str, Any]] = {
         "mechanism": "subsampled_shuffle",
         "n": 1000000,

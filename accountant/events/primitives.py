@@ -11,6 +11,7 @@ from numpy.typing import NDArray
 
 from .._numerics import pure_dp_rdp, round_up
 from ..curves import bounded_range_rdp
+from ..dominating import HockeyStickPair, randomized_response_pair
 from ..errors import InvalidEvent, InvalidParameter
 from ._declare import MAX_EPSILON0, REPLACE_ONE, Event, register, spec, zeta_field
 
@@ -58,6 +59,9 @@ class ExponentialEvent(Event):
     def pure_epsilon(self) -> float:
         return self.epsilon
 
+    def dominating_pair(self) -> HockeyStickPair:
+        return randomized_response_pair(self.epsilon)  # ε-DP: dominated by ε-RR (KOV15 Thm 2.5, δ = 0)
+
 
 @register
 @dataclass(frozen=True, kw_only=True)
@@ -98,6 +102,9 @@ class AboveThresholdEvent(Event):
 
     def pure_epsilon(self) -> float:
         return self.epsilon
+
+    def dominating_pair(self) -> HockeyStickPair:
+        return randomized_response_pair(self.epsilon)  # ε-DP: dominated by ε-RR (KOV15 Thm 2.5, δ = 0)
 
 
 APPROX_NO_CURVE = (
@@ -155,6 +162,9 @@ class ApproxDpEvent(Event):
 
     def approx_release(self) -> tuple[float, float]:
         return self.epsilon, self.delta
+
+    def dominating_pair(self) -> HockeyStickPair:
+        return randomized_response_pair(self.epsilon, self.delta)  # KOV15 Thm 2.5
 
 
 __all__ = ["APPROX_NO_CURVE", "AboveThresholdEvent", "ApproxDpEvent", "ExponentialEvent"]

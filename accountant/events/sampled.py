@@ -60,6 +60,10 @@ class SubsampledEvent(Event):
         "(post-processing); accountant/nested.py"
     )
     SAMPLED: ClassVar[bool] = True
+    NO_PAIR: ClassVar[str] = (
+        "a pair dominating a sampled round of several inner events is not proved here (the inner "
+        "events share the sample)"
+    )
     EXAMPLE: ClassVar[dict[str, Any]] = {
         "mechanism": "subsampled",
         "n": 1000000,

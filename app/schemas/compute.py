@@ -217,7 +217,7 @@ else:
     AccountingName = Literal[accountant.ACCOUNTING]
 ACCOUNTING_FIELD = Field(
     "best",
-    description="Which proof to report (bounds.md §9). `best` (default): the smallest certified answer of every "
+    description="Which proof to report (bounds.md §11). `best` (default): the smallest certified answer of every "
     "route that applies — `rdp` (compose RDP curves and convert), `pld` (compose the privacy-loss distributions "
     "of dominating pairs, discretised pessimistically, numerical error added to δ) and `pure` (basic composition "
     "when every event is pure ε-DP). `rdp` or `pld`: that route alone (`pld` is a 400 for events without a "
