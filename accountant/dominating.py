@@ -27,6 +27,14 @@ The pairs (docs/bounds.md, "The PLD route"):
   form (``product``): T_i repetitions of μ_i are one pair with μ = √(Σ T_i μ_i²).
 * **Laplace** Lap(1, b) vs Lap(0, b), ε0 = Δ₁/b: exact for the Laplace mechanism; losses in
   [−ε0, ε0], δ(ε) = 1 − e^{(ε − ε0)/2} on [−ε0, ε0], 1 − e^ε below, 0 above.
+* **ε-bounded range** (the exponential mechanism; Durfee & Rogers 2019, Dong, Durfee & Rogers 2020):
+  losses lie in [a, a + ε] with E_P[e^{−L}] = 1, and δ(ε′) = E_P[φ(e^{−L})] with φ(y) = (1 − e^{ε′}y)_+
+  convex, so for a fixed a the chord of φ over [e^{−a−ε}, e^{−a}] bounds it: the worst case puts L
+  on the two ends {t − ε, t} (t ∈ [0, ε], P(L = t) = (e^ε − e^t)/(e^ε − 1)). Maximising over t in
+  closed form (the optimum is e^t = √(e^{ε′+ε})) gives the envelope
+  δ(ε′) = max((e^{ε/2} − e^{ε′/2})²/(e^ε − 1), 1 − e^{ε′}) on [−ε, ε] (1 − e^{ε′} below, 0 above):
+  a convex curve above every ε-BR pair's at every ε′, which is all the discretisation and the
+  composition need (discretise.py). At ε′ = 0 it is tanh(ε/4), against tanh(ε/2) for ε-RR.
 * **Clone pair** of Feldman, McMillan, Talwar (FOCS 2021, §3) for one shuffle of n ε0-LDP reports
   (discrete or continuous outputs): :class:`accountant.baselines.clone_dp.ClonePair` (its
   certification is in that module), with the coarser bins ``rel`` = 1e-4.
@@ -55,6 +63,7 @@ special = lazy("scipy.special")
 
 __all__ = [
     "HockeyStickPair",
+    "bounded_range_pair",
     "clone_pair_curve",
     "curve_pair",
     "gaussian_pair",
@@ -135,6 +144,22 @@ def randomized_response_pair(epsilon: float, delta: float = 0.0) -> HockeyStickP
 
     std = eps / math.cosh(eps / 2.0)  # of L = ±ε with probabilities e^ε/(1+e^ε), 1/(1+e^ε)
     return curve_pair(curve, -eps, eps, eps * math.tanh(eps / 2.0), std, ("rr", eps, dl), inf_mass=dl)
+
+
+def bounded_range_pair(epsilon: float) -> HockeyStickPair:
+    """The upper envelope of every ε-bounded-range pair (losses in an interval of width ε):
+    δ(ε′) = max((e^{ε/2} − e^{ε′/2})²/(e^ε − 1), 1 − e^{ε′}) on [−ε, ε] (module docstring)."""
+    eps = float(epsilon)
+
+    def curve(x: NDArray[np.float64]) -> NDArray[np.float64]:
+        below = np.maximum(-np.expm1(np.minimum(x, 0.0)), 0.0)
+        if eps == 0.0:
+            return _up(below)
+        # (e^{ε/2} − e^{x/2})² = e^ε·expm1((x − ε)/2)²
+        mid = math.exp(eps) * np.expm1(np.minimum(x - eps, 0.0) / 2.0) ** 2 / math.expm1(eps)
+        return _up(np.where(x < -eps, below, np.maximum(mid, below)))
+
+    return curve_pair(curve, -eps, eps, 0.0, eps / 2.0, ("bounded_range", eps))
 
 
 def gaussian_pair(mu: float) -> HockeyStickPair:

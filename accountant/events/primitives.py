@@ -11,7 +11,7 @@ from numpy.typing import NDArray
 
 from .._numerics import pure_dp_rdp, round_up
 from ..curves import bounded_range_rdp
-from ..dominating import HockeyStickPair, randomized_response_pair
+from ..dominating import HockeyStickPair, bounded_range_pair, randomized_response_pair
 from ..errors import InvalidEvent, InvalidParameter
 from ._declare import MAX_EPSILON0, REPLACE_ONE, Event, register, spec, zeta_field
 
@@ -60,7 +60,7 @@ class ExponentialEvent(Event):
         return self.epsilon
 
     def dominating_pair(self) -> HockeyStickPair:
-        return randomized_response_pair(self.epsilon)  # ε-DP: dominated by ε-RR (KOV15 Thm 2.5, δ = 0)
+        return bounded_range_pair(self.epsilon)  # the envelope of ε-bounded-range pairs (dominating.py)
 
 
 @register

@@ -261,7 +261,7 @@ def test_the_tilt_moves_nothing_but_the_error():
 # ------------------------------------------------------------------------------ coverage
 def test_coverage_and_reasons():
     assert covered(as_event({"mechanism": "shuffle", "n": 100, "epsilon0": 1.0, "output": "continuous"}))
-    assert covered(as_event({"mechanism": "exponential", "epsilon": 1.0}))
+    assert covered({"mechanism": "exponential", "epsilon": 1.0})
     for ev in (
         {"mechanism": "gaussian", "noise_multiplier": 1.0, "zeta": 1e-9},
         {"mechanism": "rdp_curve", "orders": [2], "rdp": [0.1]},
@@ -313,3 +313,34 @@ def test_cached_and_cold_answers_agree():
     clear_caches()
     cold = pld_epsilon(events, 1e-9)
     assert first == again == cold
+
+
+def br_exact_delta(eps: float, tops: list[float], x: float) -> mp.mpf:
+    """δ(x) of the product of the extremal ε-bounded-range pairs with top losses `tops` (each
+    round: L ∈ {t − ε, t}, P(L = t) = (e^ε − e^t)/(e^ε − 1)), by enumeration."""
+    e = mp.mpf(eps)
+    dist = [(mp.mpf(1), mp.mpf(0))]
+    for t in tops:
+        t = mp.mpf(t)
+        q = (mp.e**e - mp.e**t) / (mp.e**e - 1)
+        dist = [(p * w, lo + dl) for p, lo in dist for w, dl in ((q, t), (1 - q, t - e))]
+    return mp.fsum(p * max(mp.mpf(0), 1 - mp.e ** (mp.mpf(x) - lo)) for p, lo in dist)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    eps=st.floats(0.05, 3.0),
+    fractions=st.lists(st.floats(0.0, 1.0), min_size=1, max_size=8),
+    x=st.floats(-1.0, 3.0),
+)
+def test_exponential_mechanism_dominates_every_bounded_range_sequence(eps, fractions, x):
+    """Any sequence of extremal ε-BR pairs (an adaptive exponential mechanism may pick a different
+    one each round) stays below the route's δ; and the BR envelope is below ε-RR's."""
+    got = pld_delta([{"mechanism": "exponential", "epsilon": eps, "count": len(fractions)}], max(x, 0.0))
+    assert got.delta >= br_exact_delta(eps, [f * eps for f in fractions], max(x, 0.0))
+    pair = as_event({"mechanism": "exponential", "epsilon": eps}).dominating_pair()
+    grid = np.linspace(-eps - 0.5, eps + 0.5, 41)
+    assert np.all(pair.delta(grid) <= randomized_response_pair(eps).delta(grid) * (1 + 1e-9))
+    for f in (0.0, 0.3, 0.5, 0.9, 1.0):
+        ref = [br_exact_delta(eps, [f * eps], float(g)) for g in grid]
+        assert np.all(pair.delta(grid) >= np.array([float(r) for r in ref]) * (1 - 1e-12))
