@@ -85,6 +85,7 @@ from .fields import (
     check_target_delta,
     event_fields,
     field_domain,
+    infeasible,
 )
 from .search import Answer, solve
 
@@ -189,6 +190,12 @@ def calibrate(
         if accounting == "rdp":
             raise
         value = dom.feasible_end if exc.best_value is None else exc.best_value
+        routed = RoutedEvaluator(base, solve_for, delta, grid, progress, accounting, ev.evaluations)
+        best = routed.epsilon(value)
+        if not best <= t:  # no route meets it where the RDP route came closest: the best ε reported
+            if exc.best_epsilon is not None and exc.best_epsilon <= best:
+                raise
+            raise infeasible(solve_for, dom, t, delta, value, best) from None
     route = "rdp"
     if accounting != "rdp":
         ev = RoutedEvaluator(base, solve_for, delta, grid, progress, accounting, ev.evaluations)

@@ -329,10 +329,11 @@ def calibrate_result(
             target_epsilon,
             delta,
             grid,
+            accounting,
         ) from None
     ev: Any = accountant.event_from_dict(res.event)  # solving for n: the event type has an ``n``
     if solve_for == "n" and ev.n > MAX_USERS:
-        raise _above_the_cap(ev, f"it would take n = {ev.n:.3g}", target_epsilon, delta, grid)
+        raise _above_the_cap(ev, f"it would take n = {ev.n:.3g}", target_epsilon, delta, grid, accounting)
     out = _calibration_answer(res, ev.to_dict(), solve_for, target_epsilon, delta, orders is None)
     if not (math.isfinite(out["epsilon"]) and math.isfinite(out["order"])):  # pragma: no cover
         raise InvalidParameter("calibration returned a non-finite guarantee")
@@ -356,10 +357,10 @@ def _calibration_grid(
 
 
 def _above_the_cap(
-    ev, needed: str, target_epsilon: float, delta: float, grid: np.ndarray | None
+    ev, needed: str, target_epsilon: float, delta: float, grid: np.ndarray | None, accounting: str
 ) -> accountant.InfeasibleTarget:
     """Solving for n: no n up to ``MAX_USERS`` meets the target; the error says what n = MAX_USERS gives."""
-    at_cap = accountant.epsilon_guarantee([_replace_field(ev, "n", MAX_USERS)], delta, grid)
+    at_cap = accountant.epsilon_routed([_replace_field(ev, "n", MAX_USERS)], delta, grid, accounting)
     return accountant.InfeasibleTarget(
         f"no n <= {MAX_USERS:.0e} users meets the target epsilon <= {target_epsilon:g} at delta = {delta:g} "
         f"({needed}); with n = {MAX_USERS:.0e} epsilon = {at_cap.epsilon:.6g}. Raise the "

@@ -286,6 +286,7 @@ def test_calibrated_n_above_the_cap_is_infeasible(client):
             "solve_for": "n",
             "target": {"epsilon": 1e-4, "delta": 1e-12},
             "event": {"mechanism": "shuffle", "epsilon0": 1.0, "count": 10},
+            "accounting": "rdp",  # (the PLD route meets this target with n ≈ 5.8·10¹⁰)
         },
     )
     body = _clear_4xx(r, 422)
@@ -382,14 +383,14 @@ def test_epsilon_names_the_route_and_every_route_tried(client):
     r = client.post("/v1/epsilon", json=body)
     assert r.status_code == 200, r.text
     got = _no_nan(r.text)
-    assert got["epsilon"] == 1.0 and got["route"] == "pure"
+    assert got["epsilon"] <= 1.0 and got["route"] in ("pure", "pld")
     routes = {v["route"]: v for v in got["routes"]}
     assert set(routes) == {"rdp", "pld", "pure"}
-    assert routes["rdp"]["epsilon"] > 1.0 and got["order"] > 1.0
+    assert routes["pure"]["epsilon"] == 1.0 and routes["rdp"]["epsilon"] > 1.0 and got["order"] > 1.0
     rdp_only = _no_nan(client.post("/v1/epsilon", json={**body, "accounting": "rdp"}).text)
     assert rdp_only["route"] == "rdp" and rdp_only["epsilon"] == routes["rdp"]["epsilon"]
     d = _no_nan(client.post("/v1/delta", json={"events": body["events"], "epsilon": 1.0}).text)
-    assert d["delta"] == 0.0 and d["route"] == "pure"
+    assert d["delta"] == 0.0 and d["route"] in ("pure", "pld")
 
 
 def test_unknown_accounting_is_a_422(client):
