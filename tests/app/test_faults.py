@@ -455,7 +455,10 @@ def small_disk(tmp_path):
 def test_a_full_disk_is_not_ready_and_recovers(small_disk):
     """Before: a SQLite database on a full disk answered charges with fast 503s, but /health/ready said
     `ready, writes: ok` (the readiness probe's write was rolled back before it reached the disk)."""
-    with start_server(_env(f"sqlite:///{small_disk}/full.db")) as srv, httpx.Client(base_url=srv.url, timeout=30) as c:
+    with (
+        start_server(_env(f"sqlite:///{small_disk}/full.db")) as srv,
+        httpx.Client(base_url=srv.url, timeout=30) as c,
+    ):
         _setup_users(c, ["a"])
         assert c.get("/health/ready").status_code == 200
         filler = small_disk / "filler"
