@@ -1,4 +1,5 @@
-"""Certified RDP and hockey-stick divergence of the subsampled clone pair (bounds.md §9).
+"""Certified RDP and hockey-stick divergence of the subsampled clone pair (bounds.md §9, where the
+domination theorem, its conditions and the two monotonicities below are proved).
 
 The pair
 --------
@@ -35,8 +36,9 @@ h(w_y, x)·Σ_{m∈bin} π(m)·w_m/w_y — nothing is truncated.
 
 Certification (never below the exact value)
 -------------------------------------------
-* m: core bins of width max(1, ⌊ρ·x⌋) (ρ = 2·10⁻³) around kp (± 6 standard deviations), masses
-  summed from Loader's binomial log-pmf (inflated by a relative 10⁻¹¹); outside the core, bins grow
+* m: core bins of width max(1, ⌊ρ·x⌋) (ρ = 2·10⁻³) around kp (± 6 standard deviations, the top
+  moved up to the tilt of the largest order: :func:`_tilted_top`), masses summed from Loader's
+  binomial log-pmf (inflated by a relative 10⁻¹¹); outside the core, bins grow
   1.5× per bin down to m = 1 and up to k, each weighted by a Chernoff bound of its mass
   (m = 0 contributes 0: w_0 = 0).
 * a, per bin and chunk of orders: the terms b_m(a)·G(a), G = (1+u)^α(1−u)^{1−α} = Q'/b_m·(P'/Q')^α,
@@ -44,9 +46,8 @@ Certification (never below the exact value)
   + (the rest), where the rest is Σ_tail b·ψ with ψ(a) = G − 1 − (2α−1)u ≥ 0 *convex in a*
   (x^α y^{1−α} is jointly convex and X + Y is constant in a), so each tail is at most its
   mass (pmf × geometric ratio, or Hoeffding) × the larger ψ at its two ends. The window is ± 7
-  standard deviations of
-  Bin(m, ½), extended upward to where Hoeffding's bound times ψ at a = m is below e^{−40}
-  (the per-order tilt of large α).
+  standard deviations of Bin(m, ½), extended upward to where Hoeffding's bound times ψ at a = m
+  is below e^{−40} (the per-order tilt of large α).
 * the window pmfs come from Loader's log-pmf every 64 cells and exact ratios in between (relative
   error < 10⁻¹¹); since the window part is Σ_win b·ψ with ψ ≥ 0, h is raised by a relative 2·10⁻¹¹.
 * rounding: every logged sum carries a relative slack from its terms' magnitudes
