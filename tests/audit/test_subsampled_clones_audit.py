@@ -10,8 +10,6 @@ orders, must never be below the exact divergences.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -21,25 +19,11 @@ from accountant import subsampled_clones as SC
 
 from ..helpers import exact as X
 from ._check import Discrete, assert_sound
+from .test_event_types import kary, rr
 
 SET = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 REAL_ORDERS = np.array([1.01, 1.25, 1.5, 2.0, 2.5, 3.3, 4.0, 6.7, 10.0, 17.5, 32.0, 77.7, 256.0])
 REL = 1e-9
-
-
-def rr(eps: float) -> X.MessagePair:
-    return X.rr_message(1.0 / (1.0 + math.exp(eps)))
-
-
-def kary(eps: float, kk: int, others: int) -> X.MessagePair:
-    e = math.exp(eps)
-
-    def law(x):
-        v = np.full(kk, 1.0 / (e + kk - 1))
-        v[x] = e / (e + kk - 1)
-        return v
-
-    return X.MessagePair(others=law(others), user=law(0), user_prime=law(1))
 
 
 def _check(n: int, k: int, eps0: float, msg: X.MessagePair, what: str) -> None:
