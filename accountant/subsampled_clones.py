@@ -3,19 +3,17 @@ domination theorem, its conditions and the two monotonicities below are proved).
 
 The pair
 --------
-k of the n users are sampled uniformly without replacement (γ = k/n), each sampled user sends
-one report of the same pure ε0-LDP randomizer, the reports are shuffled, neighbours replace one
-user, and the analyst learns nothing about who was sampled. With p = e^{−ε0} (FMT21, FOCS 2021,
-§3: the clone decomposition of every ε0-LDP randomizer) and q = e^{ε0}/(e^{ε0} + 1), let
+k of n users sampled uniformly without replacement (γ = k/n), one report each of the same pure
+ε0-LDP randomizer, shuffled, replace-one neighbours, the sample not revealed. With p = e^{−ε0}
+(FMT21, FOCS 2021, §3: the clone decomposition) and q = e^{ε0}/(e^{ε0} + 1), let
 
     B   = law of (A, M − A),  M ~ Bin(k, p),  A | M ~ Bin(M, ½)   (the changed user not sampled),
     P_k = law of (A + Δ, C − A + 1 − Δ),  C ~ Bin(k−1, p),  A | C ~ Bin(C, ½),  Δ ~ Bern(q),
     Q_k = P_k with its coordinates swapped,
     P̃ = γ·P_k + (1−γ)·B,   Q̃ = γ·Q_k + (1−γ)·B.
 
-The subsampled shuffle's outputs on neighbouring datasets are one post-processing of (P̃, Q̃)
-(bounds.md §9: a Markov kernel), so its Rényi and hockey-stick divergences are at most the
-pair's; Q̃ is P̃ swapped, so one direction covers both.
+The outputs on neighbouring datasets are one post-processing (Markov kernel) of (P̃, Q̃), so
+their Rényi and hockey-stick divergences are at most the pair's; Q̃ is P̃ swapped.
 
 Structure used for the evaluation
 ---------------------------------
@@ -27,12 +25,10 @@ under both. Hence
     E_Q̃[(P̃/Q̃)^α] = 1 + Σ_m π(m)·h(w_m, m; α),   h(w, m; α) = E_{Q'}[(P'/Q')^α] − 1 ≥ 0,
     hockey-stick:  δ(ε) = Σ_m π(m)·δ(w_m, m; ε)     (ε ≥ 0),
 
-where (P'(w, m), Q'(w, m)) = w·(P_k, Q_k)(·|m) + (1 − w)·(B, B)(·|m). Two facts (proofs in
-bounds.md §9): (i) h and δ are non-increasing in m at fixed w (the pair at m + 1 is the pair at m
-plus an independent fair coin on a — one kernel for both members); (ii) h(w') ≤ (w'/w)·h(w) for
-w' ≤ w, and the same for δ at ε ≥ 0 (joint convexity of f-divergences, (B, B) having divergence
-0). w_m increases with m, so a bin [x, y] of m values contributes at most
-h(w_y, x)·Σ_{m∈bin} π(m)·w_m/w_y — nothing is truncated.
+where (P'(w, m), Q'(w, m)) = w·(P_k, Q_k)(·|m) + (1 − w)·(B, B)(·|m). (i) h and δ are
+non-increasing in m at fixed w (a fair coin added to a: one kernel for both); (ii) h(w') ≤
+(w'/w)·h(w) for w' ≤ w, likewise δ at ε ≥ 0 (joint convexity). w_m increases with m, so a bin
+[x, y] of m contributes at most h(w_y, x)·Σ_{m∈bin} π(m)·w_m/w_y — nothing is truncated.
 
 Certification (never below the exact value)
 -------------------------------------------
@@ -250,23 +246,23 @@ def _tail(
     present: NDArray[np.bool_],
 ) -> NDArray[np.float64]:
     """log of (a bound on the Bin(x, ½) mass of the a from ``a_near`` on, away from x/2) ×
-    max(ψ(a_near), ψ(a_far)) (ψ convex in a); −inf where no tail.
+    max(ψ(a_near), ψ(a_far)) (ψ convex in a); −inf where no tail. Shapes: bins × orders for
+    ``a_near`` and ``present``, bins for ``x``, ``ws``, ``a_far``.
 
     The mass: b(a_near)/(1 − r), r the pmf ratio b(a±1)/b(a) at a_near (the largest in the
     tail: the ratios move monotonically away from 1), and never above Hoeffding's exp(−2d²/x),
     d = |a_near − x/2|."""
-    d = np.abs(a_near - x / 2.0)
-    upper = a_near > x / 2.0
+    xx = np.broadcast_to(x[:, None], a_near.shape)
+    d = np.abs(a_near - xx / 2.0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        r = np.where(upper, (x - a_near) / (a_near + 1.0), a_near / (x - a_near + 1.0))
-        geo = log_binom_pmf(np.clip(a_near, 0.0, x), x, 0.5, 0.5) - np.log1p(-np.minimum(r, 1.0))
-    lmass = np.minimum(-2.0 * d * d / x, np.where(r < 1.0, geo, 0.0))[:, None]
-    shape = (x.size, alpha.size)
-    al = np.broadcast_to(alpha[None, :], shape)
-    u_near = np.broadcast_to((ws * (2.0 * a_near / x - 1.0))[:, None], shape)
-    u_far = np.broadcast_to((ws * (2.0 * a_far / x - 1.0))[:, None], shape)
-    lpsi = np.maximum(_log_psi(al, u_near), _log_psi(al, u_far))
-    return np.where(present[:, None], lmass + lpsi, -np.inf)
+        r = np.where(a_near > xx / 2.0, (xx - a_near) / (a_near + 1.0), a_near / (xx - a_near + 1.0))
+        geo = log_binom_pmf(np.clip(a_near, 0.0, xx), xx, 0.5, 0.5) - np.log1p(-np.minimum(r, 1.0))
+    lmass = np.minimum(-2.0 * d * d / xx, np.where(r < 1.0, geo, 0.0))
+    al = np.broadcast_to(alpha[None, :], a_near.shape)
+    wsb = ws[:, None]
+    u_far = np.broadcast_to(wsb * (2.0 * a_far[:, None] / x[:, None] - 1.0), a_near.shape)
+    lpsi = np.maximum(_log_psi(al, wsb * (2.0 * a_near / xx - 1.0)), _log_psi(al, u_far))
+    return np.where(present, lmass + lpsi, -np.inf)
 
 
 @dataclass(frozen=True)
@@ -318,45 +314,104 @@ def _cells_of(
     return _Cells(seg, a, lb + l1m, np.log1p(u) - l1m, pb, pb * u, lo)
 
 
-def _log_h(
-    x: NDArray[np.float64],
+@dataclass(frozen=True)
+class _Window:
+    """Per bin and order: log Σ_win b·G (``ls``), Σ_win b (``s0``), (2α−1)·Σ_win b·u (``lin``), the
+    relative slack of e^{ls} (``eta``) and the absolute slack of the rest (``err``)."""
+
+    ls: NDArray[np.float64]
+    s0: NDArray[np.float64]
+    lin: NDArray[np.float64]
+    eta: NDArray[np.float64]
+    err: NDArray[np.float64]
+
+
+def _log_sums(
+    c0: NDArray[np.float64],
+    lr: NDArray[np.float64],
+    starts: NDArray[np.int64],
+    lens: NDArray[np.int64],
+    alpha: NDArray[np.float64],
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """(log Σ_win e^{c0 + α·lr}, the shift used) per bin × order. The shift is the bin's
+    max c0 + α·max lr — an upper bound of every term, so nothing overflows; a term lost to
+    underflow is below 2.3·10⁻³⁰⁸ (in shifted units) and is added back as that much per cell.
+    Where that allowance could matter (sum < 10⁻²⁵⁰) the exact maximum is used instead."""
+    c0m = np.maximum.reduceat(c0, starts)
+    lrm = np.maximum.reduceat(lr, starts)
+    e0 = np.exp(c0 - np.repeat(c0m, lens))
+    dl = lr - np.repeat(lrm, lens)
+    terms = alpha[:, None] * dl[None, :]  # orders × cells (contiguous reductions)
+    np.exp(terms, out=terms)
+    terms *= e0[None, :]
+    tot = np.add.reduceat(terms, starts, axis=1) + lens[None, :] * 2.3e-308
+    shift = c0m[None, :] + alpha[:, None] * lrm[None, :]
+    bad = tot < 1e-250
+    if bad.any():
+        rows = np.flatnonzero(bad.any(axis=1))
+        ex = alpha[rows, None] * lr[None, :] + c0[None, :]
+        mx = np.maximum.reduceat(ex, starts, axis=1)
+        ex -= np.repeat(mx, lens, axis=1)
+        np.exp(ex, out=ex)
+        tot[rows] = np.add.reduceat(ex, starts, axis=1) + lens[None, :] * 2.3e-308
+        shift[rows] = mx
+    with np.errstate(divide="ignore"):
+        return (shift + np.log(tot)).T, shift.T
+
+
+def _window_part(
     ws: NDArray[np.float64],
     cells: _Cells,
     hi: NDArray[np.int64],
     alpha: NDArray[np.float64],
-) -> NDArray[np.float64]:
-    """Upper bounds of log h(w_b, x_b; α) for every bin b and order α (shape bins × orders), the
-    window of bin b being [lo_b, hi_b] (a sub-window of ``cells``)."""
-    lo = cells.lo
+) -> _Window:
+    """The window sums of every bin (window [lo_b, hi_b], a sub-window of ``cells``) × order."""
     keep = cells.a <= hi[cells.seg]
     if keep.all():
         c0, lr, pb, pbu = cells.c0, cells.lr, cells.pb, cells.pbu
     else:
         c0, lr, pb, pbu = cells.c0[keep], cells.lr[keep], cells.pb[keep], cells.pbu[keep]
-    lens = hi - lo + 1
+    lens = hi - cells.lo + 1
     starts = np.concatenate([[0], np.cumsum(lens)[:-1]])
     lrmax = np.log1p(ws) - np.log1p(-ws)
-    s0 = np.add.reduceat(pb, starts)[:, None]
-    lin = (2.0 * alpha[None, :] - 1.0) * np.add.reduceat(pbu, starts)[:, None]
+    ls, shift = _log_sums(c0, lr, starts, lens, alpha)
     big = np.maximum.reduceat(np.abs(c0), starts)[:, None]
-    terms = alpha[:, None] * lr[None, :]  # orders × cells (contiguous reductions)
-    terms += c0[None, :]
-    mx_t = np.maximum.reduceat(terms, starts, axis=1)
-    terms -= np.repeat(mx_t, lens, axis=1)
-    np.exp(terms, out=terms)
-    mx = mx_t.T
-    ls = mx + np.log(np.add.reduceat(terms, starts, axis=1)).T
-    eta = _ULP * (64.0 + 8.0 * (big + alpha[None, :] * lrmax[:, None] + np.abs(mx)))
-    err = _ULP * lens[:, None] * (1.0 + (2.0 * alpha[None, :] - 1.0) * ws[:, None])
+    return _Window(
+        ls,
+        np.repeat(np.add.reduceat(pb, starts)[:, None], alpha.size, axis=1),
+        (2.0 * alpha[None, :] - 1.0) * np.add.reduceat(pbu, starts)[:, None],
+        _ULP * (64.0 + 8.0 * (big + alpha[None, :] * lrmax[:, None] + np.abs(shift))),
+        _ULP * lens[:, None] * (1.0 + (2.0 * alpha[None, :] - 1.0) * ws[:, None]),
+    )
+
+
+def _combine(win: _Window, tails: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Upper bounds of log h = log(e^{ls} − s0 − lin + Σ_tail b·ψ) with the rounding slack: direct
+    while ls ≤ 30, else log(e^{ls}(1 + η) + s0 + |lin| + err + tails) (no cancellation there)."""
+    ls, s0, lin, eta, err = win.ls, win.s0, win.lin, win.eta, win.err
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        tails = np.logaddexp(
-            _tail(alpha, x, ws, (lo - 1).astype(np.float64), np.zeros(x.size), lo > 0),
-            _tail(alpha, x, ws, (hi + 1).astype(np.float64), x, hi < x),
-        )
         direct = np.expm1(np.minimum(ls, 30.0)) * (1.0 + eta) + eta + (1.0 - s0) - lin + err + np.exp(tails)
         loose = np.logaddexp(np.logaddexp(ls + np.log1p(eta), np.log(s0 + np.abs(lin) + err + 1.0)), tails)
         out: NDArray[np.float64] = np.where(ls <= 30.0, np.log(np.maximum(direct, 0.0)), loose)
     return out + math.log1p(2.0 * _PMF_REL)  # Σ_win b·ψ with b known to a relative _PMF_REL
+
+
+def _admitted(k: int, epsilon0: float, gamma: float, tops: list[float]) -> tuple[int, _Bins]:
+    """How many chunks (smallest orders first) fit the budget, and the bins of the largest."""
+    s = math.tanh(epsilon0 / 2.0)
+    n_ok = len(tops)
+    while True:
+        bins = _bins(k, epsilon0, gamma, float(2.0 ** math.ceil(math.log2(tops[n_ok - 1]))))
+        ws = bins.w * s
+        lrmax = np.log1p(ws) - np.log1p(-ws)
+        lo = _windows(bins.x, lrmax, 1.0)[0]
+        cost = np.cumsum(
+            [float(np.sum(_windows(bins.x, lrmax, t)[1] - lo + 1)) * (_CHUNK + 4) for t in tops[:n_ok]]
+        )
+        fits = int(np.searchsorted(cost, _BUDGET, side="right"))
+        if fits in (0, n_ok):
+            return fits, bins
+        n_ok = fits
 
 
 def _log_excess(k: int, epsilon0: float, gamma: float, orders: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -364,37 +419,41 @@ def _log_excess(k: int, epsilon0: float, gamma: float, orders: NDArray[np.float6
 
     One design per call: the bins of the largest admitted order (the core reaching its tilt,
     rounded up to a power of 2) and the cells of its windows; each chunk of orders sums the
-    sub-windows its own largest order needs. Chunks are admitted smallest orders first while the
-    cells × orders stay within ``_BUDGET``."""
-    s = math.tanh(epsilon0 / 2.0)
+    sub-windows its own largest order needs; the tails of all orders are bounded at once."""
     order = np.argsort(orders, kind="stable")
     out = np.full(orders.shape, np.inf)
     chunks = [order[i : i + _CHUNK] for i in range(0, orders.size, _CHUNK)]
     tops = [float(orders[c].max()) for c in chunks]
-    n_ok = len(chunks)
-    while True:  # the bins of the largest admitted order; fewer chunks while over the budget
-        bins = _bins(k, epsilon0, gamma, float(2.0 ** math.ceil(math.log2(tops[n_ok - 1]))))
-        x, ws = bins.x, bins.w * s
-        lrmax = np.log1p(ws) - np.log1p(-ws)
-        lo = _windows(x, lrmax, 1.0)[0]
-        cost = np.cumsum(
-            [float(np.sum(_windows(x, lrmax, t)[1] - lo + 1)) * (_CHUNK + 4) for t in tops[:n_ok]]
-        )
-        fits = int(np.searchsorted(cost, _BUDGET, side="right"))
-        if fits == n_ok or fits == 0:
-            break
-        n_ok = fits
-    if fits == 0:
+    n_ok, bins = _admitted(k, epsilon0, gamma, tops)
+    if n_ok == 0:
         return out
-    lo, hi_all = _windows(x, lrmax, tops[n_ok - 1])
-    cells = _cells_of(x, ws, hi_all, lo)
-    for idx, top in zip(chunks[:n_ok], tops[:n_ok]):
-        hi = _windows(x, lrmax, top)[1]
-        tot = bins.log_mass[:, None] + _log_h(x, ws, cells, hi, orders[idx])
-        mx = np.max(tot, axis=0)
-        with np.errstate(invalid="ignore"):
-            fin = np.where(np.isfinite(mx), mx, 0.0)
-            out[idx] = fin + np.log(np.sum(np.exp(tot - fin), axis=0)) + np.where(np.isfinite(mx), 0.0, mx)
+    x, ws = bins.x, bins.w * math.tanh(epsilon0 / 2.0)
+    lrmax = np.log1p(ws) - np.log1p(-ws)
+    lo = _windows(x, lrmax, 1.0)[0]
+    cells = _cells_of(x, ws, _windows(x, lrmax, tops[n_ok - 1])[1], lo)
+    idx = np.concatenate(chunks[:n_ok])
+    his = np.concatenate(
+        [np.repeat(_windows(x, lrmax, t)[1][:, None], c.size, axis=1) for c, t in zip(chunks, tops[:n_ok])],
+        axis=1,
+    )
+    parts = [
+        _window_part(ws, cells, his[:, i], orders[c])
+        for c, i in zip(chunks[:n_ok], np.cumsum([0] + [c.size for c in chunks[: n_ok - 1]]))
+    ]
+    win = _Window(
+        *(np.concatenate([getattr(p, f) for p in parts], axis=1) for f in ("ls", "s0", "lin", "eta", "err"))
+    )
+    al = orders[idx]
+    lo2 = np.broadcast_to((lo - 1.0)[:, None], his.shape)
+    tails = np.logaddexp(
+        _tail(al, x, ws, lo2, np.zeros(x.size), np.broadcast_to((lo > 0)[:, None], his.shape)),
+        _tail(al, x, ws, his + 1.0, x, his < x[:, None]),
+    )
+    tot = bins.log_mass[:, None] + _combine(win, tails)
+    mx = np.max(tot, axis=0)
+    with np.errstate(invalid="ignore"):
+        fin = np.where(np.isfinite(mx), mx, 0.0)
+        out[idx] = fin + np.log(np.sum(np.exp(tot - fin), axis=0)) + np.where(np.isfinite(mx), 0.0, mx)
     return out
 
 
