@@ -1,5 +1,6 @@
-"""Certified RDP and hockey-stick divergence of the subsampled clone pair (bounds.md §9, where the
-domination theorem, its conditions and the two monotonicities below are proved).
+"""Certified RDP of the subsampled clone pair (bounds.md §9, where the domination theorem, its
+conditions and the two monotonicities below are proved); its hockey-stick divergence is
+:class:`accountant.subsampled_clone_delta.SubsampledClonePair` (same bins).
 
 The pair
 --------
@@ -64,26 +65,17 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, overload
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._binomial import log_binom_pmf
-from ._lazy import lazy
 from ._numerics import log_phi, round_up
 from ._validation import check_epsilon0, check_n, check_orders
 from .errors import InvalidParameter
 from .subsampled import cap as subsampled_cap
 
-stats = lazy("scipy.stats")
-
-__all__ = [
-    "SubsampledClonePair",
-    "subsampled_clone_pair",
-    "subsampled_clone_pair_rdp",
-    "subsampled_clone_rdp",
-]
+__all__ = ["subsampled_clone_pair_rdp", "subsampled_clone_rdp"]
 
 _REL = 2e-3  # core bin width ≤ max(1, ρ·x)
 _Z_M = 6.0  # core of m: ± this many standard deviations of Bin(k, p)
@@ -96,9 +88,6 @@ _ULP = 2.0**-50
 _MASS_SLACK = 1e-11
 _PMF_REL = 1e-11  # relative error of the window pmfs (Loader anchors + block-wise ratio sums)
 _SUM_SLACK = 2.0**-40
-_CDF_SLACK = 1e-10
-_DELTA_SLACK = 1e-9
-_TINY = 1e-300  # absolute allowance for underflowed binomial tails in δ
 
 
 # ------------------------------------------------------------------------------------------
@@ -506,95 +495,3 @@ def subsampled_clone_rdp(n: int, k: int, epsilon0: float, orders: ArrayLike) -> 
         np.isfinite(val), np.minimum(val, subsampled_cap(n, k, epsilon0, o)), np.inf
     )
     return out
-
-
-# ------------------------------------------------------------------------------------------
-# hockey-stick divergence
-# ------------------------------------------------------------------------------------------
-def _survival(j: NDArray[np.float64], m: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Pr[Bin(m, ½) ≥ j] (1 for j ≤ 0, 0 for j > m)."""
-    out = stats.binom.sf(np.maximum(j, 0.0) - 1.0, m, 0.5)
-    return np.where(j <= 0, 1.0, np.where(j > m, 0.0, out))
-
-
-def _delta_bins(
-    x: NDArray[np.float64], ws: NDArray[np.float64], eps: NDArray[np.float64]
-) -> NDArray[np.float64]:
-    """Certified δ(w, x; ε) for bins (column vectors) × ε ≥ 0 (row): the positive set of
-    P' − e^ε Q' is {a ≥ j}, j = ⌊x(1 + τ)/2⌋ + 1, τ = tanh(ε/2)/(w·s), and
-    δ = (1+e^ε)ws·S_{x−1}(j−1) − ((1+e^ε)ws + e^ε − 1)·S_x(j) (Σ_{a≥j} a·b_x(a) = (x/2)·S_{x−1}(j−1)).
-    Any threshold gives at most δ, so where x(1+τ)/2 is within float error of an integer the
-    neighbouring thresholds are tried too; the CDF error is covered by a relative slack."""
-    ee = np.exp(eps)
-    c1 = (1.0 + ee) * ws
-    c2 = c1 + np.expm1(eps)
-    with np.errstate(divide="ignore"):
-        tau = np.tanh(eps / 2.0) / ws
-    t = x * (1.0 + tau) / 2.0
-    j0 = np.floor(t) + 1.0
-    sure = np.abs(t - np.rint(t)) > 1e-9 * (np.abs(t) + 1.0)
-
-    def at(j: NDArray[np.float64]) -> NDArray[np.float64]:
-        s1 = _survival(j - 1.0, x - 1.0)
-        s0 = _survival(j, x)
-        return c1 * s1 - c2 * s0 + _CDF_SLACK * (c1 * s1 + c2 * s0) + _TINY
-
-    best = at(j0)
-    if not np.all(sure):
-        best = np.where(sure, best, np.maximum.reduce([best, at(j0 - 1.0), at(j0 + 1.0)]))
-    return np.where(tau >= 1.0 + 1e-9, 0.0, np.maximum(best, 0.0))  # float slack on the last cell
-
-
-@dataclass(frozen=True)
-class SubsampledClonePair:
-    """The subsampled clone pair (P̃, Q̃) of (n, k, ε0) (bounds.md §9).
-
-    ``delta(eps)`` is a certified upper bound of the hockey-stick divergence
-    Σ (P̃ − e^ε Q̃)_+ (either direction: Q̃ is P̃ swapped), vectorised over ε: per m-bin the
-    closed form of :func:`_delta_bins` at (x_b, w_{y_b}) — valid by the monotonicity in m and
-    the linear scaling in w (module docstring) — weighted by the certified bin masses, the sum
-    inflated by a relative 10⁻⁹. For ε < 0, δ(ε) = 1 − e^ε + e^ε·δ(−ε) (exact identity, Q̃ ↔ P̃).
-    ``max_log_ratio`` is the largest log P̃/Q̃ (δ = 0 beyond it, up to a relative float slack).
-    """
-
-    n: int
-    k: int
-    epsilon0: float
-
-    @property
-    def max_log_ratio(self) -> float:
-        p = math.exp(-self.epsilon0)
-        ws = float(_weight(np.array([float(self.k)]), self.k / self.n, self.k * p)[0]) * math.tanh(
-            self.epsilon0 / 2
-        )
-        return math.log1p(ws) - math.log1p(-ws)
-
-    def _upper_nonneg(self, e: NDArray[np.float64]) -> NDArray[np.float64]:
-        if self.epsilon0 == 0.0 or e.size == 0:
-            return np.zeros(e.shape)
-        bins = _bins(self.k, float(self.epsilon0), self.k / self.n, 2.0)
-        keep = bins.w > 0
-        x, ws = bins.x[keep, None], bins.w[keep, None] * math.tanh(self.epsilon0 / 2.0)
-        mass = np.exp(bins.log_mass[keep])
-        out = np.zeros(e.shape)
-        step = max(1, (1 << 20) // max(1, x.size))
-        for i in range(0, e.size, step):
-            out[i : i + step] = mass @ _delta_bins(x, ws, e[None, i : i + step])
-        return np.minimum(out * (1.0 + _DELTA_SLACK), 1.0)
-
-    @overload
-    def delta(self, eps: float) -> float: ...
-    @overload
-    def delta(self, eps: NDArray[np.floating[Any]]) -> NDArray[np.float64]: ...
-    def delta(self, eps: float | NDArray[np.floating[Any]]) -> float | NDArray[np.float64]:
-        """Certified upper bound of δ(ε) (float for a scalar ε, else an array)."""
-        e = np.atleast_1d(np.asarray(eps, dtype=float))
-        pos = self._upper_nonneg(np.abs(e))
-        out = np.where(e >= 0, pos, np.minimum(1.0, (-np.expm1(e) + np.exp(e) * pos) * (1.0 + 2.0**-48)))
-        return float(out[0]) if np.ndim(eps) == 0 else out
-
-
-def subsampled_clone_pair(n: int, k: int, epsilon0: float) -> SubsampledClonePair:
-    """A validated :class:`SubsampledClonePair` (1 ≤ k ≤ n integers, ε0 ≥ 0)."""
-    n, k, epsilon0 = _prepare(n, k, epsilon0)
-    return SubsampledClonePair(n, k, float(epsilon0))

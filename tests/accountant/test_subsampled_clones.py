@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 import accountant as A
 from accountant import subsampled_clones as SC
 from accountant.clones import clone_rdp
+from accountant.subsampled_clone_delta import subsampled_clone_pair
 
 from ..helpers.subsampled_clone_reference import delta_mp, renyi_float, renyi_mp
 
@@ -42,7 +43,7 @@ def test_rdp_against_mpmath(n, k, eps0):
 
 @pytest.mark.parametrize("n,k,eps0", SMALL)
 def test_delta_against_mpmath(n, k, eps0):
-    pair = SC.subsampled_clone_pair(n, k, eps0)
+    pair = subsampled_clone_pair(n, k, eps0)
     eps = np.array([-1.0, -0.2, 0.0, 0.003, 0.05, 0.3, 1.0, pair.max_log_ratio * 0.999, pair.max_log_ratio])
     got = pair.delta(eps)
     for e, g in zip(eps, got):
@@ -82,7 +83,7 @@ def test_never_below_the_exact_sum(k, extra, eps0, alpha):
 @given(st.integers(1, 12), st.integers(0, 400), st.floats(0.05, 6.0), st.floats(-2.0, 3.0))
 def test_delta_never_below_the_exact_sum(k, extra, eps0, eps):
     n = k + extra
-    assert SC.subsampled_clone_pair(n, k, eps0).delta(eps) >= delta_mp(n, k, eps0, eps)
+    assert subsampled_clone_pair(n, k, eps0).delta(eps) >= delta_mp(n, k, eps0, eps)
 
 
 @pytest.mark.parametrize(
@@ -119,7 +120,7 @@ def test_curve_shape_and_cap(k, extra, eps0):
 
 def test_zero_epsilon0_and_validation():
     assert np.all(SC.subsampled_clone_rdp(100, 10, 0.0, [2.0, 5.0]) == 0.0)
-    assert SC.subsampled_clone_pair(100, 10, 0.0).delta(0.1) == 0.0
+    assert subsampled_clone_pair(100, 10, 0.0).delta(0.1) == 0.0
     with pytest.raises(A.InvalidParameter):
         SC.subsampled_clone_rdp(10, 11, 1.0, [2.0])
 
@@ -177,7 +178,7 @@ def test_timings_stay_bounded():
 
 
 def test_max_log_ratio():
-    pair = SC.subsampled_clone_pair(50, 10, 2.0)
+    pair = subsampled_clone_pair(50, 10, 2.0)
     g = 10 / 50
     p, q = math.exp(-2.0), 1 / (1 + math.exp(-2.0))
     # at a = m = k: P_k/B = 2q/p, Q_k/B = 2(1−q)/p
