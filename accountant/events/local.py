@@ -73,12 +73,13 @@ class SubsampledShuffleEvent(Event):
     POSITION: ClassVar[int] = 1
     RELATION: ClassVar[str] = REPLACE_ONE
     SAMPLING: ClassVar[str] = (
-        "k of n users uniformly without replacement, independently in every repetition; Poisson sampling "
-        "and client self-sampling are not covered"
+        "k of n users uniformly without replacement, independently of the data and in every repetition; "
+        "the analyst learns nothing about who was sampled; Poisson sampling and client self-sampling are "
+        "not covered"
     )
     SOURCE: ClassVar[str] = (
-        "thesis Thm 5.4.1 (SU), WBK19 Thm 9 over the tightest k-user shuffle curve, the cap of thesis "
-        "Lemma 2.1.1; bounds.md §3, §8"
+        "thesis Thm 5.4.1 (SU), WBK19 Thm 9 over the tightest k-user shuffle curve, the subsampled clone "
+        "pair (FMT21's clone decomposition under sampling), the cap of thesis Lemma 2.1.1; bounds.md §3, §8, §9"
     )
     BOUNDS: ClassVar[tuple[str, ...]] = _b.SUBSAMPLED_BOUNDS
     SAMPLED: ClassVar[bool] = True

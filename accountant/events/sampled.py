@@ -37,7 +37,8 @@ class SubsampledEvent(Event):
     The curve is the order-wise minimum of: WBK19 Thm 9 over the composed inner curve with ε(∞)
     the sum of the inner pure-DP levels; the pure-DP cap log(1 + γ(e^{ε(∞)} − 1)); the inner
     curve itself; and, when every inner event is a shuffle (of messages by the same k users), the
-    ``subsampled_shuffle`` default at ε0 = the whole report's ε0 = Σ count·ε0. That last bound is
+    ``subsampled_shuffle`` default (which includes the subsampled clone pair, bounds.md §9) at
+    ε0 = the whole report's ε0 = Σ count·ε0. That last bound is
     valid because sending a user's messages through separate shufflers is a post-processing of
     shuffling whole reports: a report is the tuple of the user's messages, an (Σ count·ε0)-LDP
     randomizer by basic composition (discrete when every message is); shuffling the k tuples and
@@ -51,13 +52,14 @@ class SubsampledEvent(Event):
     POSITION: ClassVar[int] = 2
     RELATION: ClassVar[str] = REPLACE_ONE
     SAMPLING: ClassVar[str] = (
-        "k of n users uniformly without replacement, independently in every round; all inner events of a "
-        "round use that round's sample. Poisson sampling and client self-sampling are not covered"
+        "k of n users uniformly without replacement, independently of the data and in every round; all inner "
+        "events of a round use that round's sample; the analyst learns nothing about who was sampled. Poisson "
+        "sampling and client self-sampling are not covered"
     )
     SOURCE: ClassVar[str] = (
         "WBK19 Thm 9 over the composed inner curve; thesis Lemma 2.1.1 (pure-DP cap); joint quasi-convexity "
-        "of D_α; for rounds of shuffles, the subsampled_shuffle bounds at the whole report's ε0 "
-        "(post-processing); accountant/nested.py"
+        "of D_α; for rounds of shuffles, the subsampled_shuffle bounds (subsampled clone pair included) at "
+        "the whole report's ε0 (post-processing); accountant/nested.py"
     )
     SAMPLED: ClassVar[bool] = True
     NO_PAIR: ClassVar[str] = (

@@ -170,7 +170,7 @@ class RdpRequest(StrictModel):
         "upper",
         description="Which bound. shuffle: `upper` (default, tightest valid), `u1`, `u1_simplified`, `u2`, `cap`, "
         "`clones`, `thesis`, `lower`, `lower_simplified`, `efm19`, `fmt23`; subsampled_shuffle: `upper` "
-        "(default), `su`, `wbk19`, `cap`, `thesis`, `lower`; other mechanisms: `upper` only. A bound asked for "
+        "(default), `su`, `wbk19`, `subsampled_clones`, `cap`, `thesis`, `lower`; other mechanisms: `upper` only. A bound asked for "
         "where it does not hold is a 400 naming the failed condition.",
     )
 

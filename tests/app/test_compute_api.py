@@ -242,6 +242,21 @@ def test_rdp_named_bound_matches_the_accountant(client):
         assert body["sources"] == [bound] * 3
 
 
+def test_rdp_subsampled_clones_named_bound_and_default_source(client):
+    """`bound: "subsampled_clones"` (bounds.md §9) answers with the accountant's curve at real orders;
+    the default names it where it is the tightest."""
+    sub = {"mechanism": "subsampled_shuffle", "n": 10**6, "k": 1000, "epsilon0": 2.0, "count": 10}
+    body = client.post(
+        "/v1/rdp", json={"event": sub, "orders": [1.5, 2, 7.25], "bound": "subsampled_clones"}
+    ).json()
+    assert body["bound"] == "subsampled_clones" and body["sources"] == ["subsampled_clones"] * 3
+    want = accountant.event_rdp(sub, [1.5, 2, 7.25], "subsampled_clones")
+    assert body["rdp"] == pytest.approx(want.tolist(), rel=1e-12)
+    default = client.post("/v1/rdp", json={"event": sub, "orders": [1.5, 2, 7.25]}).json()
+    assert "subsampled_clones" in default["sources"]
+    assert all(d <= w for d, w in zip(default["rdp"], body["rdp"]))
+
+
 def test_rdp_curve_above_its_largest_order_is_null_not_infinity(client):
     r = client.post(
         "/v1/rdp",

@@ -23,7 +23,7 @@ CURVE = {"mechanism": "rdp_curve", "orders": [2, 4, 8], "rdp": [0.01, 0.03, 0.09
 API_MD_EVENTS = [SHUFFLE, SUBSAMPLED, CURVE]
 
 SHUFFLE_BOUNDS = ["upper", "u1", "u1_simplified", "u2", "cap", "lower", "lower_simplified", "efm19", "fmt23"]
-SUBSAMPLED_BOUNDS = ["upper", "su", "cap", "lower"]
+SUBSAMPLED_BOUNDS = ["upper", "su", "subsampled_clones", "cap", "lower"]
 
 
 @pytest.fixture(scope="module")

@@ -301,10 +301,12 @@ def two_stage(
 
 def phi(alpha: float, t: np.ndarray) -> np.ndarray:
     """φ_α(t) = (1+t)^α − 1 − αt for t > −1, accurate to a few ulp of the result: the binomial
-    series Σ_{j≥2} C(α,j) t^j for |t| ≤ 1/4, the direct form (cancellation ≤ 16×) otherwise."""
+    series Σ_{j≥2} C(α,j) t^j for |t| ≤ 1/4 and |α·t| ≤ 2, the direct form (cancellation ≤ 16×)
+    otherwise (for |α·t| > 2 the series' alternating terms would cancel catastrophically, and the
+    direct form does not cancel: φ is then of the size of its terms)."""
     t = np.asarray(t, dtype=float)
     out = np.empty_like(t)
-    small = np.abs(t) <= 0.25
+    small = (np.abs(t) <= 0.25) & (np.abs(alpha * t) <= 2.0)
     ts = t[small]
     acc = np.zeros_like(ts)
     coef = alpha * (alpha - 1.0) / 2.0
