@@ -58,6 +58,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ._lazy import lazy
 from .baselines.clone_dp import ClonePair, loss_scale
+from .subsampled_clone_delta import subsampled_clone_pair
 
 special = lazy("scipy.special")
 
@@ -203,3 +204,15 @@ def clone_pair_curve(n: int, epsilon0: float) -> HockeyStickPair:
     return curve_pair(
         pair.delta, -e0, e0, 0.0, loss_scale(int(n), e0) if e0 > 0 else 0.0, ("clones", int(n), e0, CLONE_REL)
     )
+
+
+def subsampled_clone_pair_curve(n: int, k: int, epsilon0: float) -> HockeyStickPair:
+    """The subsampled clone pair of one round sampling k of n users without replacement, each
+    sampled user's ε0-LDP report shuffled (bounds.md §9; certified ``SubsampledClonePair.delta``).
+    The loss scale for the grid: γ·2·tanh(ε0/2)/√(kp + 1), p = e^{−ε0} (the sampled users'
+    clone-pair scale, thinned by the sampling rate γ = k/n; a scale, not a bound)."""
+    pair = subsampled_clone_pair(int(n), int(k), float(epsilon0))
+    e0 = float(epsilon0)
+    top = pair.max_log_ratio if e0 > 0 else 0.0
+    scale = (k / n) * 2.0 * math.tanh(e0 / 2.0) / math.sqrt(k * math.exp(-e0) + 1.0)
+    return curve_pair(pair.delta, -top, top, 0.0, scale, ("subsampled_clones", int(n), int(k), e0))

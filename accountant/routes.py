@@ -100,14 +100,16 @@ def _pure_parts(evs: Sequence[Event]) -> tuple[float, float] | str:
     for ev in evs:
         if ev.APPROX:
             e, d = ev.approx_release()
+            if not math.isfinite(e):
+                return f"a {ev.mechanism!r} release has no finite ε"
+            eps += ev.count * Fraction(e)
+            dlt += ev.count * Fraction(d)
         elif ev.zeta > 0:
             return f"a {ev.mechanism!r} event carries zeta > 0 (its curve holds only outside a failure event)"
-        else:
-            e, d = ev.pure_epsilon(), 0.0
-        if not math.isfinite(e):
+        elif not math.isfinite(ev.pure_epsilon()):
             return f"a {ev.mechanism!r} event is not pure ε-DP"
-        eps += ev.count * Fraction(e)
-        dlt += ev.count * Fraction(d)
+        else:
+            eps += ev.count * ev.pure_epsilon_upper()
     return _float_up(eps), _float_up(dlt)
 
 

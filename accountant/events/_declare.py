@@ -24,6 +24,7 @@ import math
 import numbers
 from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, fields
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, Union
 
 import numpy as np
@@ -251,6 +252,17 @@ class Event:
     def pure_epsilon(self) -> float:
         """ε such that ONE repetition is ε-DP under :attr:`RELATION` (``inf`` when not pure)."""
         return math.inf
+
+    #: :meth:`pure_epsilon` returns a declared field as it is (exact), not a computed value
+    PURE_EXACT: ClassVar[bool] = False
+
+    def pure_epsilon_upper(self) -> Fraction:
+        """An exact rational ≥ the true pure ε of ONE repetition, for exact sums (the pure route of
+        :mod:`accountant.routes`): :meth:`pure_epsilon` itself when it is a declared field
+        (:attr:`PURE_EXACT`), else raised by a relative 2⁻⁴⁰ (far above the few ulps of the logs and
+        exponentials it was computed with). Requires a finite :meth:`pure_epsilon`."""
+        f = Fraction(self.pure_epsilon())
+        return f if self.PURE_EXACT else f * (1 + Fraction(1, 2**40))
 
     def dominating_pair(self) -> HockeyStickPair | None:
         """A pair dominating ONE repetition in both neighbour orders (:mod:`accountant.dominating`),

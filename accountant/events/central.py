@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, ClassVar
 
 import numpy as np
@@ -130,6 +131,9 @@ class LaplaceEvent(Event):
     def pure_epsilon(self) -> float:
         return 1.0 / self.scale
 
+    def pure_epsilon_upper(self) -> Fraction:
+        return 1 / Fraction(self.scale)  # exactly 1/scale (the float 1.0/scale may round down)
+
     def dominating_pair(self) -> HockeyStickPair:
         return laplace_pair(1.0 / self.scale)  # Lap(Δ₁, b) vs Lap(0, b), exact
 
@@ -139,6 +143,7 @@ class LaplaceEvent(Event):
 class PureDpEvent(Event):
     """Any ε-DP release (e.g. one ε-LDP report sent without a shuffler)."""
 
+    PURE_EXACT: ClassVar[bool] = True  # pure_epsilon() is a declared field
     mechanism: ClassVar[str] = "pure_dp"
     POSITION: ClassVar[int] = 6
     SAMPLING: ClassVar[str] = "none"

@@ -10,7 +10,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .. import bounds as _b
-from ..dominating import HockeyStickPair, clone_pair_curve
+from ..dominating import HockeyStickPair, clone_pair_curve, subsampled_clone_pair_curve
 from ..errors import InvalidEvent
 from ._declare import (
     REPLACE_ONE,
@@ -29,6 +29,7 @@ from ._declare import (
 class ShuffleEvent(Event):
     """n users each send one ε0-LDP report through a shuffler; the server sees the multiset."""
 
+    PURE_EXACT: ClassVar[bool] = True  # pure_epsilon() is a declared field
     mechanism: ClassVar[str] = "shuffle"
     POSITION: ClassVar[int] = 0
     RELATION: ClassVar[str] = REPLACE_ONE
@@ -83,9 +84,6 @@ class SubsampledShuffleEvent(Event):
     )
     BOUNDS: ClassVar[tuple[str, ...]] = _b.SUBSAMPLED_BOUNDS
     SAMPLED: ClassVar[bool] = True
-    NO_PAIR: ClassVar[str] = (
-        "its dominating pair (the subsampled clone pair) is not wired into the PLD route yet"
-    )
     EXAMPLE: ClassVar[dict[str, Any]] = {
         "mechanism": "subsampled_shuffle",
         "n": 1000000,
@@ -117,6 +115,10 @@ class SubsampledShuffleEvent(Event):
 
     def pure_epsilon(self) -> float:
         return float(np.log1p(self.k / self.n * np.expm1(self.epsilon0)))
+
+    def dominating_pair(self) -> HockeyStickPair:
+        # the subsampled clone pair (bounds.md §9): any ε0-LDP randomizer, discrete or continuous
+        return subsampled_clone_pair_curve(self.n, self.k, self.epsilon0)
 
     def heavy_parts(self) -> frozenset[HeavyPart]:
         return frozenset(

@@ -26,6 +26,7 @@ class ExponentialEvent(Event):
     The curve is the exact worst-case RDP of ε-bounded-range pairs, never above the pure-DP curve
     (about ε²/8 per order at small ε, against ε²/2 for a generic ε-DP release)."""
 
+    PURE_EXACT: ClassVar[bool] = True  # pure_epsilon() is a declared field
     mechanism: ClassVar[str] = "exponential"
     POSITION: ClassVar[int] = 7
     SAMPLING: ClassVar[str] = "none: the mechanism runs on the whole dataset"
@@ -73,6 +74,7 @@ class AboveThresholdEvent(Event):
     even when other mechanisms' releases are interleaved with the stream's answers (an interactive
     ε-DP mechanism is an interactive post-processing of ε-randomized response)."""
 
+    PURE_EXACT: ClassVar[bool] = True  # pure_epsilon() is a declared field
     mechanism: ClassVar[str] = "above_threshold"
     POSITION: ClassVar[int] = 8
     SAMPLING: ClassVar[str] = "none: every query is evaluated on the whole dataset"

@@ -9,6 +9,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .. import bounds as _b
+from ..dominating import HockeyStickPair, subsampled_clone_pair_curve
 from ..errors import InvalidEvent
 from ..nested import CurveDetail, amplified_epsilon, sampled_round_detail
 from ..store import MiB, memoize
@@ -63,8 +64,9 @@ class SubsampledEvent(Event):
     )
     SAMPLED: ClassVar[bool] = True
     NO_PAIR: ClassVar[str] = (
-        "a pair dominating a sampled round of several inner events is not proved here (the inner "
-        "events share the sample)"
+        "a pair dominating a sampled round is proved here only when every inner event is a shuffle (the "
+        "subsampled clone pair at the whole report's ε0); the inner events share the sample, so per-event "
+        "pairs may not be composed"
     )
     EXAMPLE: ClassVar[dict[str, Any]] = {
         "mechanism": "subsampled",
@@ -113,6 +115,15 @@ class SubsampledEvent(Event):
 
     def pure_epsilon(self) -> float:
         return amplified_epsilon(self.k / self.n, self.inner_epsilon())
+
+    def dominating_pair(self) -> HockeyStickPair | None:
+        """Rounds of shuffles only: the subsampled clone pair at the whole report's ε0 = Σ count·ε0
+        (the tuple of a user's messages is one (Σ count·ε0)-LDP report; the per-slot shufflers are a
+        post-processing of shuffling whole reports — class docstring). Else None (``NO_PAIR``)."""
+        eps0 = self.report_epsilon0()
+        if eps0 is None or eps0 > MAX_EPSILON0:
+            return None
+        return subsampled_clone_pair_curve(self.n, self.k, eps0)
 
     def heavy_parts(self) -> frozenset[HeavyPart]:
         parts = frozenset().union(*(e.heavy_parts() for e in self.inner))

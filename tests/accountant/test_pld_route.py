@@ -261,12 +261,27 @@ def test_the_tilt_moves_nothing_but_the_error():
 # ------------------------------------------------------------------------------ coverage
 def test_coverage_and_reasons():
     assert covered(as_event({"mechanism": "shuffle", "n": 100, "epsilon0": 1.0, "output": "continuous"}))
+    # the subsampled clone pair (bounds.md §9): a subsampled shuffle, and a round of shuffles at the
+    # whole report's ε0
+    assert covered({"mechanism": "subsampled_shuffle", "n": 1000, "k": 10, "epsilon0": 1.0})
+    assert covered(
+        {
+            "mechanism": "subsampled",
+            "n": 1000,
+            "k": 10,
+            "inner": [{"mechanism": "shuffle", "epsilon0": 1.0, "count": 2}],
+        }
+    )
     assert covered({"mechanism": "exponential", "epsilon": 1.0})
     for ev in (
         {"mechanism": "gaussian", "noise_multiplier": 1.0, "zeta": 1e-9},
         {"mechanism": "rdp_curve", "orders": [2], "rdp": [0.1]},
-        {"mechanism": "subsampled_shuffle", "n": 1000, "k": 10, "epsilon0": 1.0},
-        {"mechanism": "subsampled", "n": 1000, "k": 10, "inner": [{"mechanism": "shuffle", "epsilon0": 1.0}]},
+        {
+            "mechanism": "subsampled",
+            "n": 1000,
+            "k": 10,
+            "inner": [{"mechanism": "gaussian", "noise_multiplier": 2.0}],
+        },
     ):
         assert not covered(as_event(ev))
         with pytest.raises(PldNotCovered, match=ev["mechanism"]):
