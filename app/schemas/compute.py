@@ -259,7 +259,9 @@ class GuaranteeResponse(BaseModel):
     epsilon: float
     delta: float
     order: float = Field(
-        description="the Rényi order that gave the answer (possibly refined between grid points)"
+        description="the Rényi order that gave the answer (possibly refined between grid points; on the default "
+        "grid, when its last order 10⁴ is the grid's optimum, possibly one of the 24 orders up to 3.2·10⁵ the "
+        "conversion also tries above the grid)"
     )
     orders: list[float] = Field(description="the orders used")
     rdp: list[float | None] = Field(description="the composed RDP curve on `orders`")

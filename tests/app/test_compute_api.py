@@ -284,12 +284,12 @@ def test_calibrated_n_above_the_cap_is_infeasible(client):
         "/v1/calibrate",
         json={
             "solve_for": "n",
-            "target": {"epsilon": 1e-4, "delta": 1e-12},
+            "target": {"epsilon": 1e-5, "delta": 1e-12},
             "event": {"mechanism": "shuffle", "epsilon0": 1.0, "count": 10},
         },
     )
     body = _clear_4xx(r, 422)
-    assert body["error"] == "InfeasibleTarget" and body["best_epsilon"] > 1e-4
+    assert body["error"] == "InfeasibleTarget" and body["best_epsilon"] > 1e-5
 
 
 def test_delta_zero_epsilon_is_allowed(client):
@@ -373,3 +373,18 @@ def test_a_json_body_without_the_json_content_type_says_so(client, content_type)
     )
     body = _clear_4xx(r, 422)
     assert "Content-Type: application/json" in body["detail"][0]["msg"], body
+
+
+def test_epsilon_above_the_grid_says_so(client):
+    """One round of n = 10⁷, ε0 = 0.5: the default grid's optimum is its last order, the answer
+    comes from the orders above it, the response says so and its source is found (from cache)."""
+    ev = {"mechanism": "shuffle", "n": 10**7, "epsilon0": 0.5, "count": 1}
+    body = client.post("/v1/epsilon", json={"events": [ev], "delta": 1e-8}).json()
+    assert body["order"] > 10_000 and body["default_orders"] is True
+    assert any("above the grid's last order" in note for note in body["notes"])
+    assert body["epsilon"] == accountant.epsilon_guarantee([ev], 1e-8).epsilon
+    assert body["sources"][0]["bound"] in {"clones", "convex hull", "cap", "u1/u2 interpolated", "u2", "u1"}
+    given = client.post(
+        "/v1/epsilon", json={"events": [ev], "delta": 1e-8, "orders": [2, 100, 10_000]}
+    ).json()
+    assert given["order"] <= 12_500 and given["epsilon"] > body["epsilon"]
