@@ -27,7 +27,8 @@ tightened by the lower convex hull of (α−1)·ε(α) (valid since the true (α
    others are neighbouring k-user datasets; by joint quasi-convexity of D_α the mixture's
    divergence is at most the largest component's.
 4. Candidates the caller adds (for a round of shuffles: the single-message bound at the whole
-   report's ε0, see :mod:`accountant.events.sampled`).
+   report's ε0; for a round of Gaussians: WBK19 Theorem 27 at their composed noise multiplier,
+   :mod:`accountant.sampled_gaussian`; see :mod:`accountant.events.sampled`).
 """
 
 from __future__ import annotations
