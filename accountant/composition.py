@@ -158,24 +158,20 @@ def _optimise(
     flags: tuple[bool, bool],
 ) -> Answer:
     """From ``best``, the conversion's answer on the grid ``acc.orders``: when it is positive and
-    has an order, the better of it and the answer on the orders tried beyond the grid — the
+    has an order, the best of it and the answers on the orders tried beyond the grid — the
     extension (``flags[1]``; :func:`~accountant.orders.extension_orders`: only when the optimum is
-    the default grid's last order; its 24 orders, 16% apart, need no refinement), else the
-    refinement around the grid's optimum (``flags[0]``)."""
+    the default grid's last order; its 24 orders, 16% apart, are not refined further), then the
+    refinement around the grid's optimum (``flags[0]``); on a tie the earlier one."""
     refine, extend = flags
     grid = acc.orders
     i = _index_of(grid, best.order)
     if not value(best) > 0 or i is None:
         return best
-    for tried in (
-        extension_orders(grid, i) if extend else np.empty(0),
-        refine_orders(grid, i) if refine else None,
-    ):
-        if tried is None or tried.size == 0:
-            continue
-        ans = convert(Account(tried, _rdp_part(evs, tried), acc.zeta, acc.approx))
-        if value(ans) < value(best):
-            return ans
+    for tried in (extension_orders(grid, i) if extend else None, refine_orders(grid, i) if refine else None):
+        if tried is not None and tried.size:
+            ans = convert(Account(tried, _rdp_part(evs, tried), acc.zeta, acc.approx))
+            if value(ans) < value(best):
+                best = ans
     return best
 
 

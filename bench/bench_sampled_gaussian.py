@@ -74,10 +74,11 @@ def main() -> None:
         acc.compose(de.SampledWithoutReplacementDpEvent(N, K, de.GaussianDpEvent(z)), T)
         ed = acc.get_epsilon(1e-8)
         ratio = float(np.max(c1 / np.asarray(acc._rdp)))
-        lines.append(
+        row = (
             f"| {z:g} | {e0:.6g} | {e1:.6g} | {ed:.6g} | {e0 / ed:.3f} | {ratio:.6f} | {t0:.0f} | {t1:.0f} |"
         )
-        print(lines[-1], flush=True)
+        print(row, flush=True)
+        lines.append(row)
     lines += [
         "",
         f"n = {N:,}, k = {K:,} (γ = {K / N:g}), T = {T}, δ = 1e-8. 'after' is never above dp_accounting's curve by more "

@@ -164,6 +164,26 @@ def check_counts(counts: ArrayLike) -> NDArray[np.int64]:
     return cf.astype(np.int64)
 
 
+def _better_on(
+    unit_ev: Event,
+    orders: NDArray[np.float64],
+    delta: float,
+    cc: NDArray[np.float64],
+    sel: NDArray[np.intp],
+    best: NDArray[np.float64],
+    best_ord: NDArray[np.float64],
+) -> None:
+    """For the rows ``sel``: where the minimum over ``orders`` is below ``best``, take it (in place)."""
+    feps = epsilon_vector(
+        orders, _scaled(np.asarray(event_rdp(unit_ev, orders), dtype=float)[None, :], cc[sel]), delta
+    )
+    j = np.argmin(feps, axis=1)
+    fbest = feps[np.arange(sel.size), j]
+    better = fbest < best[sel]
+    best[sel[better]] = fbest[better]
+    best_ord[sel[better]] = orders[j[better]]
+
+
 def _rows(
     unit_ev: Event,
     grid: NDArray[np.float64],
@@ -173,9 +193,8 @@ def _rows(
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """(ε, order) for the counts ``cc`` (a column): the minimum over the grid of each row, the
     extension of :func:`epsilon_guarantee` for the rows whose minimiser is the default grid's last
-    order, then — for the rows it did not improve — its refinement (the real orders
-    ``refine_orders`` puts around the row's grid minimiser), for all rows sharing a minimiser at
-    once."""
+    order, then the refinement (the real orders ``refine_orders`` puts around the row's grid
+    minimiser), for all rows sharing a minimiser at once."""
     eps = epsilon_vector(grid, _scaled(unit[None, :], cc), delta)
     idx = np.argmin(eps, axis=1)
     best = eps[np.arange(cc.shape[0]), idx]
@@ -184,29 +203,15 @@ def _rows(
     best_ord = grid[idx].copy()
     at_end = np.nonzero((idx == grid.size - 1) & (best > 0))[0]
     ladder = extension_orders(grid, grid.size - 1) if at_end.size else np.empty(0)
-    if ladder.size:  # the extension's answer where it is better (then no refinement: as epsilon_guarantee)
-        lunit = np.asarray(event_rdp(unit_ev, ladder), dtype=float)
-        leps = epsilon_vector(ladder, _scaled(lunit[None, :], cc[at_end]), delta)
-        j = np.argmin(leps, axis=1)
-        lbest = leps[np.arange(at_end.size), j]
-        won = lbest < best[at_end]
-        best[at_end[won]] = lbest[won]
-        best_ord[at_end[won]] = ladder[j[won]]
-        idx[at_end[won]] = -1
-    for i in np.unique(idx[(best > 0) & (idx >= 0)]):
+    if ladder.size:  # the extension's answer where it is better (first: as epsilon_guarantee)
+        _better_on(unit_ev, ladder, delta, cc, at_end, best, best_ord)
+    for i in np.unique(idx[best > 0]):
         sel = np.nonzero((idx == i) & (best > 0))[0]
         fine = refine_orders(grid, int(i))
-        if fine.size == 0:
-            continue
-        fine = np.asarray(tuple(check_orders(fine).tolist()))
-        feps = epsilon_vector(
-            fine, _scaled(np.asarray(event_rdp(unit_ev, fine), dtype=float)[None, :], cc[sel]), delta
-        )
-        j = np.argmin(feps, axis=1)
-        fbest = feps[np.arange(sel.size), j]
-        better = fbest < best[sel]
-        best[sel[better]] = fbest[better]
-        best_ord[sel[better]] = fine[j[better]]
+        if fine.size:
+            _better_on(
+                unit_ev, np.asarray(tuple(check_orders(fine).tolist())), delta, cc, sel, best, best_ord
+            )
     return np.maximum(best, 0.0), best_ord
 
 

@@ -169,6 +169,8 @@ def _detail(ev: SubsampledEvent, orders_key: tuple[float, ...], tight: bool) -> 
         extra.append(
             (f"wbk19 gaussian (Thm 27) at noise multiplier {z:.6g}", _sampled_gaussian(ev.k / ev.n, z, o))
         )
-    got = sampled_round_detail(ev.n, ev.k, inner, ev.inner_epsilon(), o, extra, notes)
+    # Theorem 27 is never above Theorem 9 over the Gaussian curve (module docstring of
+    # accountant.sampled_gaussian): the generic WBK19 sum is not computed beside it
+    got = sampled_round_detail(ev.n, ev.k, inner, ev.inner_epsilon(), o, extra, notes, wbk19=z is None)
     got.rdp.setflags(write=False)
     return got

@@ -148,3 +148,25 @@ def test_default_curves_above_the_grid_never_below_the_exact_lower_bound(ev):
     got = A.event_rdp(ev, o)
     low = A.event_rdp(ev, o, bound="lower")
     assert np.all(np.isfinite(got)) and np.all(got >= low * (1 - 1e-12))
+
+
+@pytest.mark.parametrize(
+    "ev",
+    [
+        {"mechanism": "gaussian", "noise_multiplier": 3000.0},  # optimum just above 10⁴: the refinement wins
+        {"mechanism": "laplace", "scale": 1e5},
+        _END,
+        {
+            "mechanism": "subsampled",
+            "n": 10**7,
+            "k": 1000,
+            "inner": [{"mechanism": "gaussian", "noise_multiplier": 30}],
+        },
+    ],
+)
+def test_the_extension_never_makes_an_answer_worse(ev):
+    for delta in (1e-10, 1e-8):
+        with_ext, without = A.epsilon_guarantee([ev], delta), A.epsilon_guarantee([ev], delta, extend=False)
+        assert with_ext.epsilon <= without.epsilon
+        rounds = A.epsilon_over_rounds(ev, delta, [1, 2])
+        assert rounds.epsilon[0] == with_ext.epsilon and rounds.order[0] == with_ext.order
