@@ -8,7 +8,8 @@ up to 10⁴. Conversions refine the optimum between grid points with real orders
 Above the grid: when the conversion's optimum on the default grid is its last order (one round of
 a very private event, e.g. one shuffle of n = 10⁷ reports at ε0 = 0.5), the conversion also tries
 :data:`EXTENSION_ORDERS` — 24 integers spaced geometrically (ratio 32^{1/24} ≈ 1.155) up to
-3.2·10⁵ — in one evaluation, dense enough to need no refinement (:mod:`accountant.composition`). The grid itself, which versions stored curves
+3.2·10⁵ — in one evaluation, dense enough to need no refinement of its own, besides the usual
+refinement around 10⁴ (:mod:`accountant.composition`). The grid itself, which versions stored curves
 (``DEFAULT_GRID_VERSION``: the ledger's), is unchanged.
 """
 

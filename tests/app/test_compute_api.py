@@ -7,6 +7,7 @@ import json
 import math
 import time
 
+import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
@@ -388,3 +389,14 @@ def test_epsilon_above_the_grid_says_so(client):
         "/v1/epsilon", json={"events": [ev], "delta": 1e-8, "orders": [2, 100, 10_000]}
     ).json()
     assert given["order"] <= 12_500 and given["epsilon"] > body["epsilon"]
+
+
+def test_the_extension_is_left_out_rather_than_refused_when_the_budget_is_tight():
+    from app.core.compute import epsilon_result, work_estimate
+
+    ev = {"mechanism": "shuffle", "n": 10**7, "epsilon0": 0.5, "count": 1}
+    mass, _ = work_estimate([accountant.event_from_dict(ev)], np.asarray(accountant.DEFAULT_ORDERS), True)
+    tight = epsilon_result([ev], 1e-8, max_mass=mass * 1.01)
+    assert tight["order"] <= 12_500 and not any("above the grid" in n for n in tight["notes"])
+    assert tight["epsilon"] == accountant.epsilon_guarantee([ev], 1e-8, extend=False).epsilon
+    assert epsilon_result([ev], 1e-8)["epsilon"] < tight["epsilon"]
