@@ -39,9 +39,11 @@ each side of x₀ = 1/(2z) (where y = 0): log φ is concave and d²/dy² log|e^y
 < 0. On a cell [u, v] of one side, h lies below its tangent at the midpoint t (concavity), so the
 cell's integral is at most e^{h(t)}·(v − u)·sinh(a)/a, a = h'(t)(v − u)/2; beyond the last cell of
 a side the tangent at its end bounds the tail (e^{h(e)}/|h'(e)|, the slope pointing away). The
-cells cover each side's peak (found by bisection on h') ± 30, plus the stretch to x₀ on the right
-side (cells of width ≤ 0.02: relative slack ≲ 2e-5). The sum of the bounds, raised by a relative
-1e-9 (rounding), is an upper bound of M_{2k}; the RDP is then an upper bound, rounded up.
+cells (width ≤ 0.02: relative slack ≲ 2e-5) cover the right side's peak (found by bisection on
+h') ± 20 — the stretch from x₀ to them bounded by the tangent at their start — and the left side
+from −√(2k) − 20 to x₀. The sum of the bounds, raised by a relative 1e-6 (the rounding of h, a
+difference of terms up to ~x²/2), is an upper bound of M_{2k}; the RDP is then an upper bound,
+rounded up.
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ __all__ = ["MOMENT_MAX", "log_gaussian_lr_moments", "sampled_gaussian_log_terms"
 #: the forward-difference (moment) entry of B_j is used for j ≤ this (as dp_accounting)
 MOMENT_MAX = 256
 _WIDTH = 0.02  # largest cell width of the quadrature (relative slack ≲ 2e-5 near a peak)
-_REACH = 30.0  # cells cover each side's peak ± this (h falls at least quadratically: h'' ≤ −1)
+_REACH = 20.0  # cells cover each side's peak ± this (h falls at least quadratically: h'' ≤ −1)
 _SAFETY = 1e-6  # relative margin on each moment: h is a difference of terms up to ~x²/2 (≲ 1e7)
 _LOG_SQRT_2PI = 0.5 * float(np.log(2.0 * np.pi))
 
@@ -137,9 +139,10 @@ def _moments(noise_multiplier: float, k_max: int) -> NDArray[np.float64]:
     left_of_window = ra > x0
     if np.any(left_of_window):  # the stretch (x₀, ra) where h rises: the tangent at ra
         right = np.where(left_of_window, np.logaddexp(right, _tail(k2, s, ra, -1.0)), right)
-    # left side (y < 0): cells over [−R, x₀], the tangent at −R below it (h'(−R) ≥ R − 2k/R > 0:
-    # e^y/(1 − e^y) ≤ 1/|y| and |y| ≥ R·s; _tail gives +inf were it not so)
-    la = np.full(k2.shape, -_REACH)
+    # left side (y < 0): its peak lies above −√(2k) (h' ≥ −x − 2k/(x₀ − x) there: e^y/(1 − e^y) ≤
+    # 1/|y|); cells over [−L, x₀], L = √(2k) + R, the tangent at −L below it (h'(−L) ≥ L − 2k/L > 0;
+    # _tail gives +inf were it not so)
+    la = -(np.sqrt(k2) + _REACH)
     left = np.logaddexp(_side(k2, s, la, np.full(k2.shape, x0)), _tail(k2, s, la, -1.0))
     out: NDArray[np.float64] = np.logaddexp(left, right) + np.log1p(_SAFETY)
     out.setflags(write=False)

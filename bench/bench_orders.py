@@ -13,6 +13,7 @@ extension's cost is the difference.
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 import time
@@ -60,6 +61,8 @@ def main() -> None:
         )
         print(lines[-1], flush=True)
     lines += [
+        "",
+        f"Load average while measuring: {os.getloadavg()[0]:.1f} (2 cores shared: cold times are inflated accordingly).",
         "",
         "Only answers whose optimum on the default grid is its last order (10⁴) change; the others are "
         "bit-identical and cost nothing more. The ledger's grid (`DEFAULT_GRID_VERSION`) is unchanged.",

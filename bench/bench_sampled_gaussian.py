@@ -12,6 +12,7 @@ emptied, median of 3; the moments of a new z cost most of the difference).
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 import time
@@ -80,6 +81,8 @@ def main() -> None:
         print(row, flush=True)
         lines.append(row)
     lines += [
+        "",
+        f"Load average while measuring: {os.getloadavg()[0]:.1f} (2 cores shared: cold times are inflated accordingly).",
         "",
         f"n = {N:,}, k = {K:,} (γ = {K / N:g}), T = {T}, δ = 1e-8. 'after' is never above dp_accounting's curve by more "
         "than the certified slack of the moments (≤ 1e-5 relative); the ε is lower than dp_accounting's where the "
