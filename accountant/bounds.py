@@ -138,7 +138,7 @@ def _check_bound(bound: str, allowed: tuple[str, ...], model: str, output: str) 
     return bound
 
 
-CLONES_VERSION = 4  # bump when the clone evaluation changes, so stored curves are not reused
+CLONES_VERSION = 5  # bump when the clone evaluation changes, so stored curves are not reused
 
 
 def _clones(n: int, epsilon0: float, orders: NDArray[np.float64]) -> NDArray[np.float64]:

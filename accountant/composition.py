@@ -12,7 +12,7 @@ that does so, for this module, calibration, the service and the ledger.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,7 +23,7 @@ from .combination import Account, Answer, ApproxPart, ZetaExceedsDelta, delta_of
 from .curves import curve_from_points, laplace_rdp
 from .errors import InvalidParameter
 from .events import APPROX_NO_CURVE, Event, EventLike, as_event
-from .orders import DEFAULT_ORDERS
+from .orders import DEFAULT_ORDERS, extension_orders
 
 _REFINE_POINTS = 24
 UNBOUNDED = (
@@ -59,9 +59,7 @@ def compose(events: Iterable[EventLike], orders: ArrayLike | None = None) -> NDA
     Only for events whose curves are RDP bounds: an event with an additive δ (``zeta`` > 0) or an
     ``approx_dp`` release is refused, since converting its curve alone would under-report — use
     :func:`account`, :func:`epsilon_guarantee` or :func:`delta_guarantee` for those."""
-    evs = [as_event(e) for e in events]
-    if not evs:
-        raise InvalidParameter("events must not be empty: give at least one event to compose")
+    evs = _events(events)
     for ev in evs:
         if ev.APPROX:
             raise InvalidParameter(APPROX_NO_CURVE)
@@ -76,11 +74,7 @@ def compose(events: Iterable[EventLike], orders: ArrayLike | None = None) -> NDA
 def account(events: Iterable[EventLike], orders: ArrayLike | None = None) -> Account:
     """The three-part summary of ``events`` on ``orders`` (:mod:`accountant.combination`): the
     composed RDP part, the additive δ Σ count·ζ (rounded up) and the (ε, δ) releases."""
-    evs = [as_event(e) for e in events]
-    if not evs:
-        raise InvalidParameter("events must not be empty: give at least one event to compose")
-    grid = np.asarray(_orders_key(orders))
-    return _account(evs, grid)
+    return _account(_events(events), np.asarray(_orders_key(orders)))
 
 
 def _account(evs: list[Event], grid: NDArray[np.float64]) -> Account:
@@ -127,36 +121,92 @@ def refine_orders(orders: NDArray[np.float64], i: int) -> NDArray[np.float64]:
     return fine
 
 
+def conversion_orders(grid: NDArray[np.float64], order: float) -> NDArray[np.float64]:
+    """The orders array on which :func:`epsilon_guarantee` / :func:`delta_guarantee` evaluated
+    ``order`` (their answer's order): the grid, the extension above the default grid, or the
+    refinement around a grid order — so a caller asking for a curve there finds it in the curve
+    caches; just ``[order]`` if it is none of them."""
+    if np.any(grid == order):
+        return grid
+    ladder = extension_orders(grid, grid.size - 1)
+    if np.any(ladder == order):
+        return ladder
+    j = int(np.searchsorted(grid, order))
+    for i in (j - 1, j):
+        if 0 <= i < grid.size:
+            fine = refine_orders(grid, i)
+            if np.any(fine == order):
+                return fine
+    return np.array([order])
+
+
 def _order_of(ans: Answer, grid: NDArray[np.float64]) -> float:
     return float(grid[0]) if ans.order is None else float(ans.order)
 
 
+def _index_of(orders: NDArray[np.float64], order: float | None) -> int | None:
+    hit = np.flatnonzero(orders == order) if order is not None else np.empty(0, dtype=np.intp)
+    return int(hit[0]) if hit.size else None
+
+
+def _optimise(
+    evs: list[Event],
+    acc: Account,
+    best: Answer,
+    convert: Callable[[Account], Answer],
+    value: Callable[[Answer], float],
+    flags: tuple[bool, bool],
+) -> Answer:
+    """From ``best``, the conversion's answer on the grid ``acc.orders``: when it is positive and
+    has an order, the best of it and the answers on the orders tried beyond the grid — the
+    extension (``flags[1]``; :func:`~accountant.orders.extension_orders`: only when the optimum is
+    the default grid's last order; its 24 orders, 16% apart, are not refined further), then the
+    refinement around the grid's optimum (``flags[0]``); on a tie the earlier one."""
+    refine, extend = flags
+    grid = acc.orders
+    i = _index_of(grid, best.order)
+    if not value(best) > 0 or i is None:
+        return best
+    for tried in (extension_orders(grid, i) if extend else None, refine_orders(grid, i) if refine else None):
+        if tried is not None and tried.size:
+            ans = convert(Account(tried, _rdp_part(evs, tried), acc.zeta, acc.approx))
+            if value(ans) < value(best):
+                best = ans
+    return best
+
+
+def _events(events: Iterable[EventLike]) -> list[Event]:
+    evs = [as_event(e) for e in events]
+    if not evs:
+        raise InvalidParameter("events must not be empty: give at least one event to compose")
+    return evs
+
+
 def epsilon_guarantee(
-    events: Iterable[EventLike], delta: float, orders: ArrayLike | None = None, refine: bool = True
+    events: Iterable[EventLike],
+    delta: float,
+    orders: ArrayLike | None = None,
+    refine: bool = True,
+    extend: bool = True,
 ) -> Guarantee:
     """Compose ``events`` and convert to ε at ``delta`` (bounds.md §4–5; with an additive δ or
     (ε, δ) releases, :func:`accountant.combination.epsilon_of`).
 
     The minimising order on the grid is refined with real orders between its neighbours (every
-    curve here is valid at real orders), and the better of the two answers is reported. Raises
-    :class:`~accountant.combination.ZetaExceedsDelta` when the additive δ reaches ``delta``.
+    curve here is valid at real orders), and the better of the two answers is reported. When the
+    grid is the default one and its last order (10⁴) minimises, the orders of
+    :data:`~accountant.orders.EXTENSION_ORDERS` (up to 3.2·10⁵) are tried first, and their answer
+    is reported if it is better (``extend=False``: the grid and its refinement only; bounds.md §6).
+    Raises :class:`~accountant.combination.ZetaExceedsDelta` when the additive δ reaches ``delta``.
     """
     delta = check_delta(delta)
-    evs = [as_event(e) for e in events]
-    if not evs:
-        raise InvalidParameter("events must not be empty: give at least one event to compose")
+    evs = _events(events)
     grid = np.asarray(_orders_key(orders))
     acc = _account(evs, grid)
-    best = epsilon_of(acc, delta)
-    if not np.isfinite(best.epsilon):
+    first = epsilon_of(acc, delta)
+    if not np.isfinite(first.epsilon):
         raise InvalidParameter(UNBOUNDED)
-    if refine and best.epsilon > 0 and best.order is not None:
-        i = int(np.flatnonzero(grid == best.order)[0]) if np.any(grid == best.order) else None
-        fine = refine_orders(grid, i) if i is not None else np.empty(0)
-        if fine.size:
-            ans = epsilon_of(Account(fine, _rdp_part(evs, fine), acc.zeta, acc.approx), delta)
-            if ans.epsilon < best.epsilon:
-                best = ans
+    best = _optimise(evs, acc, first, lambda a: epsilon_of(a, delta), lambda x: x.epsilon, (refine, extend))
     return Guarantee(max(0.0, best.epsilon), delta, _order_of(best, grid), grid, acc.rdp, _detail(acc, best))
 
 
@@ -165,24 +215,21 @@ def _detail(acc: Account, ans: Answer) -> Answer | None:
 
 
 def delta_guarantee(
-    events: Iterable[EventLike], epsilon: float, orders: ArrayLike | None = None, refine: bool = True
+    events: Iterable[EventLike],
+    epsilon: float,
+    orders: ArrayLike | None = None,
+    refine: bool = True,
+    extend: bool = True,
 ) -> Guarantee:
     """Compose ``events`` and convert to δ at ``epsilon`` (bounds.md §4–5; with an additive δ or
-    (ε, δ) releases, :func:`accountant.combination.delta_of`), refined as above."""
+    (ε, δ) releases, :func:`accountant.combination.delta_of`), refined and extended as above."""
     epsilon = check_epsilon(epsilon)
-    evs = [as_event(e) for e in events]
-    if not evs:
-        raise InvalidParameter("events must not be empty: give at least one event to compose")
+    evs = _events(events)
     grid = np.asarray(_orders_key(orders))
     acc = _account(evs, grid)
-    best = delta_of(acc, epsilon)
-    if refine and best.order is not None and best.delta > 0.0:
-        i = int(np.flatnonzero(grid == best.order)[0]) if np.any(grid == best.order) else None
-        fine = refine_orders(grid, i) if i is not None else np.empty(0)
-        if fine.size:
-            ans = delta_of(Account(fine, _rdp_part(evs, fine), acc.zeta, acc.approx), epsilon)
-            if ans.delta < best.delta:
-                best = ans
+    best = _optimise(
+        evs, acc, delta_of(acc, epsilon), lambda a: delta_of(a, epsilon), lambda x: x.delta, (refine, extend)
+    )
     return Guarantee(epsilon, best.delta, _order_of(best, grid), grid, acc.rdp, _detail(acc, best))
 
 
@@ -193,6 +240,7 @@ __all__ = [
     "ZetaExceedsDelta",
     "account",
     "compose",
+    "conversion_orders",
     "curve_from_points",
     "delta_guarantee",
     "epsilon_guarantee",

@@ -27,7 +27,8 @@ tightened by the lower convex hull of (α−1)·ε(α) (valid since the true (α
    others are neighbouring k-user datasets; by joint quasi-convexity of D_α the mixture's
    divergence is at most the largest component's.
 4. Candidates the caller adds (for a round of shuffles: the single-message bound at the whole
-   report's ε0, see :mod:`accountant.events.sampled`).
+   report's ε0; for a round of Gaussians: WBK19 Theorem 27 at their composed noise multiplier,
+   :mod:`accountant.sampled_gaussian`; see :mod:`accountant.events.sampled`).
 """
 
 from __future__ import annotations
@@ -121,12 +122,15 @@ def sampled_round_detail(
     orders: ArrayLike,
     extra: Sequence[tuple[str, ArrayLike]] = (),
     notes: Sequence[str] = (),
+    wbk19: bool = True,
 ) -> CurveDetail:
     """The order-wise minimum of the bounds 1–3 of the module docstring and the ``extra``
     candidates (``(label, values on orders)``), tightened by convexity, with per-order sources.
 
     ``inner(orders)`` is the composed inner curve (one round on k users) at any orders; it is
-    called once, on the union of ``orders`` and the orders WBK19 needs.
+    called once, on the union of ``orders`` and the orders WBK19 needs. ``wbk19=False`` leaves
+    bound 1 out (+inf), for a caller whose extra candidate is never above it at any order (WBK19
+    Theorem 27 for a round of Gaussians: term by term at most Theorem 9's over the same curve).
     """
     o = np.asarray(orders, dtype=np.float64)
     gamma = k / n
@@ -140,7 +144,7 @@ def sampled_round_detail(
         return np.minimum(wbk19_over(gamma, known, eps_inf, ints), amplified_cap(gamma, eps_inf, ints))
 
     cands: list[tuple[str, ArrayLike]] = [
-        ("wbk19", round_up(interpolate_integer_bound(o, int_min))),
+        ("wbk19", round_up(interpolate_integer_bound(o, int_min)) if wbk19 else np.full(o.shape, np.inf)),
         ("cap", amplified_cap(gamma, eps_inf, o)),
         ("inner (no amplification)", known(o)),
         *extra,

@@ -184,6 +184,7 @@ def _run(
     orders: ArrayLike | None,
     accounting: str,
     want: Literal["epsilon", "delta"],
+    extend: bool,
 ) -> RoutedGuarantee:
     check_accounting(accounting)
     evs = [as_event(e) for e in events]
@@ -193,25 +194,34 @@ def _run(
     if want == "epsilon":
         if accounting == "best":
             others.append(lambda: _pure_epsilon(evs, value))
-        return _routed(accounting, lambda: epsilon_guarantee(evs, value, orders), others, want)
+        return _routed(accounting, lambda: epsilon_guarantee(evs, value, orders, extend=extend), others, want)
     if accounting == "best":
         others.append(lambda: _pure_delta(evs, value))
-    return _routed(accounting, lambda: delta_guarantee(evs, value, orders), others, want)
+    return _routed(accounting, lambda: delta_guarantee(evs, value, orders, extend=extend), others, want)
 
 
 def epsilon_routed(
-    events: Iterable[EventLike], delta: float, orders: ArrayLike | None = None, accounting: str = "best"
+    events: Iterable[EventLike],
+    delta: float,
+    orders: ArrayLike | None = None,
+    accounting: str = "best",
+    extend: bool = True,
 ) -> RoutedGuarantee:
     """ε at ``delta`` by the routes of ``accounting`` (module docstring): the smallest certified
-    ε with ``"best"``."""
-    return _run(events, check_delta(delta), orders, accounting, "epsilon")
+    ε with ``"best"``. ``extend``: the RDP route may try orders above the default grid
+    (:func:`~accountant.composition.epsilon_guarantee`)."""
+    return _run(events, check_delta(delta), orders, accounting, "epsilon", extend)
 
 
 def delta_routed(
-    events: Iterable[EventLike], epsilon: float, orders: ArrayLike | None = None, accounting: str = "best"
+    events: Iterable[EventLike],
+    epsilon: float,
+    orders: ArrayLike | None = None,
+    accounting: str = "best",
+    extend: bool = True,
 ) -> RoutedGuarantee:
     """δ at ``epsilon`` by the routes of ``accounting``: the smallest certified δ with ``"best"``."""
-    return _run(events, check_epsilon(epsilon), orders, accounting, "delta")
+    return _run(events, check_epsilon(epsilon), orders, accounting, "delta", extend)
 
 
 def epsilon(

@@ -50,6 +50,19 @@ def _last_terms(gamma: float, eps_inf: float, uniq: NDArray[np.float64]) -> NDAr
     return out
 
 
+def _factor(
+    j: NDArray[np.float64], ej: NDArray[np.float64], l_inf: float, log_terms: NDArray[np.float64] | None
+) -> NDArray[np.float64]:
+    """log of the j-th term's factor: (j−1)·ε(j) + min(log 2, j·log(e^{ε∞} − 1)), or the smaller
+    ``log_terms[j − 3]`` where given (:func:`wbk19_rdp`)."""
+    out: NDArray[np.float64] = (j - 1.0) * ej + np.minimum(float(np.log(2.0)), j * l_inf)
+    if log_terms is not None and log_terms.size:
+        ji = j.astype(np.int64) - 3
+        has = ji < log_terms.size
+        out = np.where(has, np.minimum(out, log_terms[np.minimum(ji, log_terms.size - 1)]), out)
+    return out
+
+
 def wbk19_inner_extent(gamma: float, eps_inf: float, max_order: float) -> int:
     """The largest j at which :func:`wbk19_rdp` reads the inner curve ε(j) for orders up to
     ``max_order`` (at least 2; the last j of the sum grows with α): its inner curve may be left
@@ -62,6 +75,7 @@ def wbk19_rdp(
     inner_int: Callable[[NDArray[np.float64]], ArrayLike],
     eps_inf: float,
     orders: ArrayLike,
+    log_terms: NDArray[np.float64] | None = None,
 ) -> NDArray[np.float64]:
     """WBK19 Theorem 9: RDP of an inner mechanism under subsampling without replacement.
 
@@ -72,6 +86,9 @@ def wbk19_rdp(
             (+inf allowed); only j up to :func:`wbk19_inner_extent` are read.
         eps_inf: the inner mechanism's pure-DP level ε(∞) ≥ 0 (+inf allowed).
         orders: integer orders α ≥ 2 (validated by the caller), any shape.
+        log_terms: optional, for j = 3, 4, …, 2 + len: another valid upper bound, in log, of the
+            j-th term's factor e^{(j−1)ε(j)}·min{2, (e^{ε∞} − 1)^j}; the smaller of the two is used
+            (WBK19 Theorem 27 for the Gaussian mechanism: :mod:`accountant.sampled_gaussian`).
 
     Returns:
         float64 array of ε'(α), the same shape as ``orders`` (0 when γ = 0 or ε(∞) = 0).
@@ -137,8 +154,7 @@ def wbk19_rdp(
                     + lg_a[seg]
                     - lfact[ji]  # log j! and log (α−j)!: the very values of gammaln, tabulated
                     - lfact[uniq_i[seg] - ji]
-                    + (j - 1.0) * ej
-                    + np.minimum(log2, j * l_inf)
+                    + _factor(j, ej, l_inf, log_terms)
                 )
             lt = np.where(np.isnan(lt), np.inf, lt)  # inf·0 cannot occur for valid inputs; be safe
             has = sizes > 0

@@ -23,6 +23,7 @@ from ..composition import UNBOUNDED, epsilon_guarantee, event_rdp, refine_orders
 from ..conversion import epsilon_vector
 from ..errors import InvalidParameter
 from ..events import Event
+from ..orders import extension_orders
 
 _REFINEMENT_RUNS = 12  # runs of counts with one grid minimiser followed through the refinement
 _CHUNK = 2_000_000  # matrix entries per block in epsilon_over_rounds
@@ -76,12 +77,19 @@ def _argmin_interval_end(unit: NDArray[np.float64], c: NDArray[np.float64], i: i
     return int(min(max(end, count), MAX_COUNT))
 
 
+def _tried_orders(grid: NDArray[np.float64], i: int) -> NDArray[np.float64]:
+    """The orders beyond the grid that :func:`epsilon_guarantee` may try when grid order i
+    minimises: the refinement around it and — i the default grid's last order — the extension."""
+    return np.concatenate([extension_orders(grid, i), refine_orders(grid, i)])
+
+
 def _through_refinement(
     unit_ev: Event, grid: NDArray[np.float64], unit: NDArray[np.float64], delta: float, t: float, count: int
 ) -> int:
     """Extend the grid's answer ``count`` through the refinement: in each run of counts where
     grid order i minimises the grid ε, the refinement also tries the real orders between i's
-    neighbours, where the same closed form applies."""
+    neighbours (and the extension above the default grid, :func:`_tried_orders`), where the same
+    closed form applies."""
     c = _conversion_offsets(grid, delta)
     cur = max(count + 1, 1)
     for _ in range(_REFINEMENT_RUNS):
@@ -89,7 +97,7 @@ def _through_refinement(
             break
         e = epsilon_vector(grid, _scaled(unit, cur), delta)
         i = int(np.argmin(e))
-        fine = refine_orders(grid, i)
+        fine = _tried_orders(grid, i)
         if not math.isfinite(e[i]) or e[i] > t * 1.05 or e[i] == 0 or fine.size == 0:
             break
         end = _argmin_interval_end(unit, c, i, cur)
@@ -156,6 +164,26 @@ def check_counts(counts: ArrayLike) -> NDArray[np.int64]:
     return cf.astype(np.int64)
 
 
+def _better_on(
+    unit_ev: Event,
+    orders: NDArray[np.float64],
+    delta: float,
+    cc: NDArray[np.float64],
+    sel: NDArray[np.intp],
+    best: NDArray[np.float64],
+    best_ord: NDArray[np.float64],
+) -> None:
+    """For the rows ``sel``: where the minimum over ``orders`` is below ``best``, take it (in place)."""
+    feps = epsilon_vector(
+        orders, _scaled(np.asarray(event_rdp(unit_ev, orders), dtype=float)[None, :], cc[sel]), delta
+    )
+    j = np.argmin(feps, axis=1)
+    fbest = feps[np.arange(sel.size), j]
+    better = fbest < best[sel]
+    best[sel[better]] = fbest[better]
+    best_ord[sel[better]] = orders[j[better]]
+
+
 def _rows(
     unit_ev: Event,
     grid: NDArray[np.float64],
@@ -163,29 +191,27 @@ def _rows(
     delta: float,
     cc: NDArray[np.float64],
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """(ε, order) for the counts ``cc`` (a column): the minimum over the grid of each row, then
-    the refinement of :func:`epsilon_guarantee` — the real orders ``refine_orders`` puts around
-    the row's grid minimiser — for all rows sharing a minimiser at once."""
+    """(ε, order) for the counts ``cc`` (a column): the minimum over the grid of each row, the
+    extension of :func:`epsilon_guarantee` for the rows whose minimiser is the default grid's last
+    order, then the refinement (the real orders ``refine_orders`` puts around the row's grid
+    minimiser), for all rows sharing a minimiser at once."""
     eps = epsilon_vector(grid, _scaled(unit[None, :], cc), delta)
     idx = np.argmin(eps, axis=1)
     best = eps[np.arange(cc.shape[0]), idx]
     if not np.all(np.isfinite(best)):
         raise InvalidParameter(UNBOUNDED)
     best_ord = grid[idx].copy()
+    at_end = np.nonzero((idx == grid.size - 1) & (best > 0))[0]
+    ladder = extension_orders(grid, grid.size - 1) if at_end.size else np.empty(0)
+    if ladder.size:  # the extension's answer where it is better (first: as epsilon_guarantee)
+        _better_on(unit_ev, ladder, delta, cc, at_end, best, best_ord)
     for i in np.unique(idx[best > 0]):
         sel = np.nonzero((idx == i) & (best > 0))[0]
         fine = refine_orders(grid, int(i))
-        if fine.size == 0:
-            continue
-        fine = np.asarray(tuple(check_orders(fine).tolist()))
-        feps = epsilon_vector(
-            fine, _scaled(np.asarray(event_rdp(unit_ev, fine), dtype=float)[None, :], cc[sel]), delta
-        )
-        j = np.argmin(feps, axis=1)
-        fbest = feps[np.arange(sel.size), j]
-        better = fbest < best[sel]
-        best[sel[better]] = fbest[better]
-        best_ord[sel[better]] = fine[j[better]]
+        if fine.size:
+            _better_on(
+                unit_ev, np.asarray(tuple(check_orders(fine).tolist())), delta, cc, sel, best, best_ord
+            )
     return np.maximum(best, 0.0), best_ord
 
 

@@ -52,7 +52,9 @@ Engines (``engine=`` of :func:`clone_rdp`)
 * ``"auto"`` (default) — exact where cheap (n ≤ 6,000 and an estimated C-values × cells × orders
   ≤ 2.5e6 for ≤ 8 orders, ≤ 6e5 for more), else the histogram within its domain and cell budget
   (orders whose a-posteriori slack check fails get the smaller of the chord of their checked
-  neighbours, by convexity of (α−1)·D_α, and the adaptive engine), else adaptive.
+  neighbours, by convexity of (α−1)·D_α, and the adaptive engine), else adaptive. A call with
+  orders on both sides of 10⁴ (the conversion's extension above the default grid, up to
+  3.2·10⁵) is split there: the orders above go to exact/adaptive, which hold at every real α.
 
 Optional compiled kernels (numba; off unless ``ACCOUNTANT_NUMBA=1``, :mod:`.fused`) build the
 same histogram and its per-order sums in fused loops; the numpy path gives the same bounds.

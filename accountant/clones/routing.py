@@ -154,6 +154,14 @@ def log_fm1(n: int, eps0: float, alphas: np.ndarray, engine: str = "auto") -> np
         return refine_log_fm1(ctx, alphas, exact=True)
     if engine == "histogram":
         return _histogram_only(ctx, alphas)
+    top = int(np.searchsorted(alphas, HIST_DESIGN[-1], side="right"))
+    if engine == "auto" and 0 < top < alphas.size:
+        # orders within the histogram's domain and above it (the conversion's extension beyond
+        # the default grid) are routed apart: the grid's orders keep their histogram values and
+        # the adaptive engine (valid at every real order) takes only the orders above 10⁴
+        return np.concatenate(
+            [log_fm1(n, eps0, alphas[:top], engine), log_fm1(n, eps0, alphas[top:], engine)]
+        )
     if engine == "auto" and _in_hist_domain(ctx, alphas):
         prep = histogram_engine(ctx)
         if prep is not None:

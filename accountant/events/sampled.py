@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -9,9 +10,11 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .. import bounds as _b
+from .._numerics import interpolate_integer_bound, round_up
 from ..dominating import HockeyStickPair, subsampled_clone_pair_curve
 from ..errors import InvalidEvent
 from ..nested import CurveDetail, amplified_epsilon, sampled_round_detail
+from ..sampled_gaussian import sampled_gaussian_rdp
 from ..store import MiB, memoize
 from ._declare import (
     MAX_EPSILON0,
@@ -24,6 +27,7 @@ from ._declare import (
     spec,
     users_field,
 )
+from .central import GaussianEvent
 from .local import ShuffleEvent
 
 
@@ -39,7 +43,10 @@ class SubsampledEvent(Event):
     the sum of the inner pure-DP levels; the pure-DP cap log(1 + γ(e^{ε(∞)} − 1)); the inner
     curve itself; and, when every inner event is a shuffle (of messages by the same k users), the
     ``subsampled_shuffle`` default (which includes the subsampled clone pair, bounds.md §9) at
-    ε0 = the whole report's ε0 = Σ count·ε0. That last bound is
+    ε0 = the whole report's ε0 = Σ count·ε0; and, when every
+    inner event is a Gaussian, WBK19's Gaussian-specific Theorem 27 at the noise multiplier of
+    their composition, (Σ count/z²)^{−1/2} (:mod:`accountant.sampled_gaussian`; dp_accounting's
+    curve for ``SampledWithoutReplacementDpEvent`` of a Gaussian). The shuffle bound is
     valid because sending a user's messages through separate shufflers is a post-processing of
     shuffling whole reports: a report is the tuple of the user's messages, an (Σ count·ε0)-LDP
     randomizer by basic composition (discrete when every message is); shuffling the k tuples and
@@ -60,7 +67,9 @@ class SubsampledEvent(Event):
     SOURCE: ClassVar[str] = (
         "WBK19 Thm 9 over the composed inner curve; thesis Lemma 2.1.1 (pure-DP cap); joint quasi-convexity "
         "of D_α; for rounds of shuffles, the subsampled_shuffle bounds (subsampled clone pair included) at "
-        "the whole report's ε0 (post-processing); accountant/nested.py"
+        "the whole report's ε0 (post-processing); for rounds of Gaussians, WBK19 Thm 27 (arXiv:1808.00087; the "
+        "Gaussian-specific strengthening of Thm 9, as in dp_accounting's SampledWithoutReplacementDpEvent) at the "
+        "composed noise multiplier (Σ count/z²)^(−1/2), accountant/sampled_gaussian.py; accountant/nested.py"
     )
     SAMPLED: ClassVar[bool] = True
     NO_PAIR: ClassVar[str] = (
@@ -96,6 +105,16 @@ class SubsampledEvent(Event):
     def inner_epsilon(self) -> float:
         """ε(∞) of one round on the sample: the sum of the inner pure-DP levels (basic composition)."""
         return float(sum(e.count * e.pure_epsilon() for e in self.inner))
+
+    def gaussian_noise_multiplier(self) -> float | None:
+        """When every inner event is a Gaussian: the noise multiplier of their composition on the
+        sample, z = (Σ count_i/z_i²)^{−1/2} (one Gaussian mechanism on the concatenated queries,
+        each scaled by 1/σ_i: its replace-one ℓ2 sensitivity is at most (Σ count_i/z_i²)^{1/2},
+        and the scaling is invertible post-processing); else None."""
+        if not all(isinstance(e, GaussianEvent) for e in self.inner):
+            return None
+        total = math.fsum(e.count / e.noise_multiplier**2 for e in self.inner if isinstance(e, GaussianEvent))
+        return float(1.0 / math.sqrt(total))
 
     def report_epsilon0(self) -> float | None:
         """When every inner event is a shuffle: the whole report's ε0 = Σ count·ε0; else None."""
@@ -133,6 +152,12 @@ class SubsampledEvent(Event):
         return parts
 
 
+def _sampled_gaussian(gamma: float, z: float, o: NDArray[np.float64]) -> NDArray[np.float64]:
+    """WBK19 Theorem 27 for a Gaussian on the sample (:mod:`accountant.sampled_gaussian`), at
+    integer orders and interpolated to real ones by convexity (thesis Remark 5.3.2), rounded up."""
+    return round_up(interpolate_integer_bound(o, lambda ints: sampled_gaussian_rdp(gamma, z, ints)))
+
+
 @memoize("sampled_details", max_entries=256, max_bytes=32 * MiB)
 def _detail(ev: SubsampledEvent, orders_key: tuple[float, ...], tight: bool) -> CurveDetail:
     """The curve with its sources (``tight``: :func:`accountant.bounds.tight_bounds`, part of
@@ -156,6 +181,13 @@ def _detail(ev: SubsampledEvent, orders_key: tuple[float, ...], tight: bool) -> 
         d = _b.subsampled_upper_detail(ev.n, ev.k, eps0, o, output)
         extra.append((f"subsampled_shuffle at the report's epsilon0 = {eps0:.6g}", d.rdp))
         notes.extend(d.notes)
-    got = sampled_round_detail(ev.n, ev.k, inner, ev.inner_epsilon(), o, extra, notes)
+    z = ev.gaussian_noise_multiplier()
+    if z is not None:
+        extra.append(
+            (f"wbk19 gaussian (Thm 27) at noise multiplier {z:.6g}", _sampled_gaussian(ev.k / ev.n, z, o))
+        )
+    # Theorem 27 is never above Theorem 9 over the Gaussian curve (module docstring of
+    # accountant.sampled_gaussian): the generic WBK19 sum is not computed beside it
+    got = sampled_round_detail(ev.n, ev.k, inner, ev.inner_epsilon(), o, extra, notes, wbk19=z is None)
     got.rdp.setflags(write=False)
     return got

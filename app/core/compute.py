@@ -21,6 +21,8 @@ import numpy as np
 import accountant
 from accountant import AccountantError, InvalidParameter
 from accountant._validation import check_orders
+from accountant.composition import conversion_orders
+from accountant.orders import EXTENSION_ORDERS, is_default_grid
 from app.core.admission import current_deadline
 from app.schemas.events import MAX_USERS
 
@@ -28,6 +30,11 @@ from app.schemas.events import MAX_USERS
 _MASS_FLOOR = 1000.0
 #: orders the ε/δ conversion adds around the optimum (accountant.composition._REFINE_POINTS)
 _REFINE = 24
+#: the work of the orders the conversion may add above the default grid (accountant.orders
+#: .EXTENSION_ORDERS, one evaluation), per distinct costly curve: each order counted as
+#: α = 1.25·10⁴ (above 10⁴ the bounds' cost no longer grows with α — the clone engines' windows,
+#: U1's windowed sums; measured in bench/results_orders.md)
+_EXTENSION_MASS = EXTENSION_ORDERS.size * 1.25e4
 
 
 def _is_heavy(mechanism: str) -> bool:
@@ -77,6 +84,17 @@ def work_estimate(events: Sequence, orders: np.ndarray, convert: bool) -> tuple[
     evaluations = orders.size + (_REFINE if convert else 0)
     light = sum(_LIGHT_EVENT + _LIGHT_ITEM * (_items(u) + evaluations) for u in units)
     return per_heavy * len(heavy) + light, len(heavy)
+
+
+def extension_fits(events: Sequence, orders: np.ndarray, max_mass: float) -> bool:
+    """Whether a conversion on ``orders`` may try the orders above the default grid
+    (``accountant.epsilon_guarantee(..., extend=...)``): only on the default grid, and only while
+    the estimate with their work (:data:`_EXTENSION_MASS` per distinct costly curve) stays within
+    ``max_mass`` — a request is never refused for them, they are left out instead."""
+    if not is_default_grid(orders):
+        return False
+    mass, n_heavy = work_estimate(events, orders, True)
+    return mass + n_heavy * _EXTENSION_MASS <= max_mass
 
 
 def check_work(events: Sequence, orders: np.ndarray, max_mass: float, convert: bool) -> None:
@@ -148,23 +166,6 @@ def _combination_note(d) -> str:
     return f"additive δ {d.zeta:.6g} (Σ count·zeta); the RDP part was converted at δ − {d.zeta:.6g} = {d.delta_rdp:.6g}"
 
 
-def _orders_containing(grid: np.ndarray, order: float) -> np.ndarray:
-    """The orders array (the grid, or the refinement around a grid point) on which the
-    conversion evaluated ``order`` — so the per-order source comes from the curve store."""
-    if np.any(grid == order):
-        return grid
-    from accountant.composition import refine_orders
-
-    for i in range(grid.size):
-        lo = grid[i - 1] if i > 0 else 1.0
-        hi = grid[i + 1] if i + 1 < grid.size else np.inf
-        if lo < order < hi:
-            fine = refine_orders(grid, i)
-            if np.any(fine == order):
-                return fine
-    return np.array([order])
-
-
 def _event_sources(evs: list, grid: np.ndarray, order: float) -> tuple[list[dict], list[str]]:
     """For each event, the bound that gave its value at the optimal order. A costly event is asked
     on the orders its curve was computed on (so the answer comes from the curve caches); a cheap
@@ -179,7 +180,7 @@ def _event_sources(evs: list, grid: np.ndarray, order: float) -> tuple[list[dict
         if unit not in seen:
             if unit.heavy_parts():
                 if o_full is None:
-                    o_full = _orders_containing(grid, order)
+                    o_full = conversion_orders(grid, order)
                 j = int(np.flatnonzero(o_full == order)[0])
                 per_order, unit_notes = _curve_sources(unit, o_full, "upper")
                 seen[unit] = (per_order[j], unit_notes)
@@ -214,6 +215,20 @@ def _prewarm(evs: list, grid: np.ndarray, deadline: float | None) -> None:
         done.add(unit)
 
 
+def _order_note(order: float, grid: np.ndarray, extended: bool) -> str:
+    """Where the optimal order, not a grid order, came from."""
+    if extended and order > grid[-1]:
+        return (
+            f"the optimal order {order:.6g} lies above the grid's last order {grid[-1]:g}: the grid's optimum was "
+            f"its last order, so the conversion also tried {EXTENSION_ORDERS.size} orders up to "
+            f"{EXTENSION_ORDERS[-1]:g}; 'rdp' is the composed curve on 'orders'"
+        )
+    return (
+        f"the optimal order {order:.6g} was found by refining between grid points; "
+        "'rdp' is the composed curve on 'orders'"
+    )
+
+
 def _guarantee_result(
     fn: Callable,
     events: Sequence[dict],
@@ -230,9 +245,10 @@ def _guarantee_result(
     evs = [accountant.event_from_dict(e) for e in events]
     grid = _orders_array(orders)
     check_work(evs, grid, max_mass, convert=True)
+    extend = accounting != "pld" and extension_fits(evs, grid, max_mass)
     if accounting != "pld":
         _prewarm(evs, grid, deadline)
-    r = fn(evs, value, grid, accounting)
+    r = fn(evs, value, grid, accounting, extend=extend)
     g = r.rdp
     out: dict[str, Any] = {
         "epsilon": float(r.epsilon),
@@ -251,10 +267,7 @@ def _guarantee_result(
         if g.detail is not None:
             notes.append(_combination_note(g.detail))
         if g.order not in set(grid.tolist()):
-            notes.append(
-                f"the optimal order {g.order:.6g} was found by refining between grid points; "
-                "'rdp' is the composed curve on 'orders'"
-            )
+            notes.append(_order_note(g.order, grid, extend))
         out.update(order=float(g.order), orders=_finite_list(g.orders), rdp=_finite_list(g.rdp))
         out.update(sources=sources, notes=notes)
     if r.route != "rdp":

@@ -284,8 +284,9 @@ class GuaranteeResponse(BaseModel):
     route: Literal["rdp", "pld", "pure"] = Field(description="the route that gave `epsilon` and `delta`")
     routes: list[RouteResult] = Field(description="every route tried, with its answer")
     order: float | None = Field(
-        description="the Rényi order of the RDP route's answer (possibly refined between grid points; null when "
-        "`accounting` is `pld`)"
+        description="the Rényi order of the RDP route's answer (possibly refined between grid points; on the "
+        "default grid, when its last order 10⁴ is the grid's optimum, possibly one of the 24 orders up to 3.2·10⁵ "
+        "the conversion also tries above the grid; null when `accounting` is `pld`)"
     )
     orders: list[float] = Field(description="the orders used")
     rdp: list[float | None] = Field(description="the composed RDP curve on `orders`")

@@ -244,3 +244,34 @@ def test_log_phi_matches_mpmath_near_alpha_one():
                 float(mp.log(mp.e ** (mp.mpf(al) * x) - 1 - mp.mpf(al) * (mp.e ** mp.mpf(x) - 1))) for al in a
             ]
         np.testing.assert_allclose(got, ref, rtol=0, atol=1e-13)
+
+
+# ----------------------------------------------------------------------------------------------
+# orders above the default grid (the conversion's extension to 3.2·10⁵, bounds.md §6)
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n,eps0", [(300, 0.5), (900, 0.2), (900, 2.0), (600, 0.05)])
+def test_above_the_grid_never_below_the_exact_sum(n, eps0):
+    """The engines that serve orders above 10⁴ (exact, adaptive) against the untruncated sum, in a
+    call that mixes them with grid orders (``auto`` splits such a call at 10⁴)."""
+    from accountant.orders import EXTENSION_ORDERS
+
+    o = np.concatenate([[2.0, 500.0, 9000.0], EXTENSION_ORDERS[::3], [2.5e4 + 0.5]])
+    ref = exact_clone(n, eps0, o)
+    for engine in ("auto", "adaptive"):
+        got = clone_rdp(n, eps0, o, engine=engine)
+        assert np.all(got >= ref * (1 - 1e-12))
+        assert np.all(got <= ref * 1.01)
+
+
+def test_mixed_call_keeps_the_grid_values():
+    """``auto`` routes the orders above 10⁴ apart: the grid's orders get the histogram's values
+    whatever else the call holds."""
+    from accountant.orders import DEFAULT_ORDERS, EXTENSION_ORDERS
+
+    o = np.asarray(DEFAULT_ORDERS, dtype=float)
+    alone = clone_rdp(10**6, 0.5, o)
+    mixed = clone_rdp(10**6, 0.5, np.concatenate([o, EXTENSION_ORDERS]))
+    np.testing.assert_array_equal(mixed[: o.size], alone)
+    assert np.all(np.isfinite(mixed)) and np.all(np.diff(mixed[o.size - 1 :]) > 0)

@@ -7,6 +7,7 @@ import json
 import math
 import time
 
+import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
@@ -299,13 +300,13 @@ def test_calibrated_n_above_the_cap_is_infeasible(client):
         "/v1/calibrate",
         json={
             "solve_for": "n",
-            "target": {"epsilon": 1e-4, "delta": 1e-12},
+            "target": {"epsilon": 1e-5, "delta": 1e-12},
             "event": {"mechanism": "shuffle", "epsilon0": 1.0, "count": 10},
             "accounting": "rdp",  # (the PLD route meets this target with n ≈ 5.8·10¹⁰)
         },
     )
     body = _clear_4xx(r, 422)
-    assert body["error"] == "InfeasibleTarget" and body["best_epsilon"] > 1e-4
+    assert body["error"] == "InfeasibleTarget" and body["best_epsilon"] > 1e-5
 
 
 def test_delta_zero_epsilon_is_allowed(client):
@@ -423,3 +424,29 @@ def test_calibrate_reports_its_accounting_and_route(client):
     rdp = _no_nan(client.post("/v1/calibrate", json={**body, "accounting": "rdp"}).text)
     assert best["accounting"] == "best" and rdp["accounting"] == "rdp" and rdp["route"] == "rdp"
     assert best["value"] >= rdp["value"] and best["epsilon"] <= 1.0
+
+
+def test_epsilon_above_the_grid_says_so(client):
+    """One round of n = 10⁷, ε0 = 0.5: the default grid's optimum is its last order, the answer
+    comes from the orders above it, the response says so and its source is found (from cache)."""
+    ev = {"mechanism": "shuffle", "n": 10**7, "epsilon0": 0.5, "count": 1}
+    body = client.post("/v1/epsilon", json={"events": [ev], "delta": 1e-8, "accounting": "rdp"}).json()
+    assert body["order"] > 10_000 and body["default_orders"] is True
+    assert any("above the grid's last order" in note for note in body["notes"])
+    assert body["epsilon"] == accountant.epsilon_guarantee([ev], 1e-8).epsilon
+    assert body["sources"][0]["bound"] in {"clones", "convex hull", "cap", "u1/u2 interpolated", "u2", "u1"}
+    given = client.post(
+        "/v1/epsilon", json={"events": [ev], "delta": 1e-8, "orders": [2, 100, 10_000], "accounting": "rdp"}
+    ).json()
+    assert given["order"] <= 12_500 and given["epsilon"] > body["epsilon"]
+
+
+def test_the_extension_is_left_out_rather_than_refused_when_the_budget_is_tight():
+    from app.core.compute import epsilon_result, work_estimate
+
+    ev = {"mechanism": "shuffle", "n": 10**7, "epsilon0": 0.5, "count": 1}
+    mass, _ = work_estimate([accountant.event_from_dict(ev)], np.asarray(accountant.DEFAULT_ORDERS), True)
+    tight = epsilon_result([ev], 1e-8, max_mass=mass * 1.01, accounting="rdp")
+    assert tight["order"] <= 12_500 and not any("above the grid" in n for n in tight["notes"])
+    assert tight["epsilon"] == accountant.epsilon_guarantee([ev], 1e-8, extend=False).epsilon
+    assert epsilon_result([ev], 1e-8, accounting="rdp")["epsilon"] < tight["epsilon"]
