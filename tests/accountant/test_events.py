@@ -162,7 +162,10 @@ def test_subsampling_never_looser_than_the_k_user_shuffle():
         "output": "continuous",
     }
     plain = {"mechanism": "shuffle", "n": 10**5, "epsilon0": 1.0, "count": 10, "output": "continuous"}
-    assert A.epsilon([sub], 1e-5)[0] <= A.epsilon([plain], 1e-5)[0] * (1 + 1e-12)
+    # the RDP route (the regression's); the PLD routes of the two pairs differ by discretisation only
+    assert A.epsilon([sub], 1e-5, accounting="rdp")[0] <= A.epsilon([plain], 1e-5, accounting="rdp")[0] * (
+        1 + 1e-12
+    )
     r_sub = A.subsampled_shuffle_rdp(1000, 100, 2.0, A.DEFAULT_ORDERS)
     r_k = A.shuffle_rdp(100, 2.0, A.DEFAULT_ORDERS)
     assert np.all(r_sub <= r_k * (1 + 1e-12))
