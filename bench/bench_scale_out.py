@@ -1,7 +1,7 @@
 """Scale-out benchmark: charges/s through 1, 2 and 3 replicas behind haproxy on PostgreSQL
 → bench/results_scale_out.md, and the "Scale-out" section of bench/results_reliability.md.
 
-    python bench/bench_scale_out.py                  # a private PostgreSQL server (fsync on), ≈ 4 minutes
+    python bench/bench_scale_out.py                  # a private PostgreSQL server (fsync on), ≈ 8 minutes
     python bench/bench_scale_out.py --seconds 5      # shorter measurements
     python bench/bench_scale_out.py --pg-url postgresql+psycopg://…/db_for_bench   # (emptied first)
 
@@ -189,28 +189,87 @@ def label(replicas: int, balanced: bool) -> str:
     return f"{replicas} replica{'s' if replicas > 1 else ''}" + (" + haproxy" if balanced else ", direct")
 
 
+def merge(runs: list[dict]) -> dict:
+    """The rounds of one configuration and workload: mean rate (and each round's), median p50,
+    largest p99, errors summed, mean CPU-seconds per second of each part."""
+    return {
+        "rate": statistics.fmean(r["rate"] for r in runs),
+        "rates": [r["rate"] for r in runs],
+        "p50": statistics.median(r["p50"] for r in runs),
+        "p99": max(r["p99"] for r in runs),
+        "errors": sum(r["errors"] for r in runs),
+        "cpu": {k: statistics.fmean(r["cpu"].get(k, 0.0) for r in runs) for k in runs[0]["cpu"]},
+    }
+
+
+def ms_per_charge(r: dict, *parts: str) -> float:
+    return 1e3 * sum(r["cpu"].get(p, 0.0) for p in parts) / r["rate"]
+
+
 def table(res: dict, workload: str) -> list[str]:
     base = res[(1, True)][workload]["rate"]
     L = [
-        "| configuration | charges/s | vs 1 replica + haproxy | p50 | p99 | errors "
+        "| configuration | charges/s (each round) | vs 1 replica + haproxy | p50 | p99 | errors "
+        "| CPU-ms per charge: replicas / + haproxy + PostgreSQL "
         "| CPU-s/s: replicas | haproxy | PostgreSQL | clients | whole machine |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for cfg in CONFIGS:
         r = res[cfg][workload]
         c = r["cpu"]
+        each = ", ".join(f"{x:.0f}" for x in r["rates"])
         L.append(
-            f"| {label(*cfg)} | {r['rate']:.0f} | {r['rate'] / base:.2f}× | {1e3 * r['p50']:.0f} ms "
-            f"| {1e3 * r['p99']:.0f} ms | {r['errors']} | {c['replicas']:.2f} | "
+            f"| {label(*cfg)} | {r['rate']:.0f} ({each}) | {r['rate'] / base:.2f}× | {1e3 * r['p50']:.0f} ms "
+            f"| {1e3 * r['p99']:.0f} ms | {r['errors']} | {ms_per_charge(r, 'replicas'):.1f} / "
+            f"{ms_per_charge(r, 'replicas', 'haproxy', 'postgresql'):.1f} | {c['replicas']:.2f} | "
             f"{c.get('haproxy', 0.0):.2f} | {c['postgresql']:.2f} | {c['clients']:.2f} | {c['machine']:.2f} |"
         )
     return L
 
 
+def limits(res: dict) -> list[str]:
+    """What limits the figures on this machine, from the measurements."""
+    cores = os.cpu_count() or 1
+    ratio = {n: {w: res[(n, True)][w]["rate"] / res[(1, True)][w]["rate"] for w in WORKLOADS} for n in (2, 3)}
+    one = res[(1, True)]["disjoint"]
+    replica_ms = ms_per_charge(one, "replicas")
+    all_ms = ms_per_charge(one, "replicas", "haproxy", "postgresql", "clients")
+    ours = {
+        cfg: statistics.fmean(
+            sum(res[cfg][w]["cpu"].get(k, 0.0) for k in ("replicas", "haproxy", "postgresql", "clients"))
+            for w in WORKLOADS
+        )
+        for cfg in CONFIGS
+    }
+    machine_cpu = statistics.fmean(res[cfg][w]["cpu"]["machine"] for cfg in CONFIGS for w in WORKLOADS)
+    return [
+        f"Through 2 and 3 replicas: **{ratio[2]['disjoint']:.2f}×** and **{ratio[3]['disjoint']:.2f}×** the "
+        f"charges/s of one (disjoint users), **{ratio[2]['overlap']:.2f}×** and **{ratio[3]['overlap']:.2f}×** "
+        "(overlapping users).",
+        "",
+        f"* **The cores.** This machine has {cores}, and every part of the deployment runs on them: the "
+        "replicas, PostgreSQL, haproxy and the clients (the Python SDK in threads of one process). A charge "
+        f"costs about {replica_ms:.0f} CPU-ms in the replica that serves it ({all_ms:.0f} CPU-ms with "
+        "haproxy, PostgreSQL and the client). A replica is one Python process (its event loop and worker "
+        "threads share one interpreter lock), so it uses at most about one core: with a core to itself one "
+        f"replica would serve ≈ {1e3 / replica_ms:.0f} charges/s; a second replica can use the second core, a "
+        f"third has no core of its own here. The machine was busy {machine_cpu:.2f} CPU-s/s on "
+        f"average ({machine_cpu / cores:.0%} of its cores) during the measurements, of which this deployment "
+        f"used {min(ours.values()):.2f}–{max(ours.values()):.2f}: the rest was other users' work, so each "
+        "configuration got what the scheduler gave its processes (more replicas are more processes, and "
+        "get a larger share of a machine that is busy anyway). The ratios here are therefore how the "
+        "work spreads over the cores this machine had free, not what replicas on their own machines give.",
+        "* **The database.** What replicas share is PostgreSQL: every charge is one write transaction with "
+        "a durable commit (fsync on), and charges naming the same users wait for each other's row locks "
+        "whichever replica they reach (the overlap rows). `ACCOUNTANT_DB_WRITE_LANES` (4 per process) "
+        "bounds the write transactions of each replica, so N replicas allow 4·N at once on the database.",
+        "* **The balancer** costs little CPU (the haproxy column) and one more "
+        "hop on loopback: compare one replica direct and behind haproxy (within the rounds' spread here).",
+        "",
+    ]
+
+
 def report(res: dict, info: dict) -> str:
-    ratio = {w: res[(3, True)][w]["rate"] / res[(1, True)][w]["rate"] for w in WORKLOADS}
-    ratio2 = {w: res[(2, True)][w]["rate"] / res[(1, True)][w]["rate"] for w in WORKLOADS}
-    machine_cpu = max(res[cfg][w]["cpu"]["machine"] for cfg in CONFIGS for w in WORKLOADS)
     L = [
         "# Scale-out benchmark",
         "",
@@ -220,7 +279,9 @@ def report(res: dict, info: dict) -> str:
         "balancer: Debian's haproxy 2.6 with `deploy/haproxy.cfg` (round robin, health checks on "
         f"`/health/ready`); loopback. The same client load for every row: {info['clients']} SDK clients "
         f"(threads of the benchmark process) charging in a closed loop, measured for {info['seconds']:.0f} s "
-        f"after {info['warmup']:.0f} s of warm-up. Event: a Gaussian mechanism (closed-form curve).",
+        f"after {info['warmup']:.0f} s of warm-up, in {info['rounds']} rounds (configurations in turn, the "
+        "order reversed each round: the load of a shared machine drifts). Event: a Gaussian mechanism "
+        "(closed-form curve). CPU-s/s: CPU-seconds per second used by each part during the measurement.",
         "",
         "## disjoint users (each client charges its own user)",
         "",
@@ -232,20 +293,7 @@ def report(res: dict, info: dict) -> str:
         "",
         "## What limits it here",
         "",
-        f"Through 2 and 3 replicas: {ratio2['disjoint']:.2f}× and {ratio['disjoint']:.2f}× the charges/s of one "
-        f"(disjoint users), {ratio2['overlap']:.2f}× and {ratio['overlap']:.2f}× (overlapping users). This machine "
-        f"has {os.cpu_count()} cores, and every part of the deployment runs on them: the replicas, PostgreSQL, "
-        "haproxy and the clients (the Python SDK in threads of one process). The whole machine was busy "
-        f"up to {machine_cpu:.2f} CPU-seconds per second ({machine_cpu / (os.cpu_count() or 1):.0%} of its cores, "
-        "other users' work included) — a second or third replica adds request-handling capacity only "
-        "where a core is idle, and here the cores are shared by everything, so the ratios measure "
-        "how the work is spread, not what more machines would give. More replicas on more hosts add "
-        "the per-request work (HTTP, validation, the event's cost, the JSON answer) of each replica; "
-        "what they share is PostgreSQL: every charge is one write transaction with a durable commit, "
-        "and charges naming the same users wait for each other's row locks whichever replica they reach "
-        "(the overlap rows). `ACCOUNTANT_DB_WRITE_LANES` (4 per process) bounds the write transactions "
-        "of each replica, so N replicas allow 4·N at once on the database.",
-        "",
+        *limits(res),
     ]
     return "\n".join(L)
 
@@ -257,17 +305,19 @@ def reliability_section(res: dict, info: dict) -> str:
         "",
         f"`python bench/bench_scale_out.py` on {info['when']} ({info['machine']}; load average "
         f"{info['load_start']} → {info['load_end']}): charges/s through haproxy to 1, 2 and 3 `serve` replicas on "
-        f"one PostgreSQL, the same {info['clients']} SDK clients; all of it on this machine's "
-        f"{os.cpu_count()} cores. Details and what limits it: [results_scale_out.md](results_scale_out.md). "
-        "A replica killed with SIGKILL mid-burst and restarted loses nothing, charges nothing twice and "
-        "overspends nobody (tests/app/test_scale_out.py).",
+        f"one PostgreSQL, the same {info['clients']} SDK clients, all of it on this machine's "
+        f"{os.cpu_count()} cores (shared with other work). Details and what limits it: "
+        "[results_scale_out.md](results_scale_out.md). A replica killed with SIGKILL mid-burst and restarted "
+        "loses nothing, charges nothing twice and overspends nobody (`tests/app/test_scale_out.py`).",
         "",
-        "| workload | 1 replica, direct | 1 replica | 2 replicas | 3 replicas | 3 / 1 |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| workload | 1 replica, direct | 1 replica | 2 replicas | 3 replicas | 2 / 1 | 3 / 1 |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for w in WORKLOADS:
         r = [res[cfg][w]["rate"] for cfg in CONFIGS]
-        rows.append(f"| {w} | {r[0]:.0f} | {r[1]:.0f} | {r[2]:.0f} | {r[3]:.0f} | {r[3] / r[1]:.2f}× |")
+        rows.append(
+            f"| {w} | {r[0]:.0f} | {r[1]:.0f} | {r[2]:.0f} | {r[3]:.0f} | {r[2] / r[1]:.2f}× | {r[3] / r[1]:.2f}× |"
+        )
     return "\n".join(rows) + "\n"
 
 
@@ -277,6 +327,7 @@ def main(argv=None) -> int:
     p.add_argument("--clients", type=int, default=16)
     p.add_argument("--seconds", type=float, default=10.0)
     p.add_argument("--warmup", type=float, default=3.0)
+    p.add_argument("--rounds", type=int, default=2, help="each configuration this many times, in turn")
     p.add_argument("--no-write", action="store_true")
     a = p.parse_args(argv)
     # stopped with SIGTERM: unwind, so the servers, haproxy and PostgreSQL started here are stopped
@@ -291,6 +342,7 @@ def main(argv=None) -> int:
         "clients": a.clients,
         "seconds": a.seconds,
         "warmup": a.warmup,
+        "rounds": a.rounds,
     }
     with contextlib.ExitStack() as stack:
         if a.pg_url:
@@ -301,9 +353,13 @@ def main(argv=None) -> int:
             url, pg_pids = pg.url, pg.pids
             info["pg"] = "a private server on this machine (fsync on, `max_connections` 60)"
         upgrade_to_head(url)
-        res = {
-            cfg: run_config(url, pg_pids, cfg[0], cfg[1], a.clients, a.warmup, a.seconds) for cfg in CONFIGS
-        }
+        runs: dict = {cfg: {w: [] for w in WORKLOADS} for cfg in CONFIGS}
+        for i in range(a.rounds):
+            for cfg in CONFIGS if i % 2 == 0 else CONFIGS[::-1]:
+                out = run_config(url, pg_pids, cfg[0], cfg[1], a.clients, a.warmup, a.seconds)
+                for w in WORKLOADS:
+                    runs[cfg][w].append(out[w])
+        res = {cfg: {w: merge(runs[cfg][w]) for w in WORKLOADS} for cfg in CONFIGS}
     info["load_end"] = load()
     text = report(res, info)
     print(text)

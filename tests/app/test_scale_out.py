@@ -259,6 +259,9 @@ def test_three_replicas_behind_haproxy_lose_nothing_when_one_is_killed_mid_burst
     ][:5]
     assert outcomes["admitted"] > 100 and outcomes["refused"] > 0, outcomes  # budgets did run out
     assert seen["admitted_while_down"] > 0  # the two others carried the burst
+    # connections refused by the dead replica were sent to the others by the balancer
+    victim_stats = seen["stats"]["r2"]
+    assert int(victim_stats["wredis"] or 0) + int(victim_stats["wretr"] or 0) > 0, victim_stats
 
     # nothing lost, nothing twice: the ledger holds exactly the admitted keys, under their ids
     rows = _ledger_rows(url)
