@@ -82,3 +82,26 @@ def test_haproxy_accepts_the_shipped_config_and_the_tests_loopback_form(tmp_path
         ("2", "18002"),
         ("3", "18003"),
     ]
+
+
+def test_the_deployment_docs_state_the_shipped_settings():
+    """docs/deployment.md quotes deploy/haproxy.cfg: the numbers must be the file's."""
+    doc = " ".join((ROOT / "docs" / "deployment.md").read_text().split())
+    defaults, backend = _directives("defaults"), _directives("backend replicas")
+    t = {d.split()[1]: d.split()[2].replace("s", " s") for d in defaults if d.startswith("timeout ")}
+    for phrase in (
+        f"Connecting to a replica {t['connect']}",
+        f"a request's head {t['http-request']}",
+        f"a replica's answer {t['server']}",
+        f"a health check {t['check']}",
+    ):
+        assert phrase in doc, phrase
+    assert t["client"] == t["server"]
+    retries = next(d for d in defaults if d.startswith("retries "))
+    assert f"(`{retries}`, `option redispatch 1`)" in doc
+    assert "default-server check inter 1s fall 2 rise 2" in backend
+    assert (
+        "`GET /health/ready` each second; two failures in a row" in doc and "two successes put it back" in doc
+    )
+    template = next(d for d in backend if d.startswith("server-template "))
+    assert f"`server-template replica {template.split()[2]}`" in doc

@@ -12,7 +12,8 @@ other two carry the burst, then it is started again, taken back in and serves ch
 What must hold, from the SDK's answers and the database:
 
 * every SDK call ended in an answer: an admitted charge or a refusal (``BudgetExceeded``) — the
-  SDK retried what the kill cut off (a 502 from the balancer) with the same idempotency key;
+  SDK retried what the kill cut off (the balancer closes the connection without an answer, or
+  answers 502) with the same idempotency key (with ``retries=0`` this test fails);
 * nothing lost: every admitted answer is in the ledger under its key with its charge id;
 * nothing charged twice: each key at most once in the ledger, and exactly the admitted keys;
 * nobody overspent: each user's spent ε, recomputed from the charge log, is within the budget, and
