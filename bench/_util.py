@@ -38,3 +38,19 @@ def write_results(name: str, title: str, lines: list[str]) -> Path:
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     path.write_text(f"# {title}\n\nMeasured {stamp} on {machine()}.\n\n" + "\n".join(lines) + "\n")
     return path
+
+
+def section(text: str, heading: str) -> str | None:
+    """The ``## heading`` section of a markdown ``text`` (up to the next ``## `` heading), or None."""
+    import re
+
+    m = re.search(rf"^## {re.escape(heading)}\n.*?(?=^## |\Z)", text, re.M | re.S)
+    return m.group(0) if m else None
+
+
+def replace_section(text: str, heading: str, new: str) -> str:
+    """``text`` with its ``## heading`` section replaced by ``new`` (appended if it has none)."""
+    old = section(text, heading)
+    if old is None:
+        return text.rstrip("\n") + "\n\n" + new
+    return text.replace(old, new if new.endswith("\n\n") or text.endswith(old) else new + "\n", 1)

@@ -46,6 +46,8 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from _util import section  # noqa: E402
+
 from tests.helpers import postgres as pgh  # noqa: E402
 from tests.helpers.ledger import KEYS_ENV  # noqa: E402
 from tests.helpers.procs import abandoned_request, cpu_seconds, rss_mb, sqlite_write_lock_held  # noqa: E402
@@ -546,7 +548,10 @@ def main(argv=None) -> int:
     info["load_end"] = load()
     text = report(res, info)
     if not a.no_write:
-        (ROOT / "bench" / "results_reliability.md").write_text(text + "\n")
+        # the "Scale-out" section is bench_scale_out.py's: kept as it is
+        path = ROOT / "bench" / "results_reliability.md"
+        kept = section(path.read_text(), "Scale-out") if path.exists() else None
+        path.write_text(text + "\n" + (f"\n{kept}" if kept else ""))
     print(text)
     return 0
 

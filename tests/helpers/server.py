@@ -12,6 +12,8 @@ answers 200 (or raises ``ServerStartError`` with the process's output), and retu
 ``handle.kill()`` is ``kill -9`` (crash tests); ``handle.restart()`` starts it again on the same
 port with the same environment. The handle is a context manager and stops on exit. The server's
 stdout/stderr go to ``handle.log_path`` (a temp file) so a busy server never blocks on a pipe.
+The process imports the checkout this helper belongs to (its root leads ``PYTHONPATH``), not
+whichever checkout the ``privacy-accountant`` command was installed from.
 """
 
 from __future__ import annotations
@@ -30,6 +32,10 @@ from pathlib import Path
 import httpx
 
 __all__ = ["ServerHandle", "ServerStartError", "free_port", "shared_server", "start_server"]
+
+
+#: the checkout these helpers belong to: the servers they start import its packages
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class ServerStartError(RuntimeError):
@@ -80,6 +86,7 @@ class ServerHandle:
     def start(self) -> ServerHandle:
         env = {**os.environ, **{k: str(v) for k, v in self.env.items()}}
         env.setdefault("PYTHONUNBUFFERED", "1")
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
         cmd = [
             *_command(),
             "serve",
