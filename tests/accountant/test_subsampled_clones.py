@@ -184,3 +184,17 @@ def test_max_log_ratio():
     # at a = m = k: P_k/B = 2q/p, Q_k/B = 2(1−q)/p
     want = math.log((1 - g + g * 2 * q / p) / (1 - g + g * 2 * (1 - q) / p))
     assert pair.max_log_ratio == pytest.approx(want, rel=1e-12)
+
+
+def test_orders_past_the_cap_limit_get_the_cap():
+    """Once the pair exceeds the cap's limit ε′ (here ε0 = 4.5, large orders), the capped bound stops
+    evaluating it and reports the cap — what the order-wise minimum would have been."""
+    o = A.DEFAULT_ORDERS
+    capped = SC.subsampled_clone_rdp(10**6, 1000, 4.5, o)
+    pair = SC.subsampled_clone_pair_rdp(10**6, 1000, 4.5, o)
+    cap = A.subsampled_shuffle_rdp(10**6, 1000, 4.5, o, bound="cap")
+    assert np.all(np.isfinite(capped))
+    fin = np.isfinite(pair)
+    assert np.allclose(capped[fin], np.minimum(pair, cap)[fin], rtol=1e-12, atol=0)
+    eps_prime = math.log1p(1e-3 * math.expm1(4.5))
+    assert np.any(pair > eps_prime) and np.all(capped <= cap)
