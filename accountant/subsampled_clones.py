@@ -73,6 +73,7 @@ from ._binomial import log_binom_pmf
 from ._numerics import log_phi, round_up
 from ._validation import check_epsilon0, check_n, check_orders
 from .errors import InvalidParameter
+from .subsampled import amplified_epsilon
 from .subsampled import cap as subsampled_cap
 
 __all__ = ["subsampled_clone_pair_rdp", "subsampled_clone_rdp"]
@@ -83,6 +84,7 @@ _Z_A = 7.0  # a-window: ± this many standard deviations of Bin(m, ½)
 _L_EXT = 40.0  # upper a-window reaches Hoeffding × ψ(a = m) ≤ e^{−40}
 _GROWTH = 1.5
 _CHUNK = 8  # orders evaluated together (one window design per chunk)
+_FIRST_GROUP = 256.0  # orders up to this are evaluated first (then maybe no more: _log_excess)
 _BUDGET = 2e7  # cells × orders per call (≈ 0.5 s)
 _ULP = 2.0**-50
 _MASS_SLACK = 1e-11
@@ -385,8 +387,10 @@ def _combine(win: _Window, tails: NDArray[np.float64]) -> NDArray[np.float64]:
     return out + math.log1p(2.0 * _PMF_REL)  # Σ_win b·ψ with b known to a relative _PMF_REL
 
 
-def _admitted(k: int, epsilon0: float, gamma: float, tops: list[float]) -> tuple[int, _Bins]:
-    """How many chunks (smallest orders first) fit the budget, and the bins of the largest."""
+def _admitted(
+    k: int, epsilon0: float, gamma: float, tops: list[float], budget: float
+) -> tuple[int, _Bins, float]:
+    """How many chunks (smallest orders first) fit ``budget``, the bins of the largest, the cost."""
     s = math.tanh(epsilon0 / 2.0)
     n_ok = len(tops)
     while True:
@@ -397,42 +401,32 @@ def _admitted(k: int, epsilon0: float, gamma: float, tops: list[float]) -> tuple
         cost = np.cumsum(
             [float(np.sum(_windows(bins.x, lrmax, t)[1] - lo + 1)) * (_CHUNK + 4) for t in tops[:n_ok]]
         )
-        fits = int(np.searchsorted(cost, _BUDGET, side="right"))
+        fits = int(np.searchsorted(cost, budget, side="right"))
         if fits in (0, n_ok):
-            return fits, bins
+            return fits, bins, float(cost[fits - 1]) if fits else 0.0
         n_ok = fits
 
 
-def _log_excess(k: int, epsilon0: float, gamma: float, orders: NDArray[np.float64]) -> NDArray[np.float64]:
-    """log Σ_b mass_b·h_b(α) per order (+inf for the orders beyond the budget).
-
-    One design per call: the bins of the largest admitted order (the core reaching its tilt,
-    rounded up to a power of 2) and the cells of its windows; each chunk of orders sums the
-    sub-windows its own largest order needs; the tails of all orders are bounded at once."""
-    order = np.argsort(orders, kind="stable")
-    out = np.full(orders.shape, np.inf)
-    chunks = [order[i : i + _CHUNK] for i in range(0, orders.size, _CHUNK)]
-    tops = [float(orders[c].max()) for c in chunks]
-    n_ok, bins = _admitted(k, epsilon0, gamma, tops)
-    if n_ok == 0:
-        return out
-    x, ws = bins.x, bins.w * math.tanh(epsilon0 / 2.0)
+def _group(
+    bins: _Bins, s: float, chunks: list[NDArray[np.int64]], orders: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """log Σ_b mass_b·h_b(α) for the orders of ``chunks`` (in their concatenated order): one cell
+    table for the windows of the largest order; each chunk sums the sub-windows its own largest
+    order needs; the tails of all orders are bounded at once."""
+    x, ws = bins.x, bins.w * s
     lrmax = np.log1p(ws) - np.log1p(-ws)
     lo = _windows(x, lrmax, 1.0)[0]
-    cells = _cells_of(x, ws, _windows(x, lrmax, tops[n_ok - 1])[1], lo)
-    idx = np.concatenate(chunks[:n_ok])
+    tops = [float(orders[c].max()) for c in chunks]
+    cells = _cells_of(x, ws, _windows(x, lrmax, max(tops))[1], lo)
     his = np.concatenate(
-        [np.repeat(_windows(x, lrmax, t)[1][:, None], c.size, axis=1) for c, t in zip(chunks, tops[:n_ok])],
-        axis=1,
+        [np.repeat(_windows(x, lrmax, t)[1][:, None], c.size, axis=1) for c, t in zip(chunks, tops)], axis=1
     )
-    parts = [
-        _window_part(ws, cells, his[:, i], orders[c])
-        for c, i in zip(chunks[:n_ok], np.cumsum([0] + [c.size for c in chunks[: n_ok - 1]]))
-    ]
+    starts = np.cumsum([0] + [c.size for c in chunks[:-1]])
+    parts = [_window_part(ws, cells, his[:, i], orders[c]) for c, i in zip(chunks, starts)]
     win = _Window(
         *(np.concatenate([getattr(p, f) for p in parts], axis=1) for f in ("ls", "s0", "lin", "eta", "err"))
     )
-    al = orders[idx]
+    al = orders[np.concatenate(chunks)]
     lo2 = np.broadcast_to((lo - 1.0)[:, None], his.shape)
     tails = np.logaddexp(
         _tail(al, x, ws, lo2, np.zeros(x.size), np.broadcast_to((lo > 0)[:, None], his.shape)),
@@ -442,8 +436,44 @@ def _log_excess(k: int, epsilon0: float, gamma: float, orders: NDArray[np.float6
     mx = np.max(tot, axis=0)
     with np.errstate(invalid="ignore"):
         fin = np.where(np.isfinite(mx), mx, 0.0)
-        out[idx] = fin + np.log(np.sum(np.exp(tot - fin), axis=0)) + np.where(np.isfinite(mx), 0.0, mx)
+        out: NDArray[np.float64] = (
+            fin + np.log(np.sum(np.exp(tot - fin), axis=0)) + np.where(np.isfinite(mx), 0.0, mx)
+        )
     return out
+
+
+def _log_excess(
+    k: int, epsilon0: float, gamma: float, orders: NDArray[np.float64], stop_above: float = math.inf
+) -> tuple[NDArray[np.float64], bool]:
+    """log Σ_b mass_b·h_b(α) per order (+inf for the orders not evaluated), and whether the
+    evaluation stopped at ``stop_above`` (else any +inf is the budget's).
+
+    Orders in chunks of _CHUNK, smallest first, in two groups, orders up to _FIRST_GROUP and the
+    rest (one design — bins and cell table — per group), while the cells × orders stay within _BUDGET.
+    After a group whose largest order already gives D_α ≥ ``stop_above``·(1 + 10⁻³) the rest are
+    left +inf: D_α is non-decreasing in α, so a caller that caps the curve at ``stop_above``
+    (the pure-DP cap's limit) would not use them."""
+    order = np.argsort(orders, kind="stable")
+    out = np.full(orders.shape, np.inf)
+    chunks = [order[i : i + _CHUNK] for i in range(0, orders.size, _CHUNK)]
+    tops = [float(orders[c].max()) for c in chunks]
+    s, left, i = math.tanh(epsilon0 / 2.0), _BUDGET, 0
+    while i < len(chunks):
+        level = _FIRST_GROUP if tops[i] <= _FIRST_GROUP else math.inf
+        j = i + sum(1 for t in tops[i:] if t <= level)
+        n_ok, bins, cost = _admitted(k, epsilon0, gamma, tops[i:j], left)
+        if n_ok == 0:
+            break
+        idx = np.concatenate(chunks[i : i + n_ok])
+        out[idx] = _group(bins, s, chunks[i : i + n_ok], orders)
+        left -= cost
+        top = int(idx[np.argmax(orders[idx])])
+        if n_ok < j - i:
+            break
+        if math.log1p(math.exp(min(out[top], 700.0))) / (orders[top] - 1.0) >= stop_above * 1.001:
+            return out, True
+        i = j
+    return out, False
 
 
 def _prepare(n: int, k: int, epsilon0: float) -> tuple[int, int, float]:
@@ -460,16 +490,24 @@ def subsampled_clone_pair_rdp(n: int, k: int, epsilon0: float, orders: ArrayLike
     beyond the cell budget. Never below the exact sum over every cell (module docstring:
     m-bins by the monotonicity in m and the linear scaling in the weight w_m, per bin an exact
     window over a plus convexity × binomial-tail bounds, rounding slack, outward rounding)."""
-    o = check_orders(orders)
+    return _pair_rdp(n, k, epsilon0, check_orders(orders), capped=False)[0]
+
+
+def _pair_rdp(
+    n: int, k: int, epsilon0: float, o: NDArray[np.float64], capped: bool
+) -> tuple[NDArray[np.float64], bool]:
+    """The pair's certified D_α; ``capped``: orders beyond where it exceeds the cap's limit ε′
+    may be left +inf, and the flag says so (:func:`_log_excess`)."""
     n, k, epsilon0 = _prepare(n, k, epsilon0)
     if epsilon0 == 0.0:
-        return np.zeros(o.shape)
+        return np.zeros(o.shape), False
     at = np.maximum(o, 1.0 + 1e-6)  # D_α is non-decreasing in α
-    lx = _log_excess(k, float(epsilon0), k / n, at)
+    stop = amplified_epsilon(n, k, epsilon0) if capped else math.inf
+    lx, stopped = _log_excess(k, float(epsilon0), k / n, at, stop)
     with np.errstate(over="ignore"):
         lx = lx + math.log1p(_SUM_SLACK)
         out: NDArray[np.float64] = round_up(np.logaddexp(0.0, lx) / (at - 1.0))
-    return out
+    return out, stopped
 
 
 def subsampled_clone_rdp(n: int, k: int, epsilon0: float, orders: ArrayLike) -> NDArray[np.float64]:
@@ -484,14 +522,15 @@ def subsampled_clone_rdp(n: int, k: int, epsilon0: float, orders: ArrayLike) -> 
     subsampled pairs). The pair dominates the mechanism (Markov kernel + data processing),
     the cap bounds the mechanism directly (the pair itself may exceed it at large α), so the
     minimum bounds the mechanism. Orders beyond the cell budget are +inf (not capped: the
-    caller falls back to its other bounds). With γ = k/n = 1 the pair is the clone pair of k
+    caller falls back to its other bounds); orders above a group of orders where the pair
+    already exceeds the cap's limit ε′ are not evaluated and get the cap (D_α is non-decreasing
+    in α, so the minimum there is the cap). With γ = k/n = 1 the pair is the clone pair of k
     users (:func:`accountant.clones.clone_rdp`).
     """
     o = check_orders(orders)
-    val = subsampled_clone_pair_rdp(n, k, epsilon0, o)
+    val, stopped = _pair_rdp(n, k, epsilon0, o, capped=True)
     if float(epsilon0) == 0.0:
         return val
-    out: NDArray[np.float64] = np.where(
-        np.isfinite(val), np.minimum(val, subsampled_cap(n, k, epsilon0, o)), np.inf
-    )
+    cap = subsampled_cap(n, k, epsilon0, o)
+    out: NDArray[np.float64] = np.where(np.isfinite(val) | stopped, np.minimum(val, cap), np.inf)
     return out

@@ -184,3 +184,18 @@ def test_max_log_ratio():
     # at a = m = k: P_k/B = 2q/p, Q_k/B = 2(1−q)/p
     want = math.log((1 - g + g * 2 * q / p) / (1 - g + g * 2 * (1 - q) / p))
     assert pair.max_log_ratio == pytest.approx(want, rel=1e-12)
+
+
+@pytest.mark.parametrize("n,k,eps0", [(40, 1, 1.0), (100, 10, 3.0), (2000, 300, 2.0)])
+def test_orders_past_the_cap_limit_get_the_cap(n, k, eps0):
+    """Once the pair exceeds the cap's limit ε′ (large orders, where the pair's D_α approaches its
+    largest log-ratio, above ε′), the capped bound stops evaluating it and reports the cap — what the
+    order-wise minimum would have been."""
+    o = A.DEFAULT_ORDERS
+    capped = SC.subsampled_clone_rdp(n, k, eps0, o)
+    pair = SC.subsampled_clone_pair_rdp(n, k, eps0, o)
+    cap = A.subsampled_shuffle_rdp(n, k, eps0, o, bound="cap")
+    assert np.all(np.isfinite(capped)) and np.all(capped <= cap)
+    assert np.allclose(capped, np.minimum(pair, cap), rtol=1e-12, atol=0)
+    eps_prime = math.log1p(k / n * math.expm1(eps0))
+    assert np.any(pair > eps_prime)
