@@ -23,6 +23,7 @@ that won and the value of every route tried (``routes``; a route that does not a
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -34,7 +35,7 @@ from numpy.typing import ArrayLike
 
 from ._validation import check_delta, check_epsilon
 from .composition import Guarantee, delta_guarantee, epsilon_guarantee
-from .errors import BoundNotApplicable, InvalidParameter
+from .errors import AccountantError, BoundNotApplicable, InvalidParameter
 from .events import Event, EventLike, as_event
 
 Accounting = Literal["best", "rdp", "pld"]
@@ -147,10 +148,21 @@ def _pld_route(evs: Sequence[Event], value: float, want: Literal["epsilon", "del
         return RouteValue(
             "pld", None, None, f"no dominating pair is declared for {', '.join(map(repr, missing))}"
         )
-    res = pld.pld_epsilon(evs, value) if want == "epsilon" else pld.pld_delta(evs, value)
+    try:
+        res = pld.pld_epsilon(evs, value) if want == "epsilon" else pld.pld_delta(evs, value)
+    except AccountantError as exc:  # e.g. a composition beyond the route's grid and FFT limits
+        return RouteValue("pld", None, None, f"the PLD route does not apply here: {exc}")
+    except Exception:  # noqa: BLE001 - an optional route must never break an answer; logged
+        logging.getLogger("accountant").exception("the PLD route failed for %r", [e.to_dict() for e in evs])
+        return RouteValue(
+            "pld", None, None, "the PLD route failed numerically here (logged); the other routes answer"
+        )
     note = (
         f"pessimistic PLD (grid {res.discretization:.3g}); numerical error bound {res.error:.3g} added to δ"
     )
+    if want == "epsilon":  # certified δ at that ε ≤ the δ asked for: the guarantee holds at the δ asked for
+        note += f" (certified δ at this ε: {res.delta:.6g})"
+        return RouteValue("pld", res.epsilon, value, note)
     return RouteValue("pld", res.epsilon, res.delta, note)
 
 

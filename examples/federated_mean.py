@@ -229,8 +229,9 @@ def run(a: argparse.Namespace, url: str, api_key: str) -> int:
     print(f"ledger: {url}  (run id {run_id})")
 
     with AccountantClient(url, api_key=api_key) as client:
-        # Preview with the service's pure computation endpoint: what would the whole plan cost?
-        plan = client.epsilon([{**event, "count": T}], delta=a.delta)
+        # Preview with the service's pure computation endpoint: what would the whole plan cost to the
+        # ledger? (the ledger charges the RDP route, valid when budgets are spent adaptively)
+        plan = client.epsilon([{**event, "count": T}], delta=a.delta, accounting="rdp")
         verdict = "fits in" if plan.epsilon <= a.budget_epsilon else "exceeds"
         print(
             f"the plan of {T} rounds would cost ε = {plan.epsilon:.4f} at δ = {a.delta:g}: it {verdict} "

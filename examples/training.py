@@ -145,7 +145,7 @@ def central_run(a, client, cohort, probe, users_X, users_y, Xte, yte, rng) -> di
             gbar = mech.private_gradient(clip_rows_l2(g, 1.0), rng)
             theta = project_l2_ball(theta - a.central_lr * gbar, a.radius)
         charged.extend(rnd.events)
-        own = client.epsilon(charged, delta=a.delta).epsilon
+        own = client.epsilon(charged, delta=a.delta, accounting="rdp").epsilon  # as the ledger charges
         rnd.record(accuracy=accuracy(theta, Xte, yte), run_epsilon=own, steps=steps)
     for r in pipe.history:
         print(
@@ -205,7 +205,7 @@ def cldp_run(a, client, cohort, probe, users_X, users_y, Xte, yte, rng) -> dict:
         shuffled = {key: np.asarray(v)[perm] for key, v in reports.items()}
         theta = project_l2_ball(theta - a.lr * mech.estimate(shuffled), a.radius)
         avg += (theta - avg) / rnd.index
-        own = client.epsilon([{**event, "count": rnd.index}], delta=a.delta).epsilon
+        own = client.epsilon([{**event, "count": rnd.index}], delta=a.delta, accounting="rdp").epsilon
         rnd.record(accuracy=accuracy(avg, Xte, yte), accuracy_last=accuracy(theta, Xte, yte), run_epsilon=own)
         print(
             f"{rnd.index:>6} | {rnd.outcome['accuracy']:>31.4f} | {rnd.outcome['accuracy_last']:>14.4f} | "

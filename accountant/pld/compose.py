@@ -122,7 +122,11 @@ def inf_mass(parts: Sequence[tuple[Discretised, int]]) -> float:
         r = min(1.0, d.inf_mass / (s * (1.0 - 8 * U)))
         log_total += t * math.log(s)
         log_keep += t * math.log1p(-r) if r < 1.0 else -math.inf
-    return float(math.exp(log_total) * -math.expm1(log_keep) * (1.0 + 1e-12))
+    keep = -math.expm1(log_keep)
+    if keep <= 0.0:
+        return 0.0
+    log_bound = log_total + math.log(keep)  # in log space: Π S^T overflows for long compositions
+    return 1.0 if log_bound >= 0.0 else min(1.0, math.exp(log_bound) * (1.0 + 1e-12))
 
 
 @dataclass(frozen=True)

@@ -142,8 +142,10 @@ def parameters(name: str, req: ParametersRequest) -> dict:
 
 
 def _composed(events: list[dict], delta: float) -> dict[str, Any]:
-    """ε of ``events`` composed, at ``delta``, and the order that gave it (None where not finite)."""
-    eps, order = accountant.epsilon(events, delta)
+    """ε of ``events`` composed, at ``delta``, by the RDP route — what the ledger charges for them and
+    what :func:`mechanisms.calibrate` solves against — and the order that gave it (None where not
+    finite). ``/v1/epsilon`` answers the same events with the best of every route."""
+    eps, order = accountant.epsilon(events, delta, accounting="rdp")
     return {
         "epsilon": float(eps) if math.isfinite(eps) else None,
         "delta": delta,

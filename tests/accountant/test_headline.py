@@ -36,9 +36,17 @@ def test_default_is_never_looser_than_the_thesis(ev):
 
 
 def test_shuffle_headline_with_the_tightest_valid_default():
-    """With the clone reduction the default gives ≈ 1.08 (within 1.5%)."""
-    eps, _ = A.epsilon([SHUFFLE], 1e-8)
-    assert eps == pytest.approx(1.08, rel=0.015)
+    """With the clone reduction the RDP route gives ≈ 1.08 (within 1.5%); the default (best) route
+    is the PLD of the clone pair: ≤ 1.020 (issue 23), within 0.1% of dp_accounting's own
+    pessimistic PLD of the pair (an independent composition) and never below its optimistic one."""
+    from accountant.baselines.pld import clone_pld
+
+    rdp, _ = A.epsilon([SHUFFLE], 1e-8, accounting="rdp")
+    assert rdp == pytest.approx(1.08, rel=0.015)
+    best = A.epsilon_routed([SHUFFLE], 1e-8)
+    assert best.route == "pld" and best.epsilon <= 1.020
+    ref = clone_pld(SHUFFLE["n"], SHUFFLE["epsilon0"]).epsilon(SHUFFLE["count"], 1e-8)
+    assert best.epsilon == pytest.approx(ref, rel=1e-3)
 
 
 def test_subsampled_headline_is_the_subsampled_clone_pair():
@@ -54,8 +62,11 @@ def test_subsampled_headline_is_the_subsampled_clone_pair():
     orders = A.DEFAULT_ORDERS[(A.DEFAULT_ORDERS >= 40) & (A.DEFAULT_ORDERS <= 400)]
     exact = renyi_float(SUBSAMPLED["n"], SUBSAMPLED["k"], SUBSAMPLED["epsilon0"], orders)
     want, _ = epsilon_from_rdp(orders, exact * SUBSAMPLED["count"], 1e-8)
-    eps, _ = A.epsilon([SUBSAMPLED], 1e-8)
+    eps, _ = A.epsilon([SUBSAMPLED], 1e-8, accounting="rdp")
     assert eps <= want * (1 + 1e-6)
     assert eps >= want * 0.99
     assert eps <= 0.213
+    # the default (best): the PLD of the same pair, ≤ 0.200 (issue 23), below the RDP route
+    best = A.epsilon_routed([SUBSAMPLED], 1e-8)
+    assert best.route == "pld" and best.epsilon <= 0.200 and best.epsilon < eps
     assert want == pytest.approx(0.2089, abs=5e-4)

@@ -35,10 +35,11 @@ def test_epsilon_json_is_the_http_answer(capsys):
     code, out, _ = run(capsys, "epsilon", *SHUFFLE_FLAGS, "--delta", "1e-8", "--json")
     assert code == 0
     body = json.loads(out)
-    g = accountant.epsilon_guarantee(
+    r = accountant.epsilon_routed(
         [{"mechanism": "shuffle", "n": 10**6, "epsilon0": 0.5, "count": 10**5}], 1e-8
     )
-    assert body["epsilon"] == pytest.approx(g.epsilon, rel=1e-12) and body["order"] == pytest.approx(g.order)
+    assert body["epsilon"] == pytest.approx(r.epsilon, rel=1e-12) and body["order"] == pytest.approx(r.order)
+    assert body["route"] == r.route
     assert len(body["orders"]) == len(accountant.DEFAULT_ORDERS)
 
 

@@ -162,8 +162,8 @@ def test_epsilon_api_md_example(http):
     body = _strict_json(r)
     assert {"epsilon", "delta", "order", "orders", "rdp", "sources", "notes"} <= set(body)
     assert body["delta"] == 1e-8
-    g = accountant.epsilon_guarantee([SHUFFLE, SUBSAMPLED], 1e-8)
-    assert body["epsilon"] == pytest.approx(g.epsilon, rel=1e-12)
+    g = accountant.epsilon_routed([SHUFFLE, SUBSAMPLED], 1e-8)
+    assert body["epsilon"] == pytest.approx(g.epsilon, rel=1e-12) and body["route"] == g.route
     assert body["order"] == pytest.approx(g.order)
     assert len(body["orders"]) == len(body["rdp"]) == len(accountant.DEFAULT_ORDERS)
     assert [s["event"] for s in body["sources"]] == [0, 1]
@@ -175,7 +175,7 @@ def test_epsilon_worked_example_value(http):
     ev = {"mechanism": "shuffle", "n": 1000000, "epsilon0": 0.5, "count": 100000}
     body = _strict_json(http.post("/v1/epsilon", json={"events": [ev], "delta": 1e-8}))
     assert 0 < body["epsilon"] <= 1.645
-    assert body["epsilon"] == pytest.approx(accountant.epsilon_guarantee([ev], 1e-8).epsilon, rel=1e-12)
+    assert body["epsilon"] == pytest.approx(accountant.epsilon_routed([ev], 1e-8).epsilon, rel=1e-12)
 
 
 def test_delta_api_md_example(http):

@@ -84,7 +84,7 @@ def test_ledger_charges_the_sampled_round(server):
         first = pipe.charge(one_round, ["nested-u"])
         assert first["status"] == "admitted"
         user = admin.get_user("nested-u")
-        want = accountant.epsilon([one_round], 1e-6)[0]
+        want = accountant.epsilon([one_round], 1e-6, accounting="rdp")[0]  # the ledger charges RDP
         # the ledger converts on the grid (no refinement between grid points): never below, barely above
         assert want <= user["spent"]["epsilon"] <= want * (1 + 1e-3)
         with pytest.raises(BudgetExceeded):

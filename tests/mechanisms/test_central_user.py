@@ -80,12 +80,21 @@ def test_levy_algorithm_3_check_values():
     assert plan["laplace_scale"] == pytest.approx(47.99, rel=1e-3)
     assert plan["gradient_noise_variance"] == pytest.approx(2.948e5, rel=1e-3)
     # the paper's noise accounted by RDP: ε ≈ 0.0146 at δ = 1e-6 (digest §5.3)
-    assert accountant.epsilon(p.events(), 1e-6)[0] == pytest.approx(0.0146, rel=0.01)
+    assert accountant.epsilon(p.events(), 1e-6, accounting="rdp")[0] == pytest.approx(0.0146, rel=0.01)
+    # the best route (here the PLD of the Laplace and Gaussian pairs) is no larger
+    assert (
+        accountant.epsilon(p.events(), 1e-6)[0] <= accountant.epsilon(p.events(), 1e-6, accounting="rdp")[0]
+    )
     t = WinsorizedSGD.calibrated(1.0, 1e-6, **base)
     assert t.epsilon == pytest.approx(4.938e-3, rel=2e-3) and t.epsilon / p.epsilon > 50
     g = accountant.epsilon_guarantee(t.events(), 1e-6)
     assert g.epsilon <= 1.0
-    assert accountant.epsilon(WinsorizedSGD(**{**base, "epsilon": t.epsilon * 1.001}).events(), 1e-6)[0] > 1.0
+    assert (
+        accountant.epsilon(
+            WinsorizedSGD(**{**base, "epsilon": t.epsilon * 1.001}).events(), 1e-6, accounting="rdp"
+        )[0]
+        > 1.0
+    )
     base2 = dict(T=1000, d=16, G=1.0, tau=1.0, n=10_000, gamma=1e-3)
     p2 = WinsorizedSGD.calibrated(1.0, 1e-5, mode="paper", **base2)
     t2 = WinsorizedSGD.calibrated(1.0, 1e-5, **base2)
@@ -290,7 +299,7 @@ def test_service_calibrates_central_mechanisms(http, name, params, acc):
     assert r.status_code == 200, r.text
     out = r.json()
     assert out["kind"] == "central" and out["epsilon"] <= 1.0
-    assert out["epsilon"] == pytest.approx(accountant.epsilon(out["events"], 1e-6)[0], rel=1e-12)
+    assert out["epsilon"] == pytest.approx(accountant.epsilon(out["events"], 1e-6, accounting="rdp")[0], rel=1e-12)
     knob = mechanisms.calibration_probe(name)
     bad = http.post(f"/v1/mechanisms/{name}/parameters", json={**body, "params": {**params, **knob}})
     assert bad.status_code == 422 and "leave" in bad.json()["detail"]

@@ -254,8 +254,8 @@ def test_composition_matches_hand(name, params, n, k, T):
     for a, b in zip(evs, hand):
         _same_event(a, b)
     delta = 1e-6
-    eps, _order = accountant.epsilon(evs, delta)
-    assert eps == pytest.approx(accountant.epsilon(hand, delta)[0], rel=1e-9)
+    eps, _order = accountant.epsilon(evs, delta, accounting="rdp")
+    assert eps == pytest.approx(accountant.epsilon(hand, delta, accounting="rdp")[0], rel=1e-9)
     # the order-wise sum of the per-event curves is the composed curve
     grid_eps, total = _by_hand(evs, delta)
     np.testing.assert_allclose(accountant.compose(evs), total, rtol=1e-12)
@@ -266,7 +266,7 @@ def test_composition_matches_hand(name, params, n, k, T):
         key = json.dumps({kk: v for kk, v in e.items() if kk != "count"}, sort_keys=True)
         merged[key] = merged.get(key, 0) + e["count"]
     merged_events = [dict(json.loads(key), count=c) for key, c in merged.items()]
-    assert accountant.epsilon(merged_events, delta)[0] == pytest.approx(eps, rel=1e-9)
+    assert accountant.epsilon(merged_events, delta, accounting="rdp")[0] == pytest.approx(eps, rel=1e-9)
     assert math.isfinite(eps) and eps > 0
 
 
@@ -283,12 +283,12 @@ def test_multi_message_costs_more_than_one_message_at_the_slot_level():
 @needs_accountant
 def test_calibrate_meets_target():
     mech = mechanisms.calibrate("linf", epsilon=1.0, delta=1e-6, n=10_000, count=100, d=8, m=2, s=2)
-    eps = accountant.epsilon(mech.events(10_000, count=100), 1e-6)[0]
+    eps = accountant.epsilon(mech.events(10_000, count=100), 1e-6, accounting="rdp")[0]
     assert eps <= 1.0 and eps == pytest.approx(1.0, rel=1e-3)
     bigger = mechanisms.get("linf", epsilon0=mech.epsilon0 * 1.001, d=8, m=2, s=2)
-    assert accountant.epsilon(bigger.events(10_000, count=100), 1e-6)[0] > 1.0
+    assert accountant.epsilon(bigger.events(10_000, count=100), 1e-6, accounting="rdp")[0] > 1.0
     g = mechanisms.calibrate("gaussian", epsilon=2.0, delta=1e-5, count=50)
-    assert accountant.epsilon(g.events(count=50), 1e-5)[0] <= 2.0
+    assert accountant.epsilon(g.events(count=50), 1e-5, accounting="rdp")[0] <= 2.0
     with pytest.raises(ParameterError):
         mechanisms.calibrate("binary_rr", epsilon=1e-9, delta=1e-9, n=10, count=1000)
 
