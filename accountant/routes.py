@@ -150,6 +150,8 @@ def _pld_route(evs: Sequence[Event], value: float, want: Literal["epsilon", "del
     res = pld.pld_epsilon(evs, value) if want == "epsilon" else pld.pld_delta(evs, value)
     note = (
         f"pessimistic PLD (grid {res.discretization:.3g}); numerical error bound {res.error:.3g} added to δ"
+        if res.discretization > 0
+        else "; ".join(res.notes)
     )
     return RouteValue("pld", res.epsilon, res.delta, note)
 
