@@ -249,9 +249,8 @@ def _one_release(data) -> list[str]:
             if not math.isfinite(yc):
                 continue
             if yc < 3 * loss_scale(int(prm["n"]), float(prm["epsilon0"])):
-                skipped += (
-                    1  # δ = 1e-6 is not in the tail of the loss: ε ≈ 0 exactly, any ratio is meaningless
-                )
+                # δ = 1e-6 is not in the tail of the loss: ε ≈ 0 exactly, any ratio is meaningless
+                skipped += 1
                 continue
             for curve, rs in ratios.items():
                 r = _ratio(_get(data, "5.3", panel, curve, x), yc)
@@ -263,6 +262,13 @@ def _one_release(data) -> list[str]:
         if not rs:
             continue
         lo, hi = min(rs), max(rs)
+        if lo[0] == hi[0] == 1:
+            lines.append(
+                f"* **One release, {what}** (figure 5.3 points, δ = 10⁻⁶, {len(rs)} points): equal to the clone "
+                "pair's exact ε at every point (for one release the PLD route answers with the pair's certified "
+                "hockey-stick divergence itself, bounds.md §10)."
+            )
+            continue
         med = statistics.median(r for r, _, _ in rs)
         lines.append(
             f"* **One release, {what}** (figure 5.3 points, δ = 10⁻⁶, {len(rs)} points): "
@@ -270,8 +276,7 @@ def _one_release(data) -> list[str]:
             f"to {_pct(hi[0])} (5.3{hi[1]}, x = {_fmt(hi[2])})."
             + (
                 " Part of the RDP route's excess is the RDP → (ε, δ) conversion itself (Lemma 2.1.3), which no "
-                "RDP curve avoids; the default takes the PLD route there, whose pessimistic discretisation is "
-                "all that separates it from the exact value."
+                "RDP curve avoids."
                 if curve == C.DEFAULT_RDP
                 else ""
             )
@@ -320,7 +325,12 @@ def _many_rounds(data) -> list[str]:
                 for x, yd in data.get(fig, {}).get((panel, curve), [])
                 if math.isfinite(r := _ratio(yd, _get(data, fig, panel, ref, x)))
             ]
-            if rs:
+            if rs and min(rs) == max(rs) == 1:
+                lines += [
+                    "",
+                    f"  Over panels {fig}{', '.join(panels)} ({len(rs)} points) {what} equals the pair's PLD.",
+                ]
+            elif rs:
                 lines += [
                     "",
                     f"  Over panels {fig}{', '.join(panels)} ({len(rs)} points) {what} is "
