@@ -394,6 +394,13 @@ def _baselines_below(data) -> list[str]:
             + "; ".join(_where(beats))
             + f". The largest gap: the default is {_pct(worst[0])} the baseline (figure {worst[1]}{worst[2]}, "
             f"{worst[3]}, x = {_fmt(worst[4])})."
+            + (
+                " The only such baseline is the clone PLD of `accountant.baselines.pld`: the same pair at a grid "
+                "Δ = σ_L/50 and without a bound on the FFT's error, where the default's PLD route uses Δ = σ_L/25 "
+                "(bounds.md §10) and adds its error bound to δ; the gap is that discretisation."
+                if {c for *_, c, _x in beats} == {C.PLD}
+                else ""
+            )
         )
     rdp = [
         b
