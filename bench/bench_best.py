@@ -33,7 +33,12 @@ from accountant import clones, store  # noqa: E402
 from accountant.baselines import clone_dp  # noqa: E402
 
 HEADLINES = {
-    "shuffle (n = 10⁶, ε0 = 0.5, T = 10⁵)": {"mechanism": "shuffle", "n": 10**6, "epsilon0": 0.5, "count": 10**5},
+    "shuffle (n = 10⁶, ε0 = 0.5, T = 10⁵)": {
+        "mechanism": "shuffle",
+        "n": 10**6,
+        "epsilon0": 0.5,
+        "count": 10**5,
+    },
     "subsampled (n = 10⁶, k = 10³, ε0 = 2, T = 10⁵)": {
         "mechanism": "subsampled_shuffle",
         "n": 10**6,
@@ -117,6 +122,8 @@ def main(repeats: int) -> list[str]:
 if __name__ == "__main__":
     reps = int(sys.argv[1]) if len(sys.argv) > 1 else 7
     out = main(reps)
-    path = write_results("results_best.md", "The default answer (`accounting=\"best\"`) against dp_accounting", out)
+    path = write_results(
+        "results_best.md", 'The default answer (`accounting="best"`) against dp_accounting', out
+    )
     print("\n".join(out))
     print(f"wrote {path}")

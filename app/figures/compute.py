@@ -92,6 +92,8 @@ def _routed(events: list[dict], delta: float, name: str) -> dict[str, float]:
     pure routes) and its RDP route (``accounting="rdp"``, what the ledger charges), both from one
     :func:`accountant.epsilon_routed` call (the best answer runs the RDP route anyway)."""
     t0 = time.perf_counter()
+    best: float | None
+    rdp: float | None
     try:
         r = accountant.epsilon_routed(events, delta)
         best = r.epsilon
