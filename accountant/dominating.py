@@ -87,7 +87,9 @@ class HockeyStickPair:
     ``curve(eps)``: δ(ε) ≥ the exact divergence at every real ε (vectorised); finite losses lie in
     [``lo``, ``hi``] (±inf when unbounded); ``center`` and ``scale`` locate the bulk of the loss
     under P (for the grid); ``inf_mass`` = P(L = +∞) = lim δ(ε) as ε → ∞ (an upper bound);
-    ``key`` identifies the pair (equal keys, equal curves) for caches."""
+    ``key`` identifies the pair (equal keys, equal curves) for caches; ``single``, when set, is a
+    tighter certified δ(ε) / ε(δ) of ONE release of the same pair (``(delta_of, epsilon_of)``, e.g.
+    finer bins than ``curve`` needs for a PLD grid), used when the composition is that one release."""
 
     curve: Curve = field(repr=False)
     lo: float
@@ -101,6 +103,7 @@ class HockeyStickPair:
     product: tuple[Hashable, Callable[[Sequence[tuple[HockeyStickPair, int]]], HockeyStickPair]] | None = (
         field(default=None, repr=False)
     )
+    single: tuple[Callable[[float], float], Callable[[float], float]] | None = field(default=None, repr=False)
 
     def delta(self, eps: ArrayLike) -> NDArray[np.float64]:
         """Certified δ(ε) at each ε, clipped to [inf_mass, 1]; exactly ``inf_mass`` at ε ≥ hi."""
@@ -198,12 +201,15 @@ def laplace_pair(epsilon0: float) -> HockeyStickPair:
 
 
 def clone_pair_curve(n: int, epsilon0: float) -> HockeyStickPair:
-    """The FMT21 clone pair of one shuffle of n ε0-LDP reports (certified ``ClonePair.delta``)."""
+    """The FMT21 clone pair of one shuffle of n ε0-LDP reports (certified ``ClonePair.delta``; for
+    one release alone, the finer default bins of :class:`ClonePair`: the baseline's exact (ε, δ))."""
     pair = ClonePair(int(n), float(epsilon0), CLONE_REL)
+    fine = ClonePair(int(n), float(epsilon0))
     e0 = float(epsilon0)
-    return curve_pair(
+    out = curve_pair(
         pair.delta, -e0, e0, 0.0, loss_scale(int(n), e0) if e0 > 0 else 0.0, ("clones", int(n), e0, CLONE_REL)
     )
+    return dataclasses.replace(out, single=(fine.delta, fine.epsilon))
 
 
 def subsampled_clone_pair_curve(n: int, k: int, epsilon0: float) -> HockeyStickPair:

@@ -159,6 +159,8 @@ def _pld_route(evs: Sequence[Event], value: float, want: Literal["epsilon", "del
         )
     note = (
         f"pessimistic PLD (grid {res.discretization:.3g}); numerical error bound {res.error:.3g} added to δ"
+        if res.discretization > 0
+        else "; ".join(res.notes)
     )
     if want == "epsilon":  # certified δ at that ε ≤ the δ asked for: the guarantee holds at the δ asked for
         note += f" (certified δ at this ε: {res.delta:.6g})"

@@ -77,9 +77,27 @@ def _notes(parts: Sequence[tuple[Discretised, int]], comp: Composed, err: float)
     )
 
 
+def _one_release(events: Sequence[EventLike]) -> HockeyStickPair | None:
+    """The pair of ``events`` when they are one release (one event, count 1) whose pair has a
+    tighter certified curve for a single release (``HockeyStickPair.single``), else None."""
+    evs = [as_event(e) for e in events]
+    if len(evs) != 1 or evs[0].count != 1:
+        return None
+    pair = pair_of(evs[0])
+    return pair if pair.single is not None else None
+
+
+_ONE_RELEASE_NOTE = (
+    "one release: the dominating pair's certified hockey-stick divergence itself (no composition)"
+)
+
+
 def pld_delta(events: Sequence[EventLike], epsilon: float) -> PldResult:
     """Certified δ at ``epsilon`` of the composition of ``events`` (each ``count`` times)."""
     eps = check_epsilon(epsilon)
+    one = _one_release(events)
+    if one is not None and one.single is not None:
+        return PldResult(eps, float(one.single[0](eps)), 0.0, 0.0, (_ONE_RELEASE_NOTE,))
     parts = single_round_pmfs(events)
     d, err, comp = delta_at(parts, eps)
     return PldResult(eps, d, err, comp.step, _notes(parts, comp, err))
@@ -88,6 +106,10 @@ def pld_delta(events: Sequence[EventLike], epsilon: float) -> PldResult:
 def pld_epsilon(events: Sequence[EventLike], delta: float) -> PldResult:
     """Smallest certified ε at ``delta`` (inf when the mass at +∞ alone reaches δ)."""
     target = check_delta(delta)
+    one = _one_release(events)
+    if one is not None and one.single is not None:
+        e1 = float(one.single[1](target))
+        return PldResult(e1, float(one.single[0](e1)), 0.0, 0.0, (_ONE_RELEASE_NOTE,))
     parts = single_round_pmfs(events)
     eps, d, err, comp = epsilon_at(parts, target)
     notes = _notes(parts, comp, err)

@@ -11,6 +11,9 @@ from .spec import TITLES, Panel
 
 _STYLE = {
     C.DEFAULT: dict(color="black", lw=2.4, ls="-", zorder=10),
+    C.DEFAULT_RDP: dict(color="0.6", lw=1.4, ls=(0, (4, 2)), zorder=11),  # dashed over the default
+    C.SCLONE_RDP: dict(color="tab:red", lw=1.4, ls="--", zorder=8),
+    C.SCLONE_PLD: dict(color="0.45", lw=1.6, ls=":", zorder=8),
     C.U1: dict(color="tab:blue", lw=1.6, ls="-"),
     C.U2: dict(color="tab:cyan", lw=1.3, ls="-"),
     C.LOWER: dict(color="tab:green", lw=1.3, ls=":"),

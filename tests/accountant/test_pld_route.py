@@ -142,6 +142,23 @@ def test_clone_pair_against_enumeration(n, eps0, count):
         assert got.delta <= exact * 1.05 + 1e-6, (eps, got.delta, exact)
 
 
+@pytest.mark.parametrize(("n", "eps0"), [(20, 1.0), (30, 0.5), (8, 2.0)])
+def test_one_shuffle_release_is_the_pairs_divergence(n, eps0):
+    """One release needs no composition: the route answers with the pair's certified hockey-stick
+    divergence (no grid), never below the enumerated exact value and at most 1e-3 above it."""
+    atoms = clone_atoms(n, eps0)
+    ev = [{"mechanism": "shuffle", "n": n, "epsilon0": eps0}]
+    for eps in (0.0, 0.3 * eps0, 0.6 * eps0):  # the loss lies in [−ε0, ε0]: δ(ε0) = 0
+        got = pld_delta(ev, eps)
+        exact = composed_exact_delta(atoms, 1, eps)
+        assert exact <= got.delta <= exact * (1 + 1e-3) + 1e-15, (eps, got.delta, exact)
+        assert got.discretization == 0.0
+    for delta in (1e-3, 1e-6):
+        e = pld_epsilon(ev, delta)
+        assert e.delta <= delta
+        assert composed_exact_delta(atoms, 1, e.epsilon) <= delta
+
+
 def test_pure_release_costs_its_epsilon():
     for delta in (1e-3, 1e-8, 1e-12):
         got = pld_epsilon([{"mechanism": "pure_dp", "epsilon": 1}], delta)
