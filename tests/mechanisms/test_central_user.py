@@ -299,7 +299,9 @@ def test_service_calibrates_central_mechanisms(http, name, params, acc):
     assert r.status_code == 200, r.text
     out = r.json()
     assert out["kind"] == "central" and out["epsilon"] <= 1.0
-    assert out["epsilon"] == pytest.approx(accountant.epsilon(out["events"], 1e-6, accounting="rdp")[0], rel=1e-12)
+    assert out["epsilon"] == pytest.approx(
+        accountant.epsilon(out["events"], 1e-6, accounting="rdp")[0], rel=1e-12
+    )
     knob = mechanisms.calibration_probe(name)
     bad = http.post(f"/v1/mechanisms/{name}/parameters", json={**body, "params": {**params, **knob}})
     assert bad.status_code == 422 and "leave" in bad.json()["detail"]
