@@ -86,7 +86,9 @@ def bounded_range_rdp(epsilon: float, orders: ArrayLike) -> NDArray[np.float64]:
     (the two parts cancel by at most a factor 1 − p); above, log space. The value is raised by a
     relative 1e-10 (covering the evaluation error; checked against mpmath's supremum in the tests)
     and rounded up."""
-    a = np.asarray(orders, dtype=float)
+    # D_α is non-decreasing in α, so orders within 1e-6 of 1 take the value at 1 + 1e-6 (valid; the
+    # closed form divides by α − 1 and loses every digit there: at α = 1 + 2⁻⁵² it returned 0)
+    a = np.maximum(np.asarray(orders, dtype=float), 1.0 + 1e-6)
     eps = float(epsilon)
     if eps == 0.0:
         return np.zeros(a.shape)

@@ -143,12 +143,12 @@ def _pld_route(evs: Sequence[Event], value: float, want: Literal["epsilon", "del
     """The PLD route (:mod:`accountant.pld`), or why it does not apply."""
     from . import pld
 
-    missing = sorted({ev.mechanism for ev in evs if not pld.covered(ev)})
-    if missing:
-        return RouteValue(
-            "pld", None, None, f"no dominating pair is declared for {', '.join(map(repr, missing))}"
-        )
     try:
+        missing = sorted({ev.mechanism for ev in evs if not pld.covered(ev)})
+        if missing:
+            return RouteValue(
+                "pld", None, None, f"no dominating pair is declared for {', '.join(map(repr, missing))}"
+            )
         res = pld.pld_epsilon(evs, value) if want == "epsilon" else pld.pld_delta(evs, value)
     except AccountantError as exc:  # e.g. a composition beyond the route's grid and FFT limits
         return RouteValue("pld", None, None, f"the PLD route does not apply here: {exc}")
@@ -156,6 +156,10 @@ def _pld_route(evs: Sequence[Event], value: float, want: Literal["epsilon", "del
         logging.getLogger("accountant").exception("the PLD route failed for %r", [e.to_dict() for e in evs])
         return RouteValue(
             "pld", None, None, "the PLD route failed numerically here (logged); the other routes answer"
+        )
+    if not (math.isfinite(res.epsilon) and math.isfinite(res.delta)):
+        return RouteValue(
+            "pld", None, None, "the PLD route finds no finite answer here (its error bound is too large)"
         )
     note = (
         f"pessimistic PLD (grid {res.discretization:.3g}); numerical error bound {res.error:.3g} added to δ"

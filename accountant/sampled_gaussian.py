@@ -61,6 +61,9 @@ __all__ = ["MOMENT_MAX", "log_gaussian_lr_moments", "sampled_gaussian_log_terms"
 #: the forward-difference (moment) entry of B_j is used for j ≤ this (as dp_accounting)
 MOMENT_MAX = 256
 _WIDTH = 0.02  # largest cell width of the quadrature (relative slack ≲ 2e-5 near a peak)
+#: most cells one side's quadrature may use (× 128 exponents × 8 bytes: ≤ 128 MiB); beyond, the
+#: Gaussian-specific entry is not available and Theorem 9's entry stands (z ≲ 10⁻³)
+_MAX_CELLS = 1 << 17
 _REACH = 20.0  # cells cover each side's peak ± this (h falls at least quadratically: h'' ≤ −1)
 _SAFETY = 1e-6  # relative margin on each moment: h is a difference of terms up to ~x²/2 (≲ 1e7)
 _LOG_SQRT_2PI = 0.5 * float(np.log(2.0 * np.pi))
@@ -112,6 +115,8 @@ def _side(
     """log of an upper bound of ∫_a^b e^h per exponent (a < b on one side of x₀): the midpoint
     tangents of equal cells (width ≤ :data:`_WIDTH`), vectorised over exponents."""
     cells = int(np.ceil(float(np.max(b - a)) / _WIDTH))
+    if cells > _MAX_CELLS:  # a tiny noise multiplier: no bound here (+inf: Theorem 9's own entry is used)
+        return np.full(k2.shape, np.inf)
     w = (b - a) / cells
     t = a[:, None] + w[:, None] * (np.arange(cells) + 0.5)[None, :]
     h, dh = _h(t, k2[:, None], s)

@@ -84,10 +84,10 @@ class GaussianEvent(Event):
 
     noise_multiplier: float = spec(
         "number",
-        "σ / Δ₂ (noise standard deviation over the replace-one ℓ2 sensitivity)",
-        lo=0.0,
+        "σ / Δ₂ (noise standard deviation over the replace-one ℓ2 sensitivity; at least 10⁻⁶ — below it "
+        "ε(α) = α/(2z²) exceeds 5·10¹¹ at every order)",
+        lo=1e-6,
         hi=1e12,
-        lo_open=True,
     )
     zeta: float = zeta_field()
 

@@ -113,8 +113,14 @@ class SubsampledEvent(Event):
         and the scaling is invertible post-processing); else None."""
         if not all(isinstance(e, GaussianEvent) for e in self.inner):
             return None
-        total = math.fsum(e.count / e.noise_multiplier**2 for e in self.inner if isinstance(e, GaussianEvent))
-        return float(1.0 / math.sqrt(total))
+        try:
+            total = math.fsum(e.count / (e.noise_multiplier * e.noise_multiplier) for e in self.inner)  # type: ignore[attr-defined]
+        except (OverflowError, ZeroDivisionError):
+            return None
+        if not 0.0 < total < math.inf:
+            return None  # noise too small to compose in floating point: the generic bounds only
+        # rounded down (a smaller z is a larger curve: never an under-report from rounding)
+        return float(np.nextafter(np.nextafter(1.0 / math.sqrt(total), 0.0), 0.0))
 
     def report_epsilon0(self) -> float | None:
         """When every inner event is a shuffle: the whole report's ε0 = Σ count·ε0; else None."""
