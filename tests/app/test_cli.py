@@ -259,5 +259,19 @@ def test_an_unbounded_curve_prints_no_numpy_warning(capsys):
     code, out, err = run(
         capsys, "epsilon", "-m", "gaussian", "--noise-multiplier", "1e-300", "--delta", "1e-8"
     )
+    # a noise multiplier below 1e-6 is refused up front now (its curve overflows at every order)
+    assert code == 2 and ("unbounded" in err or "greater than or equal to" in err)
+    assert "Warning" not in err and "round_up" not in err
+    # an rdp_curve asked above its largest order is unbounded there: still no numpy warning
+    code, out, err = run(
+        capsys,
+        "epsilon",
+        "--event",
+        '{"mechanism": "rdp_curve", "orders": [2], "rdp": [0.1]}',
+        "--orders",
+        "50",
+        "--delta",
+        "1e-8",
+    )
     assert code == 2 and "unbounded" in err
     assert "Warning" not in err and "round_up" not in err

@@ -404,7 +404,10 @@ def test_request_heads_are_bounded_in_size_and_time(tmp_path):
             s = socket.create_connection(("127.0.0.1", srv.port), timeout=wait)
             t0 = time.monotonic()
             try:
-                s.sendall(head)
+                # the server may answer (431) and close before a long head is all sent: that is the
+                # behaviour under test, so a broken pipe while sending is not a failure
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    s.sendall(head)
                 return s.recv(200), time.monotonic() - t0
             finally:
                 s.close()
