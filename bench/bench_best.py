@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import statistics
 import sys
-import time
 from importlib.metadata import version
 from pathlib import Path
 
@@ -25,8 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _util import write_results  # noqa: E402
-from dp_accounting import dp_event  # noqa: E402
-from dp_accounting.pld import pld_privacy_accountant  # noqa: E402
+from bench_pld import baseline, ms  # noqa: E402  (the same baseline and timer as the PLD bench)
 
 import accountant  # noqa: E402
 from accountant import clones, store  # noqa: E402
@@ -51,23 +49,10 @@ DELTA = 1e-8
 WARM_COUNTS = [50_000, 20_000, 70_000, 30_000, 90_000, 40_000, 60_000, 80_000]
 
 
-def baseline() -> float:
-    acc = pld_privacy_accountant.PLDAccountant(value_discretization_interval=1e-4)
-    event = dp_event.PoissonSampledDpEvent(0.01, dp_event.GaussianDpEvent(1.1))
-    acc.compose(dp_event.SelfComposedDpEvent(event, 10_000))
-    return float(acc.get_epsilon(DELTA))
-
-
 def cold() -> None:
     store.clear_caches()
     clones.clear_cache()
     clone_dp._prepared.cache_clear()
-
-
-def ms(fn) -> tuple[float, object]:
-    t0 = time.perf_counter()
-    out = fn()
-    return (time.perf_counter() - t0) * 1e3, out
 
 
 def main(repeats: int) -> list[str]:
