@@ -192,6 +192,47 @@ def _subsampled_clones(n: int, k: int, epsilon0: float, orders: NDArray[np.float
     )
 
 
+RR_CLONES_VERSION = 1  # bump when the randomized-response clone evaluation changes
+
+
+def rr_clones(
+    n: int, k: int, epsilon0: float, orders: NDArray[np.float64], named: bool = False
+) -> NDArray[np.float64]:
+    """The ``clones_rr`` bound (bounds.md §12): the (subsampled, k < n) clone pair of clone
+    probability 2/(e^{ε0}+1), valid when every user applies binary or k-ary randomized response,
+    capped by the pure-DP cap; from the curve store when computed before; +inf where switched
+    off (thesis_only; ``named``: asked for by name, computed whatever that setting), beyond its
+    cell budget, or if it fails (logged)."""
+    if not (named or _TIGHT.get()):
+        return np.full(orders.shape, np.inf)
+    if epsilon0 == 0.0:
+        return np.zeros(orders.shape)
+    return _safe(
+        lambda: cached_curve(
+            "clones_rr",
+            RR_CLONES_VERSION,
+            orders,
+            lambda: _checked(subsampled_clone_rdp(n, k, epsilon0, orders, randomizer="rr"), orders),
+            n=int(n),
+            k=int(k),
+            epsilon0=float(epsilon0),
+        ),
+        "clones_rr",
+        orders,
+        (n, k, epsilon0),
+    )
+
+
+def rr_upper_detail(detail: CurveDetail, n: int, k: int, epsilon0: float) -> CurveDetail:
+    """A generic default curve (``detail``, of the same n, k, ε0) tightened order-wise by
+    :func:`rr_clones`: the default of the randomized-response events (bounds.md §12)."""
+    o = detail.orders
+    rr = rr_clones(n, k, epsilon0, o)
+    better = rr < detail.rdp
+    sources = ["clones_rr" if b else src for b, src in zip(better.tolist(), detail.sources)]
+    return CurveDetail(o, np.minimum(detail.rdp, rr), sources, list(detail.notes))
+
+
 def _checked(values: ArrayLike, orders: NDArray[np.float64] | NDArray[np.int64]) -> NDArray[np.float64]:
     out = np.asarray(values, dtype=float)
     if out.shape != orders.shape or np.any(np.isnan(out)) or np.any(out < 0):

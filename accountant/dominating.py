@@ -59,6 +59,7 @@ from numpy.typing import ArrayLike, NDArray
 from ._lazy import lazy
 from .baselines.clone_dp import ClonePair, loss_scale
 from .subsampled_clone_delta import subsampled_clone_pair
+from .subsampled_clones import clone_probability
 
 special = lazy("scipy.special")
 
@@ -212,13 +213,17 @@ def clone_pair_curve(n: int, epsilon0: float) -> HockeyStickPair:
     return dataclasses.replace(out, single=(fine.delta, fine.epsilon))
 
 
-def subsampled_clone_pair_curve(n: int, k: int, epsilon0: float) -> HockeyStickPair:
+def subsampled_clone_pair_curve(n: int, k: int, epsilon0: float, randomizer: str = "any") -> HockeyStickPair:
     """The subsampled clone pair of one round sampling k of n users without replacement, each
-    sampled user's ε0-LDP report shuffled (bounds.md §9; certified ``SubsampledClonePair.delta``).
-    The loss scale for the grid: γ·2·tanh(ε0/2)/√(kp + 1), p = e^{−ε0} (the sampled users'
-    clone-pair scale, thinned by the sampling rate γ = k/n; a scale, not a bound)."""
-    pair = subsampled_clone_pair(int(n), int(k), float(epsilon0))
+    sampled user's ε0-LDP report shuffled (bounds.md §9; certified ``SubsampledClonePair.delta``);
+    ``randomizer="rr"``: the pair of randomized response's clone probability 2/(e^{ε0}+1)
+    (bounds.md §12; k = n is then the shuffle of n reports). The loss scale for the grid:
+    γ·2·tanh(ε0/2)/√(kp + 1) (the sampled users' clone-pair scale, thinned by the sampling rate
+    γ = k/n; a scale, not a bound)."""
+    pair = subsampled_clone_pair(int(n), int(k), float(epsilon0), randomizer)
     e0 = float(epsilon0)
     top = pair.max_log_ratio if e0 > 0 else 0.0
-    scale = (k / n) * 2.0 * math.tanh(e0 / 2.0) / math.sqrt(k * math.exp(-e0) + 1.0)
-    return curve_pair(pair.delta, -top, top, 0.0, scale, ("subsampled_clones", int(n), int(k), e0))
+    p = clone_probability(e0, randomizer)
+    scale = (k / n) * 2.0 * math.tanh(e0 / 2.0) / math.sqrt(k * p + 1.0)
+    name = "subsampled_clones" if randomizer == "any" else f"subsampled_clones_{randomizer}"
+    return curve_pair(pair.delta, -top, top, 0.0, scale, (name, int(n), int(k), e0))

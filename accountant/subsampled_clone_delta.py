@@ -14,7 +14,7 @@ from numpy.typing import NDArray
 
 from ._binomial import log_binom_pmf
 from ._lazy import lazy
-from .subsampled_clones import _bins, _prepare, _weight
+from .subsampled_clones import _bins, _prepare, _weight, clone_probability
 
 stats = lazy("scipy.stats")
 
@@ -102,10 +102,11 @@ class SubsampledClonePair:
     n: int
     k: int
     epsilon0: float
+    randomizer: str = "any"  # "rr": clone probability 2/(e^{ε0}+1) (bounds.md §12)
 
     @property
     def max_log_ratio(self) -> float:
-        p = math.exp(-self.epsilon0)
+        p = clone_probability(self.epsilon0, self.randomizer)
         ws = float(_weight(np.array([float(self.k)]), self.k / self.n, self.k * p)[0]) * math.tanh(
             self.epsilon0 / 2
         )
@@ -114,7 +115,8 @@ class SubsampledClonePair:
     def _upper_nonneg(self, e: NDArray[np.float64]) -> NDArray[np.float64]:
         if self.epsilon0 == 0.0 or e.size == 0:
             return np.zeros(e.shape)
-        bins = _bins(self.k, float(self.epsilon0), self.k / self.n, 2.0)
+        p = clone_probability(self.epsilon0, self.randomizer)
+        bins = _bins(self.k, float(self.epsilon0), self.k / self.n, 2.0, p)
         keep = bins.w > 0
         x, ws = bins.x[keep, None], bins.w[keep, None] * math.tanh(self.epsilon0 / 2.0)
         mass = np.exp(bins.log_mass[keep])
@@ -136,7 +138,9 @@ class SubsampledClonePair:
         return float(out[0]) if np.ndim(eps) == 0 else out
 
 
-def subsampled_clone_pair(n: int, k: int, epsilon0: float) -> SubsampledClonePair:
-    """A validated :class:`SubsampledClonePair` (1 ≤ k ≤ n integers, ε0 ≥ 0)."""
+def subsampled_clone_pair(n: int, k: int, epsilon0: float, randomizer: str = "any") -> SubsampledClonePair:
+    """A validated :class:`SubsampledClonePair` (1 ≤ k ≤ n integers, ε0 ≥ 0; ``randomizer``
+    ``"any"`` or ``"rr"``)."""
     n, k, epsilon0 = _prepare(n, k, epsilon0)
-    return SubsampledClonePair(n, k, float(epsilon0))
+    clone_probability(epsilon0, randomizer)  # validates the name
+    return SubsampledClonePair(n, k, float(epsilon0), randomizer)

@@ -149,7 +149,7 @@ def _log_pi(ms: NDArray[np.float64], k: int, p: float, gamma: float) -> NDArray[
     return lp
 
 
-def _tilted_top(k: int, p: float, gamma: float, alpha: float, c_lo: int, c_hi: int) -> int:
+def _tilted_top(k: int, p: float, s: float, gamma: float, alpha: float, c_lo: int, c_hi: int) -> int:
     """Where the core must reach for orders up to ``alpha``: the largest m (on a grid of ≤ 4,097
     points, one point beyond) with log π(m) + m·log cosh(α·log R_max(w_m)/m) within 40 of its
     maximum (the second term bounds log E[e^{α·log R}] given m: log R ≤ t·log R_max for t ≥ 0 and
@@ -158,7 +158,7 @@ def _tilted_top(k: int, p: float, gamma: float, alpha: float, c_lo: int, c_hi: i
     if c_hi >= k:
         return k
     grid = np.unique(np.linspace(c_lo, k, 4097).astype(np.int64)).astype(float)
-    ws = _weight(grid, gamma, k * p) * math.tanh(-math.log(p) / 2.0)
+    ws = _weight(grid, gamma, k * p) * s
     z = alpha * (np.log1p(ws) - np.log1p(-ws)) / grid
     g = _log_pi(grid, k, p, gamma) + grid * (z + np.log1p(np.exp(-2.0 * z)) - math.log(2.0))
     ok = np.flatnonzero(g >= np.max(g) - 40.0)
@@ -166,13 +166,14 @@ def _tilted_top(k: int, p: float, gamma: float, alpha: float, c_lo: int, c_hi: i
 
 
 @lru_cache(maxsize=64)
-def _bins(k: int, epsilon0: float, gamma: float, alpha_level: float) -> _Bins:
-    p = math.exp(-epsilon0)
+def _bins(k: int, epsilon0: float, gamma: float, alpha_level: float, p: float) -> _Bins:
+    """The m-bins for clone probability ``p`` (e^{−ε0} for any ε0-LDP randomizer, more for the
+    randomized responses: :func:`clone_probability`)."""
     kp = k * p
     sd = math.sqrt(max(kp * (1 - p), 1.0))
     c_lo = max(1, int(math.floor(kp - _Z_M * sd)))
     c_hi = min(k, int(math.ceil(kp + 1 + _Z_M * sd)))
-    c_hi = _tilted_top(k, p, gamma, alpha_level, c_lo, c_hi)
+    c_hi = _tilted_top(k, p, math.tanh(epsilon0 / 2.0), gamma, alpha_level, c_lo, c_hi)
     edges = [c_lo]
     while edges[-1] <= c_hi:
         edges.append(edges[-1] + max(1, int(_REL * edges[-1])))
@@ -252,7 +253,9 @@ def _tail(
     al = np.broadcast_to(alpha[None, :], a_near.shape)
     wsb = ws[:, None]
     u_far = np.broadcast_to(wsb * (2.0 * a_far[:, None] / x[:, None] - 1.0), a_near.shape)
-    lpsi = np.maximum(_log_psi(al, wsb * (2.0 * a_near / xx - 1.0)), _log_psi(al, u_far))
+    # a_near is outside [0, x] only where there is no tail (masked below): clipped, not evaluated there
+    near = np.clip(a_near, 0.0, xx)
+    lpsi = np.maximum(_log_psi(al, wsb * (2.0 * near / xx - 1.0)), _log_psi(al, u_far))
     return np.where(present, lmass + lpsi, -np.inf)
 
 
@@ -388,13 +391,13 @@ def _combine(win: _Window, tails: NDArray[np.float64]) -> NDArray[np.float64]:
 
 
 def _admitted(
-    k: int, epsilon0: float, gamma: float, tops: list[float], budget: float
+    k: int, epsilon0: float, gamma: float, tops: list[float], budget: float, p: float
 ) -> tuple[int, _Bins, float]:
     """How many chunks (smallest orders first) fit ``budget``, the bins of the largest, the cost."""
     s = math.tanh(epsilon0 / 2.0)
     n_ok = len(tops)
     while True:
-        bins = _bins(k, epsilon0, gamma, float(2.0 ** math.ceil(math.log2(tops[n_ok - 1]))))
+        bins = _bins(k, epsilon0, gamma, float(2.0 ** math.ceil(math.log2(tops[n_ok - 1]))), p)
         ws = bins.w * s
         lrmax = np.log1p(ws) - np.log1p(-ws)
         lo = _windows(bins.x, lrmax, 1.0)[0]
@@ -443,7 +446,7 @@ def _group(
 
 
 def _log_excess(
-    k: int, epsilon0: float, gamma: float, orders: NDArray[np.float64], stop_above: float = math.inf
+    k: int, epsilon0: float, gamma: float, orders: NDArray[np.float64], stop_above: float, p: float
 ) -> tuple[NDArray[np.float64], bool]:
     """log Σ_b mass_b·h_b(α) per order (+inf for the orders not evaluated), and whether the
     evaluation stopped at ``stop_above`` (else any +inf is the budget's).
@@ -461,7 +464,7 @@ def _log_excess(
     while i < len(chunks):
         level = _FIRST_GROUP if tops[i] <= _FIRST_GROUP else math.inf
         j = i + sum(1 for t in tops[i:] if t <= level)
-        n_ok, bins, cost = _admitted(k, epsilon0, gamma, tops[i:j], left)
+        n_ok, bins, cost = _admitted(k, epsilon0, gamma, tops[i:j], left, p)
         if n_ok == 0:
             break
         idx = np.concatenate(chunks[i : i + n_ok])
@@ -476,6 +479,17 @@ def _log_excess(
     return out, False
 
 
+def clone_probability(epsilon0: float, randomizer: str = "any") -> float:
+    """The clone probability p of the decomposition R(x) = (p/2)·Q0 + (p/2)·Q1 + (1−p)·LO(x)
+    every other user's report admits (bounds.md §12): e^{−ε0} for ANY ε0-LDP randomizer (FMT21);
+    2/(e^{ε0}+1) for binary and k-ary randomized response (``randomizer="rr"``), whatever k."""
+    if randomizer == "rr":
+        return 2.0 / (math.exp(epsilon0) + 1.0) if epsilon0 < 700 else 0.0
+    if randomizer != "any":
+        raise InvalidParameter(f"unknown randomizer {randomizer!r}; use 'any' or 'rr'")
+    return math.exp(-epsilon0)
+
+
 def _prepare(n: int, k: int, epsilon0: float) -> tuple[int, int, float]:
     n = check_n(n)
     k = check_n(k, "k")
@@ -484,33 +498,39 @@ def _prepare(n: int, k: int, epsilon0: float) -> tuple[int, int, float]:
     return n, k, check_epsilon0(epsilon0)
 
 
-def subsampled_clone_pair_rdp(n: int, k: int, epsilon0: float, orders: ArrayLike) -> NDArray[np.float64]:
+def subsampled_clone_pair_rdp(
+    n: int, k: int, epsilon0: float, orders: ArrayLike, randomizer: str = "any"
+) -> NDArray[np.float64]:
     """Certified upper bound of D_α(P̃‖Q̃), the Rényi divergence of the subsampled clone pair
-    itself (bounds.md §9), at every real α > 1 (= D_α(Q̃‖P̃): Q̃ is P̃ swapped); +inf at orders
-    beyond the cell budget. Never below the exact sum over every cell (module docstring:
-    m-bins by the monotonicity in m and the linear scaling in the weight w_m, per bin an exact
-    window over a plus convexity × binomial-tail bounds, rounding slack, outward rounding)."""
-    return _pair_rdp(n, k, epsilon0, check_orders(orders), capped=False)[0]
+    itself (bounds.md §9; with ``randomizer="rr"`` the pair of clone probability 2/(e^{ε0}+1),
+    §12), at every real α > 1 (= D_α(Q̃‖P̃): Q̃ is P̃ swapped); +inf at orders beyond the cell
+    budget. Never below the exact sum over every cell (module docstring: m-bins by the
+    monotonicity in m and the linear scaling in the weight w_m, per bin an exact window over a
+    plus convexity × binomial-tail bounds, rounding slack, outward rounding)."""
+    return _pair_rdp(n, k, epsilon0, check_orders(orders), capped=False, randomizer=randomizer)[0]
 
 
 def _pair_rdp(
-    n: int, k: int, epsilon0: float, o: NDArray[np.float64], capped: bool
+    n: int, k: int, epsilon0: float, o: NDArray[np.float64], capped: bool, randomizer: str
 ) -> tuple[NDArray[np.float64], bool]:
     """The pair's certified D_α; ``capped``: orders beyond where it exceeds the cap's limit ε′
     may be left +inf, and the flag says so (:func:`_log_excess`)."""
     n, k, epsilon0 = _prepare(n, k, epsilon0)
+    p = clone_probability(epsilon0, randomizer)
     if epsilon0 == 0.0:
         return np.zeros(o.shape), False
     at = np.maximum(o, 1.0 + 1e-6)  # D_α is non-decreasing in α
     stop = amplified_epsilon(n, k, epsilon0) if capped else math.inf
-    lx, stopped = _log_excess(k, float(epsilon0), k / n, at, stop)
+    lx, stopped = _log_excess(k, float(epsilon0), k / n, at, stop, p)
     with np.errstate(over="ignore"):
         lx = lx + math.log1p(_SUM_SLACK)
         out: NDArray[np.float64] = round_up(np.logaddexp(0.0, lx) / (at - 1.0))
     return out, stopped
 
 
-def subsampled_clone_rdp(n: int, k: int, epsilon0: float, orders: ArrayLike) -> NDArray[np.float64]:
+def subsampled_clone_rdp(
+    n: int, k: int, epsilon0: float, orders: ArrayLike, randomizer: str = "any"
+) -> NDArray[np.float64]:
     """The ``subsampled_clones`` bound: an upper bound of the RDP of the subsampled shuffle at
     every real α > 1 (both directions), min(D_α(P̃‖Q̃) certified, Lemma 2.1.1's pure-DP cap).
 
@@ -525,10 +545,11 @@ def subsampled_clone_rdp(n: int, k: int, epsilon0: float, orders: ArrayLike) -> 
     caller falls back to its other bounds); orders above a group of orders where the pair
     already exceeds the cap's limit ε′ are not evaluated and get the cap (D_α is non-decreasing
     in α, so the minimum there is the cap). With γ = k/n = 1 the pair is the clone pair of k
-    users (:func:`accountant.clones.clone_rdp`).
+    users (:func:`accountant.clones.clone_rdp`). ``randomizer="rr"``: every user applies binary
+    or k-ary randomized response, whose clone probability is 2/(e^{ε0}+1) (bounds.md §12).
     """
     o = check_orders(orders)
-    val, stopped = _pair_rdp(n, k, epsilon0, o, capped=True)
+    val, stopped = _pair_rdp(n, k, epsilon0, o, capped=True, randomizer=randomizer)
     if float(epsilon0) == 0.0:
         return val
     cap = subsampled_cap(n, k, epsilon0, o)

@@ -20,8 +20,12 @@ from ._declare import (
     output_field,
     register,
     sampling_field,
+    spec,
     users_field,
 )
+
+#: the largest alphabet of the randomized-response events (mechanisms' K_MAX is smaller)
+MAX_CATEGORIES = 10**9
 
 
 @register
@@ -125,5 +129,151 @@ class SubsampledShuffleEvent(Event):
             {
                 ("subsampled_shuffle", self.n, self.k, self.epsilon0, self.output),
                 ("shuffle", self.k, self.epsilon0, self.output),
+            }
+        )
+
+
+RR_BOUNDS = ("upper", "clones_rr", "generic")
+_RR_SOURCE = (
+    "the clone decomposition of randomized response: every report is a clone of the changed user's "
+    "two components with probability 2/(e^{ε0}+1) (FMT21 §3's reduction with that clone probability), "
+    "order-wise minimum with the event's generic bounds; bounds.md §12"
+)
+
+
+def categories_field() -> Any:
+    return spec(
+        "integer",
+        "number of symbols of the randomized response (2: binary randomized response, reports are bits; "
+        "k ≥ 3: k-ary randomized response, keep the symbol w.p. e^{ε0}/(e^{ε0}+k−1), else another uniformly)",
+        default=2,
+        lo=2,
+        hi=MAX_CATEGORIES,
+    )
+
+
+def _rr_curve(generic: Any, n: int, k: int, epsilon0: float, orders: NDArray[np.float64], bound: str) -> Any:
+    """The curve of a randomized-response event: ``generic`` (the CurveDetail of the same
+    population under its generic bounds) tightened by the ``clones_rr`` bound, or one of them."""
+    if bound == "clones_rr":
+        return _b.rr_clones(n, k, epsilon0, orders, named=True)
+    if bound == "generic":
+        return generic().rdp
+    return _b.rr_upper_detail(generic(), n, k, epsilon0).rdp
+
+
+@register
+@dataclass(frozen=True, kw_only=True)
+class ShuffleRREvent(Event):
+    """n users each send ONE report of binary (categories = 2) or k-ary randomized response at ε0
+    through a shuffler. A randomizer known only by its ε0 is a ``shuffle`` event."""
+
+    PURE_EXACT: ClassVar[bool] = True
+    mechanism: ClassVar[str] = "shuffle_rr"
+    POSITION: ClassVar[int] = 0
+    RELATION: ClassVar[str] = REPLACE_ONE
+    SAMPLING: ClassVar[str] = "none: all n users report in every repetition"
+    SOURCE: ClassVar[str] = _RR_SOURCE + "; the generic bounds are the shuffle event's"
+    BOUNDS: ClassVar[tuple[str, ...]] = RR_BOUNDS
+    EXAMPLE: ClassVar[dict[str, Any]] = {"mechanism": "shuffle_rr", "n": 10000, "epsilon0": 1.0, "count": 100}
+
+    n: int = users_field("number of users whose reports are shuffled", solvable=True, population=True)
+    epsilon0: float = epsilon0_field(
+        "local privacy parameter ε0 of each report (exactly ε0-LDP randomized response)"
+    )
+    categories: int = categories_field()
+
+    def _generic(self, orders: NDArray[np.float64]) -> Any:
+        return lambda: _b.shuffle_upper_detail(self.n, self.epsilon0, orders, "discrete")
+
+    def unit_curve(self, orders: NDArray[np.float64], bound: str = "upper") -> NDArray[np.float64]:
+        out: NDArray[np.float64] = _rr_curve(
+            self._generic(orders), self.n, self.n, self.epsilon0, orders, bound
+        )
+        return out
+
+    def curve_sources(self, orders: NDArray[np.float64], bound: str = "upper") -> tuple[list[str], list[str]]:
+        if bound != "upper":
+            return [bound] * orders.size, []
+        d = _b.rr_upper_detail(self._generic(orders)(), self.n, self.n, self.epsilon0)
+        return list(d.sources), list(d.notes)
+
+    def pure_epsilon(self) -> float:
+        return self.epsilon0
+
+    def dominating_pair(self) -> HockeyStickPair:
+        # the clone pair of randomized response's clone probability (bounds.md §12), k = n
+        return subsampled_clone_pair_curve(self.n, self.n, self.epsilon0, "rr")
+
+    def heavy_parts(self) -> frozenset[HeavyPart]:
+        return frozenset(
+            {("shuffle", self.n, self.epsilon0, "discrete"), ("clones_rr", self.n, self.n, self.epsilon0)}
+        )
+
+
+@register
+@dataclass(frozen=True, kw_only=True)
+class SubsampledShuffleRREvent(Event):
+    """k of n users are sampled uniformly without replacement, each sampled user sends ONE report
+    of binary (categories = 2) or k-ary randomized response at ε0, the k reports are shuffled."""
+
+    mechanism: ClassVar[str] = "subsampled_shuffle_rr"
+    POSITION: ClassVar[int] = 1
+    RELATION: ClassVar[str] = REPLACE_ONE
+    SAMPLING: ClassVar[str] = SubsampledShuffleEvent.SAMPLING
+    SOURCE: ClassVar[str] = (
+        _RR_SOURCE
+        + " under sampling (the subsampled clone pair of bounds.md §9 with that clone probability); "
+        "the generic bounds are the subsampled_shuffle event's"
+    )
+    BOUNDS: ClassVar[tuple[str, ...]] = RR_BOUNDS
+    SAMPLED: ClassVar[bool] = True
+    EXAMPLE: ClassVar[dict[str, Any]] = {
+        "mechanism": "subsampled_shuffle_rr",
+        "n": 1000000,
+        "k": 1000,
+        "epsilon0": 2.0,
+        "count": 100000,
+    }
+
+    n: int = users_field("population size", solvable=True)
+    k: int = users_field("users sampled per round (1 ≤ k ≤ n)", solvable=True)
+    epsilon0: float = epsilon0_field(
+        "local privacy parameter ε0 of each report (exactly ε0-LDP randomized response)"
+    )
+    categories: int = categories_field()
+    sampling: str = sampling_field()
+
+    def validate(self) -> None:
+        if self.k > self.n:
+            raise InvalidEvent(f"k must be <= {self.n} (the population n), got {self.k}")
+
+    def _generic(self, orders: NDArray[np.float64]) -> Any:
+        return lambda: _b.subsampled_upper_detail(self.n, self.k, self.epsilon0, orders, "discrete")
+
+    def unit_curve(self, orders: NDArray[np.float64], bound: str = "upper") -> NDArray[np.float64]:
+        out: NDArray[np.float64] = _rr_curve(
+            self._generic(orders), self.n, self.k, self.epsilon0, orders, bound
+        )
+        return out
+
+    def curve_sources(self, orders: NDArray[np.float64], bound: str = "upper") -> tuple[list[str], list[str]]:
+        if bound != "upper":
+            return [bound] * orders.size, []
+        d = _b.rr_upper_detail(self._generic(orders)(), self.n, self.k, self.epsilon0)
+        return list(d.sources), list(d.notes)
+
+    def pure_epsilon(self) -> float:
+        return float(np.log1p(self.k / self.n * np.expm1(self.epsilon0)))
+
+    def dominating_pair(self) -> HockeyStickPair:
+        return subsampled_clone_pair_curve(self.n, self.k, self.epsilon0, "rr")
+
+    def heavy_parts(self) -> frozenset[HeavyPart]:
+        return frozenset(
+            {
+                ("subsampled_shuffle", self.n, self.k, self.epsilon0, "discrete"),
+                ("shuffle", self.k, self.epsilon0, "discrete"),
+                ("clones_rr", self.n, self.k, self.epsilon0),
             }
         )

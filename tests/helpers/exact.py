@@ -558,3 +558,76 @@ __all__ = [
     "shuffled",
     "two_stage",
 ]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Other users holding different inputs (the randomized-response audit of bounds.md §12)
+# ---------------------------------------------------------------------------------------------------
+
+
+def _convolve_hist(
+    dist: dict[tuple[int, ...], float], law: np.ndarray, times: int
+) -> dict[tuple[int, ...], float]:
+    """The law of histograms after ``times`` more users draw one symbol each from ``law``."""
+    for _ in range(times):
+        out: dict[tuple[int, ...], float] = {}
+        for h, p in dist.items():
+            for c, q in enumerate(law):
+                if q == 0.0:
+                    continue
+                h2 = h[:c] + (h[c] + 1,) + h[c + 1 :]
+                out[h2] = out.get(h2, 0.0) + p * q
+        dist = out
+        if len(dist) > MAX_SUPPORT:
+            raise ValueError("too many histograms for exact enumeration")
+    return dist
+
+
+def _hypergeometric(counts: Sequence[int], k: int) -> list[tuple[tuple[int, ...], float]]:
+    """Every way to sample k of the users whose symbols have ``counts`` (uniformly without
+    replacement), as (sampled counts per symbol, probability)."""
+    total = sum(counts)
+    out = []
+    for s in itertools.product(*(range(c + 1) for c in counts)):
+        if sum(s) == k:
+            ways = math.prod(math.comb(c, x) for c, x in zip(counts, s))
+            out.append((tuple(s), ways / math.comb(total, k)))
+    return out
+
+
+def mixed_shuffle(
+    laws: Sequence[np.ndarray], counts: Sequence[int], user: int, user_prime: int, k: int | None = None
+) -> ShuffledPair:
+    """Exact views of one shuffled round when the OTHER users hold different inputs: ``counts[x]``
+    other users hold input x, whose report has the law ``laws[x]`` (one law per input); the changed
+    user holds ``user`` in D and ``user_prime`` in D'; with ``k``, k of the n = Σ counts + 1 users are
+    sampled uniformly without replacement and the sample is not revealed. P = P_{D'}, Q = P_D over
+    the histograms of reports (what the shuffler shows)."""
+    laws = [np.asarray(v, dtype=float) for v in laws]
+    size = laws[0].size
+    n = sum(counts) + 1
+    k = n if k is None else k
+    p: dict[tuple[int, ...], float] = {}
+    q: dict[tuple[int, ...], float] = {}
+    zero = (0,) * size
+    # the changed user sampled (probability k/n): k − 1 others with it; else k others
+    for own, weight in ((True, k / n), (False, 1.0 - k / n)):
+        if weight == 0.0:
+            continue
+        for sampled, w in _hypergeometric(counts, k - 1 if own else k):
+            base = {zero: w * weight}
+            for x, c in enumerate(sampled):
+                base = _convolve_hist(base, laws[x], c)
+            if own:
+                targets = ((p, laws[user_prime]), (q, laws[user]))
+                for acc, law in targets:
+                    for h, v in _convolve_hist(base, law, 1).items():
+                        acc[h] = acc.get(h, 0.0) + v
+            else:
+                for acc in (p, q):
+                    for h, v in base.items():
+                        acc[h] = acc.get(h, 0.0) + v
+    keys = sorted(set(p) | set(q))
+    return ShuffledPair.from_laws(
+        np.array([p.get(h, 0.0) for h in keys]), np.array([q.get(h, 0.0) for h in keys])
+    )
