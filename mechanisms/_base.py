@@ -251,6 +251,21 @@ def report_events(
     return [sampled_round_event(n, k, message_epsilons, count, output)]
 
 
+def rr_events(
+    n: int | None, k: int | None, epsilon0: float, categories: int, count: int
+) -> list[dict[str, Any]]:
+    """The events of ``count`` shuffled rounds of randomized response over ``categories`` symbols
+    (one report per user): ``shuffle_rr`` over all n users, or ``subsampled_shuffle_rr`` with k of
+    n sampled per round — the randomizer-aware events (bounds.md §12), never above the generic
+    ``shuffle`` / ``subsampled_shuffle`` ones."""
+    n, k, count = check_population(n, k, count)
+    ev: dict[str, Any] = {"mechanism": "shuffle_rr", "n": int(n)}
+    if k is not None:
+        ev = {"mechanism": "subsampled_shuffle_rr", "n": int(n), "k": int(k)}
+    ev.update({"epsilon0": float(epsilon0), "categories": int(categories), "count": int(count)})
+    return [ev]
+
+
 # --------------------------------------------------------------------------------------------------
 # Base class
 # --------------------------------------------------------------------------------------------------

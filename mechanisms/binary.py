@@ -24,6 +24,7 @@ from ._base import (
     n_from,
     one_per_client,
     report_pair,
+    rr_events,
     rr_flip_probability,
     rr_variance,
     weighted_counts,
@@ -108,6 +109,11 @@ class BinaryRR(Mechanism):
         """E[(estimate − mean bit)²] = p(1−p)/((1−2p)² n), exactly, for any inputs."""
         return rr_variance(self.p) / n_from(n, x)
 
+    def events(self, n: int | None, k: int | None = None, count: int = 1) -> list[dict[str, Any]]:
+        """``shuffle_rr`` (or ``subsampled_shuffle_rr`` with k) at categories = 2: binary randomized
+        response's own amplification bound (bounds.md §12)."""
+        return rr_events(n, k, self.epsilon0, 2, count)
+
 
 class KaryRR(Mechanism):
     """k-ary randomized response — thesis ch. 7 (RR row of Table 7.1, [War65]).
@@ -183,6 +189,11 @@ class KaryRR(Mechanism):
         a = (e + self.k - 1) / (e - 1)
         q, r = self.keep_probability, self.other_probability
         return a * a * (q * (1 - q) + (self.k - 1) * r * (1 - r)) / n
+
+    def events(self, n: int | None, k: int | None = None, count: int = 1) -> list[dict[str, Any]]:
+        """``shuffle_rr`` (or ``subsampled_shuffle_rr`` with k users sampled) at categories = this
+        mechanism's k symbols: k-ary randomized response's own bound (bounds.md §12)."""
+        return rr_events(n, k, self.epsilon0, self.k, count)
 
 
 class BinaryVector(Mechanism):

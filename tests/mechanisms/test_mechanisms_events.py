@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+import accountant
 import mechanisms
 from mechanisms import InputError, ParameterError, UnknownMechanismError
 
@@ -48,8 +49,6 @@ EXAMPLES = {
 @pytest.mark.parametrize(
     "name,params",
     [
-        ("binary_rr", {"epsilon0": 0.8}),
-        ("kary_rr", {"epsilon0": 0.8, "k": 5}),
         ("l1", {"epsilon0": 0.8, "d": 7}),
         ("hadamard_response", {"epsilon0": 0.8, "k": 9}),
         ("user_range", {"epsilon0": 0.8, "B": 2.0, "tau": 0.3}),
@@ -72,6 +71,29 @@ def test_single_report_events(name, params):
             "inner": [{"mechanism": "shuffle", "epsilon0": 0.8, "count": 1}],
         }
     ]
+
+
+@pytest.mark.parametrize(
+    "name,params,categories", [("binary_rr", {"epsilon0": 0.8}, 2), ("kary_rr", {"epsilon0": 0.8, "k": 5}, 5)]
+)
+def test_randomized_response_events_name_their_randomizer(name, params, categories):
+    """Randomized response is accounted as itself (bounds.md §12), not as any 0.8-LDP randomizer."""
+    mech = mechanisms.get(name, **params)
+    assert mech.events(n=5000, count=40) == [
+        {"mechanism": "shuffle_rr", "n": 5000, "epsilon0": 0.8, "categories": categories, "count": 40}
+    ]
+    assert mech.events(n=5000, k=100, count=7) == [
+        {
+            "mechanism": "subsampled_shuffle_rr",
+            "n": 5000,
+            "k": 100,
+            "epsilon0": 0.8,
+            "categories": categories,
+            "count": 7,
+        }
+    ]
+    generic = accountant.epsilon([{"mechanism": "shuffle", "n": 5000, "epsilon0": 0.8, "count": 40}], 1e-6)[0]
+    assert accountant.epsilon(mech.events(n=5000, count=40), 1e-6)[0] < 0.95 * generic
 
 
 def test_binary_vector_events_one_per_slot():
@@ -211,8 +233,13 @@ def _hand_events(name, params, n, k, T):
         w = [4 ** (-j / 3) for j in range(1, m)] + [4 ** (-(m - 1) / 3)]
         return [e0 * x / sum(w) / s for x in w for _ in range(s)]
 
-    if name == "binary_rr":
-        return round_of([params["epsilon0"]])
+    if name == "binary_rr":  # randomized response names itself (bounds.md §12)
+        pop = (
+            {"mechanism": "shuffle_rr", "n": n}
+            if k is None
+            else {"mechanism": "subsampled_shuffle_rr", "n": n, "k": k}
+        )
+        return [{**pop, "epsilon0": params["epsilon0"], "categories": 2, "count": T}]
     if name == "binary_vector":
         return round_of([params["epsilon0"] / params["s"]] * params["s"])
     if name in ("linf", "l2"):

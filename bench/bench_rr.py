@@ -1,0 +1,134 @@
+"""Randomizer-aware amplification (bounds.md §12): the ``shuffle_rr`` event of binary randomized
+response against the generic ``shuffle`` event and the exact shuffled binary RR.
+
+Run: python bench/bench_rr.py   → writes bench/results_rr.md
+
+*Exact* is the shuffled binary RR with every other user holding 0 (the count of reported ones;
+changed user 0 ↔ 1, both directions), composed T times by dp_accounting's PLD of the two pmfs
+(value discretization 1e-4): pessimistic (an upper estimate of that pair) and optimistic (a lower
+one). It is a reference, not the worst case: other splits of the inputs can be worse
+(tests/audit/test_rr_events_audit.py). Timing: a cold ``best`` answer (every cache cleared)
+against dp_accounting's PLDAccountant baseline of issue 23 (bench_pld.baseline), same process.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from _util import write_results  # noqa: E402
+from bench_pld import baseline, cold, ms  # noqa: E402
+from dp_accounting.pld import privacy_loss_distribution as pldlib  # noqa: E402
+from scipy.stats import binom  # noqa: E402
+
+import accountant  # noqa: E402
+
+DELTA = 1e-8
+POINTS = [  # (n, ε0, T): issue 24's three, then our own
+    (10**6, 0.5, 10**5),
+    (10**6, 2.0, 10**4),
+    (10**4, 4.0, 100),
+    (10**5, 1.0, 1000),
+    (10**7, 1.0, 10**4),
+    (10**3, 2.0, 10),
+]
+
+
+def exact_pair(n: int, eps0: float) -> tuple[dict[int, float], dict[int, float]]:
+    """log-pmfs of the number of reported ones: others ~ Bin(n−1, r), the changed user's bit 1 / 0."""
+    r = 1.0 / (math.exp(eps0) + 1.0)
+    sd = math.sqrt((n - 1) * r * (1 - r))
+    lo, hi = max(0, int((n - 1) * r - 40 * sd)), min(n - 1, int((n - 1) * r + 40 * sd) + 1)
+    y = np.arange(lo, hi + 2)
+    lf = binom.logpmf(y, n - 1, r)
+    lf1 = binom.logpmf(y - 1, n - 1, r)
+    lp = np.logaddexp(math.log1p(-r) + lf1, math.log(r) + lf)  # changed user holds 1
+    lq = np.logaddexp(math.log(r) + lf1, math.log1p(-r) + lf)  # holds 0
+    keep = np.isfinite(lp) & np.isfinite(lq)
+    return dict(zip(y[keep].tolist(), lp[keep].tolist())), dict(zip(y[keep].tolist(), lq[keep].tolist()))
+
+
+def exact_epsilon(n: int, eps0: float, T: int, pessimistic: bool) -> float:
+    lp, lq = exact_pair(n, eps0)
+    out = 0.0
+    for a, b in ((lp, lq), (lq, lp)):
+        pld = pldlib.from_two_probability_mass_functions(
+            a, b, pessimistic_estimate=pessimistic, value_discretization_interval=1e-4
+        )
+        out = max(out, pld.self_compose(T).get_epsilon_for_delta(DELTA))
+    return float(out)
+
+
+def rr_mse(eps0: float) -> float:
+    """Binary RR's per-report variance of the de-biased bit, p(1−p)/(1−2p)² (mechanisms.BinaryRR)."""
+    p = 1.0 / (1.0 + math.exp(eps0))
+    return p * (1 - p) / (1 - 2 * p) ** 2
+
+
+def main() -> list[str]:
+    load0 = os.getloadavg()
+    lines = [
+        "| n | ε0 | T | generic `shuffle`, best | `shuffle_rr`, rdp | `shuffle_rr`, best | exact, optimistic | exact, pessimistic | best / exact (pess.) | generic / exact |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for n, e0, T in POINTS:
+        gen = accountant.epsilon([{"mechanism": "shuffle", "n": n, "epsilon0": e0, "count": T}], DELTA)[0]
+        ev = [{"mechanism": "shuffle_rr", "n": n, "epsilon0": e0, "count": T}]
+        rdp = accountant.epsilon(ev, DELTA, accounting="rdp")[0]
+        best = accountant.epsilon(ev, DELTA)[0]
+        lo, hi = exact_epsilon(n, e0, T, False), exact_epsilon(n, e0, T, True)
+        assert best >= lo, (n, e0, T, best, lo)  # never below the exact loss of this pair
+        lines.append(
+            f"| {n:g} | {e0:g} | {T:g} | {gen:.4f} | {rdp:.4f} | **{best:.4f}** | {lo:.4f} | {hi:.4f} | "
+            f"{best / hi:.3f} | {gen / hi:.3f} |"
+        )
+    lines += [
+        "",
+        "Calibration: the largest ε0 whose T rounds stay within (ε = 1, δ = 1e-8), and binary RR's MSE there",
+        "(p(1−p)/((1−2p)² n), p = 1/(1+e^{ε0}); `accountant.calibrate`, each route as named).",
+        "",
+        "| n | T | accounting | generic `shuffle` ε0 | `shuffle_rr` ε0 | MSE generic / MSE rr |",
+        "|---|---|---|---|---|---|",
+    ]
+    for n, T in ((10**6, 10**4), (10**6, 10**5), (10**5, 1000)):
+        for acc in ("rdp", "best"):
+            e_gen = accountant.calibrate({"mechanism": "shuffle", "n": n, "count": T}, "epsilon0", 1.0, DELTA, accounting=acc).value
+            e_rr = accountant.calibrate({"mechanism": "shuffle_rr", "n": n, "count": T}, "epsilon0", 1.0, DELTA, accounting=acc).value
+            lines.append(f"| {n:g} | {T:g} | {acc} | {e_gen:.4f} | **{e_rr:.4f}** | {rr_mse(e_gen) / rr_mse(e_rr):.2f}× |")
+    base, cold_rr, cold_generic = [], [], []
+    for _ in range(3):
+        base.append(ms(baseline)[0])
+        cold()
+        cold_rr.append(ms(lambda: accountant.epsilon([{"mechanism": "shuffle_rr", "n": 10**6, "epsilon0": 0.5, "count": 10**5}], DELTA))[0])
+        cold()
+        cold_generic.append(ms(lambda: accountant.epsilon([{"mechanism": "shuffle", "n": 10**6, "epsilon0": 0.5, "count": 10**5}], DELTA))[0])
+    b = statistics.median(base)
+    load1 = os.getloadavg()
+    lines += [
+        "",
+        f"Load average before / after: {load0[0]:.2f} / {load1[0]:.2f} (2 cores, shared); δ = {DELTA:g}.",
+        "",
+        "| cold `best` answer (n = 10⁶, ε0 = 0.5, T = 10⁵), median of 3 | ms | ratio to the baseline |",
+        "|---|---|---|",
+        f"| baseline: dp_accounting PLDAccountant, Poisson Gaussian q = 0.01, σ = 1.1, 10⁴ rounds | {b:.0f} | 1 |",
+        f"| `shuffle_rr` | {statistics.median(cold_rr):.0f} | **{statistics.median(cold_rr) / b:.3f}** |",
+        f"| `shuffle` (generic) | {statistics.median(cold_generic):.0f} | {statistics.median(cold_generic) / b:.3f} |",
+    ]
+    return lines
+
+
+if __name__ == "__main__":
+    t0 = time.time()
+    out = main()
+    path = write_results("results_rr.md", "Randomizer-aware amplification: shuffled binary randomized response", out)
+    print(path.read_text())
+    print(f"({time.time() - t0:.0f} s)")
