@@ -19,6 +19,9 @@ Layout: ``_api.py`` describes every endpoint once (method signatures mirror the 
 ``errors.py`` are the typed results and exceptions. Helpers built on top of the client for
 training pipelines (several calls per step, e.g. plan → charge a round → report) belong in their
 own module here (``privacy_accountant/pipeline.py``), exported below.
+
+It is its own distribution, ``privacy-accountant-client`` (``client/pyproject.toml``): installing it
+installs this package and httpx and pydantic, nothing of the service.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 
 try:
-    __version__ = version("privacy-accountant")
+    __version__ = version("privacy-accountant-client")
 except PackageNotFoundError:  # pragma: no cover - running from a source tree that is not installed
     __version__ = "0.0.0"
 
