@@ -454,3 +454,7 @@ class HealthResponse(BaseModel):
     )
     default_orders: int = Field(description="number of orders on the default grid")
     grid_version: int
+    api_keys_configured: bool = Field(
+        description="whether the service was started with API keys (ACCOUNTANT_API_KEYS); without them "
+        "the ledger and the dashboard refuse every key"
+    )
