@@ -11,6 +11,9 @@
 
 :class:`AsyncAccountantClient` has the same methods as coroutines. Results are typed models
 (:mod:`privacy_accountant.models`); errors are typed exceptions (:mod:`privacy_accountant.errors`).
+Wherever a method takes events it also takes dp_accounting ``DpEvent`` objects, converted without
+importing dp_accounting (:mod:`privacy_accountant.dp_events`; unsupported ones raise
+:class:`UnsupportedDpEvent` saying why).
 The package needs only ``httpx`` and ``pydantic`` and never imports the service's own modules, so it
 imports inside any project (including one with its own ``app`` package).
 
@@ -36,6 +39,7 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree th
 from privacy_accountant import models
 from privacy_accountant.aio import AsyncAccountantClient
 from privacy_accountant.client import AccountantClient
+from privacy_accountant.dp_events import UnsupportedDpEvent
 from privacy_accountant.errors import (
     AccountantError,
     AccountantHTTPError,
@@ -76,4 +80,5 @@ __all__ = [
     "ServerError",
     "TransportError",
     "error_from_response",
+    "UnsupportedDpEvent",
 ]
