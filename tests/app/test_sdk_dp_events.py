@@ -4,6 +4,7 @@ dp_accounting nor the service's packages unless it is given a ``DpEvent``."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -25,7 +26,14 @@ def test_the_sdk_imports_nothing_heavy_until_given_a_dp_event():
         "heavy = [m for m in ('numpy', 'dp_accounting', 'accountant', 'app', 'mechanisms') if m in sys.modules]\n"
         "assert not heavy, heavy\n"
     )
-    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    # this checkout's SDK (client/), whatever the environment's editable install points at
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "client"), os.environ.get("PYTHONPATH", "")]),
+    }
+    r = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60, env=env
+    )
     assert r.returncode == 0, r.stderr
 
 
