@@ -11,6 +11,7 @@ Pure numpy/scipy; no web, no database. Public API::
     epsilon_routed / delta_routed -> RoutedGuarantee (the route that won, every route's value)
     account(events, orders=None) -> Account (RDP part, additive δ, (ε, δ) releases)
     DEFAULT_ORDERS, event classes and event_from_dict
+    from_dp_event(dp_event) -> [Event];  to_dp_event(events) -> DpEvent  (dp_accounting interop)
 
 Formulas and their corrections: see each function's docstring (bounds.md in the docs).
 """
@@ -35,7 +36,14 @@ from .composition import (
     event_rdp,
 )
 from .conversion import delta_from_rdp, epsilon_from_rdp
-from .errors import AccountantError, BoundNotApplicable, InfeasibleTarget, InvalidEvent, InvalidParameter
+from .errors import (
+    AccountantError,
+    BoundNotApplicable,
+    InfeasibleTarget,
+    InvalidEvent,
+    InvalidParameter,
+    UnsupportedDpEvent,
+)
 from .events import (
     EVENT_TYPES,
     AboveThresholdEvent,
@@ -52,10 +60,14 @@ from .events import (
     as_event,
     event_from_dict,
 )
+from .interop import from_dp_event, to_dp_event
 from .orders import DEFAULT_GRID_VERSION, DEFAULT_ORDERS
 from .routes import ACCOUNTING, RoutedGuarantee, RouteValue, delta, delta_routed, epsilon, epsilon_routed
 
 __all__ = [
+    "UnsupportedDpEvent",
+    "from_dp_event",
+    "to_dp_event",
     "SOLVE_FOR",
     "CalibrationResult",
     "RoundsCurve",

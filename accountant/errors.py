@@ -35,3 +35,8 @@ class InfeasibleTarget(AccountantError):
         super().__init__(message)
         self.best_epsilon = best_epsilon
         self.best_value = best_value
+
+
+class UnsupportedDpEvent(InvalidEvent):
+    """A dp_accounting ``DpEvent`` no bound here covers (or an event no ``DpEvent`` means the same
+    as): :func:`accountant.from_dp_event` / :func:`accountant.to_dp_event`; the message says why."""

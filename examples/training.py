@@ -50,8 +50,8 @@ from pathlib import Path
 import numpy as np
 
 import mechanisms
-from app.client import AccountantClient, AccountantHTTPError, Conflict, TransportError
 from mechanisms.winsorized_sgd import WinsorizedSGD, clip_rows_l2, project_l2_ball
+from privacy_accountant import AccountantClient, AccountantHTTPError, Conflict, TransportError
 from privacy_accountant.pipeline import Pipeline, field_of
 
 HERE = Path(__file__).resolve().parent
@@ -388,8 +388,23 @@ def run(a: argparse.Namespace, url: str, api_key: str) -> int:
     return 0
 
 
+def missing_extra() -> str | None:
+    """The one-line install hint when the `examples` extra (scikit-learn, matplotlib) is missing."""
+    try:
+        import matplotlib  # noqa: F401
+        import sklearn  # noqa: F401
+    except ImportError as exc:
+        name = {"sklearn": "scikit-learn"}.get(exc.name or "", exc.name or "scikit-learn and matplotlib")
+        return f"error: this example needs {name}: pip install -e '.[examples]' (in the clone)"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     a = parse_args(argv)
+    hint = missing_extra()
+    if hint:
+        print(hint, file=sys.stderr)
+        return 2
     try:
         if a.url:
             return run(a, a.url, a.api_key)

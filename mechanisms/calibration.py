@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from accountant import epsilon_guarantee
+from accountant import EVENT_TYPES, epsilon_guarantee
 from accountant.calibration import Domain, find_crossing
 
 from ._base import EPS0_MAX, CalibrationTimeout, Mechanism, ParameterError
@@ -30,6 +30,8 @@ from .catalog import mechanism_class
 
 #: the knob of the central noise-adding mechanisms (every other non-``CentralMechanism`` one solves ε0)
 _CENTRAL_KNOB = {"gaussian": "noise_multiplier", "laplace": "scale"}
+#: the accountant event type whose declared field each knob sets (its ``Calibrate`` marker gives the direction)
+_KNOB_EVENT = {"noise_multiplier": "gaussian", "scale": "laplace", "epsilon0": "shuffle"}
 
 
 def probe_params(name: str, params: dict[str, Any], n: int | None = None) -> dict[str, Any]:
@@ -55,11 +57,25 @@ def calibration_probe(name: str) -> dict[str, float]:
 
 
 def _knob_domain(knob: str, rel_tol: float) -> Domain:
-    """ε0 grows the loss (the feasible values lie below the crossing); a noise scale shrinks it."""
+    """How ε moves with the knob — ε0 grows the loss, a noise scale shrinks it — and the search's
+    coordinate, from the accountant's declaration of the event field the knob sets (its
+    :class:`accountant.events.Calibrate` marker); the limits are the mechanism's own."""
+    marker = EVENT_TYPES[_KNOB_EVENT[knob]].specs()[knob].calibrate
+    assert marker is not None  # declared calibratable (tests/mechanisms)
     if knob == "epsilon0":
-        return Domain(lo=1e-6, hi=EPS0_MAX, integer=False, increasing=True, rtol=rel_tol, start=1.0)
-    lo = 1e-3 if knob == "noise_multiplier" else 1.0 / EPS0_MAX
-    return Domain(lo=lo, hi=1e6, integer=False, increasing=False, rtol=rel_tol, start=1.0)
+        lo, hi = 1e-6, EPS0_MAX
+    else:
+        lo, hi = (1e-3 if knob == "noise_multiplier" else 1.0 / EPS0_MAX), 1e6
+    return Domain(
+        lo=lo,
+        hi=hi,
+        integer=False,
+        increasing=marker.increasing,
+        coord=marker.coord,
+        slope=marker.slope,
+        rtol=rel_tol,
+        start=1.0,
+    )
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Static typing is enforced in CI: ``mypy --strict`` must pass on the modules listed under
 ``[tool.mypy] files`` in pyproject.toml (the typed part of ``accountant/`` and ``mechanisms/``), and
 plain ``mypy`` (its default, non-strict checks: the ``app.*``/``privacy_accountant.*`` override of
-pyproject.toml) on the service ``app/`` and the SDK ``privacy_accountant/``."""
+pyproject.toml) on the service ``app/`` and the SDK ``client/privacy_accountant/``."""
 
 import subprocess
 import sys
@@ -48,7 +48,7 @@ def test_service_config_is_checked_not_ignored():
 @pytest.mark.slow
 def test_mypy_service_and_sdk():
     r = subprocess.run(
-        [sys.executable, "-m", "mypy", "--config-file", "pyproject.toml", "app", "privacy_accountant"],
+        [sys.executable, "-m", "mypy", "--config-file", "pyproject.toml", "app", "client/privacy_accountant"],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -59,7 +59,7 @@ def _dp_accounting() -> tuple[ModuleType, ModuleType]:
         from dp_accounting.pld import pld_pmf, privacy_loss_distribution
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise RuntimeError(
-            "the PLD baseline needs dp_accounting: pip install 'privacy-accountant[pld]'"
+            "the PLD baseline needs dp_accounting: pip install -e '.[pld]' (in a clone of the repository)"
         ) from exc
     return pld_pmf, privacy_loss_distribution
 

@@ -15,7 +15,10 @@ grid points at real orders. Call it F. Every returned answer x is recomputed wit
 ``F(x) <= target`` (the reported ε is F(x)), and one step further is already above the target:
 
 * ``epsilon0`` — the largest ε0: ``F(ε0·(1 + 1e-5)) > target`` (the search brackets the crossing
-  to a relative width of 1e-6, then checks that nudge explicitly with F);
+  to a relative width of 1e-6, then checks that nudge explicitly with F); likewise the largest
+  ``epsilon`` of a pure-DP, exponential or AboveThreshold release;
+* ``noise_multiplier`` (Gaussian), ``scale`` (Laplace) — the smallest noise:
+  ``F(x / (1 + 1e-5)) > target``;
 * ``count`` — the most rounds: ``F(count + 1) > target``;
 * ``n`` — the fewest users: ``F(n − 1) > target``;
 * ``k`` — the LARGEST sample size per round (see below): ``F(k + 1) > target``;
@@ -25,7 +28,11 @@ n = k, k = n): then ``result.at_limit`` is True and the note says so. When no va
 parameter meets the target, :class:`~accountant.errors.InfeasibleTarget` is raised with the best
 ε that is achievable (``best_epsilon``, and the value giving it as ``best_value``): ε0 → 0
 (ε0 = 1e-10), one round, n = 10¹⁵ users, k = 1. The unknown may be any such top-level field of
-any event type that has it; its domain comes from :func:`field_domain`.
+any event type that has it, or of an inner event of a sampled event (``inner[0].noise_multiplier``,
+or the bare name when exactly one inner event has that field: "which noise multiplier gives
+ε = 2 over 1,000 rounds sampling 10⁴ of 10⁶ clients" is one call); which fields qualify and in
+which direction ε moves with each is declared once, on the field (:class:`accountant.events.Calibrate`),
+and its domain comes from :func:`field_domain`.
 
 Direction of ``k`` (subsampled shuffle, n fixed). Mostly one round's RDP grows with k: the
 sampling probability γ = k/n rises, and the amplification by sampling weakens faster than the
@@ -53,7 +60,7 @@ infeasible) and is the extreme feasible value wherever F is monotone.
 
 How. ``count`` needs no search: RDP is linear in the count, so the closed form of
 :mod:`~accountant.calibration.counts` gives it, checked with F at the answer and the answer + 1.
-``epsilon0``, ``n``, ``k``: one crossing-finder (:mod:`~accountant.calibration.crossing`:
+Every other unknown: one crossing-finder (:mod:`~accountant.calibration.crossing`:
 bracket, ``scipy.optimize.brentq`` on log ε against u = log x or log(e^{ε0} − 1), bisection to
 finish) run on F's cheap prefix form, its answer verified with F, and if F disagrees the search
 repeated with F itself, then by bisection with F (:mod:`~accountant.calibration.search`).
@@ -86,6 +93,8 @@ from .fields import (
     event_fields,
     field_domain,
     infeasible,
+    resolve,
+    unknown_domain,
 )
 from .search import Answer, solve
 
@@ -113,6 +122,7 @@ class CalibrationResult:
     evaluations: int = 0
     accounting: str = "rdp"
     route: str = "rdp"
+    direction: str = "largest"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form: api.md's ``{"event", "epsilon", "delta", "order"}`` plus the rest."""
@@ -130,6 +140,7 @@ class CalibrationResult:
             "evaluations": self.evaluations,
             "accounting": self.accounting,
             "route": self.route,
+            "direction": self.direction,
         }
 
 
@@ -159,8 +170,14 @@ def calibrate(
       grows with k (γ = k/n), so for a fixed number of rounds the most clients per round that
       keep the target is the useful answer; k + 1 misses. ε is not monotone in k everywhere
       (module docstring), so the search comes down from k = n by halving, looks between scanned
-      points, and returns the largest feasible k it finds.
+      points, and returns the largest feasible k it finds;
+    * ``"noise_multiplier"`` (Gaussian), ``"scale"`` (Laplace) — the smallest noise: x/(1 + 1e-5)
+      misses; ``"epsilon"`` (pure-DP, exponential, AboveThreshold) — the largest ε;
+    * a field of an inner event of a sampled event: ``"inner[i].<field>"``, or the bare field name
+      when it picks out one inner event (the one that leaves it out); several →
+      :class:`InvalidParameter` naming them. ``result.solve_for`` is the resolved name.
 
+    ``result.direction`` is ``"largest"`` or ``"smallest"``: the field's declared direction.
     The result's ε and order are recomputed with :func:`epsilon_guarantee` for the returned event
     (same grid, conversion and refinement as everywhere) and ε ≤ target_epsilon always.
     ``progress(fraction, epsilon)`` is called after each curve evaluation (fraction in [0, 1),
@@ -178,42 +195,43 @@ def calibrate(
     t = check_target(target_epsilon)
     delta = check_target_delta(delta)
     grid = _grid(orders)
-    base, guess = base_event(event, solve_for)
+    base, guess, unknown = base_event(event, solve_for)
     if progress is not None and not callable(progress):
         raise InvalidParameter("progress must be a callable progress(fraction, epsilon) or None")
     check_accounting(accounting)
-    dom = field_domain(base.to_dict(), solve_for)
-    ev = Evaluator(base, solve_for, delta, grid, progress)
+    dom = unknown_domain(base.to_dict(), unknown)
+    ev = Evaluator(base, unknown, delta, grid, progress)
     try:
         value, g, at_limit = _solve_rdp(ev, base, dom, t, guess)
     except InfeasibleTarget as exc:
         if accounting == "rdp":
             raise
         value = dom.feasible_end if exc.best_value is None else exc.best_value
-        routed = RoutedEvaluator(base, solve_for, delta, grid, progress, accounting, ev.evaluations)
+        routed = RoutedEvaluator(base, unknown, delta, grid, progress, accounting, ev.evaluations)
         best = routed.epsilon(value)
         if not best <= t:  # no route meets it where the RDP route came closest: the best ε reported
             if exc.best_epsilon is not None and exc.best_epsilon <= best:
                 raise
-            raise infeasible(solve_for, dom, t, delta, value, best) from None
+            raise infeasible(unknown, dom, t, delta, value, best) from None
     route = "rdp"
     if accounting != "rdp":
-        ev = RoutedEvaluator(base, solve_for, delta, grid, progress, accounting, ev.evaluations)
+        ev = RoutedEvaluator(base, unknown, delta, grid, progress, accounting, ev.evaluations)
         value, g, at_limit = solve(ev, dom, t, start=value)
         route = ev.route(value)
     if progress is not None:
         progress(1.0, float(g.epsilon))
     return CalibrationResult(
-        event=base.replace(**{solve_for: value}).to_dict(),
+        event=event_from_dict(unknown.put(base.to_dict(), value)).to_dict(),
         epsilon=float(g.epsilon),
         delta=delta,
         order=float(g.order),
-        solve_for=solve_for,
+        solve_for=unknown.name,
         value=value,
         target_epsilon=t,
         orders=tuple(grid.tolist()),
         at_limit=at_limit,
-        note=at_limit_note(solve_for, dom, value) if at_limit else "",
+        note=at_limit_note(unknown.name, dom, value) if at_limit else "",
+        direction=unknown.marker.direction,
         evaluations=ev.evaluations,
         accounting=accounting,
         route=route,
@@ -264,4 +282,5 @@ __all__ = [
     "event_fields",
     "field_domain",
     "find_crossing",
+    "resolve",
 ]

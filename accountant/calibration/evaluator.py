@@ -25,9 +25,10 @@ from ..combination import ZetaExceedsDelta
 from ..composition import Guarantee, epsilon_guarantee, event_rdp
 from ..conversion import epsilon_vector
 from ..errors import AccountantError
-from ..events import Event
+from ..events import Event, event_from_dict
 from ..routes import epsilon_routed
 from .crossing import Number
+from .fields import Unknown
 
 ProgressCallback = Callable[[float, float], object]
 MAX_EVALUATIONS = 600  # curve evaluations of one calibration (never reached in practice)
@@ -35,7 +36,8 @@ _ABOVE = 6  # grid orders kept above the prefix's minimiser
 
 
 class Evaluator:
-    """F for one calibration: ``event(x)`` is ``base`` with the unknown ``field`` set to ``x``.
+    """F for one calibration: ``event(x)`` is ``base`` with the unknown (its ``field``, the
+    unknown's name) set to ``x``.
 
     Values are cached per x. Each new value (of F or of its prefix form) counts towards
     ``evaluations`` (bounded by ``MAX_EVALUATIONS``) and calls ``progress(fraction, epsilon)``
@@ -45,13 +47,15 @@ class Evaluator:
     def __init__(
         self,
         base: Event,
-        field: str,
+        unknown: Unknown,
         delta: float,
         grid: NDArray[np.float64],
         progress: ProgressCallback | None,
     ) -> None:
         self.base = base
-        self.field = field
+        self.unknown = unknown
+        self.field = unknown.name
+        self._base_dict = base.to_dict()
         self.delta = delta
         self.grid = grid
         self.key = tuple(grid.tolist())
@@ -62,7 +66,7 @@ class Evaluator:
         self._top = grid.size - 1
 
     def event(self, x: Number) -> Event:
-        return self.base.replace(**{self.field: x})
+        return event_from_dict(self.unknown.put(self._base_dict, x))
 
     def _tick(self, eps: float) -> None:
         self.evaluations += 1
@@ -158,14 +162,14 @@ class RoutedEvaluator(Evaluator):
     def __init__(
         self,
         base: Event,
-        field: str,
+        unknown: Unknown,
         delta: float,
         grid: NDArray[np.float64],
         progress: ProgressCallback | None,
         accounting: str,
         evaluations: int = 0,
     ) -> None:
-        super().__init__(base, field, delta, grid, progress)
+        super().__init__(base, unknown, delta, grid, progress)
         self.accounting = accounting
         self.evaluations = evaluations
         self._routes: dict[Number, str] = {}

@@ -1,15 +1,14 @@
 """The unknown of a calibration: which event fields can be solved for, and their domains.
 
-The unknown is a top-level numeric field of the event (api.md form). Everything the search needs
-to know about it comes from :func:`field_domain`: its limits (integer or real, lower and upper
-end, from the accountant's parameter limits and the event's other fields: n ≥ k) and how ε moves
-with it:
-
-* ``epsilon0`` — real in [1e-10, 50]; ε grows with ε0 (searched in u = log(e^{ε0} − 1));
-* ``count`` — integer in [1, 10¹²]; ε grows with the count (RDP is linear in it: closed form);
-* ``n`` — integer in [k (or 1), 10¹²]; ε falls as n grows;
-* ``k`` — integer in [1, n]; mostly grows with k but is not monotone everywhere (the search comes
-  down from the infeasible end k = n; see :mod:`accountant.calibration`).
+The unknown is a numeric field the event declarations mark as calibratable (a
+:class:`accountant.events.Calibrate` marker on the field: ``epsilon0``, ``count``, ``n``, ``k``,
+the ``noise_multiplier`` of a Gaussian, the ``scale`` of a Laplace, the ``epsilon`` of a pure-DP,
+exponential or AboveThreshold release) — of the event itself, or of one of the inner events of a
+sampled event (``inner[i].noise_multiplier``; the bare name when it picks one inner event out:
+:func:`resolve`). Everything the search needs to know about it comes from :func:`field_domain`:
+its limits (integer or real, lower and upper end, from the field's declaration narrowed by the
+event's other fields: n ≥ k) and how ε moves with it (the marker: ε grows with ε0, ε, the count
+and — mostly — k; it falls as the noise or n grows; :mod:`accountant.calibration` on k).
 
 Any event type with such a field can be calibrated for it; an event without it is a clear error.
 """
@@ -19,47 +18,144 @@ from __future__ import annotations
 import functools
 import math
 import numbers
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
 from .._validation import check_delta
 from ..errors import InfeasibleTarget, InvalidEvent, InvalidParameter
-from ..events import EVENT_TYPES, Event, event_from_dict
+from ..events import EVENT_TYPES, Calibrate, Event, Spec, event_from_dict
 from .crossing import Domain, Number
 
-SOLVE_FOR = ("epsilon0", "count", "n", "k")
+#: every field name some event type lets calibration solve for (from the declarations)
+SOLVE_FOR: tuple[str, ...] = tuple(
+    dict.fromkeys(n for c in EVENT_TYPES.values() for n, s in c.specs().items() if s.solvable)
+)
 #: what calibration accepts as the event: an api.md dict, an event object or a
 #: ``functools.partial`` of an event class (checked by :func:`base_event`)
 EventLike = Mapping[str, Any] | Event | functools.partial[Event]
-EPSILON0_FLOOR = 1e-10  # smallest ε0 searched: below it a report carries essentially no information
+_PATH = re.compile(r"^([a-z_]+)\[([0-9]{1,4})\]\.([a-z_0-9]+)$")
 
 
 @dataclass(frozen=True)
-class _Behaviour:
-    """How ε moves with an unknown (the :class:`Domain` fields other than its limits)."""
+class Unknown:
+    """The field a calibration solves for: ``field`` of the event itself (``parent`` None), or of
+    its inner event ``index`` in the events field ``parent``; ``name`` says which
+    (``noise_multiplier``, ``inner[0].noise_multiplier``)."""
 
-    increasing: bool
-    monotone: bool = True
-    coord: str = "log"
-    slope: float = 1.0
-    start: Number | None = None
+    name: str
+    field: str
+    spec: Spec
+    parent: str | None = None
+    index: int | None = None
+
+    @property
+    def marker(self) -> Calibrate:
+        assert self.spec.calibrate is not None  # only calibratable fields become unknowns
+        return self.spec.calibrate
+
+    def holder(self, d: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The api.md dict that holds the field (the event, or its inner event)."""
+        if self.parent is None:
+            return d
+        return _item(d[self.parent][self.index])
+
+    def put(self, d: Mapping[str, Any], x: Any) -> dict[str, Any]:
+        """A copy of the api.md dict ``d`` with the unknown set to ``x``."""
+        out = dict(d)
+        if self.parent is None:
+            out[self.field] = x
+            return out
+        items = [_item(e) for e in d[self.parent]]
+        items[cast(int, self.index)] = {**items[cast(int, self.index)], self.field: x}
+        out[self.parent] = items
+        return out
 
 
-# how ε moves with each unknown (the limits come from _limits)
-_BEHAVIOUR: dict[str, _Behaviour] = {
-    "epsilon0": _Behaviour(increasing=True, coord="logexpm1", slope=2.0, start=1.0),
-    "count": _Behaviour(increasing=True),
-    "n": _Behaviour(increasing=False),
-    "k": _Behaviour(increasing=True, monotone=False),
-}
-# what the feasible end of each domain means, for the error when even it misses the target
-_FEASIBLE_END = {
-    "epsilon0": "reports carrying essentially no information",
-    "count": "a single round",
-    "n": "the largest n supported",
-    "k": "one sampled user per round",
-}
+def _item(e: Any) -> dict[str, Any]:
+    return e.inner_dict() if isinstance(e, Event) else dict(e)
+
+
+def _inner_unknowns(cls: type[Event], d: Mapping[str, Any], name: str) -> list[Unknown]:
+    """Every inner event of ``d`` (of type ``cls``) whose type lets calibration solve for ``name``
+    (a field implied by the sample size, like an inner shuffle's n, is not one)."""
+    out: list[Unknown] = []
+    for parent, ps in cls.specs().items():
+        items = d.get(parent) if ps.kind == "events" else None
+        if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, (list, tuple)):
+            continue
+        for i, item in enumerate(items):
+            if isinstance(item, Event):
+                mech: object = item.mechanism
+            else:
+                mech = item.get("mechanism") if isinstance(item, Mapping) else None
+            inner = EVENT_TYPES.get(mech) if isinstance(mech, str) else None
+            s = inner.specs().get(name) if inner is not None else None
+            if s is not None and s.solvable and not s.population:
+                out.append(Unknown(f"{parent}[{i}].{name}", name, s, parent, i))
+    return out
+
+
+def _event_class(d: Mapping[str, Any]) -> type[Event]:
+    mech = d.get("mechanism")
+    if mech is None:
+        raise InvalidEvent(f"event is missing the field 'mechanism' (one of {sorted(EVENT_TYPES)})")
+    cls = EVENT_TYPES.get(mech) if isinstance(mech, str) else None
+    if cls is None:
+        raise InvalidEvent(f"unknown mechanism {mech!r}; known mechanisms: {sorted(EVENT_TYPES)}")
+    return cls
+
+
+def _not_solvable(cls: type[Event], name: str) -> InvalidParameter:
+    having = [m for m in EVENT_TYPES if name in event_fields(m)]
+    inner = " (or of its inner events)" if any(s.kind == "events" for s in cls.specs().values()) else ""
+    return InvalidParameter(
+        f"solve_for {name!r} applies to mechanism(s) {having} (the events with a field {name!r}), "
+        f"not to {cls.mechanism!r}{inner}, whose fields are {list(event_fields(cls.mechanism))}"
+    )
+
+
+def resolve(d: Mapping[str, Any], solve_for: object, complete: bool = True) -> Unknown:
+    """The unknown ``solve_for`` names in the api.md dict ``d``: a field of the event itself when
+    its type declares it calibratable; else ``parent[i].field`` or the bare name of a field of
+    the inner events — the one inner event that has it (for a partial dict, ``complete`` False:
+    the one that leaves it out). Several → :class:`InvalidParameter` naming the candidates."""
+    m = _PATH.match(solve_for) if isinstance(solve_for, str) else None
+    if not isinstance(solve_for, str) or (solve_for not in SOLVE_FOR and m is None):
+        raise InvalidParameter(
+            f"solve_for must be one of {list(SOLVE_FOR)} (or name an inner event's field, like "
+            f"'inner[0].noise_multiplier'), got {solve_for!r}"
+        )
+    cls = _event_class(d)
+    if m is not None:
+        return _path_unknown(cls, d, solve_for, m.group(3))
+    s = cls.specs().get(solve_for)
+    if s is not None and s.solvable:
+        return Unknown(solve_for, solve_for, s)
+    found = _inner_unknowns(cls, d, solve_for)
+    if not complete:
+        left_out = [u for u in found if solve_for not in u.holder(d)]
+        found = left_out or found
+    if not found:
+        raise _not_solvable(cls, solve_for)
+    if len(found) > 1:
+        raise InvalidParameter(
+            f"solve_for {solve_for!r} is ambiguous: {len(found)} inner events have it; name the one to solve "
+            f"for: one of {[u.name for u in found]}"
+        )
+    return found[0]
+
+
+def _path_unknown(cls: type[Event], d: Mapping[str, Any], path: str, name: str) -> Unknown:
+    for u in _inner_unknowns(cls, d, name):
+        if u.name == path:
+            return u
+    found = [u.name for f in SOLVE_FOR for u in _inner_unknowns(cls, d, f)]
+    raise InvalidParameter(
+        f"solve_for {path!r} names no calibratable field of an inner event of this {cls.mechanism!r} event; "
+        f"the inner fields calibration can solve for here: {found or 'none'}"
+    )
 
 
 def _int_field(event: Mapping[str, object], name: str, lo: Number, hi: Number) -> int | None:
@@ -69,25 +165,21 @@ def _int_field(event: Mapping[str, object], name: str, lo: Number, hi: Number) -
     return int(v)
 
 
-def _limits(event: Mapping[str, object], field: str) -> tuple[Number, Number, bool]:
-    """(lower end, upper end, integer) of ``field`` given the event's other fields: the limits
-    declared for the field by its event type (:class:`accountant.events.Spec`), narrowed by
-    k ≤ n and by the ε0 search floor."""
-    mech = event.get("mechanism")
-    cls = EVENT_TYPES.get(mech) if isinstance(mech, str) else None
-    spec = cls.specs().get(field) if cls is not None else None
-    if spec is None or field not in _BEHAVIOUR:
-        raise InvalidParameter(f"solve_for must be one of {list(SOLVE_FOR)}, got {field!r}")
-    assert spec.lo is not None and spec.hi is not None  # a solvable field declares both ends
+def _limits(event: Mapping[str, object], u: Unknown) -> tuple[Number, Number, bool]:
+    """(lower end, upper end, integer) of the unknown given the event's other fields: the limits
+    declared for the field by its event type (:class:`accountant.events.Spec`), raised to the
+    marker's ``floor`` and narrowed by k ≤ n."""
+    spec = u.spec
+    assert spec.lo is not None and spec.hi is not None  # a calibratable field declares both ends
     integer = spec.kind == "integer"
     lo: Number
     hi: Number
     lo, hi = (int(spec.lo), int(spec.hi)) if integer else (float(spec.lo), float(spec.hi))
-    if field == "epsilon0":
-        lo = max(lo, EPSILON0_FLOOR)
-    if field == "n":
+    if u.marker.floor is not None:
+        lo = max(lo, u.marker.floor)
+    if u.parent is None and u.field == "n":
         lo = _int_field(event, "k", lo, hi) or lo
-    if field == "k":
+    if u.parent is None and u.field == "k":
         hi = _int_field(event, "n", lo, hi) or hi
     return lo, hi, integer
 
@@ -95,19 +187,24 @@ def _limits(event: Mapping[str, object], field: str) -> tuple[Number, Number, bo
 def field_domain(event: Mapping[str, object], field: str) -> Domain:
     """The search domain of the unknown ``field`` of ``event`` (an api.md dict; the value of
     ``field`` itself, if present, is ignored)."""
-    lo, hi, integer = _limits(event, field)
-    behaviour = _BEHAVIOUR[field]
-    start = behaviour.start
-    if field == "n":
+    return unknown_domain(event, resolve(event, field))
+
+
+def unknown_domain(event: Mapping[str, object], u: Unknown) -> Domain:
+    """The search domain of the unknown ``u`` of ``event`` (an api.md dict)."""
+    lo, hi, integer = _limits(event, u)
+    c = u.marker
+    start: Number | None = c.start
+    if integer and not c.increasing:  # the fewest users: start a decade above the lower end
         start = min(10 * lo, hi) if lo > 1 else 1000
     return Domain(
         lo=lo,
         hi=hi,
         integer=integer,
-        increasing=behaviour.increasing,
-        monotone=behaviour.monotone,
-        coord=behaviour.coord,
-        slope=behaviour.slope,
+        increasing=c.increasing,
+        monotone=c.monotone,
+        coord=c.coord,
+        slope=c.slope,
         start=start,
     )
 
@@ -133,38 +230,22 @@ def _event_dict(event: EventLike) -> tuple[dict[str, Any], bool]:
     )
 
 
-def _check_mechanism(d: dict[str, Any], field: str) -> None:
-    mech = d.get("mechanism")
-    if mech is None:
-        raise InvalidEvent(f"event is missing the field 'mechanism' (one of {sorted(EVENT_TYPES)})")
-    if mech not in EVENT_TYPES:
-        raise InvalidEvent(f"unknown mechanism {mech!r}; known mechanisms: {sorted(EVENT_TYPES)}")
-    if field not in event_fields(mech):
-        having = [m for m in EVENT_TYPES if field in event_fields(m)]
-        raise InvalidParameter(
-            f"solve_for {field!r} applies to mechanism(s) {having} (the events with a field {field!r}), "
-            f"not to {mech!r}, whose fields are {list(event_fields(mech))}"
-        )
-
-
-def base_event(event: EventLike, field: str) -> tuple[Event, Number | None]:
-    """Validate the partial ``event`` for the unknown ``field``; return (the event with the
-    unknown at its domain's lower end, the caller's guess — the value a complete event object
-    carried — or None)."""
-    if not isinstance(field, str) or field not in SOLVE_FOR:
-        raise InvalidParameter(f"solve_for must be one of {list(SOLVE_FOR)}, got {field!r}")
+def base_event(event: EventLike, field: str) -> tuple[Event, Number | None, Unknown]:
+    """Validate the partial ``event`` for the unknown ``field`` (:func:`resolve`); return (the
+    event with the unknown at its domain's lower end, the caller's guess — the value a complete
+    event object carried — or None, the unknown)."""
     d, complete = _event_dict(event)
-    _check_mechanism(d, field)
+    u = resolve(d, field, complete)
     guess = None
-    if field in d:
+    held = u.holder(d)
+    if u.field in held:
         if not complete:
             raise InvalidEvent(
-                f"the event must leave out {field!r}: it is the field being solved for "
-                f"(got {field}={d[field]!r})"
+                f"the event must leave out {u.name!r}: it is the field being solved for "
+                f"(got {u.name}={held[u.field]!r})"
             )
-        guess = d[field]
-    d[field] = _limits(d, field)[0]
-    return event_from_dict(d), guess
+        guess = held[u.field]
+    return event_from_dict(u.put(d, _limits(d, u)[0])), guess, u
 
 
 def check_target(target_epsilon: object) -> float:
@@ -186,10 +267,11 @@ def _show(x: Number) -> str:
     return f"{x:,}" if isinstance(x, int) else f"{x:g}"
 
 
-def infeasible(field: str, dom: Domain, t: float, delta: float, at: Number, best: float) -> InfeasibleTarget:
-    """The error for a target no value of ``field`` meets; ``at`` gives ``best`` (an F value)."""
+def infeasible(u: Unknown, dom: Domain, t: float, delta: float, at: Number, best: float) -> InfeasibleTarget:
+    """The error for a target no value of the unknown meets; ``at`` gives ``best`` (an F value)."""
+    field = u.name
     if at == dom.feasible_end:
-        what = f"even {field} = {_show(at)} ({_FEASIBLE_END[field]}) gives"
+        what = f"even {field} = {_show(at)} ({u.marker.feasible_end}) gives"
     else:
         what = f"epsilon is not monotone in {field} here; the lowest found, at {field} = {_show(at)}, is"
     return InfeasibleTarget(
@@ -206,4 +288,13 @@ def at_limit_note(field: str, dom: Domain, value: Number) -> str:
     return f"{field} = {_show(value)} is the {end} value possible here and still meets the target"
 
 
-__all__ = ["EPSILON0_FLOOR", "SOLVE_FOR", "EventLike", "base_event", "event_fields", "field_domain"]
+__all__ = [
+    "SOLVE_FOR",
+    "EventLike",
+    "Unknown",
+    "base_event",
+    "event_fields",
+    "field_domain",
+    "resolve",
+    "unknown_domain",
+]

@@ -40,7 +40,7 @@ def _confirm_infeasible(ev: Evaluator, dom: Domain, t: float, c: Crossing) -> No
             return
         if e_low < best:
             best_x, best = x_low, e_low
-    raise infeasible(ev.field, dom, t, ev.delta, best_x, best)
+    raise infeasible(ev.unknown, dom, t, ev.delta, best_x, best)
 
 
 def verify(ev: Evaluator, dom: Domain, t: float, c: Crossing) -> Answer | None:

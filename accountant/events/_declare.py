@@ -3,8 +3,8 @@
 As in Google's dp_accounting, an event only *describes* a release; the accountant interprets it.
 Each event type is ONE frozen dataclass, registered with :func:`register`, that carries
 
-* its fields, each declared with :func:`spec` (kind, limits, description, whether calibration may
-  solve for it) — the pydantic models, the OpenAPI text, the CLI flags and the parser derive
+* its fields, each declared with :func:`spec` (kind, limits, description, and — with a :class:`Calibrate`
+  marker — whether calibration may solve for it and in which direction) — the pydantic models, the OpenAPI text, the CLI flags and the parser derive
   from these declarations;
 * its meaning: ``RELATION`` (the neighbouring relation), ``SAMPLING`` (the sampling assumption),
   ``SOURCE`` (the theorem behind its curve);
@@ -63,6 +63,52 @@ NUMERIC_KINDS = ("integer", "number", "numbers")
 
 
 @dataclass(frozen=True)
+class Calibrate:
+    """Declares that calibration may solve for a field (``spec(..., calibrate=Calibrate(...))``)
+    and how the event's ε moves with it — the one place the search's direction comes from.
+
+    ``increasing``: ε grows with the field, so the answer is its LARGEST value meeting the target
+    (ε0, ε, rounds); False: ε falls as it grows, so the answer is its SMALLEST such value (noise,
+    users). ``monotone``: False where ε need not be monotone in the field (the search then comes
+    down from the infeasible end, :mod:`accountant.calibration`). ``answer``: what the answer is,
+    in words; ``feasible_end``: what the feasible end of the field's domain means (said when even
+    it misses the target). ``coord``/``slope``/``start``: the search coordinate (``log`` or
+    ``logexpm1``), the assumed |d log ε / d coord| and the first point
+    (:class:`accountant.calibration.Domain`); ``floor``: the smallest value searched, above the
+    declared lower end (a field whose lower end is 0 or open)."""
+
+    increasing: bool
+    answer: str
+    feasible_end: str
+    monotone: bool = True
+    coord: str = "log"
+    slope: float = 1.0
+    start: float | None = None
+    floor: float | None = None
+
+    @property
+    def direction(self) -> str:
+        """``largest`` (ε grows with the field) or ``smallest`` (ε falls)."""
+        return "largest" if self.increasing else "smallest"
+
+
+#: a pure-DP level: ε grows with it (searched like ε0: ε ≈ (e^x − 1)² at small x)
+PRIVACY_LEVEL = Calibrate(
+    increasing=True,
+    answer="the largest value",
+    feasible_end="a release carrying essentially no information",
+    coord="logexpm1",
+    slope=2.0,
+    start=1.0,
+    floor=1e-10,
+)
+#: a noise scale relative to the sensitivity: ε falls as it grows
+NOISE_SCALE = Calibrate(
+    increasing=False, answer="the smallest noise", feasible_end="the most noise supported", start=1.0
+)
+
+
+@dataclass(frozen=True)
 class Spec:
     """Declaration of one event field.
 
@@ -83,7 +129,7 @@ class Spec:
     hi_open: bool = False
     choices: tuple[str, ...] = ()
     max_items: int = MAX_ITEMS
-    solvable: bool = False
+    calibrate: Calibrate | None = None
     population: bool = False
     cli: str | None = None
     hint: str = ""
@@ -94,6 +140,13 @@ class Spec:
             raise ValueError(f"unknown field kind {self.kind!r}")
         if self.kind in NUMERIC_KINDS:
             self._limits()
+        if self.calibrate is not None and self.kind not in ("integer", "number"):
+            raise ValueError("only an integer or number field can be calibrated")
+
+    @property
+    def solvable(self) -> bool:
+        """Calibration may solve for this field (it carries a :class:`Calibrate` marker)."""
+        return self.calibrate is not None
 
     def check(self, name: str, value: Any) -> Any:
         """The validated (coerced) value, or :class:`InvalidEvent` saying what to change."""
@@ -151,12 +204,20 @@ def count_field() -> Any:
         default=1,
         lo=1,
         hi=MAX_COUNT,
-        solvable=True,
+        calibrate=Calibrate(increasing=True, answer="the most repetitions", feasible_end="a single round"),
     )
 
 
 def epsilon0_field(description: str = "local privacy parameter ε0 of each report (pure ε0-LDP)") -> Any:
-    return spec("number", description, lo=0.0, hi=MAX_EPSILON0, solvable=True)
+    return spec(
+        "number",
+        description,
+        lo=0.0,
+        hi=MAX_EPSILON0,
+        calibrate=dataclasses.replace(
+            PRIVACY_LEVEL, answer="the largest ε0", feasible_end="reports carrying essentially no information"
+        ),
+    )
 
 
 def zeta_field() -> Any:
@@ -171,6 +232,17 @@ def zeta_field() -> Any:
         hi_open=True,
         omit_default=True,
     )
+
+
+#: the population n: ε falls as it grows (the fewest users meeting the target)
+POPULATION = Calibrate(increasing=False, answer="the fewest users", feasible_end="the largest n supported")
+#: the sample size k: ε mostly grows with it, not everywhere (:mod:`accountant.calibration`)
+SAMPLE_SIZE = Calibrate(
+    increasing=True,
+    monotone=False,
+    answer="the largest sample per round",
+    feasible_end="one sampled user per round",
+)
 
 
 def users_field(description: str, **kw: Any) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar
@@ -13,7 +14,17 @@ from .._numerics import pure_dp_rdp, round_up
 from ..curves import curve_from_points, curve_point_sources, gaussian_rdp, laplace_rdp
 from ..dominating import HockeyStickPair, gaussian_pair, laplace_pair, randomized_response_pair
 from ..errors import InvalidEvent
-from ._declare import MAX_EPSILON0, MAX_ORDER, REPLACE_ONE, Event, register, spec, zeta_field
+from ._declare import (
+    MAX_EPSILON0,
+    MAX_ORDER,
+    NOISE_SCALE,
+    PRIVACY_LEVEL,
+    REPLACE_ONE,
+    Event,
+    register,
+    spec,
+    zeta_field,
+)
 
 
 @register
@@ -88,6 +99,7 @@ class GaussianEvent(Event):
         "ε(α) = α/(2z²) exceeds 5·10¹¹ at every order)",
         lo=1e-6,
         hi=1e12,
+        calibrate=dataclasses.replace(NOISE_SCALE, answer="the smallest noise multiplier"),
     )
     zeta: float = zeta_field()
 
@@ -116,7 +128,13 @@ class LaplaceEvent(Event):
     EXAMPLE: ClassVar[dict[str, Any]] = {"mechanism": "laplace", "scale": 2.0, "count": 10}
 
     scale: float = spec(
-        "number", "b / Δ₁ (Laplace scale over the replace-one ℓ1 sensitivity)", lo=0.0, hi=1e12, lo_open=True
+        "number",
+        "number",
+        "b / Δ₁ (Laplace scale over the replace-one ℓ1 sensitivity)",
+        lo=0.0,
+        hi=1e12,
+        lo_open=True,
+        calibrate=dataclasses.replace(NOISE_SCALE, answer="the smallest Laplace scale", floor=1e-6),
     )
     zeta: float = zeta_field()
 
@@ -152,7 +170,14 @@ class PureDpEvent(Event):
     )
     EXAMPLE: ClassVar[dict[str, Any]] = {"mechanism": "pure_dp", "epsilon": 0.5, "count": 3}
 
-    epsilon: float = spec("number", "ε of the ε-DP release", lo=0.0, hi=MAX_EPSILON0, cli="event-epsilon")
+    epsilon: float = spec(
+        "number",
+        "ε of the ε-DP release",
+        lo=0.0,
+        hi=MAX_EPSILON0,
+        cli="event-epsilon",
+        calibrate=dataclasses.replace(PRIVACY_LEVEL, answer="the largest ε"),
+    )
     zeta: float = zeta_field()
 
     def unit_curve(self, orders: NDArray[np.float64], bound: str = "upper") -> NDArray[np.float64]:

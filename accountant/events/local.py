@@ -13,7 +13,9 @@ from .. import bounds as _b
 from ..dominating import HockeyStickPair, clone_pair_curve, subsampled_clone_pair_curve
 from ..errors import InvalidEvent
 from ._declare import (
+    POPULATION,
     REPLACE_ONE,
+    SAMPLE_SIZE,
     Event,
     HeavyPart,
     epsilon0_field,
@@ -45,7 +47,7 @@ class ShuffleEvent(Event):
     BOUNDS: ClassVar[tuple[str, ...]] = _b.SHUFFLE_BOUNDS
     EXAMPLE: ClassVar[dict[str, Any]] = {"mechanism": "shuffle", "n": 10000, "epsilon0": 1.0, "count": 100}
 
-    n: int = users_field("number of users whose reports are shuffled", solvable=True, population=True)
+    n: int = users_field("number of users whose reports are shuffled", calibrate=POPULATION, population=True)
     epsilon0: float = epsilon0_field()
     output: str = output_field()
 
@@ -96,8 +98,8 @@ class SubsampledShuffleEvent(Event):
         "count": 100000,
     }
 
-    n: int = users_field("population size", solvable=True)
-    k: int = users_field("users sampled per round (1 ≤ k ≤ n)", solvable=True)
+    n: int = users_field("population size", calibrate=POPULATION)
+    k: int = users_field("users sampled per round (1 ≤ k ≤ n)", calibrate=SAMPLE_SIZE)
     epsilon0: float = epsilon0_field()
     output: str = output_field()
     sampling: str = sampling_field()

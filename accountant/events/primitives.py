@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -13,7 +14,7 @@ from .._numerics import pure_dp_rdp, round_up
 from ..curves import bounded_range_rdp
 from ..dominating import HockeyStickPair, bounded_range_pair, randomized_response_pair
 from ..errors import InvalidEvent, InvalidParameter
-from ._declare import MAX_EPSILON0, REPLACE_ONE, Event, register, spec, zeta_field
+from ._declare import MAX_EPSILON0, PRIVACY_LEVEL, REPLACE_ONE, Event, register, spec, zeta_field
 
 
 @register
@@ -44,6 +45,7 @@ class ExponentialEvent(Event):
         lo=0.0,
         hi=MAX_EPSILON0,
         cli="event-epsilon",
+        calibrate=dataclasses.replace(PRIVACY_LEVEL, answer="the largest ε"),
     )
     zeta: float = zeta_field()
 
@@ -91,6 +93,7 @@ class AboveThresholdEvent(Event):
         lo=0.0,
         hi=MAX_EPSILON0,
         cli="event-epsilon",
+        calibrate=dataclasses.replace(PRIVACY_LEVEL, answer="the largest ε"),
     )
     zeta: float = zeta_field()
 

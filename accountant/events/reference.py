@@ -60,7 +60,7 @@ def markdown() -> str:
         defaults = cls.defaults()
         for field, s in cls.specs().items():
             req = "no (default `" + json.dumps(defaults[field]) + "`)" if field in defaults else "yes"
-            extra = " Calibration can solve for it." if s.solvable else ""
+            extra = f" Calibration can solve for it ({s.calibrate.answer})." if s.calibrate else ""
             out.append(f"| `{field}` | {req} | {_limits(s)} | {s.description}.{extra} |")
         out.append(f"\nExample:\n\n```json\n{json.dumps(cls.EXAMPLE)}\n```\n")
     return "\n".join(out)

@@ -18,7 +18,9 @@ from ..sampled_gaussian import sampled_gaussian_rdp
 from ..store import MiB, memoize
 from ._declare import (
     MAX_EPSILON0,
+    POPULATION,
     REPLACE_ONE,
+    SAMPLE_SIZE,
     Event,
     HeavyPart,
     parse_inner,
@@ -85,8 +87,8 @@ class SubsampledEvent(Event):
         "inner": [{"mechanism": "shuffle", "epsilon0": 0.5, "count": 4}],
     }
 
-    n: int = users_field("population size", solvable=True)
-    k: int = users_field("users sampled per round (1 ≤ k ≤ n)", solvable=True)
+    n: int = users_field("population size", calibrate=POPULATION)
+    k: int = users_field("users sampled per round (1 ≤ k ≤ n)", calibrate=SAMPLE_SIZE)
     inner: tuple[Event, ...] = spec(
         "events",
         "the events of ONE round on the k sampled users (not themselves sampled); a 'shuffle' inner event's "

@@ -60,6 +60,13 @@ def services(request: Request) -> Services:
     return svc
 
 
+#: what a refused key is told when the service has no keys at all
+NO_KEYS = (
+    ": the service has no API keys (started without ACCOUNTANT_API_KEYS); "
+    "restart it with ACCOUNTANT_API_KEYS='key:role,…'"
+)
+
+
 async def get_api_keys(request: Request) -> list[ApiKey]:
     """Configured keys (from the app's settings). Overridable in tests."""
     return services(request).keys
@@ -134,7 +141,7 @@ async def authenticate(
         )
     found = match_key(credentials.credentials, _as_api_keys(keys))
     if found is None:
-        raise AuthError(401, "invalid API key")
+        raise AuthError(401, "invalid API key" + ("" if keys else NO_KEYS))
     return found
 
 
@@ -171,5 +178,9 @@ async def compute_caller(request: Request, keys: list = Depends(get_api_keys)) -
         raise AuthError(401, "malformed Authorization header: send 'Authorization: Bearer <key>'")
     actor = match_key(credentials.strip(), _as_api_keys(keys))
     if actor is None:
-        raise AuthError(401, "invalid API key (computations need no key; send none, or a valid one)")
+        raise AuthError(
+            401,
+            "invalid API key (computations need no key; send none, or a valid one)"
+            + ("" if keys else NO_KEYS),
+        )
     return Caller("keyed", actor)

@@ -209,7 +209,13 @@ def _charge_rows(r) -> list[tuple[str, str]]:
 def _refusal_text(exc) -> str:
     rows = [(r.user_id, _f(r.remaining_epsilon), _f(r.cost_epsilon)) for r in exc.refusals]
     more = exc.refused_count - len(rows)
-    text = f"refused: {exc.message}\n\n" + table(rows, ("user", "remaining ε", "this event would cost ε"))
+    # the service's message names the refusal itself ("charge refused: …"): said once
+    head = (
+        exc.message
+        if exc.message.lower().startswith(("refused", "charge refused"))
+        else f"refused: {exc.message}"
+    )
+    text = f"{head}\n\n" + table(rows, ("user", "remaining ε", "this event would cost ε"))
     return text + (f"\n… and {more} more" if more > 0 else "")
 
 

@@ -23,6 +23,17 @@ def _int_in(lo: int, hi: int):
     return parse
 
 
+def _solve_for(names: tuple[str, ...]):
+    """--solve-for: a calibratable field name, or ``inner[I].FIELD`` (checked by the request model)."""
+
+    def parse(s: str) -> str:
+        if s in names or (s.startswith("inner[") and "]." in s):
+            return s
+        raise argparse.ArgumentTypeError(f"expected one of {', '.join(names)} or inner[I].FIELD, got {s!r}")
+
+    return parse
+
+
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -104,14 +115,22 @@ def build_parser() -> argparse.ArgumentParser:
     common(d)
     d.set_defaults(func=cmd_delta)
 
+    import accountant
+
     c = sub.add_parser(
-        "calibrate", help="solve for epsilon0, count, n or k to meet a target (ε, δ) (no server needed)"
+        "calibrate",
+        help="solve for one parameter (a noise multiplier, ε0, the rounds, …) to meet a target (ε, δ) "
+        "(no server needed)",
     )
     c.add_argument(
         "--solve-for",
         required=True,
-        choices=["epsilon0", "count", "n", "k"],
-        help="the unknown (left out of the event): epsilon0 largest, count most rounds, n fewest users, k",
+        type=_solve_for(accountant.SOLVE_FOR),
+        metavar="FIELD",
+        help="the unknown, left out of the event: one of "
+        + ", ".join(accountant.SOLVE_FOR)
+        + " (the field's declared direction: the largest ε0/ε/count/k, the smallest noise/n), or an inner "
+        "event's field of a subsampled event, inner[I].FIELD (the bare name when one inner event leaves it out)",
     )
     c.add_argument(
         "--epsilon", dest="target_epsilon", metavar="EPSILON", type=float, help="target ε (required)"

@@ -27,6 +27,8 @@ def cmd_serve(a) -> int:
     level = (a.log_level or settings.log_level).upper()
     configure_logging(level)
     log = logging.getLogger("app.serve")
+    if not settings.api_keys:
+        _warn_no_keys(log)
     try:
         _migrate(settings.database_url, log)
     except Exception as exc:  # a database we cannot reach or migrate: say so, do not serve
@@ -57,6 +59,19 @@ def cmd_serve(a) -> int:
         "app.main:create_served_app", factory=True, host=a.host, port=a.port, workers=a.workers, **options
     )
     return 0
+
+
+NO_KEYS_WARNING = (
+    "warning: ACCOUNTANT_API_KEYS is not set: the ledger endpoints and the dashboard will refuse every key "
+    "(computations still answer). Start with ACCOUNTANT_API_KEYS='admin-secret:admin,viewer-secret:viewer' "
+    "(roles admin, pipeline, viewer; choose long random keys)."
+)
+
+
+def _warn_no_keys(log) -> None:
+    """Say at start that a service without keys refuses every key (on stderr, and in the logs)."""
+    log.warning("no API keys configured (ACCOUNTANT_API_KEYS): the ledger and the dashboard refuse every key")
+    print(NO_KEYS_WARNING, file=sys.stderr, flush=True)
 
 
 def uvicorn_options(settings, level: str) -> dict:
@@ -136,7 +151,7 @@ def _redact(url: str) -> str:
 #: setting is described here)
 SETTINGS_HELP: dict[str, str] = {
     "DATABASE_URL": "SQLAlchemy URL of the ledger database (default sqlite:///./accountant.db, created on "
-    "first start); PostgreSQL: postgresql+psycopg://user:pass@host/db (pip install 'privacy-accountant[postgres]')",
+    "first start); PostgreSQL: postgresql+psycopg://user:pass@host/db (pip install -e '.[postgres]' in the clone)",
     "ACCOUNTANT_API_KEYS": "comma-separated key:role pairs, roles admin (everything), pipeline (charge, "
     "read), viewer (read), e.g. 's3cret-admin:admin,s3cret-ci:pipeline,s3cret-dash:viewer'. Without keys "
     "the ledger endpoints and the dashboard refuse every request (computation needs no key)",

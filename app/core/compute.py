@@ -347,7 +347,7 @@ def calibrate_result(
     ev: Any = accountant.event_from_dict(res.event)  # solving for n: the event type has an ``n``
     if solve_for == "n" and ev.n > MAX_USERS:
         raise _above_the_cap(ev, f"it would take n = {ev.n:.3g}", target_epsilon, delta, grid, accounting)
-    out = _calibration_answer(res, ev.to_dict(), solve_for, target_epsilon, delta, orders is None)
+    out = _calibration_answer(res, ev.to_dict(), target_epsilon, delta, orders is None)
     if not (math.isfinite(out["epsilon"]) and math.isfinite(out["order"])):  # pragma: no cover
         raise InvalidParameter("calibration returned a non-finite guarantee")
     return out
@@ -383,7 +383,7 @@ def _above_the_cap(
 
 
 def _calibration_answer(
-    res: Any, evd: dict, solve_for: str, target_epsilon: float, delta: float, default_orders: bool
+    res: Any, evd: dict, target_epsilon: float, delta: float, default_orders: bool
 ) -> dict[str, Any]:
     """The ``/v1/calibrate`` answer of the accountant's calibration ``res`` (event ``evd`` solved)."""
     out: dict[str, Any] = {
@@ -393,13 +393,12 @@ def _calibration_answer(
         "order": float(res.order),
         "accounting": res.accounting,
         "route": res.route,
-        "solve_for": solve_for,
-        "value": evd.get(solve_for, res.value),
+        "solve_for": res.solve_for,
+        "value": res.value,
         "target": {"epsilon": float(target_epsilon), "delta": float(delta)},
         "default_orders": default_orders,
     }
-    if solve_for == "k":
-        out["direction"] = "largest"
+    out["direction"] = res.direction
     if default_orders:
         out["grid_version"] = accountant.DEFAULT_GRID_VERSION
     out["at_limit"] = bool(res.at_limit)

@@ -139,11 +139,14 @@ def _timings(timing_file: Path, page_only: bool, seconds: float) -> float:
 
 def main(argv: Sequence[str] | None = None) -> int:
     a = _parser().parse_args(list(argv) if argv is not None else None)
-    try:
+    try:  # the extras figures (matplotlib) and pld (dp_accounting, the baselines' PLDs)
+        import dp_accounting  # noqa: F401
         import matplotlib  # noqa: F401
-    except ImportError:
+    except ImportError as exc:
         print(
-            "error: the figures need matplotlib: pip install 'privacy-accountant[figures]'", file=sys.stderr
+            f"error: the figures need {exc.name or 'matplotlib and dp_accounting'}: "
+            "pip install -e '.[figures,pld]' (in a clone of the repository)",
+            file=sys.stderr,
         )
         return 2
     print(NOT_COVERED)

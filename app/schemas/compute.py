@@ -14,6 +14,7 @@ from .events import (
     Event,
     PartialEvent,
     StrictModel,
+    inner_solvable_fields,
     solvable_by_type,
     solvable_fields,
 )
@@ -29,7 +30,16 @@ if TYPE_CHECKING:  # the names are known at run time only (the event types' decl
     SolvableField = str
 else:
     BoundName = Literal[_BOUNDS]
-    SolvableField = Literal[tuple(solvable_fields())]
+    SolvableField = Union[
+        Literal[tuple(solvable_fields())],
+        Annotated[
+            str,
+            Field(
+                pattern=r"^inner\[[0-9]{1,3}\]\.(" + "|".join(inner_solvable_fields()) + r")$",
+                description="a field of one inner event of a sampled event, e.g. `inner[0].noise_multiplier`",
+            ),
+        ],
+    ]
 
 Orders = list[Annotated[float, Field(gt=1, le=1e6), JSON_NUMBER]]
 ORDERS_FIELD = Field(
@@ -350,7 +360,11 @@ class CalibrateRequest(StrictModel):
             "The unknown, left out of `event`: `epsilon0` — the largest ε0 meeting the target (relative tolerance "
             "1e-6); `count` — the most rounds (closed form); `n` — the fewest users; `k` — the LARGEST sample size "
             "per round that still meets the target (one round's RDP grows with k = γn, so the most clients per "
-            "round is the useful answer; `direction` says `largest`). Fields each event type can solve for: "
+            "round is the useful answer); `noise_multiplier` (gaussian), `scale` (laplace) — the smallest noise; "
+            "`epsilon` (pure_dp, exponential, above_threshold) — the largest ε. In a `subsampled` event, a field "
+            "of an inner event: `inner[i].<field>`, or the bare name when one inner event leaves it out (several: "
+            "a 400 naming them). `direction` in the answer says `largest` or `smallest`. Fields each event type "
+            "can solve for: "
             + "; ".join(f"{m}: {', '.join(f) or '(none)'}" for m, f in solvable_by_type().items())
             + "."
         )
@@ -398,13 +412,17 @@ class CalibrateResponse(BaseModel):
     order: float = Field(description="the optimal order of the RDP route's guarantee")
     accounting: AccountingName = Field("best", description="the accounting the answer was judged by")
     route: Literal["rdp", "pld", "pure"] = Field("rdp", description="the route that gave `epsilon`")
-    solve_for: str
+    solve_for: str = Field(
+        description="the field solved for, resolved (an inner event's field as `inner[i].<field>`)"
+    )
     value: float | int = Field(description="the value found for `solve_for`")
     target: Target
     default_orders: bool
     grid_version: int | None = None
     direction: Literal["largest", "smallest"] | None = Field(
-        None, description="for k: the direction searched (largest)"
+        None,
+        description="whether the answer is the largest value meeting the target (ε grows with the field: "
+        "epsilon0, epsilon, count, k) or the smallest (ε falls as it grows: noise, n); declared on the field",
     )
     at_limit: bool | None = Field(None, description="the answer sits at the end of the parameter's domain")
     notes: list[str] | None = None
@@ -454,3 +472,7 @@ class HealthResponse(BaseModel):
     )
     default_orders: int = Field(description="number of orders on the default grid")
     grid_version: int
+    api_keys_configured: bool = Field(
+        description="whether the service was started with API keys (ACCOUNTANT_API_KEYS); without them "
+        "the ledger and the dashboard refuse every key"
+    )

@@ -8,7 +8,9 @@ declarations (:class:`accountant.events.Spec`: kind, limits, description), its d
 * ``Partial<Type>``: the same with every ``solvable`` field optional (``/v1/calibrate`` leaves the
   unknown out);
 * ``Inner<Type>``: the event inside a sampled event, where ``population`` fields (a shuffle's n)
-  are implied by the sample size and may be omitted.
+  are implied by the sample size and may be omitted;
+* ``PartialInner<Type>``: the inner event of a ``Partial`` sampled event — both kinds optional
+  (``/v1/calibrate`` may solve for an inner event's field, e.g. a Gaussian's noise multiplier).
 
 :data:`Event`, :data:`PartialEvent` are discriminated unions on ``mechanism``. Numbers must be
 JSON numbers: strings (``"1000"``) and booleans are refused, as are NaN and ±Infinity; integer
@@ -23,7 +25,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter
 
 import accountant
-from accountant.events import MAX_COUNT, MAX_EPSILON0, MAX_ITEMS, MAX_USERS, Spec
+from accountant.events import MAX_COUNT, MAX_EPSILON0, MAX_ITEMS, MAX_USERS, Spec, inner_types
 
 #: most points an ``rdp_curve`` event (or an ``orders`` list) may carry
 MAX_CURVE_POINTS = MAX_ITEMS
@@ -105,21 +107,23 @@ def _doc(cls: type[accountant.Event]) -> str:
 
 
 def _model(cls: type[accountant.Event], family: str, inner: Any) -> type[_EventBase]:
-    """``family``: ``full``, ``partial`` (solvable fields optional) or ``inner`` (population
-    fields optional)."""
+    """``family``: ``full``, ``partial`` (solvable fields optional), ``inner`` (population
+    fields optional) or ``partial_inner`` (both)."""
     annotations: dict[str, Any] = {"mechanism": Literal[cls.mechanism]}  # type: ignore[valid-type]
     namespace: dict[str, Any] = {}
     defaults = cls.defaults()
     for name, s in cls.specs().items():
         ann = _annotation(s, inner)
-        optional = (family == "partial" and s.solvable) or (family == "inner" and s.population)
+        optional = (family in ("partial", "partial_inner") and s.solvable) or (
+            family in ("inner", "partial_inner") and s.population
+        )
         if optional:
             annotations[name] = ann | None
             namespace[name] = Field(None, description=s.description)
         else:
             annotations[name] = ann
             namespace[name] = Field(defaults.get(name, ...), description=s.description)
-    prefix = {"full": "", "partial": "Partial", "inner": "Inner"}[family]
+    prefix = {"full": "", "partial": "Partial", "inner": "Inner", "partial_inner": "PartialInner"}[family]
     title = prefix + cls.__name__
     namespace.update(
         __annotations__=annotations,
@@ -134,14 +138,18 @@ def _model(cls: type[accountant.Event], family: str, inner: Any) -> type[_EventB
 def _model_doc(cls: type[accountant.Event], family: str, title: str) -> str:
     if family == "full":
         return _doc(cls)
-    where = " without the field being solved for." if family == "partial" else " inside a sampled event."
+    where = {
+        "partial": " without the field being solved for.",
+        "inner": " inside a sampled event.",
+        "partial_inner": " inside a sampled event, perhaps without the field being solved for.",
+    }[family]
     return f"{title}: the '{cls.mechanism}' event" + where
 
 
 def _example(cls: type[accountant.Event], family: str) -> dict[str, Any]:
     """The type's example event; inside a sampled event, without the population fields."""
     example = dict(cls.EXAMPLE)
-    if family == "inner":
+    if family in ("inner", "partial_inner"):
         for name, s in cls.specs().items():
             if s.population:
                 example.pop(name, None)
@@ -156,8 +164,9 @@ def _build() -> tuple[dict[str, type[_EventBase]], dict[str, type[_EventBase]], 
     types = accountant.EVENT_TYPES
     inner_models = {m: _model(c, "inner", None) for m, c in types.items() if not c.SAMPLED}
     inner_union = _union(list(inner_models.values()))
+    partial_inner = _union([_model(c, "partial_inner", None) for c in types.values() if not c.SAMPLED])
     full = {m: _model(c, "full", inner_union) for m, c in types.items()}
-    partial = {m: _model(c, "partial", inner_union) for m, c in types.items()}
+    partial = {m: _model(c, "partial", partial_inner) for m, c in types.items()}
     return full, partial, inner_models
 
 
@@ -181,6 +190,14 @@ def solvable_fields() -> list[str]:
     names: dict[str, None] = {}
     for cls in accountant.EVENT_TYPES.values():
         names.update((n, None) for n, s in cls.specs().items() if s.solvable)
+    return list(names)
+
+
+def inner_solvable_fields() -> list[str]:
+    """Every field calibration may solve for inside a sampled event's inner events."""
+    names: dict[str, None] = {}
+    for cls in inner_types().values():
+        names.update((n, None) for n, s in cls.specs().items() if s.solvable and not s.population)
     return list(names)
 
 
@@ -208,5 +225,6 @@ __all__ = [
     "Count",
     "Epsilon0",
     "solvable_fields",
+    "inner_solvable_fields",
     "solvable_by_type",
 ]

@@ -108,7 +108,7 @@ def _random_case(rng, solve_for: str):
 CASES = {"epsilon0": 80, "count": 80, "n": 60, "k": 60}
 
 
-@pytest.mark.parametrize("solve_for", A.SOLVE_FOR)
+@pytest.mark.parametrize("solve_for", sorted(CASES))
 @pytest.mark.usefixtures("thesis_default")
 def test_random_targets_meet_and_nudge_misses(solve_for):
     rng = np.random.default_rng({"epsilon0": 11, "count": 12, "n": 13, "k": 14}[solve_for])
@@ -335,7 +335,8 @@ def test_target_below_the_conversion_floor_is_bounded():
         ({"mechanism": "shuffle", "count": 10}, "epsilon0", 1.0, 1e-6, "missing required field"),
         ({"mechanism": "shuffle", "n": 10, "count": 10, "colour": 1}, "epsilon0", 1.0, 1e-6, "unknown field"),
         ({"mechanism": "shuffle", "n": 10, "epsilon0": 1.0}, "epsilon0", 1.0, 1e-6, "leave out 'epsilon0'"),
-        ({"mechanism": "shuffle", "n": 10, "count": 10}, "epsilon", 1.0, 1e-6, "solve_for must be one of"),
+        ({"mechanism": "shuffle", "n": 10, "count": 10}, "delta", 1.0, 1e-6, "solve_for must be one of"),
+        ({"mechanism": "shuffle", "n": 10, "count": 10}, "epsilon", 1.0, 1e-6, "applies to mechanism"),
         ({"mechanism": "shuffle", "n": 10, "epsilon0": 1.0}, "k", 1.0, 1e-6, "applies to mechanism"),
         ({"mechanism": "gaussian", "noise_multiplier": 1.0}, "epsilon0", 1.0, 1e-6, "applies to mechanism"),
         ({"mechanism": "shuffle", "n": 10, "count": 10}, "epsilon0", 0.0, 1e-6, "target_epsilon"),

@@ -107,6 +107,7 @@ def test_charges_create_list_and_refusal(cli, server):
     code, out, err = cli("charges", "create", "--users", "ch-a,ch-b", "--event", json.dumps(ev))
     assert code == 3 and out == ""
     assert "refused" in err and "nothing was recorded" in err
+    assert err.startswith("charge refused: 2 user(s)") and err.lower().count("refused:") == 1  # said once
     rows = {ln.split()[0]: ln.split()[1:] for ln in err.splitlines() if ln.startswith("ch-")}
     with AccountantClient(server.url, api_key=VIEWER) as c:
         for u in ("ch-a", "ch-b"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from app.client import (
+from privacy_accountant import (
     AccountantClient,
     AccountantHTTPError,
     BadRequest,

@@ -411,7 +411,7 @@ def test_serve_refuses_a_malformed_api_key_setting(tmp_path):
 
 # ---------------------------------------------------------------------------------------------- SDK
 def test_sdk_against_the_real_server():
-    from app.client import AccountantClient, BadRequest, InfeasibleTarget, ValidationFailed
+    from privacy_accountant import AccountantClient, BadRequest, InfeasibleTarget, ValidationFailed
 
     with AccountantClient(shared_server().url) as c:
         assert c.health().status == "ok"

@@ -82,11 +82,12 @@ def browser_context(server):
         ctx.set_default_timeout(20_000)
         ctx.requests = []  # type: ignore[attr-defined]
         ctx.foreign = []  # type: ignore[attr-defined]
+        ctx.origins = [server.url]  # type: ignore[attr-defined]  (a test may add a server of its own)
 
         def guard(route):
             url = route.request.url
             ctx.requests.append(url)
-            if url.startswith(server.url) or url.startswith(("data:", "blob:")):
+            if url.startswith((*ctx.origins, "data:", "blob:")):
                 route.continue_()
             else:
                 ctx.foreign.append(url)
@@ -170,6 +171,7 @@ def test_login_by_form_refuses_a_wrong_key_then_accepts_a_viewer_key(page, serve
     page.click("#login-submit")
     page.wait_for_selector("#login-error:not([hidden])")
     assert "not accepted" in page.locator("#login-error").inner_text()
+    assert not page.locator("#login-nokeys").is_visible()  # this service has keys
     page.fill("#api-key", VIEWER)
     page.click("#login-submit")
     _ready(page)
@@ -177,6 +179,24 @@ def test_login_by_form_refuses_a_wrong_key_then_accepts_a_viewer_key(page, serve
     page.click("#logout")
     page.wait_for_selector("#login-form")
     assert page.evaluate("sessionStorage.length") == 0
+
+
+def test_sign_in_says_when_the_service_has_no_keys(browser_context, tmp_path):
+    env = {"DATABASE_URL": f"sqlite:///{tmp_path}/keyless.db", "ACCOUNTANT_API_KEYS": ""}
+    with start_server(env) as keyless:
+        browser_context.origins.append(keyless.url)
+        pg = browser_context.new_page()
+        try:
+            pg.goto(f"{keyless.url}/dashboard")
+            pg.wait_for_selector("#login-nokeys:not([hidden])")
+            assert "started without API keys" in pg.locator("#login-nokeys").inner_text()
+            pg.fill("#api-key", "any-key")
+            pg.click("#login-submit")
+            pg.wait_for_selector("#login-error:not([hidden])")
+            assert pg.locator("#login-nokeys").is_visible()
+        finally:
+            pg.close()
+            browser_context.origins.remove(keyless.url)
 
 
 # ------------------------------------------------------------------------------------------ users

@@ -4,7 +4,10 @@ test runs it). No Docker here: the compose file is checked as data against what 
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 
 import pytest
 import yaml
@@ -105,3 +108,37 @@ def test_the_deployment_docs_state_the_shipped_settings():
     )
     template = next(d for d in backend if d.startswith("server-template "))
     assert f"`server-template replica {template.split()[2]}`" in doc
+
+
+# ------------------------------------------------------------------------------------ the image
+def _dockerfile() -> str:
+    return (ROOT / "Dockerfile").read_text()
+
+
+def test_the_image_installs_both_distributions_at_the_pinned_versions():
+    text = _dockerfile()
+    copied = re.findall(r"^COPY (?!--from)(.+) \S+$", text, re.M)
+    sources = {src for line in copied for src in line.split()}
+    assert {"client", "constraints.txt", "pyproject.toml", "app", "migrations"} <= sources
+    assert all((ROOT / src).exists() for src in sources), sources
+    ignored = (ROOT / ".dockerignore").read_text().split()
+    assert not sources & set(ignored)
+    assert 'pip wheel --wheel-dir /wheels -c constraints.txt ./client ".[postgres,fast]"' in text
+    assert 'pip install --no-index --find-links /wheels "privacy-accountant[postgres,fast]"' in text
+    assert re.search(r"^\s*ACCOUNTANT_NUMBA=1\b", text, re.M)
+    assert re.search(r"^\s*NUMBA_CACHE_DIR=/opt/numba-cache\b", text, re.M)
+
+
+@pytest.mark.slow
+def test_the_images_build_step_compiles_every_clone_kernel():
+    """The image's ``RUN python -c …`` compiles the kernels into numba's cache at build time (run
+    here as it is written, on this checkout)."""
+    m = re.search(r'^RUN python -c "(.+?)" \\$', _dockerfile(), re.M)
+    assert m and "fused.precompile()" in m.group(1)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "ACCOUNTANT_NUMBA": "1"}
+    r = subprocess.run(
+        [sys.executable, "-c", m.group(1)], env=env, capture_output=True, text=True, timeout=900, cwd=ROOT
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    kernels = {"g_range", "cells_stats", "hist_sum", "pmf_block_sums", "cell_logsums_phi", "tilt_argmax"}
+    assert set(r.stdout.strip().removeprefix("compiled: ").split(", ")) == kernels

@@ -30,7 +30,7 @@ import pytest
 from tests.helpers.server import start_server
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCS = ["docs/api.md", "docs/ledger.md", "docs/sdk.md", "README.md"]
+DOCS = ["docs/api.md", "docs/ledger.md", "docs/sdk.md", "README.md", "client/README.md"]
 KEYS = "admin-secret:admin,pipeline-secret:pipeline,viewer-secret:viewer"
 SHOWN_ONLY = re.compile(
     r"privacy-accountant serve|pip install|^\s*python -m pytest|docker|\.ci/run|examples/", re.M
@@ -152,7 +152,7 @@ def test_examples_run_as_documented(path, tmp_path, curlrc):
             **os.environ,
             "CURL_HOME": str(curlrc),
             "ACCOUNTANT_URL": srv.url,
-            "PYTHONPATH": str(ROOT),
+            "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "client")]),
         }
         env.pop("ACCOUNTANT_API_KEY", None)
         for code, expected in todo:

@@ -97,3 +97,20 @@ def test_quoted_points_order_the_accountings(quick_run):
     assert f6["default (tightest valid)"] <= f6["subsampled clone pair (PLD)"]
     assert f6["default (tightest valid)"] <= f6["default, RDP route"] <= f6["subsampled clone pair (RDP)"]
     assert f6["FMT21 closed form + BBG18 + KOV15"] > 10 * f6["Thm 5.4.1 (SU)"]  # the thesis's "14×" regime
+
+
+@pytest.mark.parametrize("module", ["matplotlib", "dp_accounting"])
+def test_without_an_extra_the_figures_stop_with_a_one_line_install_hint(
+    module, monkeypatch, capsys, tmp_path
+):
+    from app.figures import main
+
+    monkeypatch.setitem(sys.modules, module, None)  # as if not installed
+    assert main(["--out", str(tmp_path), "--quick"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "Traceback" not in err
+    assert (
+        err
+        == f"error: the figures need {module}: pip install -e '.[figures,pld]' (in a clone of the repository)"
+    )
+    assert not list(tmp_path.iterdir())  # nothing was computed or written

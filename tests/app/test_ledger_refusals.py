@@ -18,8 +18,8 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from accountant.conversion import epsilon_vector
-from app.client import AccountantClient, BudgetExceeded
 from app.db.session import normalize_url
+from privacy_accountant import AccountantClient, BudgetExceeded
 from tests.helpers import ledger as ls
 from tests.helpers.ledger import ADMIN, KEYS_ENV, ORDERS, PIPE, VIEW, curve, eps_declared
 from tests.helpers.server import start_server

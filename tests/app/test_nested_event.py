@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import accountant
-from app.client import AccountantClient, BudgetExceeded
+from privacy_accountant import AccountantClient, BudgetExceeded
 from tests.helpers.ledger import KEYS_ENV
 from tests.helpers.server import start_server
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.client import BudgetExceeded
+from privacy_accountant import BudgetExceeded
 from privacy_accountant.pipeline import Pipeline, RoundRefused
 
 

@@ -105,3 +105,18 @@ def test_linf_mechanism_on_digits(tmp_path):
     assert [r["round"] for r in cldp["rounds"]] == [1, 2, 3] and cldp["stopped_before"] is None
     [event] = cldp["rounds"][0]["events"]
     assert event["mechanism"] == "subsampled" and event["k"] == res["users"] // 2
+
+
+@pytest.mark.parametrize("module", ["sklearn", "matplotlib"])
+def test_without_the_examples_extra_it_stops_with_a_one_line_install_hint(module, monkeypatch, capsys):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("training_example", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    monkeypatch.setitem(sys.modules, module, None)  # as if not installed
+    assert mod.main(["--steps", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "Traceback" not in err
+    assert err.endswith("pip install -e '.[examples]' (in the clone)")
+    assert {"sklearn": "scikit-learn", "matplotlib": "matplotlib"}[module] in err

@@ -12,7 +12,7 @@ answers 200 (or raises ``ServerStartError`` with the process's output), and retu
 ``handle.kill()`` is ``kill -9`` (crash tests); ``handle.restart()`` starts it again on the same
 port with the same environment. The handle is a context manager and stops on exit. The server's
 stdout/stderr go to ``handle.log_path`` (a temp file) so a busy server never blocks on a pipe.
-The process imports the checkout this helper belongs to (its root leads ``PYTHONPATH``), not
+The process imports the checkout this helper belongs to (its root and ``client/`` lead ``PYTHONPATH``), not
 whichever checkout the ``privacy-accountant`` command was installed from.
 """
 
@@ -86,7 +86,8 @@ class ServerHandle:
     def start(self) -> ServerHandle:
         env = {**os.environ, **{k: str(v) for k, v in self.env.items()}}
         env.setdefault("PYTHONUNBUFFERED", "1")
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+        roots = [str(ROOT), str(ROOT / "client")]  # the service's packages and the SDK's
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [*roots, env.get("PYTHONPATH")]))
         cmd = [
             *_command(),
             "serve",

@@ -56,15 +56,16 @@ CALLER = Depends(compute_caller)
                         "calibration": True,
                         "default_orders": 81,
                         "grid_version": 1,
+                        "api_keys_configured": True,
                     }
                 }
             }
         }
     },
 )
-async def health() -> Response:
+async def health(request: Request) -> Response:
     """Always fast: never waits for a computation (those run in worker threads) or the database."""
-    return Response(_HEALTH_BYTES, media_type="application/json")
+    return Response(_HEALTH_BYTES[bool(services(request).keys)], media_type="application/json")
 
 
 def _health_body() -> dict:
@@ -83,7 +84,8 @@ def _health_body() -> dict:
     }
 
 
-_HEALTH_BYTES = dumps(_health_body())
+#: the body by whether API keys are configured (the dashboard's sign-in says so when none are)
+_HEALTH_BYTES = {k: dumps({**_health_body(), "api_keys_configured": k}) for k in (False, True)}
 
 
 @router.get(

@@ -135,6 +135,16 @@
     err.hidden = !message;
     err.textContent = message || "";
     $("api-key").focus();
+    showNoKeys();
+  }
+
+  // a service started without ACCOUNTANT_API_KEYS refuses every key: say so on the sign-in card
+  // (GET /health needs no key and tells whether keys are configured)
+  function showNoKeys() {
+    fetch("/health", { headers: { Accept: "application/json" }, cache: "no-store" })
+      .then(function (r) { return r.ok ? r.json() : {}; })
+      .then(function (h) { $("login-nokeys").hidden = h.api_keys_configured !== false; })
+      .catch(function () { /* the sign-in works as before */ });
   }
 
   function showApp() {

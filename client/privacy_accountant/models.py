@@ -98,6 +98,8 @@ class HealthResponse(Model):
     calibration: bool
     default_orders: int
     grid_version: int
+    #: whether the service has API keys (ACCOUNTANT_API_KEYS); None from a service that does not say
+    api_keys_configured: bool | None = None
 
 
 class RdpResponse(Model):

@@ -11,6 +11,9 @@
 
 :class:`AsyncAccountantClient` has the same methods as coroutines. Results are typed models
 (:mod:`privacy_accountant.models`); errors are typed exceptions (:mod:`privacy_accountant.errors`).
+Wherever a method takes events it also takes dp_accounting ``DpEvent`` objects, converted without
+importing dp_accounting (:mod:`privacy_accountant.dp_events`; unsupported ones raise
+:class:`UnsupportedDpEvent` saying why).
 The package needs only ``httpx`` and ``pydantic`` and never imports the service's own modules, so it
 imports inside any project (including one with its own ``app`` package).
 
@@ -19,6 +22,9 @@ Layout: ``_api.py`` describes every endpoint once (method signatures mirror the 
 ``errors.py`` are the typed results and exceptions. Helpers built on top of the client for
 training pipelines (several calls per step, e.g. plan → charge a round → report) belong in their
 own module here (``privacy_accountant/pipeline.py``), exported below.
+
+It is its own distribution, ``privacy-accountant-client`` (``client/pyproject.toml``): installing it
+installs this package and httpx and pydantic, nothing of the service.
 """
 
 from __future__ import annotations
@@ -26,13 +32,14 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 
 try:
-    __version__ = version("privacy-accountant")
+    __version__ = version("privacy-accountant-client")
 except PackageNotFoundError:  # pragma: no cover - running from a source tree that is not installed
     __version__ = "0.0.0"
 
 from privacy_accountant import models
 from privacy_accountant.aio import AsyncAccountantClient
 from privacy_accountant.client import AccountantClient
+from privacy_accountant.dp_events import UnsupportedDpEvent
 from privacy_accountant.errors import (
     AccountantError,
     AccountantHTTPError,
@@ -73,4 +80,5 @@ __all__ = [
     "ServerError",
     "TransportError",
     "error_from_response",
+    "UnsupportedDpEvent",
 ]

@@ -19,6 +19,7 @@ from urllib.parse import quote
 from pydantic import BaseModel
 
 from privacy_accountant import models as m
+from privacy_accountant.dp_events import UnsupportedDpEvent, dp_event_dicts, is_dp_event
 
 #: the pure computation POSTs: repeating them cannot change state, so they are retried
 PURE_POSTS = frozenset({"/v1/rdp", "/v1/epsilon", "/v1/delta", "/v1/calibrate"})
@@ -59,8 +60,17 @@ def params(**kw: Any) -> dict | None:
 
 
 def event_json(e: Any) -> dict:
-    """An event as the service reads it: a dict, a pydantic model, or an object with ``to_dict()``
-    (``accountant``'s event classes)."""
+    """An event as the service reads it: a dict, a pydantic model, an object with ``to_dict()``
+    (``accountant``'s event classes) or a dp_accounting ``DpEvent`` that is one event here
+    (:mod:`privacy_accountant.dp_events`)."""
+    if is_dp_event(e):
+        found = dp_event_dicts(e)
+        if len(found) != 1:
+            raise UnsupportedDpEvent(
+                f"{type(e).__name__} is {len(found)} events here, and this call takes one: pass it where a list "
+                "of events is taken (epsilon, delta), or wrap its rounds in a sampled event"
+            )
+        return found[0]
     if isinstance(e, BaseModel):
         return e.model_dump(mode="json", exclude_none=True)
     if hasattr(e, "to_dict"):
@@ -71,6 +81,31 @@ def event_json(e: Any) -> dict:
         f"an event must be a dict like {{'mechanism': 'shuffle', ...}}, a pydantic model or an accountant "
         f"event, got {e!r}"
     )
+
+
+def events_json(events: Any) -> list[dict]:
+    """A list of events as the service reads it; a dp_accounting ``DpEvent`` (alone or in the list)
+    contributes every event it maps to."""
+    if is_dp_event(events):
+        return dp_event_dicts(events)
+    return [d for e in events for d in (dp_event_dicts(e) if is_dp_event(e) else [event_json(e)])]
+
+
+def _leave_out(d: dict, solve_for: str) -> dict:
+    """A converted ``DpEvent`` is complete: leave the unknown of a calibration out of it (the
+    event's own field, ``inner[i].field``, or the bare name in the inner events that have it)."""
+    out = dict(d)
+    if solve_for in out:
+        del out[solve_for]
+        return out
+    path, _, name = solve_for.rpartition(".")
+    inner = [dict(i) for i in out.get("inner", [])]
+    for i, item in enumerate(inner):
+        if (path == f"inner[{i}]" or not path) and name in item:
+            del item[name]
+    if inner:
+        out["inner"] = inner
+    return out
 
 
 def orders_json(orders: Iterable[float] | None) -> list[float] | None:
@@ -176,10 +211,11 @@ class Endpoints:
         orders: Sequence[float] | None = None,
         accounting: str = "best",
     ) -> m.EpsilonResponse:
-        """``POST /v1/epsilon``: ε of ``events`` at ``delta`` by ``accounting`` (``best``: the smallest
-        certified answer of every route; ``rdp``; ``pld``)."""
+        r"""``POST /v1/epsilon``: ε of ``events`` at ``delta`` by ``accounting`` (``best``: the smallest
+        certified answer of every route; ``rdp``; ``pld``). ``events`` may hold — or be — dp_accounting
+        ``DpEvent``\ s (:mod:`privacy_accountant.dp_events`)."""
         body: dict[str, Any] = {
-            "events": [event_json(e) for e in events],
+            "events": events_json(events),
             "delta": delta,
             "accounting": accounting,
         }
@@ -195,7 +231,7 @@ class Endpoints:
     ) -> m.DeltaResponse:
         """``POST /v1/delta``: δ of ``events`` at ``epsilon`` by ``accounting`` (as :meth:`epsilon`)."""
         body: dict[str, Any] = {
-            "events": [event_json(e) for e in events],
+            "events": events_json(events),
             "epsilon": epsilon,
             "accounting": accounting,
         }
@@ -225,7 +261,7 @@ class Endpoints:
         body: dict[str, Any] = {
             "solve_for": solve_for,
             "target": dict(target),
-            "event": event_json(event),
+            "event": _leave_out(event_json(event), solve_for) if is_dp_event(event) else event_json(event),
             "accounting": accounting,
         }
         with_orders(body, orders)
