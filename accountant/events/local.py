@@ -179,7 +179,7 @@ class ShuffleRREvent(Event):
     BOUNDS: ClassVar[tuple[str, ...]] = RR_BOUNDS
     EXAMPLE: ClassVar[dict[str, Any]] = {"mechanism": "shuffle_rr", "n": 10000, "epsilon0": 1.0, "count": 100}
 
-    n: int = users_field("number of users whose reports are shuffled", solvable=True, population=True)
+    n: int = users_field("number of users whose reports are shuffled", calibrate=POPULATION, population=True)
     epsilon0: float = epsilon0_field(
         "local privacy parameter ε0 of each report (exactly ε0-LDP randomized response)"
     )
@@ -238,8 +238,8 @@ class SubsampledShuffleRREvent(Event):
         "count": 100000,
     }
 
-    n: int = users_field("population size", solvable=True)
-    k: int = users_field("users sampled per round (1 ≤ k ≤ n)", solvable=True)
+    n: int = users_field("population size", calibrate=POPULATION)
+    k: int = users_field("users sampled per round (1 ≤ k ≤ n)", calibrate=SAMPLE_SIZE)
     epsilon0: float = epsilon0_field(
         "local privacy parameter ε0 of each report (exactly ε0-LDP randomized response)"
     )
