@@ -516,6 +516,28 @@ def _quoted_table(data) -> list[str]:
     return lines
 
 
+_RR_BENCH = Path(__file__).resolve().parents[2] / "bench" / "results_rr.md"
+
+
+def _randomizer_aware() -> list[str]:
+    """The randomizer-aware section: bench/results_rr.md's tables (``python bench/bench_rr.py``:
+    dp_accounting's exact PLDs are too slow for a figures run), with where they come from."""
+    if not _RR_BENCH.exists():
+        return ["(run `python bench/bench_rr.py` to measure it)"]
+    body = _RR_BENCH.read_text().splitlines()
+    start = next(i for i, line in enumerate(body) if line.startswith("|"))
+    return [
+        "`binary_rr` and `kary_rr` are accounted as themselves (`shuffle_rr` / `subsampled_shuffle_rr`, "
+        "bounds.md §12: randomized response's clone probability 2/(e^ε0+1)); Hadamard response and the vector "
+        "mechanisms keep the generic bound (their clone probability is e^{−ε0}, bounds.md §12). Binary RR at "
+        "δ = 10⁻⁸ against the generic `shuffle` event and the exact shuffled binary RR with every other user "
+        "holding 0 (a pessimistic PLD of that pair, the larger of both directions; a reference, not the worst case: mixed "
+        "inputs can be worse), from `bench/results_rr.md` (`python bench/bench_rr.py`):",
+        "",
+        *body[start:],
+    ]
+
+
 def write_results(path: Path, img_dir: Path, data: dict, costs: dict, quick: bool, seconds: float) -> None:
     rel = Path(os.path.relpath(img_dir, path.parent))
     L = [
@@ -578,6 +600,10 @@ def write_results(path: Path, img_dir: Path, data: dict, costs: dict, quick: boo
         "charges (bounds.md §11: a PLD composition does not hold under the ledger's adaptive budget checks).",
         "",
         *_tightness(data),
+        "",
+        "## Randomizer-aware amplification",
+        "",
+        *_randomizer_aware(),
         "",
         "## Cost",
         "",

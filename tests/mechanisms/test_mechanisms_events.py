@@ -8,7 +8,6 @@ import math
 import numpy as np
 import pytest
 
-import accountant
 import mechanisms
 from mechanisms import InputError, ParameterError, UnknownMechanismError
 
