@@ -4,9 +4,10 @@
 exponent at that ε. ε(δ): a first guess is the Chernoff (RDP-of-the-discrete-PLD) ε,
 min_λ (Σ T_k log M_k(λ) + log 1/(δ − δ_∞))/λ, which is ≥ the exact ε; the composition is tilted
 for it; scipy's brentq finds the root of log δ(ε) = log δ on the certified curve (non-increasing
-in ε) — bracketed first within a grid cell or two by an approximate δ at every grid point
-(two first-order recurrences over the composed vector, O(N)), so that only a few certified
-evaluations are needed — and the root is moved up until the certified δ at it is ≤ δ. When the numerical error at
+in ε) — bracketed first within a grid cell or two by an approximate δ at the grid points (two
+first-order recurrences over the composed vector, run from the top of the window down to the
+crossing only), so that only a few certified evaluations are needed (each ε evaluated once per
+composition) — and the root is moved up until the certified δ at it is ≤ δ. When the numerical error at
 the answer exceeds 10⁻³·δ and the best tilt for the answer differs from the one used by more
 than 5%, the composition is redone once with that tilt.
 """
