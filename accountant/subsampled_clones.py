@@ -433,8 +433,8 @@ def _group(
     bins: _Bins, s: float, chunks: list[NDArray[np.int64]], orders: NDArray[np.float64], cells: _Cells
 ) -> NDArray[np.float64]:
     """log Σ_b mass_b·h_b(α) for the orders of ``chunks`` (in their concatenated order): one cell
-    table for the windows of the largest order; each chunk sums the sub-windows its own largest
-    order needs; the tails of all orders are bounded at once."""
+    table ``cells`` covering the windows of the largest order (:func:`_level_cells`); each chunk
+    sums the sub-windows its own largest order needs; the tails of all orders are bounded at once."""
     x, ws = bins.x, bins.w * s
     lrmax = np.log1p(ws) - np.log1p(-ws)
     lo = _windows(x, lrmax, 1.0)[0]
