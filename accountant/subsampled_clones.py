@@ -73,6 +73,7 @@ from ._binomial import log_binom_pmf
 from ._numerics import log_phi, round_up
 from ._validation import check_epsilon0, check_n, check_orders
 from .errors import InvalidParameter
+from .store import MiB, memoize
 from .subsampled import amplified_epsilon
 from .subsampled import cap as subsampled_cap
 
@@ -233,23 +234,28 @@ def _tail(
     alpha: NDArray[np.float64],
     x: NDArray[np.float64],
     ws: NDArray[np.float64],
-    a_near: NDArray[np.float64],
+    near: tuple[NDArray[np.float64], NDArray[np.intp]],
     a_far: NDArray[np.float64],
     present: NDArray[np.bool_],
 ) -> NDArray[np.float64]:
-    """log of (a bound on the Bin(x, ½) mass of the a from ``a_near`` on, away from x/2) ×
-    max(ψ(a_near), ψ(a_far)) (ψ convex in a); −inf where no tail. Shapes: bins × orders for
-    ``a_near`` and ``present``, bins for ``x``, ``ws``, ``a_far``.
+    """log of (a bound on the Bin(x, ½) mass of the a from a_near on, away from x/2) ×
+    max(ψ(a_near), ψ(a_far)) (ψ convex in a); −inf where no tail. ``near`` = (the distinct
+    columns of a_near, bins × c; the column of each order): a_near = near[0][:, near[1]], bins ×
+    orders, as ``present``; bins for ``x``, ``ws``, ``a_far``. The mass does not depend on the
+    order, so it is computed once per distinct column.
 
     The mass: b(a_near)/(1 − r), r the pmf ratio b(a±1)/b(a) at a_near (the largest in the
     tail: the ratios move monotonically away from 1), and never above Hoeffding's exp(−2d²/x),
     d = |a_near − x/2|."""
-    xx = np.broadcast_to(x[:, None], a_near.shape)
-    d = np.abs(a_near - xx / 2.0)
+    cols, col_of = near
+    xc = np.broadcast_to(x[:, None], cols.shape)
+    d = np.abs(cols - xc / 2.0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        r = np.where(a_near > xx / 2.0, (xx - a_near) / (a_near + 1.0), a_near / (xx - a_near + 1.0))
-        geo = log_binom_pmf(np.clip(a_near, 0.0, xx), xx, 0.5, 0.5) - np.log1p(-np.minimum(r, 1.0))
-    lmass = np.minimum(-2.0 * d * d / xx, np.where(r < 1.0, geo, 0.0))
+        r = np.where(cols > xc / 2.0, (xc - cols) / (cols + 1.0), cols / (xc - cols + 1.0))
+        geo = log_binom_pmf(np.clip(cols, 0.0, xc), xc, 0.5, 0.5) - np.log1p(-np.minimum(r, 1.0))
+    lmass = np.minimum(-2.0 * d * d / xc, np.where(r < 1.0, geo, 0.0))[:, col_of]
+    a_near = cols[:, col_of]
+    xx = np.broadcast_to(x[:, None], a_near.shape)
     al = np.broadcast_to(alpha[None, :], a_near.shape)
     wsb = ws[:, None]
     u_far = np.broadcast_to(wsb * (2.0 * a_far[:, None] / x[:, None] - 1.0), a_near.shape)
@@ -410,30 +416,45 @@ def _admitted(
         n_ok = fits
 
 
+@memoize("subsampled_clone_cells", max_entries=16, max_bytes=64 * MiB)
+def _level_cells(k: int, epsilon0: float, gamma: float, level: float) -> _Cells:
+    """The cell table of the bins of ``level`` (:func:`_bins`) for the windows of the order
+    ``level`` itself, kept per (k, ε0, γ, level): every group of orders up to ``level`` sums over
+    sub-windows of it (each cell's values depend on its bin, a and the window's bottom only), so
+    a later call with other orders at the same level (the real-order refinement of an answer at
+    another count) reuses it."""
+    bins = _bins(k, epsilon0, gamma, level)
+    x, ws = bins.x, bins.w * math.tanh(epsilon0 / 2.0)
+    lrmax = np.log1p(ws) - np.log1p(-ws)
+    cells = _cells_of(x, ws, _windows(x, lrmax, level)[1], _windows(x, lrmax, 1.0)[0])
+    for arr in (cells.seg, cells.a, cells.c0, cells.lr, cells.pb, cells.pbu, cells.lo):
+        arr.setflags(write=False)
+    return cells
+
+
 def _group(
-    bins: _Bins, s: float, chunks: list[NDArray[np.int64]], orders: NDArray[np.float64]
+    bins: _Bins, s: float, chunks: list[NDArray[np.int64]], orders: NDArray[np.float64], cells: _Cells
 ) -> NDArray[np.float64]:
     """log Σ_b mass_b·h_b(α) for the orders of ``chunks`` (in their concatenated order): one cell
-    table for the windows of the largest order; each chunk sums the sub-windows its own largest
-    order needs; the tails of all orders are bounded at once."""
+    table ``cells`` covering the windows of the largest order (:func:`_level_cells`); each chunk
+    sums the sub-windows its own largest order needs; the tails of all orders are bounded at once."""
     x, ws = bins.x, bins.w * s
     lrmax = np.log1p(ws) - np.log1p(-ws)
     lo = _windows(x, lrmax, 1.0)[0]
     tops = [float(orders[c].max()) for c in chunks]
-    cells = _cells_of(x, ws, _windows(x, lrmax, max(tops))[1], lo)
-    his = np.concatenate(
-        [np.repeat(_windows(x, lrmax, t)[1][:, None], c.size, axis=1) for c, t in zip(chunks, tops)], axis=1
-    )
+    his_c = np.stack([_windows(x, lrmax, t)[1] for t in tops], axis=1)  # bins × chunks
+    col_of = np.repeat(np.arange(len(chunks)), [c.size for c in chunks])
+    his = his_c[:, col_of]
     starts = np.cumsum([0] + [c.size for c in chunks[:-1]])
     parts = [_window_part(ws, cells, his[:, i], orders[c]) for c, i in zip(chunks, starts)]
     win = _Window(
         *(np.concatenate([getattr(p, f) for p in parts], axis=1) for f in ("ls", "s0", "lin", "eta", "err"))
     )
     al = orders[np.concatenate(chunks)]
-    lo2 = np.broadcast_to((lo - 1.0)[:, None], his.shape)
+    below = ((lo - 1.0)[:, None], np.zeros(his.shape[1], dtype=np.intp))
     tails = np.logaddexp(
-        _tail(al, x, ws, lo2, np.zeros(x.size), np.broadcast_to((lo > 0)[:, None], his.shape)),
-        _tail(al, x, ws, his + 1.0, x, his < x[:, None]),
+        _tail(al, x, ws, below, np.zeros(x.size), np.broadcast_to((lo > 0)[:, None], his.shape)),
+        _tail(al, x, ws, (his_c + 1.0, col_of), x, his < x[:, None]),
     )
     tot = bins.log_mass[:, None] + _combine(win, tails)
     mx = np.max(tot, axis=0)
@@ -468,7 +489,8 @@ def _log_excess(
         if n_ok == 0:
             break
         idx = np.concatenate(chunks[i : i + n_ok])
-        out[idx] = _group(bins, s, chunks[i : i + n_ok], orders)
+        level = float(2.0 ** math.ceil(math.log2(tops[i + n_ok - 1])))  # that of _admitted's bins
+        out[idx] = _group(bins, s, chunks[i : i + n_ok], orders, _level_cells(k, epsilon0, gamma, level))
         left -= cost
         top = int(idx[np.argmax(orders[idx])])
         if n_ok < j - i:

@@ -9,7 +9,9 @@ with the answers (baseline, cold, warm, …) so the shared machine's load hits b
 are of medians. *Cold*: every accountant cache cleared (curves, clone and subsampled-clone
 preparations, PLD pmfs and spectra) — the answer computes the RDP curves, the dominating pair's
 PLD and its composition from nothing; *warm*: the same event with another count (the curves and
-single-round PLD cached; a new conversion, tilt and FFT).
+single-round PLD cached; a new conversion, tilt and FFT). Where a warm answer's time goes: each
+repeat also times the two routes alone at a third count (the RDP route: refinement at new real
+orders; the PLD route: tilt, FFT composition, root).
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from bench_pld import baseline, ms  # noqa: E402  (the same baseline and timer a
 import accountant  # noqa: E402
 from accountant import clones, store  # noqa: E402
 from accountant.baselines import clone_dp  # noqa: E402
+from accountant.composition import epsilon_guarantee  # noqa: E402
+from accountant.pld import pld_epsilon  # noqa: E402
 
 HEADLINES = {
     "shuffle (n = 10⁶, ε0 = 0.5, T = 10⁵)": {
@@ -47,6 +51,9 @@ HEADLINES = {
 }
 DELTA = 1e-8
 WARM_COUNTS = [50_000, 20_000, 70_000, 30_000, 90_000, 40_000, 60_000, 80_000]
+#: the routes alone, at a count whose RDP grid optimum is a grid order none of the repeat's warm
+#: counts has (so its refinement orders are new too)
+SPLIT_COUNTS = [40_000, 10_000]
 
 
 def cold() -> None:
@@ -62,6 +69,7 @@ def main(repeats: int) -> list[str]:
     base_ts: list[float] = []
     cold_ts: dict[str, list[float]] = {k: [] for k in HEADLINES}
     warm_ts: dict[str, list[float]] = {k: [] for k in HEADLINES}
+    split_ts: dict[str, list[tuple[float, float]]] = {k: [] for k in HEADLINES}
     answers: dict[str, accountant.RoutedGuarantee] = {}
     for i in range(repeats):
         t, _ = ms(baseline)
@@ -73,6 +81,10 @@ def main(repeats: int) -> list[str]:
             for c in WARM_COUNTS[i % 2 :: 2][:2]:
                 t, _ = ms(lambda c=c, ev=ev: accountant.epsilon_routed([{**ev, "count": c}], DELTA))
                 warm_ts[name].append(t)
+            one = [{**ev, "count": SPLIT_COUNTS[i % 2]}]
+            t_rdp, _ = ms(lambda one=one: epsilon_guarantee(one, DELTA))
+            t_pld, _ = ms(lambda one=one: pld_epsilon(one, DELTA))
+            split_ts[name].append((t_rdp, t_pld))
     load1 = os.getloadavg()
     b = statistics.median(base_ts)
     lines = [
@@ -97,6 +109,10 @@ def main(repeats: int) -> list[str]:
             f"| `best`, {name}, another count, **warm** | {w:.1f} ms (min {min(warm_ts[name]):.1f}) | "
             f"**{w / b:.3f}** | ≤ 0.05 |"
         )
+    lines += ["", "| warm, the routes alone (another count) | RDP route | PLD route |", "|---|---|---|"]
+    for name, ts in split_ts.items():
+        r, p = (statistics.median(x) for x in zip(*ts))
+        lines.append(f"| {name} | {r:.1f} ms ({r / b:.3f}) | {p:.1f} ms ({p / b:.3f}) |")
     lines += ["", "| answer (δ = 1e-8) | route | ε of each route |", "|---|---|---|"]
     for name, r in answers.items():
         each = ", ".join(f"{v.route} {v.epsilon:.5g}" for v in r.routes if v.applies)

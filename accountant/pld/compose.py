@@ -212,13 +212,27 @@ class Composed:
     inf: float  # mass at +∞
     losses: NDArray[np.float64] = field(init=False, repr=False)  # (a + i)·Δ, increasing
     abs_g: NDArray[np.float64] = field(init=False, repr=False)
+    #: δ(ε) already evaluated, by ε (the root search, its certification and the answer ask for
+    #: the same ε more than once)
+    _seen: dict[float, tuple[float, float]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "losses", (self.a + np.arange(self.G.size, dtype=np.float64)) * self.step)
         object.__setattr__(self, "abs_g", np.abs(self.G))
+        object.__setattr__(self, "_seen", {})
 
     def delta(self, epsilon: float) -> tuple[float, float]:
         """(certified δ(ε), the numerical error bound included in it)."""
+        key = float(epsilon)
+        got = self._seen.get(key)
+        if got is None:
+            got = self._delta(key)
+            if len(self._seen) >= 64:
+                self._seen.clear()
+            self._seen[key] = got
+        return got
+
+    def _delta(self, epsilon: float) -> tuple[float, float]:
         lam = self.lam
         k = int(np.searchsorted(self.losses, epsilon, side="right"))  # the first loss > ε
         tp = self.losses[k:] - epsilon
