@@ -417,13 +417,14 @@ def _admitted(
 
 
 @memoize("subsampled_clone_cells", max_entries=16, max_bytes=64 * MiB)
-def _level_cells(k: int, epsilon0: float, gamma: float, level: float) -> _Cells:
+def _level_cells(k: int, epsilon0: float, gamma: float, level: float, p: float) -> _Cells:
     """The cell table of the bins of ``level`` (:func:`_bins`) for the windows of the order
     ``level`` itself, kept per (k, ε0, γ, level): every group of orders up to ``level`` sums over
     sub-windows of it (each cell's values depend on its bin, a and the window's bottom only), so
     a later call with other orders at the same level (the real-order refinement of an answer at
-    another count) reuses it."""
-    bins = _bins(k, epsilon0, gamma, level)
+    another count) reuses it. ``p``: the clone probability (:func:`clone_probability`), part of
+    the key — the bins and so the cells depend on it."""
+    bins = _bins(k, epsilon0, gamma, level, p)
     x, ws = bins.x, bins.w * math.tanh(epsilon0 / 2.0)
     lrmax = np.log1p(ws) - np.log1p(-ws)
     cells = _cells_of(x, ws, _windows(x, lrmax, level)[1], _windows(x, lrmax, 1.0)[0])
@@ -490,7 +491,7 @@ def _log_excess(
             break
         idx = np.concatenate(chunks[i : i + n_ok])
         level = float(2.0 ** math.ceil(math.log2(tops[i + n_ok - 1])))  # that of _admitted's bins
-        out[idx] = _group(bins, s, chunks[i : i + n_ok], orders, _level_cells(k, epsilon0, gamma, level))
+        out[idx] = _group(bins, s, chunks[i : i + n_ok], orders, _level_cells(k, epsilon0, gamma, level, p))
         left -= cost
         top = int(idx[np.argmax(orders[idx])])
         if n_ok < j - i:

@@ -84,7 +84,7 @@ def _narrow_group(k, e0, gamma, orders):
     order = np.argsort(orders, kind="stable")
     chunks = [order[i : i + sc._CHUNK] for i in range(0, orders.size, sc._CHUNK)]
     tops = [float(orders[c].max()) for c in chunks]
-    _, bins, _ = sc._admitted(k, e0, gamma, tops, sc._BUDGET)
+    _, bins, _ = sc._admitted(k, e0, gamma, tops, sc._BUDGET, math.exp(-e0))
     s = math.tanh(e0 / 2.0)
     x, ws = bins.x, bins.w * s
     lrmax = np.log1p(ws) - np.log1p(-ws)
@@ -100,7 +100,7 @@ def test_subsampled_clone_cells_per_level(n, k, e0):
     for i in (12, 30, 31):
         orders = refine_orders(DEFAULT_ORDERS, i)
         assert orders.max() <= sc._FIRST_GROUP  # one group of orders
-        got, _ = sc._log_excess(k, e0, k / n, orders)
+        got, _ = sc._log_excess(k, e0, k / n, orders, math.inf, math.exp(-e0))
         np.testing.assert_array_equal(got, _narrow_group(k, e0, k / n, orders))
     assert sc._level_cells.cache_info().hits >= 1
 
@@ -111,3 +111,16 @@ def test_subsampled_clone_curve_same_cold_and_warm():
     cold = sc.subsampled_clone_rdp(10**5, 300, 2.0, orders)
     sc.subsampled_clone_rdp(10**5, 300, 2.0, refine_orders(DEFAULT_ORDERS, 38))
     np.testing.assert_array_equal(sc.subsampled_clone_rdp(10**5, 300, 2.0, orders), cold)
+
+
+def test_subsampled_clone_cells_are_kept_per_clone_probability():
+    """The generic pair and randomized response's pair (bounds.md §12) share (k, ε0, γ, level) but
+    not their bins: a warm answer of one never comes from the other's cell table."""
+    orders = np.array([2.0, 9.5, 40.0])
+    sc._level_cells.cache_clear()
+    rr_cold = sc.subsampled_clone_pair_rdp(10**5, 500, 1.5, orders, randomizer="rr")
+    sc._level_cells.cache_clear()
+    generic = sc.subsampled_clone_pair_rdp(10**5, 500, 1.5, orders)
+    rr_warm = sc.subsampled_clone_pair_rdp(10**5, 500, 1.5, orders, randomizer="rr")
+    assert np.array_equal(rr_warm, rr_cold)
+    assert np.all(rr_cold < generic)
