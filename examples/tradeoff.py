@@ -92,7 +92,7 @@ class Data:
 
 
 def load(seed: int, items_per_user: int, max_users: int | None) -> Data:
-    Xtr, ytr, Xte, yte = training.load("breast_cancer", np.random.default_rng([seed, 0]))
+    Xtr, ytr, Xte, yte = training.load(np.random.default_rng([seed, 0]))
     m = items_per_user
     n = Xtr.shape[0] // m if max_users is None else min(max_users, Xtr.shape[0] // m)
     return Data(Xtr[: n * m].reshape(n, m, -1), ytr[: n * m].reshape(n, m), Xte, yte)
