@@ -3,8 +3,8 @@
 
 The story, top to bottom:
 
-1. **Data and users.** A real data set bundled with scikit-learn (breast cancer, 569 samples, or
-   the digits, 1,797 samples labelled odd/even) — nothing is downloaded. Features are standardised,
+1. **Data and users.** A real data set bundled with scikit-learn (breast cancer, 569 samples) —
+   nothing is downloaded. Features are standardised,
    a bias feature appended and each row scaled into the unit ℓ2 ball (the scaling statistics are
    treated as public, as a deployment would fix them in advance). 80% is training data, split into
    n users holding ``--items-per-user`` samples each; the model is a logistic regression.
@@ -23,12 +23,13 @@ The story, top to bottom:
    users' budget is spent — the run stops cleanly.
 
 Both runs use :class:`privacy_accountant.pipeline.Pipeline` (charge a round, run it, record its outcome). The
-script prints each round's test accuracy and the ε spent, writes a figure of accuracy against ε
-(``--plot``) and optionally the results as JSON (``--json``).
+script prints each round's test accuracy and the ε spent, optionally writes the training curve of
+the run (``--plot``: each round's accuracy against the ε spent so far — the progress of ONE run, not
+a privacy–utility trade-off; ``examples/tradeoff.py`` draws that) and the results as JSON (``--json``).
 
     python examples/training.py                         # breast cancer, a local service started for the run
-    python examples/training.py --dataset digits --mechanism linf
-    python examples/training.py --plot docs/img/training.svg
+    python examples/training.py --runs cldp --mechanism linf
+    python examples/training.py --plot /tmp/training.svg   # the run's training curve
     python examples/training.py --url http://127.0.0.1:8000 --api-key <an admin key>
 
 All randomness (split, sampling, rotations, randomizers, noise, shuffling) comes from one
@@ -71,14 +72,11 @@ def _local_service():
 # ---------------------------------------------------------------------------------------------------------
 
 
-def load(name: str, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    from sklearn.datasets import load_breast_cancer, load_digits
+def load(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Breast cancer, shuffled by ``rng``: (train X, train y, test X, test y), rows in the unit ℓ2 ball."""
+    from sklearn.datasets import load_breast_cancer
 
-    if name == "breast_cancer":
-        X, y = load_breast_cancer(return_X_y=True)
-    else:
-        X, y = load_digits(return_X_y=True)
-        y = (y % 2 == 1).astype(int)
+    X, y = load_breast_cancer(return_X_y=True)
     y = y.astype(float)
     perm = rng.permutation(y.size)
     X, y = X[perm], y[perm]
@@ -278,7 +276,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--runs", choices=("both", "cldp", "central"), default="both", help="which runs (central first)"
     )
-    p.add_argument("--dataset", choices=("breast_cancer", "digits"), default="breast_cancer")
     p.add_argument("--items-per-user", type=int, default=2, help="training samples per user (m)")
     p.add_argument("--budget-epsilon", type=float, default=12.0, help="every user's budget ε")
     p.add_argument("--delta", type=float, default=1e-5, help="every user's budget δ")
@@ -303,7 +300,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--run-id", help="prefix of ledger ids and idempotency keys (default: train-s<seed>-<time>)"
     )
-    p.add_argument("--plot", help="write the accuracy-vs-ε figure here (.svg or .png)")
+    p.add_argument("--plot", help="write the run's training curve (accuracy against ε spent so far) here")
     p.add_argument("--json", help="write the results here")
     a = p.parse_args(argv)
     if a.items_per_user < 1 or a.steps < 1 or a.rounds < 1 or a.steps_per_round < 1:
@@ -326,7 +323,7 @@ def _create_users(client: AccountantClient, epsilon: float, delta: float, prefix
 
 def run(a: argparse.Namespace, url: str, api_key: str) -> int:
     rng = np.random.default_rng(a.seed)
-    Xtr, ytr, Xte, yte = load(a.dataset, rng)
+    Xtr, ytr, Xte, yte = load(rng)
     m = a.items_per_user
     n = Xtr.shape[0] // m
     users_X = Xtr[: n * m].reshape(n, m, -1)
@@ -335,7 +332,7 @@ def run(a: argparse.Namespace, url: str, api_key: str) -> int:
     probe = f"{prefix}0"
     print("=" * 100)
     print(
-        f"Private training on {a.dataset} ({Xtr.shape[0]} training and {Xte.shape[0]} test samples), charged to a ledger"
+        f"Private training on breast cancer ({Xtr.shape[0]} training and {Xte.shape[0]} test samples), charged to a ledger"
     )
     print("=" * 100)
     print(
@@ -375,7 +372,7 @@ def run(a: argparse.Namespace, url: str, api_key: str) -> int:
         f"δ = {a.delta:g} over {field_of(user, 'charges')} charge(s) — both runs composed"
     )
     if a.plot:
-        plot(results, a.plot, f"{a.dataset}: {n} users × {m} samples, logistic regression, δ = {a.delta:g}")
+        plot(results, a.plot, f"breast cancer: {n} users × {m} samples, logistic regression, δ = {a.delta:g}")
         print(f"  figure: {a.plot}")
     if a.json:
         out = {

@@ -87,13 +87,11 @@ def test_both_runs_on_one_ledger(tmp_path):
     assert (tmp_path / "fig.svg").read_text().lstrip().startswith("<?xml")
 
 
-def test_linf_mechanism_on_digits(tmp_path):
+def test_linf_mechanism(tmp_path):
     proc, res = run_example(
         tmp_path,
         "--runs",
         "cldp",
-        "--dataset",
-        "digits",
         "--mechanism",
         "linf",
         "--rounds",
