@@ -475,6 +475,7 @@ def test_cohort_listing(seeded):
         "total": 0,
         "limit": 50,
         "offset": 0,
+        "next_cursor": None,
     }
     assert _get(seeded, "/v1/cohorts", limit=0).status_code == 422
     assert _get(seeded, "/v1/cohorts", prefx="pop").status_code == 422
