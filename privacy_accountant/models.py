@@ -220,6 +220,9 @@ class UserPage(Model):
     total: int
     limit: int
     offset: int
+    next_cursor: str | None = Field(
+        None, description="pass as cursor= for the next page; None on the last page"
+    )
 
 
 class BulkUsersResult(Model):
@@ -268,6 +271,9 @@ class ChargeList(Model):
     total: int
     limit: int
     offset: int
+    next_cursor: str | None = Field(
+        None, description="pass as cursor= for the next page; None on the last page"
+    )
     charges: list[ChargeRecord]
 
 
@@ -300,6 +306,9 @@ class CohortPage(Model):
     total: int
     limit: int
     offset: int
+    next_cursor: str | None = Field(
+        None, description="pass as cursor= for the next page; None on the last page"
+    )
 
 
 class MembersChanged(Model):
@@ -322,6 +331,9 @@ class MemberList(Model):
     cohort_id: str
     limit: int
     offset: int
+    next_cursor: str | None = Field(
+        None, description="pass as cursor= for the next page; None on the last page"
+    )
     members: list[Member]
 
 

@@ -16,9 +16,9 @@ every matching user: Σ users over the matching classes, or a count of the prefi
 from __future__ import annotations
 
 from collections.abc import Generator, Iterable
-from itertools import chain
 from contextlib import closing
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any, Literal, get_args
 
 from sqlalchemy import ColumnElement, Select, and_, bindparam, func, or_, select, tuple_
@@ -107,7 +107,11 @@ def list_users(
             total = _total(s, f)
             placed = [(0, None, u) for u in _by_user_id(s, f, total, limit + 1, offset, after)]
         else:
-            at = tuple(paging.decode(cursor, listing, (KINDS[key], "int", "str"))) if cursor is not None else None
+            at = (
+                tuple(paging.decode(cursor, listing, (KINDS[key], "int", "str")))
+                if cursor is not None
+                else None
+            )
             total, placed = _by_class(s, f, CLASS_KEYS[key], desc, limit + 1, offset, at)
     nxt = None
     if len(placed) > limit:
@@ -161,7 +165,9 @@ def _by_class(
         placed: list[Placed] = []
         rest: Iterable[tuple[int, int, Any]] = stream
         if first is not None and first[0] == cid:
-            order, beyond = (U.c.user_id.desc(), U.c.user_id < uid) if desc else (U.c.user_id, U.c.user_id > uid)
+            order, beyond = (
+                (U.c.user_id.desc(), U.c.user_id < uid) if desc else (U.c.user_id, U.c.user_id > uid)
+            )
             stmt = _base(f).where(U.c.class_id == cid, beyond).order_by(order).limit(limit)
             placed = [(cid, first[2], u) for u in _statuses(s, stmt)]
         elif first is not None:

@@ -47,7 +47,9 @@ def decode(cursor: str, listing: str, kinds: Sequence[str]) -> list[Any]:
     """The position a cursor of ``listing`` names, each value checked against ``kinds``
     (``"str"``, ``"int"``, ``"float"``, ``"time?"`` — a datetime or null)."""
     if len(cursor) > MAX_CURSOR:
-        raise BadPage(f"cursor is longer than {MAX_CURSOR} characters: not a cursor of this listing; {_FOLLOW}")
+        raise BadPage(
+            f"cursor is longer than {MAX_CURSOR} characters: not a cursor of this listing; {_FOLLOW}"
+        )
     try:
         raw = base64.b64decode(cursor + "=" * (-len(cursor) % 4), altchars=b"-_", validate=True)
         body = json.loads(raw.decode("utf-8", "surrogatepass"))
@@ -81,7 +83,9 @@ def _value(v: Any, kind: str) -> Any:
 def check(offset: int, cursor: str | None) -> None:
     """Refuse an ``offset`` above :data:`MAX_OFFSET`, or one given with a cursor."""
     if cursor is not None and offset:
-        raise BadPage("give either cursor or offset, not both: the cursor already names where the page starts")
+        raise BadPage(
+            "give either cursor or offset, not both: the cursor already names where the page starts"
+        )
     if offset > MAX_OFFSET:
         raise BadPage(
             f"offset {offset} is above the maximum {MAX_OFFSET} (a deep offset makes the database walk "

@@ -242,7 +242,13 @@ def cohort_info(co: CohortRow) -> CohortInfo:
 
 
 def members(
-    s: Session, cohort_pk: int, cohort_id: str, limit: int, offset: int, history: bool, after: int | None = None
+    s: Session,
+    cohort_pk: int,
+    cohort_id: str,
+    limit: int,
+    offset: int,
+    history: bool,
+    after: int | None = None,
 ) -> list[tuple[int, Membership]]:
     """(membership id, membership) of a cohort's members by membership id (after ``after``): the
     (cohort, id) index range."""
