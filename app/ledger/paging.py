@@ -19,6 +19,7 @@ import base64
 import binascii
 import json
 import math
+import re
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
@@ -33,6 +34,8 @@ MAX_OFFSET = 10_000
 #: the longest cursor accepted (the longest a listing hands out is well below: ids ≤ 256 characters)
 MAX_CURSOR = 4096
 
+#: characters no id holds (app.schemas.ledger.ID_PATTERN): NUL cannot even be bound on PostgreSQL
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _FOLLOW = "start without cursor and pass each page's next_cursor as cursor to get the next page"
 
 
@@ -40,7 +43,7 @@ def encode(listing: str, values: Sequence[Any]) -> str:
     """The cursor of the position ``values`` in ``listing`` (datetimes as ISO 8601 text)."""
     vals = [v.isoformat() if isinstance(v, datetime) else v for v in values]
     raw = json.dumps({"k": listing, "v": vals}, separators=(",", ":"), ensure_ascii=False)
-    return base64.urlsafe_b64encode(raw.encode("utf-8", "surrogatepass")).decode("ascii").rstrip("=")
+    return base64.urlsafe_b64encode(raw.encode("utf-8")).decode("ascii").rstrip("=")
 
 
 def decode(cursor: str, listing: str, kinds: Sequence[str]) -> list[Any]:
@@ -52,8 +55,8 @@ def decode(cursor: str, listing: str, kinds: Sequence[str]) -> list[Any]:
         )
     try:
         raw = base64.b64decode(cursor + "=" * (-len(cursor) % 4), altchars=b"-_", validate=True)
-        body = json.loads(raw.decode("utf-8", "surrogatepass"))
-    except (binascii.Error, ValueError):
+        body = json.loads(raw.decode("utf-8"))
+    except (binascii.Error, ValueError, RecursionError):
         raise BadPage(f"cursor {cursor[:64]!r} does not decode (base64url JSON): {_FOLLOW}") from None
     if not isinstance(body, dict) or not isinstance(body.get("v"), list) or len(body["v"]) != len(kinds):
         raise BadPage(f"cursor {cursor[:64]!r} is not a cursor of this listing: {_FOLLOW}")
@@ -69,7 +72,8 @@ def decode(cursor: str, listing: str, kinds: Sequence[str]) -> list[Any]:
 
 
 def _value(v: Any, kind: str) -> Any:
-    if kind == "str" and isinstance(v, str):
+    if kind == "str" and isinstance(v, str) and len(v) <= 256 and not _CONTROL.search(v):
+        v.encode("utf-8")  # a lone surrogate (UnicodeEncodeError, a ValueError) is no stored id
         return v
     if kind == "int" and isinstance(v, int) and not isinstance(v, bool) and -(2**63) <= v < 2**63:
         return v

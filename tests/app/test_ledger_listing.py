@@ -401,6 +401,9 @@ def _cursor(listing: str, values: list) -> str:
         _cursor("users:user_id", ["a", "b"]),
         _cursor("users:user_id", []),
         "A" * 5000,
+        base64.urlsafe_b64encode(b"[" * 3000).decode(),  # nesting deeper than the parser's recursion
+        base64.urlsafe_b64encode(b'{"k": "users:user_id", "v": ["\\ud800"]}').decode(),  # a lone surrogate
+        base64.urlsafe_b64encode(b'{"k": "users:user_id", "v": ["a\\u0000"]}').decode(),  # NUL: no id
     ],
 )
 def test_a_cursor_this_listing_did_not_hand_out_is_a_400(seeded, cursor):
