@@ -113,6 +113,7 @@ LEDGER_STATUS: dict[type[ledger_errors.LedgerError], int] = {
     ledger_errors.Conflict: 409,
     ledger_errors.Refused: 409,
     ledger_errors.Invalid: 422,
+    ledger_errors.BadPage: 400,
 }
 
 

@@ -548,10 +548,12 @@ def main(argv=None) -> int:
     info["load_end"] = load()
     text = report(res, info)
     if not a.no_write:
-        # the "Scale-out" section is bench_scale_out.py's: kept as it is
+        # the "Scale-out" and "Deep paging and bulk memory" sections are bench_scale_out.py's and
+        # bench_paging.py's: kept as they are
         path = ROOT / "bench" / "results_reliability.md"
-        kept = section(path.read_text(), "Scale-out") if path.exists() else None
-        path.write_text(text + "\n" + (f"\n{kept}" if kept else ""))
+        old = path.read_text() if path.exists() else ""
+        kept = [k for k in (section(old, h) for h in ("Scale-out", "Deep paging and bulk memory")) if k]
+        path.write_text(text + "\n" + "".join(f"\n{k}" for k in kept))
     print(text)
     return 0
 

@@ -71,12 +71,16 @@ def _time(t) -> str:
     return "never" if t is None else t.strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def _page_line(page, shown: int) -> str:
+def _page_line(page, shown: int, after: str | None = None) -> str:
     if not page.total:
         return "no matches"
-    return f"{page.offset + 1}–{page.offset + shown} of {page.total}" + (
-        f" (next page: --offset {page.offset + shown})" if page.offset + shown < page.total else ""
-    )
+    where = f"{shown} after the cursor" if after else f"{page.offset + 1}–{page.offset + shown}"
+    return f"{where} of {page.total}" + _next_page(page)
+
+
+def _next_page(page) -> str:
+    """Where the next page starts: the page's cursor (any depth, as cheap as the first page)."""
+    return f" (next page: --cursor {page.next_cursor})" if page.next_cursor else ""
 
 
 def _event_text(ev) -> str:
@@ -111,6 +115,7 @@ def users_list(a) -> tuple[dict, str]:
             policy=a.policy,
             remaining_below=a.remaining_below,
             sort=a.sort,
+            cursor=a.cursor,
         )
     rows = [
         (
@@ -126,7 +131,7 @@ def users_list(a) -> tuple[dict, str]:
         for u in page.items
     ]
     header = ("user", "policy", "budget ε", "δ", "spent ε", "remaining ε", "charges", "last charge")
-    text = (table(rows, header) + "\n\n" if rows else "") + _page_line(page, len(rows))
+    text = (table(rows, header) + "\n\n" if rows else "") + _page_line(page, len(rows), a.cursor)
     return page.to_dict(), text
 
 
@@ -159,7 +164,7 @@ def users_put(a) -> tuple[dict, str]:
 # ------------------------------------------------------------------------------------------ charges
 def charges_list(a) -> tuple[dict, str]:
     with _client(a) as c:
-        page = c.user_charges(a.user, a.limit, a.offset)
+        page = c.user_charges(a.user, a.limit, a.offset, cursor=a.cursor)
     rows = [
         (
             ch.charge_id,
@@ -171,7 +176,7 @@ def charges_list(a) -> tuple[dict, str]:
         for ch in page.charges
     ]
     header = ("charge", "when", "event", "through", "charged by")
-    text = (table(rows, header) + "\n\n" if rows else "") + _page_line(page, len(rows))
+    text = (table(rows, header) + "\n\n" if rows else "") + _page_line(page, len(rows), a.cursor)
     return page.to_dict(), text
 
 
@@ -222,21 +227,23 @@ def _refusal_text(exc) -> str:
 # ------------------------------------------------------------------------------------------ cohorts
 def cohorts_list(a) -> tuple[dict, str]:
     with _client(a) as c:
-        page = c.list_cohorts(a.limit, a.offset, prefix=a.prefix)
+        page = c.list_cohorts(a.limit, a.offset, prefix=a.prefix, cursor=a.cursor)
     rows = [
         (x.cohort_id, str(x.members), str(x.rounds), _time(x.created_at), x.description or "")
         for x in page.items
     ]
     text = (
         table(rows, ("cohort", "members", "rounds", "created", "description")) + "\n\n" if rows else ""
-    ) + _page_line(page, len(rows))
+    ) + _page_line(page, len(rows), a.cursor)
     return page.to_dict(), text
 
 
 def cohorts_show(a) -> tuple[dict, str]:
     with _client(a) as c:
         x = c.get_cohort(a.cohort)
-        members = c.cohort_members(a.cohort, limit=a.limit, offset=a.offset) if a.members else None
+        members = (
+            c.cohort_members(a.cohort, limit=a.limit, offset=a.offset, cursor=a.cursor) if a.members else None
+        )
     rows = [
         ("cohort", x.cohort_id),
         ("description", x.description or "–"),
@@ -249,7 +256,7 @@ def cohorts_show(a) -> tuple[dict, str]:
     if members is not None:
         res["member_list"] = members.to_dict()
         mrows = [(m.user_id, str(m.joined_after_round), _time(m.joined_at)) for m in members.members]
-        text += "\n\n" + table(mrows, ("member", "joined after round", "joined"))
+        text += "\n\n" + table(mrows, ("member", "joined after round", "joined")) + _next_page(members)
     return res, text
 
 
@@ -307,7 +314,15 @@ def _connection(p: argparse.ArgumentParser) -> None:
 
 def _paging(p: argparse.ArgumentParser, default: int = 50) -> None:
     p.add_argument("--limit", type=int, default=default, help=f"page size (default {default})")
-    p.add_argument("--offset", type=int, default=0, help="items to skip (default 0)")
+    p.add_argument(
+        "--offset",
+        type=int,
+        default=0,
+        help="items to skip (default 0; the service refuses deep offsets: follow --cursor instead)",
+    )
+    p.add_argument(
+        "--cursor", help="start after this cursor: the 'next page: --cursor …' of the previous page"
+    )
 
 
 def _sub(sub, name: str, help_: str, func: Callable, **kw) -> argparse.ArgumentParser:

@@ -149,6 +149,8 @@ class Membership(Base):
     __table_args__ = (
         Index("ix_ledger_memberships_cohort_user", "cohort_id", "user_pk"),
         Index("ix_ledger_memberships_user", "user_pk"),
+        # a cohort's members in the order they joined, after a cursor (app.ledger.paging)
+        Index("ix_ledger_memberships_cohort_id", "cohort_id", "id"),
     )
 
 

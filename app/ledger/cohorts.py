@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 
 from app.db.session import Database
 from app.ledger import curves as cv
+from app.ledger import paging
 from app.ledger import queries as q
 from app.ledger import repository as repo
 from app.ledger.curves import Budget
@@ -104,11 +105,23 @@ def change_members(db: Database, cohort_id: str, user_ids: Sequence[str], join: 
 
 
 def list_members(
-    db: Database, cohort_id: str, limit: int = 100, offset: int = 0, history: bool = False
+    db: Database,
+    cohort_id: str,
+    limit: int = 100,
+    offset: int = 0,
+    history: bool = False,
+    cursor: str | None = None,
 ) -> MemberPage:
+    """A cohort's members (``history``: past memberships too) in the order they joined: at
+    ``offset`` or after ``cursor``."""
+    listing = "members:history" if history else "members"
+    paging.check(offset, cursor)
+    after = paging.decode(cursor, listing, ("int",))[0] if cursor is not None else None
     with db.read() as s:
-        members = q.members(s, _pk(s, cohort_id), cohort_id, limit, offset, history)
-    return MemberPage(cohort_id=cohort_id, limit=limit, offset=offset, members=members)
+        rows = q.members(s, _pk(s, cohort_id), cohort_id, limit + 1, offset, history, after)
+    nxt = paging.encode(listing, [rows[limit - 1][0]]) if len(rows) > limit else None
+    members = [m for _, m in rows[:limit]]
+    return MemberPage(cohort_id=cohort_id, limit=limit, offset=offset, members=members, next_cursor=nxt)
 
 
 def user_cohorts(db: Database, user_id: str) -> list[Membership]:

@@ -69,6 +69,11 @@ class Invalid(LedgerError):
     """A budget or event the ledger cannot use (the sentence says what to change)."""
 
 
+class BadPage(LedgerError):
+    """A page that cannot be served as asked: an offset above the maximum, or a cursor that this
+    listing did not hand out (the sentence says to follow ``next_cursor``)."""
+
+
 class Refused(LedgerError):
     """A charge some users cannot afford: nothing was recorded.
 
@@ -96,6 +101,7 @@ class Refused(LedgerError):
 
 __all__ = [
     "MAX_LISTED",
+    "BadPage",
     "Conflict",
     "IdempotencyConflict",
     "Invalid",

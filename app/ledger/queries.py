@@ -148,8 +148,11 @@ def user_charges_subquery(user_pk: int, cols: Sequence[Any]) -> Subquery:
     return union_all(explicit, via_cohort).subquery()
 
 
-def user_charges(s: Session, user_pk: int, limit: int, offset: int) -> tuple[int, list[ChargeEntry]]:
-    """(total, the charges at [offset, offset + limit)), oldest first."""
+def user_charges(
+    s: Session, user_pk: int, limit: int, offset: int, after: int | None = None
+) -> tuple[int, list[ChargeEntry]]:
+    """(total, the charges at [offset, offset + limit) — of those after the charge id ``after``),
+    oldest first."""
     c = T_CHARGES.c
     cols = (
         c.id,
@@ -166,7 +169,10 @@ def user_charges(s: Session, user_pk: int, limit: int, offset: int) -> tuple[int
     )
     sq = user_charges_subquery(user_pk, cols)
     total = s.execute(select(func.count()).select_from(sq)).scalar_one()
-    rows = s.execute(select(sq).order_by(sq.c.id).limit(limit).offset(offset)).mappings().all()
+    page = select(sq).order_by(sq.c.id).limit(limit).offset(offset)
+    if after is not None:
+        page = page.where(sq.c.id > after)
+    rows = s.execute(page).mappings().all()
     cids = {r["cohort_id"] for r in rows if r["cohort_id"] is not None}
     names = (
         dict(s.execute(select(T_COHORTS.c.id, T_COHORTS.c.cohort_id).where(T_COHORTS.c.id.in_(cids))).all())
@@ -236,28 +242,39 @@ def cohort_info(co: CohortRow) -> CohortInfo:
 
 
 def members(
-    s: Session, cohort_pk: int, cohort_id: str, limit: int, offset: int, history: bool
-) -> list[Membership]:
+    s: Session,
+    cohort_pk: int,
+    cohort_id: str,
+    limit: int,
+    offset: int,
+    history: bool,
+    after: int | None = None,
+) -> list[tuple[int, Membership]]:
+    """(membership id, membership) of a cohort's members by membership id (after ``after``): the
+    (cohort, id) index range."""
     m = T_MEMBERSHIPS
     q = (
-        select(T_USERS.c.user_id, m.c.join_seq, m.c.leave_seq, m.c.joined_at, m.c.left_at)
+        select(m.c.id, T_USERS.c.user_id, m.c.join_seq, m.c.leave_seq, m.c.joined_at, m.c.left_at)
         .join(T_USERS, T_USERS.c.id == m.c.user_pk)
         .where(m.c.cohort_id == cohort_pk)
     )
     if not history:
         q = q.where(m.c.leave_seq.is_(None))
+    if after is not None:
+        q = q.where(m.c.id > after)
     rows = s.execute(q.order_by(m.c.id).limit(limit).offset(offset)).all()
-    return [
-        Membership(
-            user_id=r.user_id,
-            cohort_id=cohort_id,
-            joined_after_round=r.join_seq,
-            left_after_round=r.leave_seq,
-            joined_at=utc(r.joined_at),
-            left_at=utc(r.left_at),
-        )
-        for r in rows
-    ]
+    return [(r.id, _membership(r, r.user_id, cohort_id)) for r in rows]
+
+
+def _membership(r: Any, user_id: str, cohort_id: str) -> Membership:
+    return Membership(
+        user_id=user_id,
+        cohort_id=cohort_id,
+        joined_after_round=r.join_seq,
+        left_after_round=r.leave_seq,
+        joined_at=utc(r.joined_at),
+        left_at=utc(r.left_at),
+    )
 
 
 def memberships_of(s: Session, user_pk: int, user_id: str) -> list[Membership]:
@@ -268,14 +285,4 @@ def memberships_of(s: Session, user_pk: int, user_id: str) -> list[Membership]:
         .where(m.c.user_pk == user_pk)
         .order_by(m.c.id)
     ).all()
-    return [
-        Membership(
-            user_id=user_id,
-            cohort_id=r.cohort_id,
-            joined_after_round=r.join_seq,
-            left_after_round=r.leave_seq,
-            joined_at=utc(r.joined_at),
-            left_at=utc(r.left_at),
-        )
-        for r in rows
-    ]
+    return [_membership(r, user_id, r.cohort_id) for r in rows]

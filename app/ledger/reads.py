@@ -9,6 +9,7 @@ import numpy as np
 from accountant.conversion import MIN_CONVERSION_ORDER, epsilon_vector
 from app.db.session import Database
 from app.ledger import curves as cv
+from app.ledger import paging
 from app.ledger import queries as q
 from app.ledger import repository as repo
 from app.ledger.errors import NotFound
@@ -45,12 +46,16 @@ def _user_pk_class(s, user_id: str) -> tuple[int, int]:
     return r.id, r.class_id
 
 
-def list_user_charges(db: Database, user_id: str, limit: int = 100, offset: int = 0) -> Page[ChargeEntry]:
-    """The charges that reached a user, oldest first."""
+def list_user_charges(
+    db: Database, user_id: str, limit: int = 100, offset: int = 0, cursor: str | None = None
+) -> Page[ChargeEntry]:
+    """The charges that reached a user, oldest first (by charge id): at ``offset`` or after ``cursor``."""
+    paging.check(offset, cursor)
+    after = paging.decode(cursor, "charges", ("int",))[0] if cursor is not None else None
     with db.read() as s:
         pk, _ = _user_pk_class(s, user_id)
-        total, items = q.user_charges(s, pk, limit, offset)
-    return Page(items=items, total=total, limit=limit, offset=offset)
+        total, items = q.user_charges(s, pk, limit + 1, offset, after)
+    return paging.page(items, total, limit, offset, "charges", lambda c: [int(c.charge_id)])
 
 
 def recompute_user(db: Database, user_id: str) -> Audit:

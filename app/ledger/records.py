@@ -165,12 +165,15 @@ class CohortRow:
 
 @dataclass(frozen=True)
 class Page(Generic[T]):
-    """One page of a listing: ``total`` items match, ``items`` are those at [offset, offset + limit)."""
+    """One page of a listing: ``total`` items match, ``items`` are those at [offset, offset + limit)
+    (or the ``limit`` after a cursor); ``next_cursor`` names the last item when more follow
+    (:mod:`app.ledger.paging`), else None."""
 
     items: list[T]
     total: int
     limit: int
     offset: int
+    next_cursor: str | None = None
 
 
 @dataclass(frozen=True)
@@ -337,6 +340,7 @@ class MemberPage:
     limit: int
     offset: int
     members: list[Membership] = field(default_factory=list)
+    next_cursor: str | None = None
 
 
 @dataclass(frozen=True)

@@ -76,8 +76,7 @@ def insert_users(s: Session, db: Database, names: Sequence[str], class_id: int) 
         s,
         db,
         T_USERS,
-        [{"user_id": u, "class_id": class_id, "created_at": ts, "updated_at": ts} for u in names],
-        chunk=20000,
+        ({"user_id": u, "class_id": class_id, "created_at": ts, "updated_at": ts} for u in names),
     )
 
 
@@ -323,13 +322,8 @@ def cohorts_not_on_grid(s: Session, version: int) -> list[CohortRow]:
 
 def open_memberships(s: Session, db: Database, cohort_pk_: int, user_pks: Sequence[int], seq: int) -> None:
     ts = now()
-    insert_rows(
-        s,
-        db,
-        T_MEMBERSHIPS,
-        [{"cohort_id": cohort_pk_, "user_pk": pk, "join_seq": seq, "joined_at": ts} for pk in user_pks],
-        chunk=20000,
-    )
+    rows = ({"cohort_id": cohort_pk_, "user_pk": pk, "join_seq": seq, "joined_at": ts} for pk in user_pks)
+    insert_rows(s, db, T_MEMBERSHIPS, rows)
 
 
 def close_memberships(s: Session, cohort_pk_: int, user_pks: Sequence[int], seq: int) -> None:
@@ -423,13 +417,7 @@ def insert_charge(
 
 
 def insert_charge_users(s: Session, db: Database, charge_id: int, user_pks: Iterable[int]) -> None:
-    insert_rows(
-        s,
-        db,
-        T_CHARGE_USERS,
-        [{"charge_id": charge_id, "user_pk": pk} for pk in sorted(user_pks)],
-        chunk=20000,
-    )
+    insert_rows(s, db, T_CHARGE_USERS, ({"charge_id": charge_id, "user_pk": pk} for pk in sorted(user_pks)))
 
 
 def count(s: Session, table: Any) -> int:

@@ -15,8 +15,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime, timezone
+from itertools import islice
 from typing import Any, TypeVar
 
 from sqlalchemy import ColumnElement, Select, String, Table, and_, bindparam, func, insert, text, true, update
@@ -57,19 +58,33 @@ def _array_type(table: Table, col: str, s: Session) -> str:
     return typ.compile(dialect=dialect)
 
 
-def insert_rows(s: Session, db: Database, table: Table, rows: list[dict], chunk: int = 5000) -> None:
-    """Insert many rows: executemany on SQLite; one ``INSERT … SELECT * FROM unnest(...)`` per
-    chunk on PostgreSQL."""
-    if not rows:
-        return
-    if db.is_sqlite:
-        for ch in chunks(rows, 20000):
-            s.execute(insert(table), list(ch))
-        return
-    cols = list(rows[0])
-    sel = ", ".join(f"CAST(:{c} AS {_array_type(table, c, s)}[])" for c in cols)
-    stmt = text(f"INSERT INTO {table.name} ({', '.join(cols)}) SELECT * FROM unnest({sel})")
-    for ch in chunks(rows, chunk):
+def batches(items: Iterable[T], n: int) -> Iterator[list[T]]:
+    """``items`` in lists of ``n`` (the last one shorter), drawn lazily: at most ``n`` at a time."""
+    it = iter(items)
+    while batch := list(islice(it, n)):
+        yield batch
+
+
+#: rows per INSERT chunk: the rows of one chunk are the only ones built at a time (bulk writes'
+#: memory does not grow with the number of rows, README "Limits")
+INSERT_CHUNK = 5000
+
+
+def insert_rows(
+    s: Session, db: Database, table: Table, rows: Iterable[dict], chunk: int = INSERT_CHUNK
+) -> None:
+    """Insert many rows, ``chunk`` at a time (``rows`` may be a generator: only one chunk of them
+    exists at once): executemany on SQLite; one ``INSERT … SELECT * FROM unnest(...)`` per chunk on
+    PostgreSQL."""
+    stmt: Any = None
+    for ch in batches(rows, chunk):
+        if db.is_sqlite:
+            s.execute(insert(table), ch)
+            continue
+        cols = list(ch[0])
+        if stmt is None:
+            sel = ", ".join(f"CAST(:{c} AS {_array_type(table, c, s)}[])" for c in cols)
+            stmt = text(f"INSERT INTO {table.name} ({', '.join(cols)}) SELECT * FROM unnest({sel})")
         s.execute(stmt, {c: [r[c] for r in ch] for c in cols})
 
 

@@ -5,11 +5,12 @@ are in :mod:`app.schemas.ledger_views`.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
 from app.ledger.listing import Sort
+from app.ledger.paging import MAX_OFFSET
 from app.schemas.events import Event, Int, Num, StrictModel
 
 #: ids are 1–256 characters without control characters (NUL cannot be stored by PostgreSQL)
@@ -214,9 +215,20 @@ class _StrictQuery(BaseModel):
     model_config = {"extra": "forbid"}
 
 
+#: the ``cursor`` query parameter of the listings (app.ledger.paging)
+CURSOR_FIELD: Any = Field(
+    None,
+    description="the `next_cursor` of the previous page (same sort and filters): the page after it, "
+    "at any depth for the cost of the first page. Not with `offset`",
+)
+#: the ``offset`` query parameter of the listings: deeper than MAX_OFFSET is a 400 saying to use the cursor
+OFFSET_DESC = f"items to skip, at most {MAX_OFFSET:,} (the database walks them); deeper: follow `next_cursor`"
+
+
 class UserListQuery(_StrictQuery):
     limit: int = Field(50, ge=1, le=500, description="page size")
-    offset: int = Field(0, ge=0, le=10**12, description="users to skip")
+    offset: int = Field(0, ge=0, le=10**12, description=OFFSET_DESC)
+    cursor: str | None = CURSOR_FIELD
     prefix: str = Field(
         "",
         max_length=256,
@@ -237,7 +249,8 @@ class UserListQuery(_StrictQuery):
 
 class CohortListQuery(_StrictQuery):
     limit: int = Field(50, ge=1, le=500, description="page size")
-    offset: int = Field(0, ge=0, le=10**12, description="cohorts to skip")
+    offset: int = Field(0, ge=0, le=10**12, description=OFFSET_DESC)
+    cursor: str | None = CURSOR_FIELD
     prefix: str = Field(
         "",
         max_length=256,

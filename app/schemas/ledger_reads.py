@@ -10,7 +10,17 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from app.ledger import records as rec
-from app.schemas.ledger_views import Budget, CohortView, FilterInfo, Spent, UserView, finite_list, iso
+from app.schemas.ledger_views import (
+    NEXT_CURSOR,
+    Budget,
+    CohortView,
+    FilterInfo,
+    Spent,
+    UserView,
+    finite_list,
+    iso,
+    page_fields,
+)
 
 
 class HistoryPoint(BaseModel):
@@ -102,6 +112,7 @@ class UserPage(BaseModel):
                     "total": 1,
                     "limit": 50,
                     "offset": 0,
+                    "next_cursor": None,
                 }
             ]
         }
@@ -110,10 +121,11 @@ class UserPage(BaseModel):
     total: int = Field(description="users matching the filters (all pages)")
     limit: int
     offset: int
+    next_cursor: str | None = NEXT_CURSOR
 
     @classmethod
     def of(cls, p: rec.Page[rec.UserStatus]) -> UserPage:
-        return cls(items=[UserListItem.of(u) for u in p.items], total=p.total, limit=p.limit, offset=p.offset)
+        return cls(items=[UserListItem.of(u) for u in p.items], **page_fields(p))
 
 
 class CohortPage(BaseModel):
@@ -134,6 +146,7 @@ class CohortPage(BaseModel):
                     "total": 1,
                     "limit": 50,
                     "offset": 0,
+                    "next_cursor": None,
                 }
             ]
         }
@@ -142,10 +155,11 @@ class CohortPage(BaseModel):
     total: int = Field(description="cohorts matching the prefix (all pages)")
     limit: int
     offset: int
+    next_cursor: str | None = NEXT_CURSOR
 
     @classmethod
     def of(cls, p: rec.Page[rec.CohortInfo]) -> CohortPage:
-        return cls(items=[CohortView.of(c) for c in p.items], total=p.total, limit=p.limit, offset=p.offset)
+        return cls(items=[CohortView.of(c) for c in p.items], **page_fields(p))
 
 
 class TimelineBucket(BaseModel):

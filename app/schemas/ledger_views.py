@@ -266,22 +266,28 @@ class ChargeRecord(BaseModel):
         )
 
 
+#: the ``next_cursor`` field of every page (app.ledger.paging)
+NEXT_CURSOR: Any = Field(
+    None, description="pass as `cursor` to get the next page (opaque); null on the last page"
+)
+
+
+def page_fields(p: rec.Page[Any]) -> dict[str, Any]:
+    """The paging fields of a page's view."""
+    return {"total": p.total, "limit": p.limit, "offset": p.offset, "next_cursor": p.next_cursor}
+
+
 class ChargeList(BaseModel):
     user_id: str
     total: int
     limit: int
     offset: int
+    next_cursor: str | None = NEXT_CURSOR
     charges: list[ChargeRecord]
 
     @classmethod
     def of(cls, user_id: str, page: rec.Page[rec.ChargeEntry]) -> ChargeList:
-        return cls(
-            user_id=user_id,
-            total=page.total,
-            limit=page.limit,
-            offset=page.offset,
-            charges=[ChargeRecord.of(c) for c in page.items],
-        )
+        return cls(user_id=user_id, charges=[ChargeRecord.of(c) for c in page.items], **page_fields(page))
 
 
 class CohortView(BaseModel):
@@ -347,12 +353,17 @@ class MemberList(BaseModel):
     cohort_id: str
     limit: int
     offset: int
+    next_cursor: str | None = NEXT_CURSOR
     members: list[Member]
 
     @classmethod
     def of(cls, p: rec.MemberPage) -> MemberList:
         return cls(
-            cohort_id=p.cohort_id, limit=p.limit, offset=p.offset, members=[Member.of(m) for m in p.members]
+            cohort_id=p.cohort_id,
+            limit=p.limit,
+            offset=p.offset,
+            next_cursor=p.next_cursor,
+            members=[Member.of(m) for m in p.members],
         )
 
 

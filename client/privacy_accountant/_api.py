@@ -358,10 +358,13 @@ class Endpoints:
         policy: str | None = None,
         remaining_below: float | None = None,
         sort: str | None = None,
+        cursor: str | None = None,
     ) -> m.UserPage:
         """``GET /v1/users``: one page of users; ``prefix`` of the id, ``policy``, remaining ε below
         ``remaining_below``; ``sort`` one of ``user_id``, ``remaining``, ``spent``, ``last_charge``
-        (``-`` in front: descending). ``total`` counts every match."""
+        (``-`` in front: descending). ``total`` counts every match. The next page: ``cursor=`` the
+        page's ``next_cursor`` (``None`` on the last page), or :meth:`iter_pages`; ``offset`` is
+        refused above 10,000."""
         q = params(
             limit=limit,
             offset=offset,
@@ -369,12 +372,16 @@ class Endpoints:
             policy=policy,
             remaining_below=remaining_below,
             sort=sort,
+            cursor=cursor,
         )
         return self._send(Call("GET", "/v1/users", params=q, model=m.UserPage))
 
-    def user_charges(self, user_id: str, limit: int | None = None, offset: int | None = None) -> m.ChargeList:
-        """``GET /v1/users/{user_id}/charges``: the charges that reached the user, oldest first."""
-        q = params(limit=limit, offset=offset)
+    def user_charges(
+        self, user_id: str, limit: int | None = None, offset: int | None = None, *, cursor: str | None = None
+    ) -> m.ChargeList:
+        """``GET /v1/users/{user_id}/charges``: the charges that reached the user, oldest first
+        (next page: ``cursor=`` the page's ``next_cursor``)."""
+        q = params(limit=limit, offset=offset, cursor=cursor)
         return self._send(Call("GET", f"/v1/users/{seg(user_id)}/charges", params=q, model=m.ChargeList))
 
     def user_cohorts(self, user_id: str) -> m.UserCohorts:
@@ -440,10 +447,15 @@ class Endpoints:
         return self._send(Call("POST", "/v1/cohorts", json=body, retry=False, model=m.Cohort))
 
     def list_cohorts(
-        self, limit: int | None = None, offset: int | None = None, *, prefix: str | None = None
+        self,
+        limit: int | None = None,
+        offset: int | None = None,
+        *,
+        prefix: str | None = None,
+        cursor: str | None = None,
     ) -> m.CohortPage:
-        """``GET /v1/cohorts``: one page of cohorts by id."""
-        q = params(limit=limit, offset=offset, prefix=prefix)
+        """``GET /v1/cohorts``: one page of cohorts by id (next page: ``cursor=`` its ``next_cursor``)."""
+        q = params(limit=limit, offset=offset, prefix=prefix, cursor=cursor)
         return self._send(Call("GET", "/v1/cohorts", params=q, model=m.CohortPage))
 
     def get_cohort(self, cohort_id: str) -> m.Cohort:
@@ -488,11 +500,21 @@ class Endpoints:
         return self._send(Call("DELETE", path, retry=True, model=m.MembersChanged))
 
     def cohort_members(
-        self, cohort_id: str, limit: int | None = None, offset: int | None = None, history: bool | None = None
+        self,
+        cohort_id: str,
+        limit: int | None = None,
+        offset: int | None = None,
+        history: bool | None = None,
+        *,
+        cursor: str | None = None,
     ) -> m.MemberList:
-        """``GET /v1/cohorts/{id}/members``; ``history=True`` includes past memberships."""
+        """``GET /v1/cohorts/{id}/members`` in join order; ``history=True`` includes past memberships
+        (next page: ``cursor=`` the page's ``next_cursor``)."""
         q = params(
-            limit=limit, offset=offset, history=None if history is None else str(bool(history)).lower()
+            limit=limit,
+            offset=offset,
+            history=None if history is None else str(bool(history)).lower(),
+            cursor=cursor,
         )
         return self._send(Call("GET", f"/v1/cohorts/{seg(cohort_id)}/members", params=q, model=m.MemberList))
 

@@ -4,7 +4,7 @@ each a coroutine (``await client.get_user("u1")``), on ``httpx.AsyncClient``; th
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import httpx
@@ -64,6 +64,17 @@ class AsyncAccountantClient(Endpoints):
         """Send one request; return the decoded JSON (or text). ``retry`` overrides the safe-retry rule."""
         call = Call(method, path, json=json, params=params, retry=retry, timeout=timeout)
         return await self._send(call, request_id)
+
+    async def iter_pages(self, listing: Callable[..., Any], *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        """Every page of a listing, following ``next_cursor`` (``async for page in
+        client.iter_pages(client.list_users, limit=500)``); see :meth:`AccountantClient.iter_pages`."""
+        cursor = kwargs.pop("cursor", None)
+        while True:
+            page = await listing(*args, cursor=cursor, **kwargs)
+            yield page
+            cursor = page.next_cursor
+            if cursor is None:
+                return
 
     async def _send(self, call: Call, request_id: str | None = None) -> Any:  # type: ignore[override]
         a = Attempts(self, call, request_id)

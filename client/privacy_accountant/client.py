@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import httpx
@@ -161,6 +161,19 @@ class AccountantClient(Endpoints):
         return self._send(
             Call(method, path, json=json, params=params, retry=retry, timeout=timeout), request_id
         )
+
+    def iter_pages(self, listing: Callable[..., Any], *args: Any, **kwargs: Any) -> Iterator[Any]:
+        """Every page of a listing, following ``next_cursor``: ``listing`` is one of
+        :meth:`list_users`, :meth:`user_charges`, :meth:`list_cohorts`, :meth:`cohort_members`, called
+        with ``args``/``kwargs`` (``cursor=`` to resume) — e.g.
+        ``for page in client.iter_pages(client.list_users, sort="-spent", limit=500)``."""
+        cursor = kwargs.pop("cursor", None)
+        while True:
+            page = listing(*args, cursor=cursor, **kwargs)
+            yield page
+            cursor = page.next_cursor
+            if cursor is None:
+                return
 
     def _send(self, call: Call, request_id: str | None = None) -> Any:
         a = Attempts(self, call, request_id)

@@ -222,6 +222,9 @@ class UserPage(Model):
     total: int
     limit: int
     offset: int
+    next_cursor: str | None = Field(
+        None, description="pass as cursor= for the next page; None on the last page"
+    )
 
 
 class BulkUsersResult(Model):
@@ -270,6 +273,9 @@ class ChargeList(Model):
     total: int
     limit: int
     offset: int
+    next_cursor: str | None = Field(
+        None, description="pass as cursor= for the next page; None on the last page"
+    )
     charges: list[ChargeRecord]
 
 
@@ -302,6 +308,9 @@ class CohortPage(Model):
     total: int
     limit: int
     offset: int
+    next_cursor: str | None = Field(
+        None, description="pass as cursor= for the next page; None on the last page"
+    )
 
 
 class MembersChanged(Model):
@@ -324,6 +333,9 @@ class MemberList(Model):
     cohort_id: str
     limit: int
     offset: int
+    next_cursor: str | None = Field(
+        None, description="pass as cursor= for the next page; None on the last page"
+    )
     members: list[Member]
 
 

@@ -75,6 +75,17 @@ def test_users_put_show_list(cli, server):
     code, out, _ = cli("users", "list", "--prefix", "cli-", "--limit", "1", "--json")
     page = json.loads(out)
     assert page["total"] == 2 and [u["user_id"] for u in page["items"]] == ["cli-alice"]
+    # the next page follows the cursor the first one names
+    code, out, _ = cli("users", "list", "--prefix", "cli-", "--limit", "1")
+    assert out.splitlines()[-1] == f"1–1 of 2 (next page: --cursor {page['next_cursor']})"
+    code, out, _ = cli("users", "list", "--prefix", "cli-", "--limit", "1", "--cursor", page["next_cursor"])
+    assert (
+        code == 0
+        and out.splitlines()[2].split()[0] == "cli-bob"
+        and out.splitlines()[-1] == "1 after the cursor of 2"
+    )
+    code, _, err = cli("users", "list", "--offset", "10001")
+    assert code != 0 and "cursor" in err, err
 
 
 def test_charges_create_list_and_refusal(cli, server):

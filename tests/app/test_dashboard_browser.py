@@ -227,6 +227,7 @@ def test_users_list_shows_the_seeded_users_pages_and_sorts(page, server, sdk):
     _go(page, lambda: page.click("#next-page"))
     assert page.locator("#page-info").inner_text() == f"Showing 11–20 of {server.facts['users']}"
     assert _rows(page) == [u.user_id for u in sdk.list_users(limit=10, offset=10).items]
+    assert "cursor=" in page.url and "offset=" not in page.url  # the next page follows the cursor
     _go(page, lambda: page.click("#prev-page"))
     assert _rows(page) == [u.user_id for u in sdk.list_users(limit=10).items]
 

@@ -13,6 +13,8 @@ orders against Python's code-point sort.
 
 from __future__ import annotations
 
+import base64
+import json
 from datetime import datetime, timedelta
 from urllib.parse import quote
 
@@ -22,6 +24,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sqlalchemy import create_engine, text
 
+from app.ledger.paging import MAX_OFFSET
 from app.ledger.sql import prefix_successor
 from tests.helpers import ledger as ls
 from tests.helpers.ledger import ADMIN, KEYS_ENV, PIPE, VIEW
@@ -331,8 +334,130 @@ def test_invalid_listing_parameters_are_422(seeded, params):
 def test_defaults_and_an_offset_past_the_end(seeded):
     r = _get(seeded, "/v1/users").json()
     assert r["limit"] == 50 and r["offset"] == 0 and len(r["items"]) == min(50, len(seeded.views))
-    r = _get(seeded, "/v1/users", offset=10**6).json()
-    assert r["items"] == [] and r["total"] == len(seeded.views)
+    assert r["next_cursor"] is None  # one page holds the whole seed
+    for sort in SORTS:
+        r = _get(seeded, "/v1/users", offset=MAX_OFFSET, sort=sort).json()
+        assert r["items"] == [] and r["total"] == len(seeded.views) and r["next_cursor"] is None
+
+
+@pytest.mark.parametrize(
+    "path", ["/v1/users", "/v1/cohorts", "/v1/users/dev-100/charges", "/v1/cohorts/pop/members"]
+)
+def test_an_offset_above_the_maximum_is_a_400_saying_to_use_the_cursor(seeded, path):
+    for offset in (MAX_OFFSET + 1, 3_500_000, 10**12):
+        r = _get(seeded, path, offset=offset)
+        assert r.status_code == 400, r.text
+        detail = r.json()["detail"]
+        assert f"maximum {MAX_OFFSET}" in detail and "next_cursor" in detail and "cursor" in detail
+
+
+@pytest.mark.parametrize("sort", SORTS)
+def test_cursor_pages_concatenate_to_the_full_listing(seeded, sort):
+    full = [i["user_id"] for i in _all(seeded, sort)]
+    for filters in ({}, {"prefix": "dev-1"}, {"remaining_below": 7.9}, {"policy": "filter"}, {"prefix": "a"}):
+        expected = [i["user_id"] for i in _all(seeded, sort, **filters)]
+        assert [u for u in full if u in set(expected)] == expected
+        for limit in (1, 3, 7):
+            got, cursor, pages = [], None, 0
+            while True:
+                params = {"limit": limit, "sort": sort, **filters, **({"cursor": cursor} if cursor else {})}
+                r = _get(seeded, "/v1/users", **params)
+                assert r.status_code == 200, r.text
+                body = r.json()
+                assert body["total"] == len(expected) and body["offset"] == 0 and len(body["items"]) <= limit
+                got += [i["user_id"] for i in body["items"]]
+                pages += 1
+                cursor = body["next_cursor"]
+                if cursor is None:
+                    break
+                assert len(body["items"]) == limit
+            assert got == expected, (sort, filters, limit)
+            assert pages == max(1, -(-len(expected) // limit))  # the last full page says there is no next
+
+
+def test_an_offset_page_hands_out_a_cursor_to_continue_from(seeded):
+    full = [i["user_id"] for i in _all(seeded, "-remaining")]
+    first = _get(seeded, "/v1/users", limit=5, offset=10, sort="-remaining").json()
+    rest = _get(seeded, "/v1/users", limit=500, sort="-remaining", cursor=first["next_cursor"]).json()
+    assert [i["user_id"] for i in first["items"] + rest["items"]] == full[10:]
+
+
+def _cursor(listing: str, values: list) -> str:
+    raw = json.dumps({"k": listing, "v": values}).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+@pytest.mark.parametrize(
+    "cursor",
+    [
+        "x",
+        "!!!!",
+        "e30",  # {}
+        base64.urlsafe_b64encode(b"not json").decode(),
+        base64.urlsafe_b64encode(b"\xff\xfe").decode(),
+        _cursor("users:remaining", [1.0, 1, "a"]),  # another sort's
+        _cursor("cohorts", ["a"]),  # another listing's
+        _cursor("users:user_id", [1]),
+        _cursor("users:user_id", ["a", "b"]),
+        _cursor("users:user_id", []),
+        "A" * 5000,
+        base64.urlsafe_b64encode(b"[" * 3000).decode(),  # nesting deeper than the parser's recursion
+        base64.urlsafe_b64encode(b'{"k": "users:user_id", "v": ["\\ud800"]}').decode(),  # a lone surrogate
+        base64.urlsafe_b64encode(b'{"k": "users:user_id", "v": ["a\\u0000"]}').decode(),  # NUL: no id
+    ],
+)
+def test_a_cursor_this_listing_did_not_hand_out_is_a_400(seeded, cursor):
+    r = _get(seeded, "/v1/users", cursor=cursor)
+    assert r.status_code == 400, r.text
+    assert "cursor" in r.json()["detail"] and "next_cursor" in r.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    "sort, values",
+    [
+        ("remaining", ["x", 1, "a"]),
+        ("remaining", [1.0, True, "a"]),
+        ("spent", [None, 1, "a"]),
+        ("last_charge", ["not a time", 1, "a"]),
+        ("last_charge", [1.5, 1, "a"]),
+        ("remaining", [1.0, 2**70, "a"]),
+    ],
+)
+def test_a_cursor_with_values_of_the_wrong_type_is_a_400(seeded, sort, values):
+    r = _get(seeded, "/v1/users", sort=sort, cursor=_cursor(f"users:{sort}", values))
+    assert r.status_code == 400, r.text
+    assert "cursor" in r.json()["detail"]
+
+
+def test_a_cursor_and_an_offset_together_are_a_400(seeded):
+    page = _get(seeded, "/v1/users", limit=2).json()
+    r = _get(seeded, "/v1/users", limit=2, offset=2, cursor=page["next_cursor"])
+    assert r.status_code == 400 and "not both" in r.json()["detail"]
+
+
+def test_charges_members_and_cohorts_follow_their_cursors(seeded):
+    def walk(path, field, **params):
+        got, cursor = [], None
+        while True:
+            r = _get(seeded, path, **params, **({"cursor": cursor} if cursor else {}))
+            assert r.status_code == 200, r.text
+            got += r.json()[field]
+            cursor = r.json()["next_cursor"]
+            if cursor is None:
+                return got
+
+    charges = _get(seeded, "/v1/users/dev-100/charges", limit=1000).json()["charges"]
+    assert len(charges) >= 3 and walk("/v1/users/dev-100/charges", "charges", limit=1) == charges
+    for history in ("false", "true"):
+        members = _get(seeded, "/v1/cohorts/pop/members", limit=1000, history=history).json()["members"]
+        assert len(members) >= 16
+        assert walk("/v1/cohorts/pop/members", "members", limit=4, history=history) == members
+    cohorts = _get(seeded, "/v1/cohorts", limit=500).json()["items"]
+    assert walk("/v1/cohorts", "items", limit=1) == cohorts
+    # a members cursor with history is not one without
+    c = _get(seeded, "/v1/cohorts/pop/members", limit=1, history="true").json()["next_cursor"]
+    r = _get(seeded, "/v1/cohorts/pop/members", limit=1, cursor=c)
+    assert r.status_code == 400 and "another listing" in r.json()["detail"]
 
 
 # ---------------------------------------------------------------------------------------------- cohorts
@@ -353,6 +478,7 @@ def test_cohort_listing(seeded):
         "total": 0,
         "limit": 50,
         "offset": 0,
+        "next_cursor": None,
     }
     assert _get(seeded, "/v1/cohorts", limit=0).status_code == 422
     assert _get(seeded, "/v1/cohorts", prefx="pop").status_code == 422

@@ -188,3 +188,31 @@ def test_listing_and_summary_results_are_typed(server):
         s = v.summary()
         assert isinstance(s, m.LedgerSummary) and s.users == v.list_users(limit=1).total
         assert isinstance(v.list_cohorts(), m.CohortPage)
+
+
+def test_iter_pages_follows_the_cursors_sync_and_async(server):
+    with AccountantClient(server.url, api_key="admin-key-0123456789") as admin:
+        admin.bulk_create_users(id_prefix="pg-", count=23, budget={"epsilon": 2.0, "delta": 1e-6})
+        full = admin.list_users(prefix="pg-", limit=500, sort="-remaining")
+        pages = list(admin.iter_pages(admin.list_users, prefix="pg-", limit=5, sort="-remaining"))
+        assert [len(p.items) for p in pages] == [5, 5, 5, 5, 3] and pages[-1].next_cursor is None
+        assert [u.user_id for p in pages for u in p.items] == [u.user_id for u in full.items]
+        resumed = admin.list_users(prefix="pg-", limit=500, sort="-remaining", cursor=pages[1].next_cursor)
+        assert [u.user_id for u in resumed.items] == [u.user_id for u in full.items][10:]
+        with pytest.raises(Exception) as exc:
+            admin.list_users(offset=10_001)
+        assert "cursor" in str(exc.value)
+        admin.create_cohort("pg-cohort")
+        admin.add_members("pg-cohort", id_prefix="pg-", count=23)
+        members = [
+            x.user_id for p in admin.iter_pages(admin.cohort_members, "pg-cohort", limit=4) for x in p.members
+        ]
+        assert members == [f"pg-{i}" for i in range(23)]
+
+    async def main():
+        async with AsyncAccountantClient(server.url, api_key="viewer-key-0123456789") as v:
+            return [
+                u.user_id async for p in v.iter_pages(v.list_users, prefix="pg-", limit=6) for u in p.items
+            ]
+
+    assert asyncio.run(main()) == sorted(f"pg-{i}" for i in range(23))

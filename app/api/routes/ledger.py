@@ -33,6 +33,7 @@ from app.core.compute import check_work
 from app.db.session import Database
 from app.ledger import service as svc
 from app.ledger.curves import ORDERS as LEDGER_ORDERS
+from app.ledger.paging import MAX_OFFSET
 from app.schemas import ledger as sch
 from app.schemas import ledger_reads as reads
 from app.schemas import ledger_views as views
@@ -71,6 +72,24 @@ REFUSAL_DOC = (
 )
 
 router = APIRouter(prefix="/v1", tags=["ledger"])
+
+#: the errors of a listing: a bad page is a 400
+PAGE_ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {
+        "model": views.ErrorBody,
+        "description": "an offset above the maximum, or a cursor this listing did not hand out (`detail` says "
+        "to follow `next_cursor`)",
+    },
+    **AUTH_ERRORS,
+}
+
+#: the ``cursor`` parameter of the listings (app.ledger.paging)
+CURSOR_DESC = sch.CURSOR_FIELD.description
+PAGING_DOC = (
+    f" Pages: `offset` (at most {MAX_OFFSET:,}: the database walks the rows it skips) or, at any depth, "
+    "`cursor` = the previous page's `next_cursor` (null on the last page); an offset above the maximum, or "
+    "a cursor this listing did not hand out, is a `400` saying so."
+)
 
 
 def event_cost(event: dict, max_mass: float) -> np.ndarray:
@@ -170,15 +189,15 @@ async def bulk_users(
         "sorting by `last_charge`. `total` counts every matching user. Each item is the user's "
         "`GET /v1/users/{user_id}` view plus `last_charge_at`. Pages are cheap at any population size: "
         "remaining, spent and last charge are stored per budget class, and sorted listings walk the classes. "
-        "Unknown query parameters are refused (`422`)."
+        "Unknown query parameters are refused (`422`)." + PAGING_DOC
     ),
-    responses=AUTH_ERRORS,
+    responses=PAGE_ERRORS,
 )
 def list_users(
     q: Annotated[sch.UserListQuery, Query()], db: Database = Depends(get_db), _actor=Depends(require_reader)
 ):
     f = svc.UserFilter(prefix=q.prefix, policy=q.policy, remaining_below=q.remaining_below)
-    return reads.UserPage.of(svc.list_users(db, f, q.sort, q.limit, q.offset))
+    return reads.UserPage.of(svc.list_users(db, f, q.sort, q.limit, q.offset, q.cursor))
 
 
 @router.get(
@@ -215,17 +234,19 @@ def get_user(user_id: UserPath, db: Database = Depends(get_db), _actor=Depends(r
     "/users/{user_id}/charges",
     response_model=views.ChargeList,
     summary="A user's charges, oldest first, each with its event (any role)",
-    description="Explicit charges naming the user and cohort rounds charged while the user was a member.",
-    responses={404: {"model": views.ErrorBody, "description": "unknown user"}, **AUTH_ERRORS},
+    description="Explicit charges naming the user and cohort rounds charged while the user was a member."
+    + PAGING_DOC,
+    responses={404: {"model": views.ErrorBody, "description": "unknown user"}, **PAGE_ERRORS},
 )
 def user_charges(
     user_id: UserPath,
     limit: int = Query(100, ge=1, le=10_000),
-    offset: int = Query(0, ge=0, le=10**12),
+    offset: int = Query(0, ge=0, le=10**12, description=sch.OFFSET_DESC),
+    cursor: str | None = Query(None, description=CURSOR_DESC),
     db: Database = Depends(get_db),
     _actor=Depends(require_reader),
 ):
-    return views.ChargeList.of(user_id, svc.list_user_charges(db, user_id, limit, offset))
+    return views.ChargeList.of(user_id, svc.list_user_charges(db, user_id, limit, offset, cursor))
 
 
 @router.get(
@@ -354,13 +375,13 @@ def create_cohort(
     response_model=reads.CohortPage,
     summary="List cohorts by id (any role)",
     description="Cohorts whose id starts with `prefix` (all when empty), in code-point order of their ids; "
-    "`total` counts every match.",
-    responses=AUTH_ERRORS,
+    "`total` counts every match." + PAGING_DOC,
+    responses=PAGE_ERRORS,
 )
 def list_cohorts(
     q: Annotated[sch.CohortListQuery, Query()], db: Database = Depends(get_db), _actor=Depends(require_reader)
 ):
-    return reads.CohortPage.of(svc.list_cohorts(db, q.prefix, q.limit, q.offset))
+    return reads.CohortPage.of(svc.list_cohorts(db, q.prefix, q.limit, q.offset, q.cursor))
 
 
 @router.get(
@@ -428,17 +449,19 @@ def remove_member(
     "/cohorts/{cohort_id}/members",
     response_model=views.MemberList,
     summary="A cohort's members (any role); `history=true` includes past memberships",
-    responses={404: {"model": views.ErrorBody, "description": "unknown cohort"}, **AUTH_ERRORS},
+    description="In the order they joined." + PAGING_DOC,
+    responses={404: {"model": views.ErrorBody, "description": "unknown cohort"}, **PAGE_ERRORS},
 )
 def list_members(
     cohort_id: CohortPath,
     limit: int = Query(100, ge=1, le=10_000),
-    offset: int = Query(0, ge=0, le=10**12),
+    offset: int = Query(0, ge=0, le=10**12, description=sch.OFFSET_DESC),
     history: bool = False,
+    cursor: str | None = Query(None, description=CURSOR_DESC),
     db: Database = Depends(get_db),
     _actor=Depends(require_reader),
 ):
-    return views.MemberList.of(svc.list_members(db, cohort_id, limit, offset, history))
+    return views.MemberList.of(svc.list_members(db, cohort_id, limit, offset, history, cursor))
 
 
 @router.get(

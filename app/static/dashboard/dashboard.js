@@ -346,14 +346,47 @@
   // ------------------------------------------------------------------------------ users
   var SORTABLE = { user_id: "user_id", spent: "spent", remaining: "remaining", last_charge: "last_charge" };
 
-  function pager(total, offset, limit, go) {
-    var first = total ? offset + 1 : 0;
-    var last = Math.min(offset + limit, total);
+  // Paging. "Next" follows the listing's next_cursor (any depth costs what the first page costs); the
+  // hash keeps that cursor and the page's position ("at", only for the "Showing" line). "Previous" returns
+  // to the page that led here (remembered for this tab), else pages back by offset, which the service
+  // allows up to MAX_OFFSET (deeper: the first page).
+  var MAX_OFFSET = 10000;
+  var cameFrom = {};
+
+  // {cursor, at} of the page a route's query names (an offset page: no cursor, at = offset)
+  function pageState(query) {
+    var cursor = query.cursor || "";
+    return { cursor: cursor, at: cursor ? intParam(query.at, 0, 0, 1e15) : intParam(query.offset, 0, 0, MAX_OFFSET) };
+  }
+
+  // the query parameters of the page's request
+  function pageParams(st) {
+    return st.cursor ? { cursor: st.cursor } : { offset: st.at };
+  }
+
+  // the hash query of a page: {cursor, at} or {offset}
+  function pageHash(p) {
+    return p.cursor ? { cursor: p.cursor, at: p.at } : { offset: p.offset || "" };
+  }
+
+  // hashOf({cursor, at} or {offset}) is the route's hash of that page
+  function pager(total, st, limit, shown, nextCursor, hashOf) {
+    var first = shown ? st.at + 1 : 0;
+    function prev() {
+      var back = cameFrom[location.hash];
+      var off = Math.max(0, st.at - limit);
+      location.hash = back || hashOf({ offset: off <= MAX_OFFSET ? off : 0 });
+    }
+    function next() {
+      var h = hashOf({ cursor: nextCursor, at: st.at + shown });
+      cameFrom[h] = location.hash;
+      location.hash = h;
+    }
     return el("div", { cls: "pager" },
-      el("span", { id: "page-info", text: "Showing " + fmtInt(first) + "–" + fmtInt(last) + " of " + fmtInt(total) }),
+      el("span", { id: "page-info", text: "Showing " + fmtInt(first) + "–" + fmtInt(st.at + shown) + " of " + fmtInt(total) }),
       el("div", { cls: "buttons" },
-        el("button", { type: "button", cls: "secondary", id: "prev-page", disabled: offset <= 0, onclick: function () { go(Math.max(0, offset - limit)); } }, "← Previous"),
-        el("button", { type: "button", cls: "secondary", id: "next-page", disabled: offset + limit >= total, onclick: function () { go(offset + limit); } }, "Next →")));
+        el("button", { type: "button", cls: "secondary", id: "prev-page", disabled: st.at <= 0, onclick: prev }, "← Previous"),
+        el("button", { type: "button", cls: "secondary", id: "next-page", disabled: !nextCursor, onclick: next }, "Next →")));
   }
 
   function intParam(v, dflt, lo, hi) {
@@ -368,14 +401,17 @@
       below: query.below || "",
       sort: query.sort || "user_id",
       limit: intParam(query.limit, 25, 1, 500),
-      offset: intParam(query.offset, 0, 0, 1e12),
     };
-    function go(changes) {
+    var st = pageState(query);
+    // the hash of the listing with ``changes``: the first page unless they name one
+    function hashOf(changes) {
       var n = Object.assign({}, q, changes);
-      location.hash = hashFor("/users", { prefix: n.prefix, policy: n.policy, below: n.below,
-        sort: n.sort === "user_id" ? "" : n.sort, limit: n.limit === 25 ? "" : n.limit, offset: n.offset || "" });
+      return hashFor("/users", Object.assign({ prefix: n.prefix, policy: n.policy, below: n.below,
+        sort: n.sort === "user_id" ? "" : n.sort, limit: n.limit === 25 ? "" : n.limit }, pageHash(n)));
     }
-    return api("/v1/users", { limit: q.limit, offset: q.offset, prefix: q.prefix, policy: q.policy, remaining_below: q.below, sort: q.sort })
+    function go(changes) { location.hash = hashOf(changes); }
+    var params = { limit: q.limit, prefix: q.prefix, policy: q.policy, remaining_below: q.below, sort: q.sort };
+    return api("/v1/users", Object.assign(params, pageParams(st)))
       .then(function (page) {
         var search = el("input", { id: "user-search", type: "search", placeholder: "User id starts with…", value: q.prefix, "aria-label": "search users by id prefix" });
         var timer = null;
@@ -430,7 +466,7 @@
                 th("Spent ε", "spent", true), th("Remaining ε", "remaining", true), th("Charges", null, true), th("Last charge", "last_charge"))),
               el("tbody", null, rows))),
             page.items.length ? null : el("div", { cls: "empty", text: "No users match." }),
-            pager(page.total, q.offset, q.limit, function (off) { go({ offset: off }); })),
+            pager(page.total, st, q.limit, page.items.length, page.next_cursor, hashOf)),
         ] };
       });
   }
@@ -438,11 +474,11 @@
   // ------------------------------------------------------------------------------ one user
   function viewUser(id, query) {
     var climit = 25;
-    var coff = intParam(query.offset, 0, 0, 1e12);
+    var cst = pageState(query);
     var enc = encodeURIComponent(id).replace(/\./g, "%2E");
     var base = "/v1/users/" + enc;
     return Promise.all([
-      api(base), api(base + "/history", { limit: 500 }), api(base + "/charges", { limit: climit, offset: coff }),
+      api(base), api(base + "/history", { limit: 500 }), api(base + "/charges", Object.assign({ limit: climit }, pageParams(cst))),
       api(base + "/cohorts"), api(base + "/curve"),
     ]).then(function (res) {
       var u = res[0], hist = res[1], charges = res[2], mem = res[3], curve = res[4];
@@ -470,7 +506,7 @@
           el("td", { cls: "num", text: m.left_after_round === null ? "–" : String(m.left_after_round) }),
           el("td", { text: m.active ? "member" : "left" }));
       });
-      function goCharges(off) { location.hash = hashFor("/users/" + encodeURIComponent(id), { offset: off || "" }); }
+      function chargesHash(p) { return hashFor("/users/" + encodeURIComponent(id), pageHash(p)); }
 
       var nodes = [
         el("div", { cls: "crumbs" }, el("a", { href: "#/users", text: "Users" }), " / "),
@@ -489,7 +525,7 @@
             el("thead", null, el("tr", null, el("th", { cls: "num", text: "Charge" }), el("th", { text: "When" }), el("th", { text: "Event" }),
               el("th", { text: "Through" }), el("th", { text: "Charged by" }))),
             el("tbody", null, chargeRows))) : el("div", { cls: "empty", text: "No charges yet." }),
-          charges.total > climit ? pager(charges.total, coff, climit, goCharges) : null),
+          charges.total > climit ? pager(charges.total, cst, climit, charges.charges.length, charges.next_cursor, chargesHash) : null),
         el("div", { cls: "card" }, el("h2", { text: "Cohorts" }),
           mem.memberships.length ? el("div", { cls: "table-wrap" }, el("table", null,
             el("thead", null, el("tr", null, el("th", { text: "Cohort" }), el("th", { cls: "num", text: "Joined after round" }),
@@ -529,12 +565,15 @@
 
   // ------------------------------------------------------------------------------ cohorts
   function viewCohorts(query) {
-    var q = { prefix: query.prefix || "", limit: intParam(query.limit, 25, 1, 500), offset: intParam(query.offset, 0, 0, 1e12) };
-    function go(changes) {
+    var q = { prefix: query.prefix || "", limit: intParam(query.limit, 25, 1, 500) };
+    var st = pageState(query);
+    // the hash of the listing with ``changes``: the first page unless they name one
+    function hashOf(changes) {
       var n = Object.assign({}, q, changes);
-      location.hash = hashFor("/cohorts", { prefix: n.prefix, limit: n.limit === 25 ? "" : n.limit, offset: n.offset || "" });
+      return hashFor("/cohorts", Object.assign({ prefix: n.prefix, limit: n.limit === 25 ? "" : n.limit }, pageHash(n)));
     }
-    return api("/v1/cohorts", { limit: q.limit, offset: q.offset, prefix: q.prefix }).then(function (page) {
+    function go(changes) { location.hash = hashOf(changes); }
+    return api("/v1/cohorts", Object.assign({ limit: q.limit, prefix: q.prefix }, pageParams(st))).then(function (page) {
       var search = el("input", { id: "cohort-search", type: "search", placeholder: "Cohort id starts with…", value: q.prefix });
       var timer = null;
       search.addEventListener("input", function () {
@@ -556,17 +595,17 @@
               el("th", { cls: "num", text: "Rounds" }), el("th", { text: "Created" }))),
             el("tbody", null, rows))),
           page.items.length ? null : el("div", { cls: "empty", text: "No cohorts match." }),
-          pager(page.total, q.offset, q.limit, function (off) { go({ offset: off }); })),
+          pager(page.total, st, q.limit, page.items.length, page.next_cursor, hashOf)),
       ] };
     });
   }
 
   function viewCohort(id, query) {
     var mlimit = 25;
-    var moff = intParam(query.offset, 0, 0, 1e12);
+    var mst = pageState(query);
     var delta = query.delta || "";
     var base = "/v1/cohorts/" + encodeURIComponent(id).replace(/\./g, "%2E");
-    return Promise.all([api(base), api(base + "/history", { delta: delta, limit: 500 }), api(base + "/members", { limit: mlimit, offset: moff })])
+    return Promise.all([api(base), api(base + "/history", { delta: delta, limit: 500 }), api(base + "/members", Object.assign({ limit: mlimit }, pageParams(mst)))])
       .then(function (res) {
         var c = res[0], hist = res[1], members = res[2];
         var box = el("div", { cls: "chart", id: "cohort-chart" });
@@ -577,7 +616,7 @@
           return el("tr", null, el("td", null, userLink(m.user_id)), el("td", { cls: "num", text: String(m.joined_after_round) }),
             el("td", { text: fmtTime(m.joined_at) }));
         });
-        function goMembers(off) { location.hash = hashFor("/cohorts/" + encodeURIComponent(id), { delta: delta, offset: off || "" }); }
+        function membersHash(p) { return hashFor("/cohorts/" + encodeURIComponent(id), Object.assign({ delta: delta }, pageHash(p))); }
         return {
           nodes: [
             el("div", { cls: "crumbs" }, el("a", { href: "#/cohorts", text: "Cohorts" }), " / "),
@@ -593,7 +632,7 @@
               members.members.length ? el("div", { cls: "table-wrap" }, el("table", { id: "members-table" },
                 el("thead", null, el("tr", null, el("th", { text: "User" }), el("th", { cls: "num", text: "Joined after round" }), el("th", { text: "Joined" }))),
                 el("tbody", null, rows))) : el("div", { cls: "empty", text: "No members." }),
-              pager(c.members, moff, mlimit, goMembers)),
+              pager(c.members, mst, mlimit, members.members.length, members.next_cursor, membersHash)),
           ],
           after: function () {
             if (!hist.points.length) return;
