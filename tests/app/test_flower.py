@@ -11,6 +11,7 @@ fastapi < 0.139 and uvicorn < 0.50, below the service's pins, and its simulation
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -240,3 +241,22 @@ def test_flower_example_charges_each_simulated_round_and_stops_on_refusal(server
         line.split("|") for line in proc.stdout.splitlines() if line.strip()[:1].isdigit() and "|" in line
     ]
     assert [(int(c[0]), c[1].strip()) for c in table] == [(1, "admitted"), (2, "admitted"), (3, "refused")]
+
+
+def test_the_flower_page_runs_as_documented(server):
+    """docs/flower.md's Python blocks, in order in one interpreter (the local-model block continues the
+    central one), against the test server; the text block after the first is its output."""
+    pytest.importorskip(
+        "flwr", reason="Flower is not installed (pip install './client[flower]'); not in the [test] extra"
+    )
+    text = (ROOT / "docs" / "flower.md").read_text()
+    fenced = re.findall(r"^```(\w*)\n(.*?)^```\s*$", text, re.M | re.S)
+    code = [c for lang, c in fenced if lang == "python"]
+    shown = fenced[[lang for lang, _ in fenced].index("python") + 1]
+    assert len(code) == 2 and shown[0] == "text"
+    script = "\n".join(code).replace("http://localhost:8000", server.url)
+    script = script.replace("admin-secret", ADMIN_KEY).replace("pipeline-secret", PIPELINE_KEY)
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "client")}
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.splitlines() == shown[1].splitlines()
