@@ -20,7 +20,7 @@ import pytest
 
 import accountant
 from privacy_accountant import AccountantClient
-from privacy_accountant.flower import INSTALL_HINT, AccountedStrategy, require_flwr
+from privacy_accountant.flower import INSTALL_HINT, AccountedStrategy, node_user_ids, require_flwr
 from tests.helpers.ledger import KEYS_ENV
 from tests.helpers.server import start_server
 
@@ -260,3 +260,27 @@ def test_the_flower_page_runs_as_documented(server):
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.splitlines() == shown[1].splitlines()
+
+
+def test_node_user_ids_asks_each_client_once(monkeypatch):
+    """``node_user_ids`` reads the id from the client's get_properties answer (a stand-in for Flower's
+    GetPropertiesIns/Res here) once per Flower client, and says which client did not answer it."""
+    import types
+
+    fake = types.ModuleType("flwr")
+    fake.common = types.SimpleNamespace(GetPropertiesIns=lambda config: ("ins", config))
+    monkeypatch.setitem(sys.modules, "flwr", fake)
+    asked = []
+
+    class Asked(Proxy):
+        def get_properties(self, ins, timeout, group_id):
+            del timeout, group_id
+            asked.append((self.cid, ins))
+            props = {} if self.cid == "9" else {"user-id": f"user-{self.cid}"}
+            return types.SimpleNamespace(properties=props)
+
+    user_of = node_user_ids()
+    assert [user_of(Asked("1")), user_of(Asked("2")), user_of(Asked("1"))] == ["user-1", "user-2", "user-1"]
+    assert asked == [("1", ("ins", {})), ("2", ("ins", {}))]
+    with pytest.raises(ValueError, match="client 9 did not report its ledger user id 'user-id'"):
+        user_of(Asked("9"))
