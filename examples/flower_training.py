@@ -14,6 +14,10 @@ The story, top to bottom:
    their average; clients report weight 1 so the average is uniform, as the noise's sensitivity
    assumes. The trusted server samples ``--clients-per-round`` clients per round, secretly from
    whoever sees only the models, so the cohort is charged a ``subsampled`` Gaussian per round.
+   With ``--threat-model local`` instead, each client ℓ1-clips its update and adds Laplace noise on
+   its device (ε0-LDP, ``--epsilon0``) and the server, which knows whom it sampled and sees who sent
+   which update (Flower has no shuffler), is the analyst: each round charges the sampled clients'
+   users ε0 each (``pure_dp``), nobody else; each client tells its user id (``get_properties``).
 4. **Pay before you run.** :class:`privacy_accountant.flower.AccountedStrategy` charges each round
    before its clients get their instructions; when the ledger refuses, no more rounds train and the
    run ends cleanly. Evaluation is central (the held-out 20%), so no client releases anything else.
@@ -23,6 +27,7 @@ and a summary line. Needs Flower: ``pip install './client[flower]'``.
 
     python examples/flower_training.py                            # a local service started for the run
     python examples/flower_training.py --budget-epsilon 3         # a small budget: the ledger stops it
+    python examples/flower_training.py --threat-model local --epsilon0 1 --rounds 3
     python examples/flower_training.py --url http://127.0.0.1:8000 --api-key <an admin key>
 """
 
@@ -41,7 +46,7 @@ from pathlib import Path
 import numpy as np
 
 from privacy_accountant import AccountantClient, AccountantHTTPError, TransportError
-from privacy_accountant.flower import INSTALL_HINT, AccountedStrategy
+from privacy_accountant.flower import INSTALL_HINT, AccountedStrategy, node_user_ids
 
 HERE = Path(__file__).resolve().parent
 CLASSES, FEATURES = 10, 64
@@ -104,17 +109,29 @@ def build_apps(a: argparse.Namespace, client: AccountantClient, cohort: str, acc
     from flwr.server import ServerApp, ServerAppComponents, ServerConfig
     from flwr.server.strategy import DifferentialPrivacyServerSideFixedClipping, FedAvg
 
-    lr, steps, clients, seed = a.learning_rate, a.local_steps, a.clients, a.seed
+    lr, steps, clients, seed, run_id = a.learning_rate, a.local_steps, a.clients, a.seed, a.run
+    local = a.threat_model == "local"
+    clip, epsilon0 = a.clip, a.epsilon0
 
     class DigitsClient(NumPyClient):
         def __init__(self, partition: int):
+            self.partition = partition
             self.X, self.y = load(clients, seed)[0][partition]
+
+        def get_properties(self, config):
+            del config
+            return {"user-id": f"{run_id}-user-{self.partition}"}  # read by node_user_ids()
 
         def fit(self, parameters, config):
             del config
-            W = parameters[0].copy()
+            W0 = parameters[0]
+            W = W0.copy()
             for _ in range(steps):
                 W -= lr * gradient(W, self.X, self.y)
+            if local:  # on the device: ℓ1-clip the update to `clip`, add Lap(2·clip/ε0): ε0-LDP
+                u = W - W0
+                u *= min(1.0, clip / max(float(np.abs(u).sum()), 1e-12))
+                W = W0 + u + np.random.default_rng().laplace(0.0, 2 * clip / epsilon0, size=u.shape)
             return [W], 1, {}  # weight 1: the uniform average DP-FedAvg's noise is calibrated for
 
     def client_fn(context):
@@ -136,13 +153,24 @@ def build_apps(a: argparse.Namespace, client: AccountantClient, cohort: str, acc
         evaluate_fn=evaluate,
         initial_parameters=ndarrays_to_parameters([np.zeros((FEATURES + 1, CLASSES))]),
     )
-    dp = DifferentialPrivacyServerSideFixedClipping(
-        fedavg,
-        noise_multiplier=a.noise_multiplier,
-        clipping_norm=a.clip,
-        num_sampled_clients=a.clients_per_round,
-    )
-    strategy = AccountedStrategy(dp, client, run_id=a.run, threat_model="central", cohort=cohort)
+    if local:  # no shuffler in Flower: the server sees who sent which report
+        strategy = AccountedStrategy(
+            fedavg,
+            client,
+            run_id=a.run,
+            threat_model="local",
+            user_of=node_user_ids(),
+            epsilon0=epsilon0,
+            shuffled=False,
+        )
+    else:
+        dp = DifferentialPrivacyServerSideFixedClipping(
+            fedavg,
+            noise_multiplier=a.noise_multiplier,
+            clipping_norm=a.clip,
+            num_sampled_clients=a.clients_per_round,
+        )
+        strategy = AccountedStrategy(dp, client, run_id=a.run, threat_model="central", cohort=cohort)
 
     def server_fn(context):
         del context
@@ -182,17 +210,18 @@ def run(a: argparse.Namespace, url: str, key: str | None) -> int:
             backend_config={"client_resources": {"num_cpus": 1}, "init_args": {"num_cpus": a.cpus}},
         )
         seconds = time.monotonic() - t0
-        print(f"\n{'round':>5} | {'ledger':>8} | {'clients':>7} | accuracy")
+        print(f"\n{'round':>5} | {'ledger':>8} | {'clients':>7} | {'accuracy':>8} | charged to")
         for r in strategy.rounds:
             status = "admitted" if r.admitted else ("refused" if r.refusal else "skipped")
             acc = accuracies[r.round] if r.round < len(accuracies) else float("nan")
-            print(f"{r.round:>5} | {status:>8} | {r.clients:>7} | {acc:.3f}")
+            who = r.cohort or " ".join(r.users or [])
+            print(f"{r.round:>5} | {status:>8} | {r.clients:>7} | {acc:>8.3f} | {who}")
         spent = float(client.get_user(f"{a.run}-user-0").spent.epsilon)
     admitted = strategy.admitted_rounds
     if strategy.stopped is not None:
         print(f"the ledger refused round {strategy.stopped.round}: {strategy.stopped.refusal.message}")
     print(
-        f"run {a.run}: {len(admitted)} of {a.rounds} rounds trained, ε spent {spent:.4f} of {a.budget_epsilon} "
+        f"run {a.run}: {len(admitted)} of {a.rounds} rounds trained, ε spent by user 0 {spent:.4f} of {a.budget_epsilon} "
         f"(δ = {a.delta:g}), accuracy {accuracies[0]:.3f} -> {accuracies[-1]:.3f}, {seconds:.1f} s"
     )
     return 0
@@ -205,6 +234,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--run", default=f"flower-{uuid.uuid4().hex[:8]}", help="run id (ledger names, idempotency keys)"
     )
+    p.add_argument(
+        "--threat-model",
+        choices=("central", "local"),
+        default="central",
+        help="central: DP-FedAvg, the cohort is charged; local: ε0-LDP updates, the sampled clients are",
+    )
+    p.add_argument("--epsilon0", type=float, default=1.0, help="local: each update's ε0")
     p.add_argument("--clients", type=int, default=4)
     p.add_argument("--clients-per-round", type=int, default=2)
     p.add_argument("--rounds", type=int, default=2)

@@ -190,7 +190,7 @@ def test_the_sdk_imports_without_flower_and_says_how_to_install_it(monkeypatch):
         require_flwr()
 
 
-def test_flower_example_charges_each_simulated_round_and_stops_on_refusal(server, admin):
+def run_example(server, *args: str) -> subprocess.CompletedProcess:
     pytest.importorskip(
         "flwr", reason="Flower is not installed (pip install './client[flower]'); not in the [test] extra"
     )
@@ -199,20 +199,9 @@ def test_flower_example_charges_each_simulated_round_and_stops_on_refusal(server
         "PYTHONPATH": os.pathsep.join([str(ROOT / "client"), str(ROOT)]),
         "PYTHONUNBUFFERED": "1",
     }
-    args = [
-        "--url",
-        server.url,
-        "--api-key",
-        ADMIN_KEY,
-        "--run",
-        "fl",
-        "--rounds",
-        "3",
-        "--budget-epsilon",
-        "4",
-    ]
+    script = str(ROOT / "examples" / "flower_training.py")
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "flower_training.py"), *args],
+        [sys.executable, script, "--url", server.url, "--api-key", ADMIN_KEY, *args],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -220,6 +209,19 @@ def test_flower_example_charges_each_simulated_round_and_stops_on_refusal(server
         timeout=300,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc
+
+
+def table(proc: subprocess.CompletedProcess) -> list[list[str]]:
+    """The example's per-round rows: round | ledger | clients | accuracy | charged to."""
+    rows = [
+        line.split("|") for line in proc.stdout.splitlines() if line.strip()[:1].isdigit() and "|" in line
+    ]
+    return [[c.strip() for c in row] for row in rows]
+
+
+def test_flower_example_charges_each_simulated_round_and_stops_on_refusal(server, admin):
+    proc = run_example(server, "--run", "flc", "--rounds", "3", "--budget-epsilon", "4")
     # 4 clients, 2 per round, noise multiplier 3 (the example's defaults): replace-one multiplier 1.5
     one = {
         "mechanism": "subsampled",
@@ -229,18 +231,39 @@ def test_flower_example_charges_each_simulated_round_and_stops_on_refusal(server
     }
     affordable = max(t for t in range(1, 4) if epsilon([dict(one, count=t)]) <= 4.0)
     assert affordable == 2
-    for u in ("fl-user-0", "fl-user-3"):
+    for u in ("flc-user-0", "flc-user-3"):
         rows = admin.user_charges(u).charges
-        assert [r.idempotency_key for r in rows] == ["fl-round-1", "fl-round-2"]
-        assert all(r.cohort == "fl-population" for r in rows)
+        assert [r.idempotency_key for r in rows] == ["flc-round-1", "flc-round-2"]
+        assert all(r.cohort == "flc-population" for r in rows)
         assert [r.event.to_dict()["inner"][0]["noise_multiplier"] for r in rows] == [1.5, 1.5]
         assert admin.get_user(u).spent.epsilon == pytest.approx(epsilon([dict(one, count=2)]), rel=1e-3)
     assert "the ledger refused round 3" in proc.stdout
     assert "2 of 3 rounds trained" in proc.stdout
-    table = [
-        line.split("|") for line in proc.stdout.splitlines() if line.strip()[:1].isdigit() and "|" in line
+    assert [(int(c[0]), c[1], c[4]) for c in table(proc)] == [
+        (1, "admitted", "flc-population"),
+        (2, "admitted", "flc-population"),
+        (3, "refused", "flc-population"),
     ]
-    assert [(int(c[0]), c[1].strip()) for c in table] == [(1, "admitted"), (2, "admitted"), (3, "refused")]
+
+
+def test_flower_example_local_charges_exactly_the_sampled_clients(server, admin):
+    proc = run_example(
+        server, "--run", "fll", "--threat-model", "local", "--rounds", "3", "--budget-epsilon", "10"
+    )
+    rows = table(proc)
+    assert [(int(c[0]), c[1], c[2]) for c in rows] == [(t, "admitted", "2") for t in (1, 2, 3)]
+    sampled = {t: set(c[4].split()) for t, c in enumerate(rows, start=1)}
+    assert all(len(s) == 2 and s <= {f"fll-user-{i}" for i in range(4)} for s in sampled.values())
+    for i in range(4):
+        u = f"fll-user-{i}"
+        mine = [t for t in (1, 2, 3) if u in sampled[t]]
+        charges = admin.user_charges(u).charges
+        assert [r.idempotency_key for r in charges] == [f"fll-round-{t}" for t in mine]
+        assert [(r.event.to_dict()["mechanism"], r.event.to_dict()["epsilon"]) for r in charges] == [
+            ("pure_dp", 1.0)
+        ] * len(mine)
+        expected = epsilon([{"mechanism": "pure_dp", "epsilon": 1.0, "count": len(mine)}]) if mine else 0.0
+        assert admin.get_user(u).spent.epsilon == pytest.approx(expected, rel=1e-3)
 
 
 def test_the_flower_page_runs_as_documented(server):
