@@ -109,6 +109,12 @@ class CentralNoise:
 
 def central_noise_of(strategy: Any) -> CentralNoise:
     """The noise of a Flower DP wrapper (``noise_multiplier`` and ``num_sampled_clients`` attributes)."""
+    if hasattr(strategy, "clipped_count_stddev"):
+        raise ValueError(
+            "Flower's adaptive-clipping wrappers also release a noisy count of clipped updates, which the "
+            "round's Gaussian event does not cover: use fixed clipping, or pass noise=CentralNoise(...) "
+            "for a Gaussian that covers both releases"
+        )
     z = getattr(strategy, "noise_multiplier", None)
     m = getattr(strategy, "num_sampled_clients", None)
     if z is None or m is None:

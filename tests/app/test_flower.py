@@ -173,6 +173,10 @@ def test_wrong_arguments_are_refused_with_what_is_missing():
         AccountedStrategy(Inner(2, 1), None, run_id="r", threat_model="local", epsilon0=1.0)
     with pytest.raises(ValueError, match="DifferentialPrivacyServerSideFixedClipping"):
         AccountedStrategy(Inner(2, 1), None, run_id="r", threat_model="central", cohort="c")
+    adaptive = Inner(2, 1, noise_multiplier=1.0, num_sampled_clients=1)
+    adaptive.clipped_count_stddev = 0.5  # Flower's adaptive clipping: a second, uncovered release
+    with pytest.raises(ValueError, match="noisy count of clipped updates"):
+        AccountedStrategy(adaptive, None, run_id="r", threat_model="central", cohort="c")
 
 
 def test_the_sdk_imports_without_flower_and_says_how_to_install_it(monkeypatch):
