@@ -120,7 +120,7 @@ class WinsorizedSGD(CentralMechanism):
         ),
         "width_factor": Param(
             "number",
-            "interval width over τ'' (4: the paper's)",
+            "interval width over τ'' (4: the paper's, which can clip a τ''-cluster split across a bin edge; 6: never — Thm 1 of winsorized_mean holds at 6, not 4)",
             default=4.0,
             minimum=0.0,
             exclusive_minimum=True,

@@ -21,7 +21,9 @@ Layout: ``_api.py`` describes every endpoint once (method signatures mirror the 
 ``client.py`` and ``aio.py`` send those calls synchronously or asynchronously; ``models.py`` and
 ``errors.py`` are the typed results and exceptions. Helpers built on top of the client for
 training pipelines (several calls per step, e.g. plan → charge a round → report) belong in their
-own module here (``privacy_accountant/pipeline.py``), exported below.
+own module here (``privacy_accountant/pipeline.py``), exported below. ``privacy_accountant.flower``
+(a Flower strategy that charges each round before it runs) is imported on its own and needs Flower
+only when used (the ``[flower]`` extra).
 
 It is its own distribution, ``privacy-accountant-client`` (``client/pyproject.toml``): installing it
 installs this package and httpx and pydantic, nothing of the service.

@@ -142,7 +142,7 @@ def test_winsorized_mean_1d(eps, values, replacement, wf):
 
 
 def test_winsorized_mean_sampler_follows_the_law():
-    mech = mechanisms.get("winsorized_mean", epsilon=2.0, tau=0.25, B=1.0)
+    mech = mechanisms.get("winsorized_mean", epsilon=2.0, tau=0.25, B=1.0, width_factor=4.0)
     x = np.array([0.1, 0.2, 0.25, -0.4])
     edges = np.linspace(-1.5, 1.5, 25)
     law = winsorized_coordinate_law(x, 2.0, 0.25, 1.0, 1.0, edges)

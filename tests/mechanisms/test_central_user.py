@@ -37,7 +37,7 @@ from mechanisms.winsorized_sgd import WinsorizedSGD
     [(1000, 1.0, 0.1, 1.0, 1e-3, 10, 8.0e-4, 1.0e-3), (200, 0.5, 0.05, 10.0, 1e-3, 200, 4.0e-3, 1.745e-3)],
 )
 def test_levy_algorithm_1_check_values(n, eps, tau, B, gamma, bins, scale, beta):
-    m = mechanisms.get("winsorized_mean", epsilon=eps, tau=tau, B=B)
+    m = mechanisms.get("winsorized_mean", epsilon=eps, tau=tau, B=B, width_factor=4.0)  # the paper's width
     assert bins == m.ranger.K
     assert m.laplace_scale(n) == pytest.approx(scale, rel=1e-12)
     assert theorem1_beta(n, eps, tau, B, gamma) == pytest.approx(beta, rel=1e-3)
@@ -53,7 +53,9 @@ def test_levy_algorithm_1_check_values(n, eps, tau, B, gamma, bins, scale, beta)
     ],
 )
 def test_levy_algorithm_2_check_values(n, d, eps, delta, tau, eps1, tau1, rng_, scale, var, beta, adv):
-    m = WinsorizedMean.calibrated(eps, delta, mode="paper", tau=tau, B=1.0, d=d, n=n, gamma=1e-3)
+    m = WinsorizedMean.calibrated(
+        eps, delta, mode="paper", tau=tau, B=1.0, d=d, n=n, gamma=1e-3, width_factor=4.0
+    )
     assert m.epsilon == pytest.approx(eps1, rel=1e-4)
     assert m.tau_r == pytest.approx(tau1, rel=1e-5)
     assert m.range == pytest.approx(rng_, rel=1e-5)
