@@ -3,9 +3,10 @@ instructions — to the sampled clients' users (threat model "local": a k-user s
 without a shuffler) or to the population's cohort (threat model "central": a subsampled Gaussian at
 the replace-one multiplier z·k/(2m)) — a refusal stops training cleanly, and the ledger's rows are
 the admitted rounds. Flower's own server loop is stood in for by the calls it makes (configure_fit,
-configure_evaluate), so these run without Flower; examples/flower_training.py is run end to end on
-Flower's simulation engine when Flower is installed (it is not in the [test] extra: flwr 1.42 pins
-fastapi < 0.139 and uvicorn < 0.50, below the service's pins, and its simulation engine needs Ray).
+configure_evaluate), so these run without Flower; examples/flower_training.py and docs/flower.md
+run end to end on Flower's simulation engine in an interpreter that has Flower
+(tests/helpers/flower_env.py: this one, or a venv of client/constraints-flower.txt built once — flwr
+1.42 pins fastapi < 0.139 and uvicorn < 0.50, below the service's pins, so it is not in [test]).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import pytest
 import accountant
 from privacy_accountant import AccountantClient
 from privacy_accountant.flower import INSTALL_HINT, AccountedStrategy, node_user_ids, require_flwr
+from tests.helpers.flower_env import flower_python
 from tests.helpers.ledger import KEYS_ENV
 from tests.helpers.server import start_server
 
@@ -194,10 +196,13 @@ def test_the_sdk_imports_without_flower_and_says_how_to_install_it(monkeypatch):
         require_flwr()
 
 
-def run_example(server, *args: str) -> subprocess.CompletedProcess:
-    pytest.importorskip(
-        "flwr", reason="Flower is not installed (pip install './client[flower]'); not in the [test] extra"
-    )
+@pytest.fixture(scope="session")
+def flower_py() -> str:
+    """An interpreter with Flower: this one, or a venv of client/constraints-flower.txt (built once)."""
+    return flower_python()
+
+
+def run_example(flower_py: str, server, *args: str) -> subprocess.CompletedProcess:
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(ROOT / "client"), str(ROOT)]),
@@ -205,7 +210,7 @@ def run_example(server, *args: str) -> subprocess.CompletedProcess:
     }
     script = str(ROOT / "examples" / "flower_training.py")
     proc = subprocess.run(
-        [sys.executable, script, "--url", server.url, "--api-key", ADMIN_KEY, *args],
+        [flower_py, script, "--url", server.url, "--api-key", ADMIN_KEY, *args],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -224,8 +229,8 @@ def table(proc: subprocess.CompletedProcess) -> list[list[str]]:
     return [[c.strip() for c in row] for row in rows]
 
 
-def test_flower_example_charges_each_simulated_round_and_stops_on_refusal(server, admin):
-    proc = run_example(server, "--run", "flc", "--rounds", "3", "--budget-epsilon", "4")
+def test_flower_example_charges_each_simulated_round_and_stops_on_refusal(flower_py, server, admin):
+    proc = run_example(flower_py, server, "--run", "flc", "--rounds", "3", "--budget-epsilon", "4")
     # 4 clients, 2 per round, noise multiplier 3 (the example's defaults): replace-one multiplier 1.5
     one = {
         "mechanism": "subsampled",
@@ -250,9 +255,18 @@ def test_flower_example_charges_each_simulated_round_and_stops_on_refusal(server
     ]
 
 
-def test_flower_example_local_charges_exactly_the_sampled_clients(server, admin):
+def test_flower_example_local_charges_exactly_the_sampled_clients(flower_py, server, admin):
     proc = run_example(
-        server, "--run", "fll", "--threat-model", "local", "--rounds", "3", "--budget-epsilon", "10"
+        flower_py,
+        server,
+        "--run",
+        "fll",
+        "--threat-model",
+        "local",
+        "--rounds",
+        "3",
+        "--budget-epsilon",
+        "10",
     )
     rows = table(proc)
     assert [(int(c[0]), c[1], c[2]) for c in rows] == [(t, "admitted", "2") for t in (1, 2, 3)]
@@ -270,12 +284,9 @@ def test_flower_example_local_charges_exactly_the_sampled_clients(server, admin)
         assert admin.get_user(u).spent.epsilon == pytest.approx(expected, rel=1e-3)
 
 
-def test_the_flower_page_runs_as_documented(server):
+def test_the_flower_page_runs_as_documented(flower_py, server):
     """docs/flower.md's Python blocks, in order in one interpreter (the local-model block continues the
     central one), against the test server; the text block after the first is its output."""
-    pytest.importorskip(
-        "flwr", reason="Flower is not installed (pip install './client[flower]'); not in the [test] extra"
-    )
     text = (ROOT / "docs" / "flower.md").read_text()
     fenced = re.findall(r"^```(\w*)\n(.*?)^```\s*$", text, re.M | re.S)
     code = [c for lang, c in fenced if lang == "python"]
@@ -284,7 +295,7 @@ def test_the_flower_page_runs_as_documented(server):
     script = "\n".join(code).replace("http://localhost:8000", server.url)
     script = script.replace("admin-secret", ADMIN_KEY).replace("pipeline-secret", PIPELINE_KEY)
     env = {**os.environ, "PYTHONPATH": str(ROOT / "client")}
-    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    out = subprocess.run([flower_py, "-c", script], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.splitlines() == shown[1].splitlines()
 
