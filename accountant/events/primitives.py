@@ -14,7 +14,7 @@ from .._numerics import pure_dp_rdp, round_up
 from ..curves import bounded_range_rdp
 from ..dominating import HockeyStickPair, bounded_range_pair, randomized_response_pair
 from ..errors import InvalidEvent, InvalidParameter
-from ._declare import MAX_EPSILON0, PRIVACY_LEVEL, REPLACE_ONE, Event, register, spec, zeta_field
+from ._declare import MAX_EPSILON0, PRIVACY_LEVEL, Event, register, spec, zeta_field
 
 
 @register
@@ -132,7 +132,7 @@ class ApproxDpEvent(Event):
     mechanism: ClassVar[str] = "approx_dp"
     POSITION: ClassVar[int] = 9
     APPROX: ClassVar[bool] = True
-    RELATION: ClassVar[str] = REPLACE_ONE + " (the caller vouches that (ε, δ) holds for it)"
+    RELATION_NOTE: ClassVar[str] = "the caller vouches that (ε, δ) holds for it"
     SAMPLING: ClassVar[str] = (
         "whatever the (ε, δ) guarantee's own derivation assumed (the caller's responsibility)"
     )
