@@ -319,13 +319,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def _create_users(client: AccountantClient, epsilon: float, delta: float, prefix: str, n: int) -> None:
-    """n users with one budget (the SDK's keyword form, or the older positional one)."""
-    try:
-        client.bulk_create_users(
-            budget={"epsilon": epsilon, "delta": delta}, id_prefix=prefix, count=n, on_conflict="skip"
-        )
-    except TypeError:
-        client.bulk_create_users(epsilon, delta, id_prefix=prefix, count=n, on_conflict="skip")
+    """n users with one budget."""
+    client.bulk_create_users(
+        budget={"epsilon": epsilon, "delta": delta}, id_prefix=prefix, count=n, on_conflict="skip"
+    )
 
 
 def run(a: argparse.Namespace, url: str, api_key: str) -> int:

@@ -11,7 +11,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._numerics import pure_dp_rdp, round_up
-from ..curves import curve_from_points, curve_point_sources, gaussian_rdp, laplace_rdp
+from ..central_curves import curve_from_points, curve_point_sources, gaussian_rdp, laplace_rdp
 from ..dominating import HockeyStickPair, gaussian_pair, laplace_pair, randomized_response_pair
 from ..errors import InvalidEvent
 from ._declare import (

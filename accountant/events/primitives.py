@@ -11,7 +11,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._numerics import pure_dp_rdp, round_up
-from ..curves import bounded_range_rdp
+from ..central_curves import bounded_range_rdp
 from ..dominating import HockeyStickPair, bounded_range_pair, randomized_response_pair
 from ..errors import InvalidEvent, InvalidParameter
 from ._declare import MAX_EPSILON0, PRIVACY_LEVEL, Event, register, spec, zeta_field
@@ -34,7 +34,7 @@ class ExponentialEvent(Event):
     SOURCE: ClassVar[str] = (
         "McSherry–Talwar 2007 (ε-DP); Durfee–Rogers 2019 (ε-bounded range); Cesar–Rogers 2021: the "
         "supremum over ε-bounded-range pairs, sup_p log((1−p+p·e^{αε})/(1−p+p·e^ε)^α)/(α−1) "
-        "(accountant/curves.py, bounded_range_rdp), capped by the pure-DP curve"
+        "(accountant/central_curves.py, bounded_range_rdp), capped by the pure-DP curve"
     )
     EXAMPLE: ClassVar[dict[str, Any]] = {"mechanism": "exponential", "epsilon": 0.5, "count": 64}
 
