@@ -18,8 +18,8 @@ part lives:
 
 from __future__ import annotations
 
-from app.ledger.charging import charge
 from app.ledger.budgets import bulk_create_users, event_cost, make_budget, put_user
+from app.ledger.charging import charge
 from app.ledger.cohorts import (
     change_members,
     cohort_history,
