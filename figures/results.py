@@ -13,7 +13,7 @@ from typing import Any
 from . import compute as C
 from .spec import FIGURES, NOT_COVERED, TITLES
 
-#: relative tolerance of the quoted points (checked by tests/app/test_figures.py against this page)
+#: relative tolerance of the quoted points (checked by tests/figures/test_figures.py against this page)
 TOLERANCE = 0.01
 
 #: the points the thesis quotes: (figure, panel, x) and the curves whose values the page lists
@@ -590,7 +590,7 @@ def write_results(path: Path, img_dir: Path, data: dict, costs: dict, quick: boo
         "|---|---|---|---|---|",
         *_claims(data),
         "",
-        f"### Quoted points (checked by `tests/app/test_figures.py`, relative tolerance {TOLERANCE:g})",
+        f"### Quoted points (checked by `tests/figures/test_figures.py`, relative tolerance {TOLERANCE:g})",
         "",
         *_quoted_table(data),
         "",
