@@ -50,9 +50,9 @@ def _tight() -> Iterator[None]:
 
 
 @contextmanager
-def thesis_only() -> Iterator[None]:
+def gir23_only() -> Iterator[None]:
     """Within this block (this thread or task only), the default ``upper`` curves use the
-    thesis's bounds and the pure-DP caps alone — no clone reduction, no WBK19: for comparisons
+    thesis's bounds ([Gir23]: Girgis, PhD thesis, UCLA 2023) and the pure-DP caps alone — no clone reduction, no WBK19: for comparisons
     with the thesis and for fast tests of the machinery around the curves. Cached curves are
     keyed by this setting, so the two never mix."""
     token = _TIGHT.set(False)
@@ -170,7 +170,7 @@ SUBSAMPLED_CLONES_VERSION = 1  # bump when the subsampled clone evaluation chang
 
 def _subsampled_clones(n: int, k: int, epsilon0: float, orders: NDArray[np.float64]) -> NDArray[np.float64]:
     """The subsampled clone bound (bounds.md §9), from the curve store when this (n, k, ε0,
-    orders) was computed before; +inf where it is switched off (thesis_only), beyond its cell
+    orders) was computed before; +inf where it is switched off (gir23_only), beyond its cell
     budget, or if it fails (logged)."""
     if not _TIGHT.get():
         return np.full(orders.shape, np.inf)
@@ -201,7 +201,7 @@ def rr_clones(
     """The ``clones_rr`` bound (bounds.md §12): the (subsampled, k < n) clone pair of clone
     probability 2/(e^{ε0}+1), valid when every user applies binary or k-ary randomized response,
     capped by the pure-DP cap; from the curve store when computed before; +inf where switched
-    off (thesis_only; ``named``: asked for by name, computed whatever that setting), beyond its
+    off (gir23_only; ``named``: asked for by name, computed whatever that setting), beyond its
     cell budget, or if it fails (logged)."""
     if not (named or _TIGHT.get()):
         return np.full(orders.shape, np.inf)
@@ -261,7 +261,7 @@ def _safe(
 def _clone_note(n: int) -> list[str]:
     if not _TIGHT.get():
         return [
-            "the bounds beyond the thesis are switched off (thesis_only): thesis bounds and pure-DP caps only"
+            "the bounds beyond the thesis are switched off (gir23_only): thesis bounds and pure-DP caps only"
         ]
     if n > CLONES_MAX_N:
         return [
@@ -363,7 +363,7 @@ def shuffle_rdp(
         "u1": _sh.u1,
         "u1_simplified": _sh.u1_simplified,
         "u2": _sh.u2,
-        "thesis": _sh.thesis_upper,
+        "thesis": _sh.gir23_upper,
         "lower": _sh.lower,
         "lower_simplified": _sh.lower_simplified,
         "efm19": _sh.efm19,

@@ -19,8 +19,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._validation import MAX_ORDER, check_delta, check_epsilon, check_orders
+from .central_curves import curve_from_points, laplace_rdp
 from .combination import Account, Answer, ApproxPart, ZetaExceedsDelta, delta_of, epsilon_of
-from .curves import curve_from_points, laplace_rdp
 from .errors import InvalidParameter
 from .events import APPROX_NO_CURVE, Event, EventLike, as_event
 from .orders import DEFAULT_ORDERS, extension_orders

@@ -182,9 +182,10 @@ def fmt23(n: int, epsilon0: float, orders: ArrayLike) -> NDArray[np.float64]:
     return out
 
 
-def thesis_upper(n: int, epsilon0: float, orders: ArrayLike) -> NDArray[np.float64]:
+def gir23_upper(n: int, epsilon0: float, orders: ArrayLike) -> NDArray[np.float64]:
     """min(U1, U2, cap) at integer orders, interpolated to real orders (Remark 5.3.2), then
-    min with U2 and the cap at the order itself: the tightest bound from the thesis alone."""
+    min with U2 and the cap at the order itself: the tightest bound from the thesis alone
+    ([Gir23]: Girgis, PhD thesis, UCLA 2023; the bound named ``thesis``)."""
     o = np.asarray(orders, dtype=float)
 
     def int_min(ints: ArrayLike) -> NDArray[np.float64]:

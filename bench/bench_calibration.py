@@ -63,11 +63,11 @@ def timed(fn, repeat: int, warmup: int = 1) -> tuple[float, list[float], object]
     return statistics.median(ts), ts, out
 
 
-class thesis_only:
+class gir23_only:
     """The thesis bounds as the default curve (the tighter bounds of bounds.md §8 switched off)."""
 
     def __enter__(self):
-        self.ctx = B.thesis_only()
+        self.ctx = B.gir23_only()
         self.ctx.__enter__()
         cold()
 
@@ -109,7 +109,7 @@ def main(repeat: int = 21):
     notes = []
 
     # 1. ε0 calibration, subsampled shuffle, T = 1e4, default grid — thesis bounds
-    with thesis_only():
+    with gir23_only():
         med, ts, r = timed(lambda: A.calibrate(SUB_EVENT, "epsilon0", TARGET, DELTA), repeat)
         nudge = A.epsilon_guarantee([{**r.event, "epsilon0": r.value * (1 + 1e-5)}], DELTA).epsilon
     lines.append(
@@ -153,7 +153,7 @@ def main(repeat: int = 21):
 
     # 3. count calibration (closed form)
     ev_count = {"mechanism": "subsampled_shuffle", "n": N, "k": K, "epsilon0": 2.0}
-    with thesis_only():
+    with gir23_only():
         med_c, ts_c, rc = timed(lambda: A.calibrate(ev_count, "count", TARGET, DELTA), repeat)
         warm = []
         for _ in range(repeat):
@@ -188,7 +188,7 @@ def main(repeat: int = 21):
     notes.append(f"count answer (current default): {rcd.value:,} rounds, ε = {rcd.epsilon:.6f}.")
 
     # 4. n and k (integer searches), and the budget-vs-round series
-    with thesis_only():
+    with gir23_only():
         med_n, _, rn = timed(
             lambda: A.calibrate(
                 {"mechanism": "subsampled_shuffle", "k": K, "epsilon0": 2.0, "count": T}, "n", TARGET, DELTA

@@ -50,11 +50,11 @@ def main():
     grid = A.DEFAULT_ORDERS
     small = np.arange(2, 257, dtype=float)
 
-    t_thesis = timeit(lambda: S.thesis_upper(n, eps0, grid))
+    t_thesis = timeit(lambda: S.gir23_upper(n, eps0, grid))
     lines.append(
         f"| thesis default curve (min U1,U2,cap, interpolated), default grid ({grid.size} orders to 1e4) | {t_thesis['median_ms']:.2f} ms | ≤ 20 ms |"
     )
-    t_small = timeit(lambda: S.thesis_upper(n, eps0, small))
+    t_small = timeit(lambda: S.gir23_upper(n, eps0, small))
     lines.append(f"| thesis default curve, orders 2..256 | {t_small['median_ms']:.2f} ms | ≤ 2 ms |")
     from accountant.bounds import shuffle_upper_detail
 

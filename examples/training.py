@@ -51,6 +51,7 @@ from pathlib import Path
 import numpy as np
 
 import mechanisms
+from accountant import Event
 from mechanisms.winsorized_sgd import WinsorizedSGD, clip_rows_l2, project_l2_ball
 from privacy_accountant import AccountantClient, AccountantHTTPError, Conflict, TransportError
 from privacy_accountant.pipeline import Pipeline, field_of
@@ -125,7 +126,9 @@ def central_run(a, client, cohort, probe, users_X, users_y, Xte, yte, rng) -> di
         f" T = {a.steps} steps, ε'' = {mech.epsilon:.4g} per rotated coordinate and step (tight calibration; the "
         f"paper's closed form would give {WinsorizedSGD.paper_params(a.central_epsilon, a.delta, 1, {'T': a.steps, 'd': d})['epsilon']:.3g})"
     )
-    print(f"  Laplace scale per coordinate {plan['laplace_scale']:.4g}; the whole run: {mech.events()}")
+    print(
+        f"  Laplace scale per coordinate {plan['laplace_scale']:.4g}; the whole run: {[e.to_dict() for e in mech.events()]}"
+    )
     pipe = Pipeline(client, run_id=f"{a.run_id}-central", cohort=cohort, probe_user=probe)
     theta = np.zeros(d)
     per_round = a.steps_per_round
@@ -154,7 +157,11 @@ def central_run(a, client, cohort, probe, users_X, users_y, Xte, yte, rng) -> di
         print(
             f"STOPPED before round {pipe.stopped.round}: the ledger refused it ({pipe.stopped.refusal.message})"
         )
-    return _summary("central", pipe, {"epsilon_per_coordinate": mech.epsilon, "events": mech.events()})
+    return _summary(
+        "central",
+        pipe,
+        {"epsilon_per_coordinate": mech.epsilon, "events": [e.to_dict() for e in mech.events()]},
+    )
 
 
 def cldp_run(a, client, cohort, probe, users_X, users_y, Xte, yte, rng) -> dict:
@@ -172,7 +179,7 @@ def cldp_run(a, client, cohort, probe, users_X, users_y, Xte, yte, rng) -> dict:
     [event] = mech0.events(n=n, k=k)
     print(
         f"CLDP-SGD: each round k = {k} of n = {n} users (without replacement), one sample each, the {a.mechanism} "
-        f"mechanism at ε0 = {a.epsilon0:g} ({mech0.bits_per_report} bits per report), shuffled; one round costs {event}"
+        f"mechanism at ε0 = {a.epsilon0:g} ({mech0.bits_per_report} bits per report), shuffled; one round costs {event.to_dict()}"
     )
     pipe = Pipeline(client, run_id=f"{a.run_id}-cldp", cohort=cohort, probe_user=probe)
     theta = np.zeros(d)
@@ -183,7 +190,7 @@ def cldp_run(a, client, cohort, probe, users_X, users_y, Xte, yte, rng) -> dict:
     )
     state: dict = {}
 
-    def events(_round: int) -> list[dict]:
+    def events(_round: int) -> list[Event]:
         state["mech"] = mechanism(
             int(rng.integers(2**31))
         )  # the round's public rotation, fixed before any data
@@ -312,13 +319,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def _create_users(client: AccountantClient, epsilon: float, delta: float, prefix: str, n: int) -> None:
-    """n users with one budget (the SDK's keyword form, or the older positional one)."""
-    try:
-        client.bulk_create_users(
-            budget={"epsilon": epsilon, "delta": delta}, id_prefix=prefix, count=n, on_conflict="skip"
-        )
-    except TypeError:
-        client.bulk_create_users(epsilon, delta, id_prefix=prefix, count=n, on_conflict="skip")
+    """n users with one budget."""
+    client.bulk_create_users(
+        budget={"epsilon": epsilon, "delta": delta}, id_prefix=prefix, count=n, on_conflict="skip"
+    )
 
 
 def run(a: argparse.Namespace, url: str, api_key: str) -> int:

@@ -20,7 +20,7 @@ Usage::
     mech = mechanisms.get("kary_rr", epsilon0=1.0, k=8)
     reports = mech.randomize(np.array([0, 3, 3, 7]), np.random.default_rng(0))
     freqs = mech.estimate(reports)
-    mech.events(n=10_000, count=100)  # [{"mechanism": "shuffle", "n": 10000, "epsilon0": 1.0, "count": 100}]
+    mech.events(n=10_000, count=100)  # [ShuffleRREvent(count=100, n=10000, epsilon0=1.0, categories=8)]
 
 ``available()`` lists the catalog (:mod:`mechanisms.catalog`); ``calibrate(...)`` picks ε0 (or the central
 noise) so that the composed accounting of the mechanism meets an (ε, δ) target, using the ``accountant``

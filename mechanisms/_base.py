@@ -5,17 +5,31 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from accountant.events import MAX_COUNT, MAX_USERS
+from accountant.events import (
+    MAX_COUNT,
+    MAX_USERS,
+    Event,
+    ShuffleEvent,
+    ShuffleRREvent,
+    SubsampledEvent,
+    SubsampledShuffleRREvent,
+)
 
 #: reports made of several arrays, as ``randomize`` returns them ({"index": …, "bit": …})
 ReportArrays = dict[str, NDArray[np.integer[Any]]]
 #: the same as ``estimate`` accepts them: any array-likes under those keys (checked there)
 ReportArraysLike = Mapping[str, ArrayLike]
+#: what a mechanism outputs: a local randomizer's finite alphabet or continuous range, or a central release
+Output = Literal["discrete", "continuous", "central"]
+#: where the randomness is added: on each client (shuffled reports) or by the trusted server
+Kind = Literal["local", "central"]
+#: the output range of a local randomizer, as the shuffle events declare it
+LocalOutput = Literal["discrete", "continuous"]
 
 
 class MechanismError(ValueError):
@@ -207,22 +221,14 @@ def check_population(n: object, k: object, count: object) -> tuple[int, int | No
     return n, k, count
 
 
-def shuffle_event(n: int, epsilon0: float, count: int, output: str = "discrete") -> dict[str, Any]:
+def shuffle_event(n: int, epsilon0: float, count: int, output: LocalOutput = "discrete") -> ShuffleEvent:
     """One shuffled message type over all ``n`` users, used ``count`` times: the api.md event."""
-    ev: dict[str, Any] = {
-        "mechanism": "shuffle",
-        "n": int(n),
-        "epsilon0": float(epsilon0),
-        "count": int(count),
-    }
-    if output == "continuous":
-        ev["output"] = "continuous"
-    return ev
+    return ShuffleEvent(n=int(n), epsilon0=float(epsilon0), count=int(count), output=output)
 
 
 def sampled_round_event(
-    n: int, k: int, message_epsilons: list[float], count: int, output: str = "discrete"
-) -> dict[str, Any]:
+    n: int, k: int, message_epsilons: list[float], count: int, output: LocalOutput = "discrete"
+) -> SubsampledEvent:
     """``count`` rounds, each sampling k of n users (without replacement) who send every message of
     their report, each message through its own shuffler: ONE ``subsampled`` event whose inner
     events are the round's messages (equal ε0 merged into one inner event with that count). All
@@ -231,18 +237,13 @@ def sampled_round_event(
     per_eps: dict[float, int] = {}
     for e in message_epsilons:
         per_eps[float(e)] = per_eps.get(float(e), 0) + 1
-    inner = []
-    for e, c in per_eps.items():
-        ev: dict[str, Any] = {"mechanism": "shuffle", "epsilon0": e, "count": c}
-        if output == "continuous":
-            ev["output"] = "continuous"
-        inner.append(ev)
-    return {"mechanism": "subsampled", "n": int(n), "k": int(k), "inner": inner, "count": int(count)}
+    inner = tuple(ShuffleEvent(n=int(k), epsilon0=e, count=c, output=output) for e, c in per_eps.items())
+    return SubsampledEvent(n=int(n), k=int(k), inner=inner, count=int(count))
 
 
 def report_events(
-    n: int, k: int | None, message_epsilons: list[float], count: int, output: str = "discrete"
-) -> list[dict[str, Any]]:
+    n: int, k: int | None, message_epsilons: list[float], count: int, output: LocalOutput = "discrete"
+) -> list[Event]:
     """The events of ``count`` rounds of a report made of separately shuffled messages: without
     sampling, one ``shuffle`` event per message (independent mechanisms compose); with k sampled
     per round, one ``subsampled`` event per round (:func:`sampled_round_event`)."""
@@ -251,19 +252,16 @@ def report_events(
     return [sampled_round_event(n, k, message_epsilons, count, output)]
 
 
-def rr_events(
-    n: int | None, k: int | None, epsilon0: float, categories: int, count: int
-) -> list[dict[str, Any]]:
+def rr_events(n: int | None, k: int | None, epsilon0: float, categories: int, count: int) -> list[Event]:
     """The events of ``count`` shuffled rounds of randomized response over ``categories`` symbols
     (one report per user): ``shuffle_rr`` over all n users, or ``subsampled_shuffle_rr`` with k of
     n sampled per round — the randomizer-aware events (bounds.md §12), never above the generic
     ``shuffle`` / ``subsampled_shuffle`` ones."""
     n, k, count = check_population(n, k, count)
-    ev: dict[str, Any] = {"mechanism": "shuffle_rr", "n": int(n)}
-    if k is not None:
-        ev = {"mechanism": "subsampled_shuffle_rr", "n": int(n), "k": int(k)}
-    ev.update({"epsilon0": float(epsilon0), "categories": int(categories), "count": int(count)})
-    return [ev]
+    eps, cats = float(epsilon0), int(categories)
+    if k is None:
+        return [ShuffleRREvent(n=n, epsilon0=eps, categories=cats, count=count)]
+    return [SubsampledShuffleRREvent(n=n, k=k, epsilon0=eps, categories=cats, count=count)]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -305,8 +303,10 @@ class Mechanism:
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
     source: ClassVar[str] = ""
-    output: ClassVar[str] = "discrete"  # "discrete" | "continuous" | "central"
-    kind: ClassVar[str] = "local"  # "local" | "central"
+    output: ClassVar[Output] = "discrete"
+    kind: ClassVar[Kind] = "local"
+    #: position in the catalog (``mechanisms.available()``); ties keep registration order
+    POSITION: ClassVar[int] = 100
     PARAMETERS: ClassVar[dict[str, Param]] = {}
     # set by each subclass's _setup (None where the notion does not apply)
     epsilon0: float | None
@@ -329,15 +329,15 @@ class Mechanism:
         assert self.epsilon0 is not None  # mechanisms without a local ε0 override this
         return [float(self.epsilon0)]
 
-    def events(self, n: int | None, k: int | None = None, count: int = 1) -> list[dict[str, Any]]:
-        """The accountant events (api.md) of ``count`` shuffled rounds over ``n`` users: without
+    def events(self, n: int | None, k: int | None = None, count: int = 1) -> list[Event]:
+        """The accountant events (:class:`accountant.Event` objects; ``to_dict()`` gives the api.md form) of ``count`` shuffled rounds over ``n`` users: without
         ``k``, one ``shuffle`` event per separately shuffled message (each with its own ε0); with
         ``k`` users sampled per round, one ``subsampled`` event per round whose inner events are the
         round's messages (they share the sample). See :func:`report_events`. A shuffled mechanism
         needs its population: ``n`` None (or not an integer >= 1) is a ``ParameterError``; the
         central mechanisms, which override this, accept it."""
         n, k, count = check_population(n, k, count)
-        out = "continuous" if self.output == "continuous" else "discrete"
+        out: LocalOutput = "continuous" if self.output == "continuous" else "discrete"
         return report_events(n, k, self.message_epsilons, count, out)
 
     # the client/server interface (each mechanism implements it; the report types differ by mechanism)

@@ -17,10 +17,10 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
-from accountant import AccountantError, epsilon_guarantee
+from accountant import AccountantError, Event, epsilon_guarantee
 from accountant.calibration import Domain, find_crossing
 
-from ._base import Mechanism, ParameterError, check_population
+from ._base import Kind, Mechanism, Output, ParameterError, check_population
 
 #: calibration modes every central mechanism accepts
 MODES = ("tight", "paper")
@@ -47,7 +47,7 @@ def check_mode(mode: str) -> str:
     return mode
 
 
-def accounted_epsilon(events: list[dict[str, Any]], delta: float) -> float:
+def accounted_epsilon(events: list[Event], delta: float) -> float:
     """ε at δ of ``events`` as the accountant reports it (``accountant.epsilon_guarantee``, the
     tightest valid conversion); +inf when the accountant finds no ε (an ``AccountantError``), so a
     calibration search treats such a knob value as infeasible — never as cheap."""
@@ -79,8 +79,8 @@ class CentralMechanism(Mechanism):
     the calibration hooks ``paper_params(epsilon, delta, count, **params)`` (the source's printed
     closed forms) and ``KNOB`` (the privacy parameter searched in ``tight`` mode)."""
 
-    kind: ClassVar[str] = "central"
-    output: ClassVar[str] = "continuous"
+    kind: ClassVar[Kind] = "central"
+    output: ClassVar[Output] = "continuous"
     #: the parameter calibration solves for (larger = less private), and its search range
     KNOB: ClassVar[str] = "epsilon"
     KNOB_RANGE: ClassVar[tuple[float, float]] = (1e-9, 50.0)
@@ -94,11 +94,11 @@ class CentralMechanism(Mechanism):
         """No local messages: a central release has no ε0-LDP report."""
         return []
 
-    def run_events(self, count: int) -> list[dict[str, Any]]:  # pragma: no cover - overridden
+    def run_events(self, count: int) -> list[Event]:  # pragma: no cover - overridden
         """The accountant events of ``count`` uses (each mechanism overrides it)."""
         raise NotImplementedError
 
-    def events(self, n: int | None = None, k: int | None = None, count: int = 1) -> list[dict[str, Any]]:
+    def events(self, n: int | None = None, k: int | None = None, count: int = 1) -> list[Event]:
         """The accountant events of ``count`` uses (replace-one user-level; no sampling: every user
         takes part in every use, so ``k`` must be left out)."""
         if k is not None:

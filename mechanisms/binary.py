@@ -8,6 +8,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from accountant.events import Event
+
 from ._base import (
     D_MAX,
     K_MAX,
@@ -29,6 +31,7 @@ from ._base import (
     rr_variance,
     weighted_counts,
 )
+from .catalog import register
 from .hadamard import log2_ceil
 
 
@@ -60,6 +63,7 @@ def _batch_of(bits: NDArray[np.uint8], shape_tail: tuple[int, ...], what: str) -
     return bits
 
 
+@register
 class BinaryRR(Mechanism):
     """Unbiased binary randomized response R^{2RR}_p — thesis Algorithm 2.2.1, Theorem 2.4.1.
 
@@ -70,6 +74,7 @@ class BinaryRR(Mechanism):
     unbiased estimate of the mean bit with MSE p(1−p)/((1−2p)² n) (eq. 2.5), whatever the inputs.
     """
 
+    POSITION = 1
     name = "binary_rr"
     description = "Binary randomized response on one bit per client; the server estimates the mean bit."
     source = "Girgis thesis, Algorithm 2.2.1 and Theorem 2.4.1 (exact ε0 with p = 1/(1+e^{ε0}))"
@@ -109,12 +114,13 @@ class BinaryRR(Mechanism):
         """E[(estimate − mean bit)²] = p(1−p)/((1−2p)² n), exactly, for any inputs."""
         return rr_variance(self.p) / n_from(n, x)
 
-    def events(self, n: int | None, k: int | None = None, count: int = 1) -> list[dict[str, Any]]:
+    def events(self, n: int | None, k: int | None = None, count: int = 1) -> list[Event]:
         """``shuffle_rr`` (or ``subsampled_shuffle_rr`` with k) at categories = 2: binary randomized
         response's own amplification bound (bounds.md §12)."""
         return rr_events(n, k, self.epsilon0, 2, count)
 
 
+@register
 class KaryRR(Mechanism):
     """k-ary randomized response — thesis ch. 7 (RR row of Table 7.1, [War65]).
 
@@ -125,6 +131,7 @@ class KaryRR(Mechanism):
     q = e^{ε0}/(e^{ε0}+k−1), r = 1/(e^{ε0}+k−1) — the same for every input.
     """
 
+    POSITION = 2
     name = "kary_rr"
     description = "k-ary randomized response on one of k symbols; the server estimates the k frequencies."
     source = "Girgis thesis, ch. 7 (Table 7.1, randomized response [War65])"
@@ -190,12 +197,13 @@ class KaryRR(Mechanism):
         q, r = self.keep_probability, self.other_probability
         return a * a * (q * (1 - q) + (self.k - 1) * r * (1 - r)) / n
 
-    def events(self, n: int | None, k: int | None = None, count: int = 1) -> list[dict[str, Any]]:
+    def events(self, n: int | None, k: int | None = None, count: int = 1) -> list[Event]:
         """``shuffle_rr`` (or ``subsampled_shuffle_rr`` with k users sampled) at categories = this
         mechanism's k symbols: k-ary randomized response's own bound (bounds.md §12)."""
         return rr_events(n, k, self.epsilon0, self.k, count)
 
 
+@register
 class BinaryVector(Mechanism):
     """Binary vectors R^Bin_{v,s} — thesis Algorithm 3.3.1 (client), 3.3.2 (server), Theorem 3.3.1.
 
@@ -213,6 +221,7 @@ class BinaryVector(Mechanism):
     ⌈d/⌈d/s⌉⌉ = s (an all-padding block would spend budget on nothing).
     """
 
+    POSITION = 3
     name = "binary_vector"
     description = (
         "Binary vectors in {0,1}^d: s slots, one random coordinate per block through binary "

@@ -1,46 +1,33 @@
 """The catalog of mechanisms: every registered class by its name, and construction by name.
 
-``names()`` lists the registered mechanisms in catalog order, ``mechanism_class(name)`` resolves one,
+Each mechanism class registers itself with the :func:`register` decorator (its ``POSITION`` orders
+the catalog). ``names()`` lists the registered mechanisms in catalog order, ``mechanism_class(name)`` resolves one,
 ``get(name, **params)`` builds it from validated parameters, and ``available()`` describes them all
 (parameters with types, defaults and bounds; output; local or central; the source each implements).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from ._base import Mechanism, UnknownMechanismError
-from .binary import BinaryRR, BinaryVector, KaryRR
-from .continuous import GaussianCentral, LaplaceCentral, LaplaceMean
-from .hadamard_response import HadamardResponse
-from .outlier_removal import OutlierRemovalMean
-from .private_range import PrivateRange
-from .user_level import UserMean, UserRange
-from .vectors import L1Ball, L2Ball, LinfBox
-from .winsorized import WinsorizedMean
-from .winsorized_sgd import WinsorizedSGD
 
-_REGISTRY: dict[str, type[Mechanism]] = {
-    cls.name: cls
-    for cls in (
-        BinaryRR,
-        KaryRR,
-        BinaryVector,
-        L1Ball,
-        LinfBox,
-        L2Ball,
-        HadamardResponse,
-        UserRange,
-        UserMean,
-        LaplaceMean,
-        GaussianCentral,
-        LaplaceCentral,
-        PrivateRange,
-        WinsorizedMean,
-        OutlierRemovalMean,
-        WinsorizedSGD,
-    )
-}
+#: every registered mechanism class, by ``name``, in catalog order (``POSITION``, then registration)
+_REGISTRY: dict[str, type[Mechanism]] = {}
+
+_M = TypeVar("_M", bound=type[Mechanism])
+
+
+def register(cls: _M) -> _M:
+    """Class decorator: add a mechanism class to the catalog (its ``name`` must be new), as
+    :func:`accountant.events.register` does for event types."""
+    if not cls.name or cls.name in _REGISTRY:
+        raise ValueError(f"mechanism {cls.name!r} is unnamed or registered twice")
+    _REGISTRY[cls.name] = cls
+    ordered = sorted(_REGISTRY.values(), key=lambda c: c.POSITION)
+    _REGISTRY.clear()
+    _REGISTRY.update((c.name, c) for c in ordered)
+    return cls
 
 
 def names() -> list[str]:
@@ -74,4 +61,4 @@ def available() -> list[dict[str, Any]]:
     return [cls.catalog_entry() for cls in _REGISTRY.values()]
 
 
-__all__ = ["available", "get", "mechanism_class", "names"]
+__all__ = ["available", "get", "mechanism_class", "names", "register"]

@@ -7,6 +7,8 @@ from typing import Any, TypedDict
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from accountant.events import Event, GaussianEvent, LaplaceEvent
+
 from ._base import (
     D_MAX,
     EPS0_MAX,
@@ -21,6 +23,7 @@ from ._base import (
     eps0_param,
     n_from,
 )
+from .catalog import register
 
 
 def _project_l1(x: NDArray[np.float64], r: float) -> NDArray[np.float64]:
@@ -43,6 +46,7 @@ def _project_l2(x: NDArray[np.float64], r: float) -> NDArray[np.float64]:
     return x
 
 
+@register
 class LaplaceMean(Mechanism):
     """Local Laplace mean report — seed 000 App. D (Laplace Mean^user_scalar), seed 004 clipped Laplace mean.
 
@@ -53,6 +57,7 @@ class LaplaceMean(Mechanism):
     Server: the mean of the reports, unbiased, MSE = 2d(2r/ε0)²/n exactly (inputs inside the ball).
     """
 
+    POSITION = 10
     name = "laplace_mean"
     description = (
         "Local Laplace report of a clipped value/vector (continuous output: shuffle amplification "
@@ -134,8 +139,8 @@ class _Central(Mechanism):
         return 2.0 * clip if self.params["neighbouring"] == "replace" else clip
 
     def _central_events(
-        self, n: object, k: object, count: object, ev: dict[str, Any]
-    ) -> list[dict[str, Any]]:
+        self, n: object, k: object, count: object, ev: GaussianEvent | LaplaceEvent
+    ) -> list[Event]:
         """[``ev``] with its ``count``, after checking the population; a central release has no
         sampled form, so ``k`` must be None."""
         if k is not None:
@@ -146,8 +151,7 @@ class _Central(Mechanism):
         if n is not None:
             check_population(n, None, count)
         _, _, count = check_population(1, None, count)
-        ev["count"] = count
-        return [ev]
+        return [ev.with_count(count)]
 
     def _project(self, x: NDArray[np.float64]) -> NDArray[np.float64]:  # pragma: no cover - overridden
         """Each user's vector clipped to the mechanism's norm ball (overridden)."""
@@ -192,6 +196,7 @@ class _Central(Mechanism):
         return s / int(n)
 
 
+@register
 class GaussianCentral(_Central):
     """Central Gaussian mechanism (trusted server; seeds 001, 003).
 
@@ -202,6 +207,7 @@ class GaussianCentral(_Central):
     ``estimate`` divides the noisy sum by n: MSE d σ²/n² (plus clipping bias).
     """
 
+    POSITION = 11
     name = "gaussian"
     description = "Central Gaussian mechanism on the clipped sum (trusted server)."
     source = (
@@ -249,13 +255,13 @@ class GaussianCentral(_Central):
     def internals(self) -> dict[str, Any]:
         return {"sensitivity": self.sensitivity, "sigma": self.sigma}
 
-    def events(self, n: int | None = None, k: int | None = None, count: int = 1) -> list[dict[str, Any]]:
+    def events(self, n: int | None = None, k: int | None = None, count: int = 1) -> list[Event]:
         # the accountant's events are replace-one (a user's whole data replaced): σ over Δ₂ = 2·clip,
         # whichever relation the noise was calibrated for (add/remove noise is charged at half its multiplier)
         """One ``gaussian`` event with noise multiplier σ/Δ₂, Δ₂ = 2·clip the replace-one sensitivity:
         RDP α/(2(σ/Δ₂)²) per release (Mironov 2017 Prop. 7)."""
         return self._central_events(
-            n, k, count, {"mechanism": "gaussian", "noise_multiplier": float(self.sigma / (2.0 * self.clip))}
+            n, k, count, GaussianEvent(noise_multiplier=float(self.sigma / (2.0 * self.clip)))
         )
 
     def _project(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -277,6 +283,7 @@ class GaussianCentral(_Central):
         return float(self.d * self.sigma**2 / n**2 + bias @ bias)
 
 
+@register
 class LaplaceCentral(_Central):
     """Central Laplace mechanism (trusted server; seed 001's private range / winsorized mean).
 
@@ -286,6 +293,7 @@ class LaplaceCentral(_Central):
     "count": T}. ``epsilon0`` is the pure-DP level 1/scale of one release. MSE 2 d b²/n².
     """
 
+    POSITION = 12
     name = "laplace"
     description = "Central Laplace mechanism on the clipped sum (trusted server)."
     source = "Mironov 2017 Prop. 6 (RDP of the Laplace mechanism); seed 001 (Levy et al.)"
@@ -330,13 +338,11 @@ class LaplaceCentral(_Central):
     def internals(self) -> dict[str, Any]:
         return {"sensitivity": self.sensitivity, "laplace_b": self.b, "pure_epsilon": 1.0 / self.scale}
 
-    def events(self, n: int | None = None, k: int | None = None, count: int = 1) -> list[dict[str, Any]]:
+    def events(self, n: int | None = None, k: int | None = None, count: int = 1) -> list[Event]:
         # replace-one events: b over Δ₁ = 2·clip (see GaussianCentral.events)
         """One ``laplace`` event with scale b/Δ₁, Δ₁ = 2·clip the replace-one sensitivity: the exact
         Laplace RDP curve (Mironov 2017 Prop. 6) per release."""
-        return self._central_events(
-            n, k, count, {"mechanism": "laplace", "scale": float(self.b / (2.0 * self.clip))}
-        )
+        return self._central_events(n, k, count, LaplaceEvent(scale=float(self.b / (2.0 * self.clip))))
 
     def _project(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
         """ℓ1 clipping (radial scaling) to ``clip``."""

@@ -24,6 +24,7 @@ from ._base import (
     report_pair,
     weighted_counts,
 )
+from .catalog import register
 from .hadamard import fwht, hadamard_entries, log2_ceil, next_power_of_two
 
 
@@ -51,6 +52,7 @@ def hr_frequencies_from_sums(sums: NDArray[np.float64], n: int, epsilon0: float)
     return fwht(sums) * ((e + 1.0) / (e - 1.0) / n)
 
 
+@register
 class HadamardResponse(Mechanism):
     """Binary Hadamard response — thesis ch. 7, §7.3.2 (eqs. 7.27–7.31), Theorem 7.3.2 ([AS19]).
 
@@ -66,6 +68,7 @@ class HadamardResponse(Mechanism):
     output alphabet has 2K letters (``payload_bits`` = 1).
     """
 
+    POSITION = 7
     name = "hadamard_response"
     description = (
         "Binary Hadamard response on one of k symbols: one yes/no answer about a random Hadamard set."

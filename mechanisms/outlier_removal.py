@@ -30,8 +30,11 @@ from typing import Any, TypeVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from accountant.events import AboveThresholdEvent, Event, GaussianEvent
+
 from ._base import D_MAX, InputError, Param, ParameterError, check_rng
 from ._central import CentralMechanism, accounted_epsilon, check_mode, check_target, largest_feasible
+from .catalog import register
 
 GATE_SENSITIVITY = 2.0
 COUPLING_MEAN = 6.0
@@ -263,12 +266,14 @@ class OutlierRemovalSession:
         return out
 
 
+@register
 class OutlierRemovalMean(CentralMechanism):
     """Asi–Liu Algorithm 1: AboveThreshold-gated outlier-removal mean of n users' vectors, stateful
     over T adaptive queries (:meth:`session`). ``randomize`` runs a one-query session. The
     precondition n ≥ n_min is privacy-critical: the gate's failure ζ_g(n) is part of the events, and
     ``calibrated`` refuses n below the n_min of its δ share."""
 
+    POSITION = 15
     name = "outlier_removal_mean"
     description = (
         "Central user-level mean of concentrated vectors over T adaptive queries: an AboveThreshold gate on the "
@@ -351,22 +356,16 @@ class OutlierRemovalMean(CentralMechanism):
             "noise_multiplier": self.sigma / self.sensitivity,
         }
 
-    def run_events(self, count: int) -> list[dict[str, Any]]:
+    def run_events(self, count: int) -> list[Event]:
         """Per use, one run of T queries: ``above_threshold`` at ε_g with ζ = ζ_g (the gate's noise
         failure) and ``gaussian`` with noise multiplier σ/Δ₂ and ζ = ζ_c, T per use (:func:`privacy_proof`)."""
         return [
-            {
-                "mechanism": "above_threshold",
-                "epsilon": float(self.epsilon_gate),
-                "zeta": self.zeta_gate,
-                "count": int(count),
-            },
-            {
-                "mechanism": "gaussian",
-                "noise_multiplier": float(self.sigma / self.sensitivity),
-                "zeta": float(self.zeta_coupling),
-                "count": int(count) * self.T,
-            },
+            AboveThresholdEvent(epsilon=float(self.epsilon_gate), zeta=self.zeta_gate, count=int(count)),
+            GaussianEvent(
+                noise_multiplier=float(self.sigma / self.sensitivity),
+                zeta=float(self.zeta_coupling),
+                count=int(count) * self.T,
+            ),
         ]
 
     @classmethod

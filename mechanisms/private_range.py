@@ -31,8 +31,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from accountant.events import Event, ExponentialEvent
+
 from ._base import InputError, Param, ParameterError, check_rng
 from ._central import CentralMechanism, exponential_log_probabilities, exponential_sample
+from .catalog import register
 from .user_level import user_means
 
 BINS_MAX = 1 << 40  # K = ⌈B/τ⌉; only the occupied bins are ever materialised
@@ -74,6 +77,7 @@ def bin_runs(
     )
 
 
+@register
 class PrivateRange(CentralMechanism):
     """Private range of per-user values by the exponential mechanism ([LSA] App. D.1, reconstructed).
 
@@ -83,6 +87,7 @@ class PrivateRange(CentralMechanism):
     (pure ε-DP); ``tight`` — the largest ε whose accounted ε at δ (bounded-range RDP) meets the target.
     """
 
+    POSITION = 13
     name = "private_range"
     description = (
         "Central user-level private range: exponential-mechanism approximate median on a grid of width 2τ "
@@ -130,10 +135,10 @@ class PrivateRange(CentralMechanism):
     def internals(self) -> dict[str, Any]:
         return {"bins": self.K, "bin_width": 2 * self.tau, "width": self.width, "pure_epsilon": self.epsilon}
 
-    def run_events(self, count: int) -> list[dict[str, Any]]:
+    def run_events(self, count: int) -> list[Event]:
         """One ``exponential`` event at ε per use: the exponential mechanism with a sensitivity-1 score is
         ε-DP and ε-bounded-range (McSherry–Talwar 2007; Durfee–Rogers 2019)."""
-        return [{"mechanism": "exponential", "epsilon": float(self.epsilon), "count": int(count)}]
+        return [ExponentialEvent(epsilon=float(self.epsilon), count=int(count))]
 
     @classmethod
     def paper_params(cls, epsilon: float, delta: float, count: int, params: dict[str, Any]) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from ._base import (
     n_from,
     weighted_counts,
 )
+from .catalog import register
 from .hadamard import fwht, log2_ceil, next_power_of_two
 from .hadamard_response import check_index_bit, hr_frequencies_from_sums, hr_randomize, hr_sign_sums
 from .vectors import LEVELS_MAX, LinfBox
@@ -111,6 +112,7 @@ def _vector_user_means(arr: NDArray[np.float64], d: int, what: str) -> NDArray[n
     )
 
 
+@register
 class UserRange(Mechanism):
     """User-level range report — seed 000 Algorithms 3–4 (Range_scalar, Range^user_scalar), Lemma 1.
 
@@ -123,6 +125,7 @@ class UserRange(Mechanism):
     bin a_max and returns the broadcast range [a_max − 3τ, a_max + 3τ] (Alg. 3 line 8).
     """
 
+    POSITION = 8
     name = "user_range"
     description = (
         "User-level range report: Hadamard response of the bin (width 2τ over [−B, B]) holding the "
@@ -207,6 +210,7 @@ class UserRange(Mechanism):
         return (self.c**2 * self.k - 1.0) / n_from(n, None)
 
 
+@register
 class UserMean(Mechanism):
     """User-level mean report — seed 000 Algorithm 1 (Mean_scalar) with the pure-LDP discrete variant.
 
@@ -228,6 +232,7 @@ class UserMean(Mechanism):
     ``events`` charges both rounds: the range message(s) and the m·s mean messages, one event each.
     """
 
+    POSITION = 9
     name = "user_mean"
     description = (
         "User-level mean: a range round (Hadamard response of the user's bin) then the projected, "

@@ -29,11 +29,13 @@ from ._base import (
     weighted_counts,
 )
 from .binary import block_layout, check_slot_reports
+from .catalog import register
 from .hadamard import fwht, hadamard_coefficients, log2_ceil, next_power_of_two
 
 LEVELS_MAX = 24
 
 
+@register
 class L1Ball(Mechanism):
     """ℓ1-ball mean estimation R^{ℓ1}_{ε0} — thesis Algorithm 3.4.1, Lemma 3.4.1, Theorem 3.4.1.
 
@@ -50,6 +52,7 @@ class L1Ball(Mechanism):
     Bits: log₂ D (index, private randomness) + 1 (sign).
     """
 
+    POSITION = 4
     name = "l1"
     description = "Mean of vectors in the ℓ1 ball of radius r1: one Hadamard coefficient, one signed bit."
     source = "Girgis thesis, Algorithm 3.4.1, Lemma 3.4.1, Theorem 3.4.1"
@@ -148,6 +151,7 @@ def level_split(m: int) -> NDArray[np.float64]:
     return w / total
 
 
+@register
 class LinfBox(Mechanism):
     """ℓ∞-box mean estimation R^{ℓ∞}_{v,m,s} — thesis Algorithm 3.5.1 (client), 3.5.2 (server), Thm 3.5.1.
 
@@ -169,6 +173,7 @@ class LinfBox(Mechanism):
     Accounting: ``events`` is m·s shuffle events (one shuffler per level and slot), ε0 = v_k/s each.
     """
 
+    POSITION = 5
     name = "linf"
     description = (
         "Mean of vectors in the ℓ∞ box of radius r_inf: m-level unbiased binary expansion, each "
@@ -316,6 +321,7 @@ class LinfBox(Mechanism):
         return float(4.0 * self.r_inf**2 * self._per_client_z_error(z).sum() / n**2)
 
 
+@register
 class L2Ball(LinfBox):
     """ℓ2-ball mean estimation R^{ℓ2}_{v,m,s} — thesis Algorithm 3.6.1 (client), 3.6.2 (server), Thm 3.6.1.
 
@@ -332,6 +338,7 @@ class L2Ball(LinfBox):
     clipped, i.e. w.p. ≥ 1 − β). Inputs with ‖x‖₂ > r₂ are scaled onto the sphere.
     """
 
+    POSITION = 6
     name = "l2"
     description = (
         "Mean of vectors in the ℓ2 ball of radius r2: public random rotation (Hadamard × random "

@@ -53,10 +53,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from accountant.events import MAX_USERS
+from accountant.events import MAX_USERS, Event, ExponentialEvent, LaplaceEvent
 
 from ._base import D_MAX, InputError, Param, ParameterError, as_float_array, check_rng
 from ._central import CentralMechanism
+from .catalog import register
 from .hadamard import fwht, next_power_of_two
 from .private_range import PrivateRange
 from .user_level import user_means
@@ -107,6 +108,7 @@ def rotated_tau(tau: float, d_rot: int, n: int, gamma: float) -> float:
 # --------------------------------------------------------------------------------------------------------
 
 
+@register
 class WinsorizedMean(CentralMechanism):
     """Winsorized mean of per-user values (Levy et al. Alg. 1, d = 1) or vectors (Alg. 2, d > 1).
 
@@ -118,6 +120,7 @@ class WinsorizedMean(CentralMechanism):
     with scale 2/ε, each d' times (d' = 1 for d = 1).
     """
 
+    POSITION = 14
     name = "winsorized_mean"
     description = (
         "Central user-level winsorized mean: private range (exponential mechanism) then the clipped mean "
@@ -231,13 +234,13 @@ class WinsorizedMean(CentralMechanism):
         """b = 2w/(nε): the clipped mean's sensitivity w/n over its budget ε/2."""
         return 2.0 * self.width / (n * self.epsilon)
 
-    def run_events(self, count: int) -> list[dict[str, Any]]:
+    def run_events(self, count: int) -> list[Event]:
         """Per use and rotated coordinate (d' of them): the private range, ``exponential`` at ε/2, and the
         clipped mean's noise, ``laplace`` with scale b/Δ₁ = (2w/(nε))/(w/n) = 2/ε."""
         c = int(count) * self.D
         return [
-            {"mechanism": "exponential", "epsilon": float(self.epsilon / 2.0), "count": c},
-            {"mechanism": "laplace", "scale": float(2.0 / self.epsilon), "count": c},
+            ExponentialEvent(epsilon=float(self.epsilon / 2.0), count=c),
+            LaplaceEvent(scale=float(2.0 / self.epsilon), count=c),
         ]
 
     @classmethod

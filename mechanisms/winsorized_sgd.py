@@ -26,10 +26,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from accountant.events import MAX_USERS
+from accountant.events import MAX_USERS, Event
 
 from ._base import D_MAX, InputError, Param, ParameterError, check_rng
 from ._central import CentralMechanism
+from .catalog import register
 from .hadamard import next_power_of_two
 from .winsorized import WinsorizedMean, rotated_tau
 
@@ -66,6 +67,7 @@ def clip_rows_l2(g: NDArray[np.float64], bound: float) -> NDArray[np.float64]:
     return out
 
 
+@register
 class WinsorizedSGD(CentralMechanism):
     """Levy et al. Alg. 3 as a planner: (ε, δ, T) → per-step parameters and the run's events
     (:meth:`plan`), and a runner (:meth:`run`) for projected SGD with a user-level private gradient.
@@ -73,6 +75,7 @@ class WinsorizedSGD(CentralMechanism):
     ``epsilon`` is ε'' — the budget of one rotated coordinate's 1-D winsorized mean at one step. The
     catalog's ``randomize`` runs ONE step's private mean gradient on per-user gradients (n, d)."""
 
+    POSITION = 16
     name = "winsorized_sgd"
     description = (
         "Central user-level projected SGD: each step's mean of the users' clipped gradients by the "
@@ -180,7 +183,7 @@ class WinsorizedSGD(CentralMechanism):
     def internals(self) -> dict[str, Any]:
         return {**self.mean.internals(), "steps": self.T, "releases_per_step": 2 * self.D}
 
-    def run_events(self, count: int) -> list[dict[str, Any]]:
+    def run_events(self, count: int) -> list[Event]:
         """T steps per use, each the d' coordinates' releases of the per-step winsorized mean."""
         return self.mean.run_events(int(count) * self.T)
 

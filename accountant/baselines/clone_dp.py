@@ -55,10 +55,9 @@ Certification (the reported δ is never below the exact value)
 ε(δ) is the smallest ε with δ(ε) ≤ δ (δ(ε) is non-increasing), found with scipy's brentq and then
 moved up until the certified δ at the reported ε is ≤ δ.
 
-Cost: about 4 binomial CDFs per bin per ε (≈ 0.5–5 µs each); a few hundred to two thousand bins
-(n = 10⁴…10⁸), so one δ(ε) takes 1–10 ms and ε(δ) 20–350 ms, against 4–98 s per point for the
-public reference implementation at n = 10⁶. For a grid of many ε (the PLD), bins with a small C
-use a table of S per bin instead (:func:`_delta_c_many`).
+Cost: about 4 binomial CDFs per bin per ε, over a few hundred to two thousand bins (n = 10⁴…10⁸);
+measured times are in bench/results_pld.md (the cold PLD answer is mostly this curve). For a grid
+of many ε (the PLD), bins with a small C use a table of S per bin instead (:func:`_delta_c_many`).
 """
 
 from __future__ import annotations

@@ -15,8 +15,8 @@ per event type (:mod:`accountant.events._declare` explains the rule and the mach
 Central types may carry ``zeta``: the failure probability outside which their curve holds (an
 additive δ; :attr:`Event.zeta` defines it and :mod:`accountant.combination` composes it).
 
-Every type's neighbouring relation, sampling assumption and source are its ``RELATION``,
-``SAMPLING`` and ``SOURCE`` attributes.
+Every type's neighbouring relation (a :class:`NeighboringRelation`, qualified by ``RELATION_NOTE``),
+sampling assumption and source are its ``RELATION``, ``SAMPLING`` and ``SOURCE`` attributes.
 """
 
 from ._declare import (
@@ -26,11 +26,11 @@ from ._declare import (
     MAX_ITEMS,
     MAX_ORDER,
     MAX_USERS,
-    REPLACE_ONE,
     Calibrate,
     Event,
     EventLike,
     HeavyPart,
+    NeighboringRelation,
     Spec,
     as_event,
     cached_unit_curve,
@@ -44,7 +44,7 @@ from ._declare import (
     zeta_field,
 )
 from .central import GaussianEvent, LaplaceEvent, PureDpEvent, RdpCurveEvent
-from .local import ShuffleEvent, SubsampledShuffleEvent
+from .local import ShuffleEvent, ShuffleRREvent, SubsampledShuffleEvent, SubsampledShuffleRREvent
 from .primitives import APPROX_NO_CURVE, AboveThresholdEvent, ApproxDpEvent, ExponentialEvent
 from .sampled import SubsampledEvent
 
@@ -55,11 +55,11 @@ __all__ = [
     "MAX_ITEMS",
     "MAX_ORDER",
     "MAX_USERS",
-    "REPLACE_ONE",
     "Calibrate",
     "Event",
     "EventLike",
     "HeavyPart",
+    "NeighboringRelation",
     "Spec",
     "as_event",
     "cached_unit_curve",
@@ -80,6 +80,8 @@ __all__ = [
     "PureDpEvent",
     "RdpCurveEvent",
     "ShuffleEvent",
+    "ShuffleRREvent",
     "SubsampledShuffleEvent",
+    "SubsampledShuffleRREvent",
     "SubsampledEvent",
 ]

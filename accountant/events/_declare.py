@@ -20,6 +20,7 @@ silently change the accounting of past releases. Tighter *bounds* for the same m
 from __future__ import annotations
 
 import dataclasses
+import enum
 import math
 import numbers
 from collections.abc import Mapping
@@ -52,10 +53,25 @@ MAX_ITEMS = 1000
 #: one costly curve an event needs, named by its bound and parameters (``Event.heavy_parts``)
 HeavyPart = tuple[str | int | float, ...]
 
-REPLACE_ONE = (
-    "replace-one: neighbouring datasets differ in one user's whole data (the user is replaced by "
-    "another); user-level, so a user's every report or record is covered"
-)
+
+class NeighboringRelation(enum.Enum):
+    """The neighbouring relation an event's guarantee is stated under (as dp_accounting's
+    ``NeighboringRelation``); the value is a short code, :attr:`description` the meaning."""
+
+    REPLACE_ONE = "replace_one"
+
+    @property
+    def description(self) -> str:
+        """What two neighbouring datasets are under this relation, in words."""
+        return _RELATION_TEXT[self]
+
+
+_RELATION_TEXT = {
+    NeighboringRelation.REPLACE_ONE: (
+        "replace-one: neighbouring datasets differ in one user's whole data (the user is replaced by "
+        "another); user-level, so a user's every report or record is covered"
+    ),
+}
 
 KINDS = ("integer", "number", "choice", "numbers", "events")
 #: the kinds whose values (or items) lie between the declared ``lo`` and ``hi``
@@ -285,7 +301,9 @@ class Event:
     Every event has ``count``, the number of repetitions."""
 
     mechanism: ClassVar[str] = ""
-    RELATION: ClassVar[str] = REPLACE_ONE
+    RELATION: ClassVar[NeighboringRelation] = NeighboringRelation.REPLACE_ONE
+    #: a qualification of :attr:`RELATION` (e.g. who vouches that it holds), appended to its text
+    RELATION_NOTE: ClassVar[str] = ""
     SAMPLING: ClassVar[str] = ""
     SOURCE: ClassVar[str] = ""
     #: named bounds this type accepts (``upper`` = the tightest valid curve)
@@ -368,6 +386,12 @@ class Event:
         return float(np.nextafter(self.count * z, np.inf))
 
     # ---------------------------------------------------------------------------- generic methods
+    @classmethod
+    def relation_text(cls) -> str:
+        """The neighbouring relation in words: :attr:`RELATION`'s description and :attr:`RELATION_NOTE`."""
+        note = f" ({cls.RELATION_NOTE})" if cls.RELATION_NOTE else ""
+        return cls.RELATION.description + note
+
     @classmethod
     def specs(cls) -> dict[str, Spec]:
         got = {f.name: f.metadata["spec"] for f in fields(cls) if "spec" in f.metadata}

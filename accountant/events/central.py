@@ -11,7 +11,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._numerics import pure_dp_rdp, round_up
-from ..curves import curve_from_points, curve_point_sources, gaussian_rdp, laplace_rdp
+from ..central_curves import curve_from_points, curve_point_sources, gaussian_rdp, laplace_rdp
 from ..dominating import HockeyStickPair, gaussian_pair, laplace_pair, randomized_response_pair
 from ..errors import InvalidEvent
 from ._declare import (
@@ -19,7 +19,6 @@ from ._declare import (
     MAX_ORDER,
     NOISE_SCALE,
     PRIVACY_LEVEL,
-    REPLACE_ONE,
     Event,
     register,
     spec,
@@ -36,7 +35,7 @@ class RdpCurveEvent(Event):
 
     mechanism: ClassVar[str] = "rdp_curve"
     POSITION: ClassVar[int] = 3
-    RELATION: ClassVar[str] = REPLACE_ONE + " (the caller vouches that the curve holds for it)"
+    RELATION_NOTE: ClassVar[str] = "the caller vouches that the curve holds for it"
     SAMPLING: ClassVar[str] = "whatever the curve's own derivation assumed (the caller's responsibility)"
     SOURCE: ClassVar[str] = (
         "the caller's curve, extended by convexity of (α−1)D_α and monotonicity of D_α "

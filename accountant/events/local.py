@@ -14,7 +14,6 @@ from ..dominating import HockeyStickPair, clone_pair_curve, subsampled_clone_pai
 from ..errors import InvalidEvent
 from ._declare import (
     POPULATION,
-    REPLACE_ONE,
     SAMPLE_SIZE,
     Event,
     HeavyPart,
@@ -38,7 +37,6 @@ class ShuffleEvent(Event):
     PURE_EXACT: ClassVar[bool] = True  # pure_epsilon() is a declared field
     mechanism: ClassVar[str] = "shuffle"
     POSITION: ClassVar[int] = 0
-    RELATION: ClassVar[str] = REPLACE_ONE
     SAMPLING: ClassVar[str] = "none: all n users report in every repetition"
     SOURCE: ClassVar[str] = (
         "thesis Thm 5.3.1 (U1), Thm 5.3.2 (U2, corrected), the pure-DP cap and the clone reduction "
@@ -78,7 +76,6 @@ class SubsampledShuffleEvent(Event):
 
     mechanism: ClassVar[str] = "subsampled_shuffle"
     POSITION: ClassVar[int] = 1
-    RELATION: ClassVar[str] = REPLACE_ONE
     SAMPLING: ClassVar[str] = (
         "k of n users uniformly without replacement, independently of the data and in every repetition; "
         "the analyst learns nothing about who was sampled; Poisson sampling and client self-sampling are "
@@ -173,7 +170,6 @@ class ShuffleRREvent(Event):
     PURE_EXACT: ClassVar[bool] = True
     mechanism: ClassVar[str] = "shuffle_rr"
     POSITION: ClassVar[int] = 0
-    RELATION: ClassVar[str] = REPLACE_ONE
     SAMPLING: ClassVar[str] = "none: all n users report in every repetition"
     SOURCE: ClassVar[str] = _RR_SOURCE + "; the generic bounds are the shuffle event's"
     BOUNDS: ClassVar[tuple[str, ...]] = RR_BOUNDS
@@ -221,7 +217,6 @@ class SubsampledShuffleRREvent(Event):
 
     mechanism: ClassVar[str] = "subsampled_shuffle_rr"
     POSITION: ClassVar[int] = 1
-    RELATION: ClassVar[str] = REPLACE_ONE
     SAMPLING: ClassVar[str] = SubsampledShuffleEvent.SAMPLING
     SOURCE: ClassVar[str] = (
         _RR_SOURCE

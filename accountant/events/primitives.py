@@ -11,10 +11,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._numerics import pure_dp_rdp, round_up
-from ..curves import bounded_range_rdp
+from ..central_curves import bounded_range_rdp
 from ..dominating import HockeyStickPair, bounded_range_pair, randomized_response_pair
 from ..errors import InvalidEvent, InvalidParameter
-from ._declare import MAX_EPSILON0, PRIVACY_LEVEL, REPLACE_ONE, Event, register, spec, zeta_field
+from ._declare import MAX_EPSILON0, PRIVACY_LEVEL, Event, register, spec, zeta_field
 
 
 @register
@@ -34,7 +34,7 @@ class ExponentialEvent(Event):
     SOURCE: ClassVar[str] = (
         "McSherry–Talwar 2007 (ε-DP); Durfee–Rogers 2019 (ε-bounded range); Cesar–Rogers 2021: the "
         "supremum over ε-bounded-range pairs, sup_p log((1−p+p·e^{αε})/(1−p+p·e^ε)^α)/(α−1) "
-        "(accountant/curves.py, bounded_range_rdp), capped by the pure-DP curve"
+        "(accountant/central_curves.py, bounded_range_rdp), capped by the pure-DP curve"
     )
     EXAMPLE: ClassVar[dict[str, Any]] = {"mechanism": "exponential", "epsilon": 0.5, "count": 64}
 
@@ -132,7 +132,7 @@ class ApproxDpEvent(Event):
     mechanism: ClassVar[str] = "approx_dp"
     POSITION: ClassVar[int] = 9
     APPROX: ClassVar[bool] = True
-    RELATION: ClassVar[str] = REPLACE_ONE + " (the caller vouches that (ε, δ) holds for it)"
+    RELATION_NOTE: ClassVar[str] = "the caller vouches that (ε, δ) holds for it"
     SAMPLING: ClassVar[str] = (
         "whatever the (ε, δ) guarantee's own derivation assumed (the caller's responsibility)"
     )

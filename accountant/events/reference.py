@@ -49,7 +49,7 @@ def markdown() -> str:
     for name, cls in EVENT_TYPES.items():
         doc = " ".join((cls.__doc__ or "").split()).replace("``", "`")
         out.append(f"## `{name}`\n\n{doc}\n")
-        out.append(f"- **Neighbouring relation**: {cls.RELATION}.")
+        out.append(f"- **Neighbouring relation**: {cls.relation_text()}.")
         out.append(f"- **Sampling**: {cls.SAMPLING}.")
         out.append(f"- **Source of the curve**: {cls.SOURCE}.")
         if cls.BOUNDS != ("upper",):

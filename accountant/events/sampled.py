@@ -19,7 +19,6 @@ from ..store import MiB, memoize
 from ._declare import (
     MAX_EPSILON0,
     POPULATION,
-    REPLACE_ONE,
     SAMPLE_SIZE,
     Event,
     HeavyPart,
@@ -60,7 +59,6 @@ class SubsampledEvent(Event):
 
     mechanism: ClassVar[str] = "subsampled"
     POSITION: ClassVar[int] = 2
-    RELATION: ClassVar[str] = REPLACE_ONE
     SAMPLING: ClassVar[str] = (
         "k of n users uniformly without replacement, independently of the data and in every round; all inner "
         "events of a round use that round's sample; the analyst learns nothing about who was sampled. Poisson "

@@ -135,20 +135,12 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument(
         "--epsilon", dest="target_epsilon", metavar="EPSILON", type=float, help="target ε (required)"
     )
-    # the old spelling, kept working (hidden)
-    c.add_argument("--target-epsilon", dest="target_epsilon", type=float, help=argparse.SUPPRESS)
     c.add_argument("--delta", type=float, required=True, help="target δ")
     add_event_flags(c, partial=True)
     c.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     accounting(c)
     common(c)
     c.set_defaults(func=cmd_calibrate)
-
-    g = sub.add_parser(
-        "figures", add_help=False, prefix_chars="\0", help="regenerate the thesis's figures (app.figures)"
-    )
-    g.add_argument("args", nargs="*")  # parsed by app.figures.main (runs on its own, like serve)
-    g.set_defaults(func=lambda a: __import__("app.figures", fromlist=["main"]).main(a.args), serve=True)
 
     add_ledger_commands(sub, add_event_flags)
     return p

@@ -128,20 +128,23 @@ def parameters(name: str, req: ParametersRequest) -> dict:
     out["mse_per_client"] = float(mech.mse(n=1))
     acc = req.accounting
     delta = None
+    events: list[accountant.Event] | None = None
     if acc is not None:
         out["mse"] = float(mech.mse(n=acc.n))
-        out["events"] = _interpreting(mech.events, acc.n, acc.k, acc.count)
+        events = _interpreting(mech.events, acc.n, acc.k, acc.count)
         delta = acc.delta
     elif mech.kind == "central" or req.calibrate is not None:
-        out["events"] = mech.events(None, count=1)  # central: no population needed
+        events = mech.events(None, count=1)  # central: no population needed
+    if events is not None:
+        out["events"] = [e.to_dict() for e in events]  # the HTTP edge: events as their api.md JSON
     if req.calibrate is not None:
         delta = req.calibrate.delta
-    if delta is not None and out.get("events"):
-        out.update(_composed(out["events"], delta))
+    if delta is not None and events:
+        out.update(_composed(events, delta))
     return out
 
 
-def _composed(events: list[dict], delta: float) -> dict[str, Any]:
+def _composed(events: list[accountant.Event], delta: float) -> dict[str, Any]:
     """ε of ``events`` composed, at ``delta``, by the RDP route — what the ledger charges for them and
     what :func:`mechanisms.calibrate` solves against — and the order that gave it (None where not
     finite). ``/v1/epsilon`` answers the same events with the best of every route."""
@@ -186,7 +189,7 @@ def _interpreting(fn: Any, *args: Any) -> Any:
     """Run a mechanism method on request data: data it cannot interpret is a 422 saying so."""
     try:
         return fn(*args)
-    except mech_pkg.MechanismError:
+    except (mech_pkg.MechanismError, accountant.AccountantError):
         raise
     except (TypeError, ValueError, IndexError) as exc:  # odd JSON the validators did not anticipate
         raise InvalidMechanismRequest(

@@ -1,5 +1,6 @@
-"""Database-backed :class:`accountant.store.CurveStore`: expensive curves (the clone bound costs
-0.05–1 s per (n, ε0)) are computed once and reused by every ``serve`` process and after restarts.
+"""Database-backed :class:`accountant.store.CurveStore`: expensive curves (the clone bound, one per
+(n, ε0); its cost is measured in bench/results_clones.md) are computed once and reused by every
+``serve`` process and after restarts.
 
 Where: PostgreSQL keeps them in the ledger database's ``accountant_curve_cache`` table (inserts
 there take no lock any ledger row needs). SQLite has one write lock per file, so the curves live

@@ -6,7 +6,7 @@ part lives:
 
 * :mod:`app.ledger.curves` — the arithmetic: outward-rounded sums, the two admission policies;
 * :mod:`app.ledger.budgets` — budgets, creating users, budget changes;
-* :mod:`app.ledger.admission` — charges (explicit and cohort rounds), idempotency;
+* :mod:`app.ledger.charging` — charges (explicit and cohort rounds), idempotency;
 * :mod:`app.ledger.cohorts` — cohorts and memberships;
 * :mod:`app.ledger.reads` — user status, charge log, audit, history;
 * :mod:`app.ledger.listing`, :mod:`app.ledger.summary` — listings and the overview of dashboards;
@@ -18,8 +18,8 @@ part lives:
 
 from __future__ import annotations
 
-from app.ledger.admission import charge
 from app.ledger.budgets import bulk_create_users, event_cost, make_budget, put_user
+from app.ledger.charging import charge
 from app.ledger.cohorts import (
     change_members,
     cohort_history,

@@ -101,7 +101,7 @@ def _annotation(s: Spec, inner: Any) -> Any:
 
 def _doc(cls: type[accountant.Event]) -> str:
     return (
-        f"{(cls.__doc__ or '').strip()}\n\nNeighbouring relation: {cls.RELATION}.\n\n"
+        f"{(cls.__doc__ or '').strip()}\n\nNeighbouring relation: {cls.relation_text()}.\n\n"
         f"Sampling: {cls.SAMPLING}.\n\nSource: {cls.SOURCE}."
     )
 

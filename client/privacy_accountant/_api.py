@@ -10,7 +10,6 @@ that does. Method signatures mirror the HTTP bodies (``put_user(user_id, budget=
 from __future__ import annotations
 
 import uuid
-import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -120,27 +119,6 @@ def budget_json(budget: Any) -> dict:
     if isinstance(budget, Sequence) and not isinstance(budget, str) and len(budget) == 2:
         return {"epsilon": float(budget[0]), "delta": float(budget[1])}
     raise TypeError(f'budget must be {{"epsilon": ε, "delta": δ}} (or an (ε, δ) pair), got {budget!r}')
-
-
-def _legacy_budget(name: str, budget: Any, args: tuple, legacy: dict) -> tuple[Any, tuple, dict]:
-    """The old positional form ``(…, epsilon, delta, …)`` → ``budget``, with a DeprecationWarning."""
-    legacy = dict(legacy)
-    if isinstance(budget, (int, float)) and not isinstance(budget, bool):
-        if not args and "delta" not in legacy:
-            raise TypeError(f"{name}: give budget={{'epsilon': ε, 'delta': δ}}")
-        delta = args[0] if args else legacy.pop("delta")
-        budget, args = {"epsilon": budget, "delta": delta}, args[1:]
-    elif budget is None and "epsilon" in legacy and "delta" in legacy:
-        budget = {"epsilon": legacy.pop("epsilon"), "delta": legacy.pop("delta")}
-    else:
-        return budget, args, legacy
-    warnings.warn(
-        f"{name}(…, epsilon, delta) is deprecated; pass budget={{'epsilon': ε, 'delta': δ}} "
-        "(the JSON body's shape)",
-        DeprecationWarning,
-        stacklevel=3,
-    )
-    return budget, args, legacy
 
 
 def user_set(
@@ -275,27 +253,15 @@ class Endpoints:
     def put_user(
         self,
         user_id: str,
-        budget: Mapping[str, float] | Any = None,
-        *args: Any,
+        budget: Mapping[str, float] | Any,
+        *,
         policy: str = "declared",
         filter_order: float | None = None,
         planned_event: Any = None,
-        **legacy: Any,
     ) -> m.User:
         """``PUT /v1/users/{user_id}`` (admin): create the user or change its budget (the spent curve
         is kept). ``budget={"epsilon": ε_B, "delta": δ_B}``; ``policy`` ``"declared"`` or
-        ``"filter"`` (with ``filter_order`` or ``planned_event``). Safe to retry (a full replacement).
-
-        The old form ``put_user(user_id, epsilon, delta, policy)`` still works, with a
-        DeprecationWarning."""
-        budget, args, legacy = _legacy_budget("put_user", budget, args, legacy)
-        if args:
-            policy, *rest = args
-            if rest:
-                raise TypeError("put_user takes user_id, budget and keyword arguments")
-        filter_order = legacy.pop("filter_order", filter_order)
-        if legacy:
-            raise TypeError(f"put_user got unexpected arguments {sorted(legacy)}")
+        ``"filter"`` (with ``filter_order`` or ``planned_event``). Safe to retry (a full replacement)."""
         body: dict[str, Any] = {"budget": budget_json(budget), "policy": policy}
         if filter_order is not None:
             body["filter_order"] = filter_order
@@ -306,7 +272,7 @@ class Endpoints:
     def bulk_create_users(
         self,
         users: Sequence[str] | None = None,
-        *args: Any,
+        *,
         budget: Mapping[str, float] | Any = None,
         id_range: Mapping[str, Any] | None = None,
         id_prefix: str | None = None,
@@ -320,15 +286,7 @@ class Endpoints:
         """``POST /v1/users/bulk`` (admin): create many users with one ``budget``, all or nothing:
         explicit ``users`` or ``id_range={"prefix": p, "start": s, "count": c}`` (ids ``f"{p}{i}"``;
         also as ``id_prefix=, start=, count=``). ``on_conflict``: ``"error"`` (409 if any exists) or
-        ``"skip"``. Retried automatically only with ``on_conflict="skip"`` (then repeating is harmless).
-
-        The old form ``bulk_create_users(epsilon, delta, users, …)`` still works, with a DeprecationWarning."""
-        if isinstance(users, (int, float)) and not isinstance(users, bool):
-            budget, args, _ = _legacy_budget("bulk_create_users", users, args, {})
-            users = args[0] if args else None
-            args = args[1:]
-        if args:
-            raise TypeError("bulk_create_users takes users and keyword arguments")
+        ``"skip"``. Retried automatically only with ``on_conflict="skip"`` (then repeating is harmless)."""
         if budget is None:
             raise TypeError("bulk_create_users needs budget={'epsilon': ε, 'delta': δ}")
         body: dict[str, Any] = {

@@ -38,10 +38,12 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from privacy_accountant._api import event_json
 from privacy_accountant.client import AccountantClient
 from privacy_accountant.errors import BudgetExceeded
 
-EventsFn = Callable[[int], Sequence[dict]]
+#: events as dicts or as ``accountant`` event objects (sent as their ``to_dict()``)
+EventsFn = Callable[[int], Sequence[Any]]
 
 
 def field_of(obj: Any, *path: str) -> Any:
@@ -118,10 +120,10 @@ class Pipeline:
             return self.client.charge_cohort(event, self.cohort, idempotency_key=key)
         return self.client.charge(event, self.users, idempotency_key=key)
 
-    def charge(self, events: Sequence[dict]) -> Round:
+    def charge(self, events: Sequence[Any]) -> Round:
         """Charge the next round's events (raises :class:`RoundRefused`, recording it in ``stopped``)."""
         t = self._next
-        rnd = Round(index=t, events=[dict(e) for e in events], started_at=time.time())
+        rnd = Round(index=t, events=[event_json(e) for e in events], started_at=time.time())
         for i, ev in enumerate(rnd.events):
             key = f"{self.run_id}-round-{t}" + (f"-{i}" if len(rnd.events) > 1 else "")
             try:
@@ -141,7 +143,7 @@ class Pipeline:
         self.history.append(rnd)
 
     @contextlib.contextmanager
-    def round(self, events: Sequence[dict]) -> Iterator[Round]:
+    def round(self, events: Sequence[Any]) -> Iterator[Round]:
         """Charge, then run the body; the round (with its outcome, or the body's error) is appended to
         ``history`` either way once charged — a charged round is spent even if the body fails."""
         rnd = self.charge(events)
@@ -157,7 +159,7 @@ class Pipeline:
             raise
         self._finish(rnd, t0)
 
-    def rounds(self, count: int, events: EventsFn | Sequence[dict]) -> Iterator[Round]:
+    def rounds(self, count: int, events: EventsFn | Sequence[Any]) -> Iterator[Round]:
         """Up to ``count`` rounds: each is charged before it is yielded (``events(t)`` or a fixed list);
         iteration ends quietly when the ledger refuses one (see ``stopped``)."""
         for _ in range(count):

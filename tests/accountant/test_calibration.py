@@ -42,7 +42,7 @@ NUDGE = 1e-5
 @pytest.fixture
 def thesis_default():
     """The thesis bounds as the default upper curve (fast) within the test."""
-    with _bounds.thesis_only():
+    with _bounds.gir23_only():
         yield
 
 

@@ -143,7 +143,7 @@ def test_named_bound_and_default():
     assert "subsampled_clones" in detail.sources
     cont = A.subsampled_shuffle_rdp(10**6, 1000, 2.0, o, bound="subsampled_clones", output="continuous")
     assert np.array_equal(cont, named)
-    with A.bounds.thesis_only():
+    with A.bounds.gir23_only():
         thesis = A.bounds.subsampled_upper_detail(10**6, 1000, 2.0, o)
     assert "subsampled_clones" not in thesis.sources
 

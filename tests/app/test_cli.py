@@ -140,7 +140,7 @@ def test_calibrate_json_quiet(capsys):
         "calibrate",
         "--solve-for",
         "count",
-        "--target-epsilon",
+        "--epsilon",
         "2",
         "--delta",
         "1e-6",

@@ -26,6 +26,7 @@ SERVICE_MODULES = [
     "accountant",
     "mechanisms",
     "migrations",
+    "figures",
     "fastapi",
     "sqlalchemy",
     "alembic",
@@ -122,15 +123,15 @@ def test_the_client_installs_alone_into_a_training_project(client_wheel, tmp_pat
     assert (project / "app" / "main.py").read_text() == "def create_app():\n    return 'mine'\n"
 
 
-def test_the_service_wheel_installs_its_four_packages_and_none_of_the_clients(client_wheel, tmp_path):
+def test_the_service_wheel_installs_its_packages_and_none_of_the_clients(client_wheel, tmp_path):
     src = tmp_path / "service"
-    for name in ("accountant", "mechanisms", "app", "migrations"):
+    for name in ("accountant", "mechanisms", "app", "figures", "migrations"):
         shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(ROOT / name, src / name)
     wheel = _build(src, tmp_path / "dist")
     files = _files(wheel)
-    assert {n.split("/")[0] for n in files} == {"app", "accountant", "mechanisms", "migrations"}
+    assert {n.split("/")[0] for n in files} == {"app", "accountant", "mechanisms", "figures", "migrations"}
     assert not files & _files(client_wheel)  # no file is installed by both
     assert "app/static/dashboard/index.html" in files  # package data
     meta = zipfile.ZipFile(wheel).read("privacy_accountant-0.1.0.dist-info/METADATA").decode()

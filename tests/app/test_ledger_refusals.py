@@ -193,8 +193,8 @@ def test_sdk_lists_summarises_and_reports_refusal_costs(server):
     admin = AccountantClient(server.url, api_key="admin-key-0123456789")
     viewer = AccountantClient(server.url, api_key="viewer-key-0123456789")
     try:
-        admin.put_user("sdk-a", 0.3, 1e-6)
-        admin.put_user("sdk-b", 100.0, 1e-6)
+        admin.put_user("sdk-a", {"epsilon": 0.3, "delta": 1e-6})
+        admin.put_user("sdk-b", {"epsilon": 100.0, "delta": 1e-6})
         ev = {"mechanism": "gaussian", "noise_multiplier": 2.0}
         with pytest.raises(BudgetExceeded) as exc:
             admin.charge(ev, ["sdk-a", "sdk-b"])

@@ -133,19 +133,18 @@ def test_budget_exceeded_carries_each_refused_users_remaining_and_the_cost(serve
         assert pipe.get_user("r-big").charges == 0  # nothing recorded
 
 
-def test_the_old_positional_budget_form_still_works_with_a_warning(server):
+def test_a_budget_is_one_argument_in_the_body_shape(server):
+    """``budget`` is one argument shaped like the JSON body (or an (ε, δ) pair); ε and δ as two
+    positional arguments are a TypeError before any request."""
     with AccountantClient(server.url, api_key="admin-key-0123456789") as admin:
-        with pytest.warns(DeprecationWarning, match="budget="):
-            u = admin.put_user("legacy-1", 2.0, 1e-6)
+        u = admin.put_user("pair-1", (2.0, 1e-6))
         assert (u.budget.epsilon, u.budget.delta, u.policy) == (2.0, 1e-6, "declared")
-        with pytest.warns(DeprecationWarning):
-            u = admin.put_user("legacy-2", 3.0, 1e-6, "filter", filter_order=8.0)
-        assert u.policy == "filter" and u.filter.order == 8.0
-        with pytest.warns(DeprecationWarning):
-            r = admin.bulk_create_users(4.0, 1e-6, ["legacy-3", "legacy-4"])
-        assert r.created == 2 and admin.get_user("legacy-4").budget.epsilon == 4.0
+        with pytest.raises(TypeError):
+            admin.put_user("pair-2", 3.0, 1e-6)
+        with pytest.raises(TypeError):
+            admin.bulk_create_users(4.0, 1e-6, ["pair-3"])
         with pytest.raises(TypeError, match="budget"):
-            admin.put_user("legacy-5", {"epsilon": 1.0})
+            admin.put_user("pair-4", {"epsilon": 1.0})
 
 
 def test_async_client_round_trip(server):

@@ -79,7 +79,7 @@ def test_ledger_charges_the_sampled_round(server):
     admin = AccountantClient(server.url, api_key="admin-key-0123456789")
     pipe = AccountantClient(server.url, api_key="pipeline-key-0123456789")
     try:
-        admin.put_user("nested-u", 0.05, 1e-6)
+        admin.put_user("nested-u", {"epsilon": 0.05, "delta": 1e-6})
         one_round = {**ROUND, "count": 1}
         first = pipe.charge(one_round, ["nested-u"])
         assert first["status"] == "admitted"

@@ -1,5 +1,5 @@
-"""The SDK's typed results mirror the response schemas the service publishes, and the old name
-``app.client`` still works (how the SDK installs on its own: ``test_distributions.py``)."""
+"""The SDK's typed results mirror the response schemas the service publishes (how the SDK installs
+on its own: ``test_distributions.py``)."""
 
 from __future__ import annotations
 
@@ -7,19 +7,7 @@ import typing
 
 import pytest
 
-import privacy_accountant
 from privacy_accountant import models as m
-
-
-def test_app_client_is_an_alias_of_the_sdk():
-    import app.client as old
-
-    for name in privacy_accountant.__all__:
-        if name not in ("__version__", "models"):
-            assert getattr(old, name) is getattr(privacy_accountant, name), name
-    assert old.AccountantClient is privacy_accountant.AccountantClient
-    assert old.RdpResponse is m.RdpResponse
-
 
 # ------------------------------------------------------------------------------------------ schemas
 #: SDK model → the service's response schema (components of /openapi.json)

@@ -23,6 +23,7 @@ import numpy as np
 from scipy.linalg import hadamard
 from scipy.stats import laplace as laplace_dist
 
+import accountant
 import mechanisms
 
 from ..helpers.exact import MessagePair, ShuffledPair, shuffled, two_stage
@@ -44,7 +45,7 @@ class Case:
             return two_stage(self.messages[0], self.stage2, n, k)
         return shuffled(self.messages, n, k)
 
-    def events(self, n: int, k: int | None = None, count: int = 1) -> list[dict]:
+    def events(self, n: int, k: int | None = None, count: int = 1) -> list[accountant.Event]:
         return self.mech.events(n=n, k=k, count=count)
 
     def __repr__(self) -> str:

@@ -23,6 +23,7 @@ from typing import Protocol
 import numpy as np
 
 import accountant
+from accountant.events import EventLike
 
 from ..helpers import exact as X
 
@@ -58,7 +59,7 @@ class Discrete:
 
 
 def violations(
-    events: Sequence[dict],
+    events: Sequence[EventLike],
     exact: ExactPair,
     rounds: int = 1,
     deltas=DELTAS,
@@ -103,6 +104,8 @@ def violations(
     return out
 
 
-def assert_sound(events: Sequence[dict], exact: ExactPair, rounds: int = 1, what: str = "", **kw) -> None:
+def assert_sound(
+    events: Sequence[EventLike], exact: ExactPair, rounds: int = 1, what: str = "", **kw
+) -> None:
     bad = violations(events, exact, rounds, **kw)
     assert not bad, f"{what}\nevents = {list(events)}\nrounds = {rounds}\n" + "\n".join(bad[:8])

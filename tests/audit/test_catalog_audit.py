@@ -4,11 +4,11 @@ run as it runs (one shuffler per message; with client sampling, one sample of k 
 by all of that round's messages). Pairs: _catalog.py; assertions: _check.py.
 
 * ``test_pairs_are_the_real_randomizers`` — every pair's per-message laws match ``randomize``;
-* unsampled rounds (every mechanism) and sampled single-message rounds — sound today;
+* unsampled rounds (every mechanism) and sampled single-message rounds;
 * ``test_sampled_multi_message_rounds_share_one_sample`` and its hypothesis twin — the sampled
-  multi-message mechanisms (binary_vector with s ≥ 2, linf/l2 with m·s ≥ 2, user_mean): accounting
-  one subsampled event per message treats the messages as if each had its own independent sample,
-  which under-reports; these fail until a round is charged as one sampled event over all its messages;
+  multi-message mechanisms (binary_vector with s ≥ 2, linf/l2 with m·s ≥ 2, user_mean): a round is
+  charged as ONE sampled event over all its messages (they share the sample); accounting one
+  subsampled event per message would treat each as independently sampled and under-report;
 * ``test_add_remove_central_events_under_replace_one`` — the central mechanisms' ``add_remove`` option.
 """
 
@@ -281,7 +281,7 @@ def test_central_mechanisms_are_sound(neighbouring, knob, clip, d, rounds):
 
 
 # ---------------------------------------------------------------------------------------------------
-# Known soundness gaps (fail until fixed)
+# Sampled multi-message rounds: one sample shared by all messages of a round
 # ---------------------------------------------------------------------------------------------------
 
 SHARED_SAMPLE_CASES = [

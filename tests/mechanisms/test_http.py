@@ -59,7 +59,7 @@ def test_parameters_with_accounting(client):
     assert r.status_code == 200, r.text
     b = r.json()
     mech = mechanisms.get("linf", epsilon0=2.0, d=64, m=3, s=2)
-    assert b["events"] == mech.events(n=10000, k=500, count=20)
+    assert b["events"] == [e.to_dict() for e in mech.events(n=10000, k=500, count=20)]
     assert len(b["events"]) == 1 and sum(i["count"] for i in b["events"][0]["inner"]) == 6
     assert b["bits_per_report"] == mech.bits_per_report
     assert b["internals"]["level_epsilons"] == pytest.approx(list(mech.level_epsilons))

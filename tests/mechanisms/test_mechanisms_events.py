@@ -45,6 +45,12 @@ EXAMPLES = {
 # --- events -------------------------------------------------------------------------------------------
 
 
+def as_dicts(events: list[accountant.Event]) -> list[dict]:
+    """The api.md JSON form of a mechanism's events, which must be the accountant's event objects."""
+    assert all(isinstance(e, accountant.Event) for e in events), events
+    return [e.to_dict() for e in events]
+
+
 @pytest.mark.parametrize(
     "name,params",
     [
@@ -57,11 +63,11 @@ EXAMPLES = {
 )
 def test_single_report_events(name, params):
     mech = mechanisms.get(name, **params)
-    assert mech.events(n=5000, count=40) == [
+    assert as_dicts(mech.events(n=5000, count=40)) == [
         {"mechanism": "shuffle", "n": 5000, "epsilon0": 0.8, "count": 40}
     ]
-    assert mech.events(5000) == [{"mechanism": "shuffle", "n": 5000, "epsilon0": 0.8, "count": 1}]
-    assert mech.events(n=5000, k=100, count=7) == [
+    assert as_dicts(mech.events(5000)) == [{"mechanism": "shuffle", "n": 5000, "epsilon0": 0.8, "count": 1}]
+    assert as_dicts(mech.events(n=5000, k=100, count=7)) == [
         {
             "mechanism": "subsampled",
             "n": 5000,
@@ -78,10 +84,10 @@ def test_single_report_events(name, params):
 def test_randomized_response_events_name_their_randomizer(name, params, categories):
     """Randomized response is accounted as itself (bounds.md §12), not as any 0.8-LDP randomizer."""
     mech = mechanisms.get(name, **params)
-    assert mech.events(n=5000, count=40) == [
+    assert as_dicts(mech.events(n=5000, count=40)) == [
         {"mechanism": "shuffle_rr", "n": 5000, "epsilon0": 0.8, "categories": categories, "count": 40}
     ]
-    assert mech.events(n=5000, k=100, count=7) == [
+    assert as_dicts(mech.events(n=5000, k=100, count=7)) == [
         {
             "mechanism": "subsampled_shuffle_rr",
             "n": 5000,
@@ -97,7 +103,7 @@ def test_randomized_response_events_name_their_randomizer(name, params, categori
 
 def test_binary_vector_events_one_per_slot():
     mech = mechanisms.get("binary_vector", epsilon0=3.0, d=20, s=4)
-    evs = mech.events(n=1000, count=9)
+    evs = as_dicts(mech.events(n=1000, count=9))
     assert evs == [{"mechanism": "shuffle", "n": 1000, "epsilon0": 0.75, "count": 9}] * 4
 
 
@@ -111,13 +117,13 @@ def test_linf_events_levels_and_slots():
     mech = mechanisms.get("linf", epsilon0=eps, d=12, m=m, s=s)
     expected = _linf_message_eps(eps, m, s)
     # without sampling: one shuffle event per message (independent mechanisms compose)
-    plain = mech.events(n=10_000, count=3)
+    plain = as_dicts(mech.events(n=10_000, count=3))
     assert len(plain) == m * s
     assert all(e["mechanism"] == "shuffle" and e["n"] == 10_000 and e["count"] == 3 for e in plain)
     np.testing.assert_allclose([e["epsilon0"] for e in plain], expected, rtol=1e-12)
     assert sum(e["epsilon0"] for e in plain) == pytest.approx(eps, rel=1e-12)
     # with k sampled per round: ONE subsampled event per round, the messages as its inner events
-    (ev,) = mech.events(n=10_000, k=500, count=3)
+    (ev,) = as_dicts(mech.events(n=10_000, k=500, count=3))
     assert ev["mechanism"] == "subsampled" and (ev["n"], ev["k"], ev["count"]) == (10_000, 500, 3)
     assert all(i["mechanism"] == "shuffle" and "n" not in i for i in ev["inner"])
     got = sorted(x for i in ev["inner"] for x in [i["epsilon0"]] * i["count"])
@@ -128,18 +134,18 @@ def test_linf_events_levels_and_slots():
 def test_l2_events_are_the_linf_events():
     l2 = mechanisms.get("l2", epsilon0=2.0, d=16, m=3, s=2)
     li = mechanisms.get("linf", epsilon0=2.0, d=16, m=3, s=2)
-    assert l2.events(100, count=2) == li.events(100, count=2)
+    assert as_dicts(l2.events(100, count=2)) == as_dicts(li.events(100, count=2))
 
 
 def test_user_mean_events_both_rounds():
     mech = mechanisms.get("user_mean", epsilon0=2.0, B=1.0, tau=0.1, m=3)
-    evs = mech.events(n=400, count=5)
+    evs = as_dicts(mech.events(n=400, count=5))
     assert evs[0] == {"mechanism": "shuffle", "n": 400, "epsilon0": 1.0, "count": 5}  # range round at ε0/2
-    assert evs[1:] == mechanisms.get("linf", epsilon0=1.0, d=1, m=3).events(400, count=5)
+    assert evs[1:] == as_dicts(mechanisms.get("linf", epsilon0=1.0, d=1, m=3).events(400, count=5))
     fixed = mechanisms.get("user_mean", epsilon0=2.0, B=1.0, tau=0.1, m=3, interval=[-0.2, 0.4])
-    assert fixed.events(400) == mechanisms.get("linf", epsilon0=2.0, d=1, m=3).events(400)
+    assert as_dicts(fixed.events(400)) == as_dicts(mechanisms.get("linf", epsilon0=2.0, d=1, m=3).events(400))
     vec = mechanisms.get("user_mean", epsilon0=2.0, B=1.0, tau=0.1, m=2, d=8, s=2, n=400)
-    evs = vec.events(400)
+    evs = as_dicts(vec.events(400))
     assert len(evs) == 8 + 2 * 2
     assert all(e["epsilon0"] == pytest.approx(2.0 / 16) for e in evs[:8])
     assert sum(e["epsilon0"] for e in evs) == pytest.approx(2.0)
@@ -147,24 +153,24 @@ def test_user_mean_events_both_rounds():
 
 def test_continuous_and_central_events():
     lm = mechanisms.get("laplace_mean", epsilon0=1.5, d=2)
-    assert lm.events(n=300, count=4) == [
+    assert as_dicts(lm.events(n=300, count=4)) == [
         {"mechanism": "shuffle", "n": 300, "epsilon0": 1.5, "count": 4, "output": "continuous"}
     ]
-    assert lm.events(n=300, k=30)[0]["inner"][0]["output"] == "continuous"
+    assert as_dicts(lm.events(n=300, k=30))[0]["inner"][0]["output"] == "continuous"
     g = mechanisms.get("gaussian", noise_multiplier=1.7, clip=3.0)
-    assert g.events(count=12) == [{"mechanism": "gaussian", "noise_multiplier": 1.7, "count": 12}]
+    assert as_dicts(g.events(count=12)) == [{"mechanism": "gaussian", "noise_multiplier": 1.7, "count": 12}]
     assert g.sigma == pytest.approx(1.7 * 6.0)  # Δ = 2·clip under replace-one
     ar = mechanisms.get("gaussian", noise_multiplier=1.7, clip=3.0, neighbouring="add_remove")
     assert ar.sigma == pytest.approx(5.1)
     # the ledger protects replace-one: σ = 5.1 over Δ₂ = 2·clip = 6 is a multiplier of 0.85, not 1.7
-    assert ar.events(count=2) == [
+    assert as_dicts(ar.events(count=2)) == [
         {"mechanism": "gaussian", "noise_multiplier": pytest.approx(0.85), "count": 2}
     ]
     lp = mechanisms.get("laplace", scale=2.0, clip=0.5)
-    assert lp.events(n=10, count=3) == [{"mechanism": "laplace", "scale": 2.0, "count": 3}]
+    assert as_dicts(lp.events(n=10, count=3)) == [{"mechanism": "laplace", "scale": 2.0, "count": 3}]
     assert lp.b == pytest.approx(2.0) and lp.epsilon0 == pytest.approx(0.5)
     lar = mechanisms.get("laplace", scale=2.0, clip=0.5, neighbouring="add_remove")
-    assert lar.events(count=1)[0]["scale"] == pytest.approx(1.0)  # b = 1 over Δ₁ = 2·clip = 1
+    assert as_dicts(lar.events(count=1))[0]["scale"] == pytest.approx(1.0)  # b = 1 over Δ₁ = 2·clip = 1
     with pytest.raises(ParameterError, match="subsampled"):
         g.events(n=100, k=10)
 
@@ -274,7 +280,7 @@ def _hand_events(name, params, n, k, T):
 )
 def test_composition_matches_hand(name, params, n, k, T):
     mech = mechanisms.get(name, **params)
-    evs = mech.events(n=n, k=k, count=T)
+    evs = as_dicts(mech.events(n=n, k=k, count=T))
     hand = _hand_events(name, params, n, k, T)
     assert len(evs) == len(hand)
     for a, b in zip(evs, hand):

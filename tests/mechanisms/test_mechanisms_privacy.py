@@ -246,7 +246,7 @@ def test_events_epsilon_matches_table_epsilon():
     ]:
         mech = mechanisms.get(name, epsilon0=1.3, **kw)
         evs = mech.events(n=1000, count=1)
-        assert sum(e["epsilon0"] for e in evs) == pytest.approx(1.3, rel=1e-12), name
+        assert sum(e.to_dict()["epsilon0"] for e in evs) == pytest.approx(1.3, rel=1e-12), name
 
 
 # ------------------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""`privacy-accountant figures --quick`: every figure file, and the quoted points within the
+"""`python -m figures --quick`: every figure file, and the quoted points within the
 tolerance docs/results.md states (its "Quoted points" table, written by a full run)."""
 
 from __future__ import annotations
@@ -35,9 +35,8 @@ def _page_points() -> list[tuple[str, str, int, str, float, float]]:
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("figures")
-    exe = Path(sys.executable).with_name("privacy-accountant")
-    cmd = [str(exe) if exe.exists() else "privacy-accountant", "figures", "--out", str(out), "--quick"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    cmd = [sys.executable, "-m", "figures", "--out", str(out), "--quick"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=ROOT)  # this checkout's
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out, proc
 
@@ -103,7 +102,7 @@ def test_quoted_points_order_the_accountings(quick_run):
 def test_without_an_extra_the_figures_stop_with_a_one_line_install_hint(
     module, monkeypatch, capsys, tmp_path
 ):
-    from app.figures import main
+    from figures import main
 
     monkeypatch.setitem(sys.modules, module, None)  # as if not installed
     assert main(["--out", str(tmp_path), "--quick"]) == 2

@@ -1,4 +1,4 @@
-"""``privacy-accountant figures``: regenerate thesis figures 5.2, 5.3, 5.4 and 5.6 with baselines.
+"""``python -m figures``: regenerate thesis figures 5.2, 5.3, 5.4 and 5.6 with baselines.
 
 Writes, into ``--out DIR``: ``fig5_2.png``/``.svg``/``.csv`` (and likewise for 5.3, 5.4, 5.6), CSV
 columns ``figure,panel,curve,x,y``; and the results page (``--results``, default DIR/results.md)
@@ -7,7 +7,9 @@ against the clone pair's exact (ε, δ) and PLD, and the baselines' cost. ``--qu
 points per panel (always including the quoted ones). Figure 5.5 (Poisson subsampling) is not
 covered by the implemented theorems: the command says so instead of drawing it.
 
-Needs matplotlib (extra ``[figures]``) and dp_accounting (extra ``[pld]``) for the PLD curve.
+Needs matplotlib (extra ``[figures]``) and dp_accounting (extra ``[pld]``) for the PLD curve. A research
+tool on top of :mod:`accountant` (it imports nothing of the service ``app``), installed with the
+service's distribution.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ __all__ = ["main", "run"]
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="privacy-accountant figures",
+        prog="python -m figures",
         description="Regenerate thesis figures 5.2, 5.3, 5.4, 5.6 (PNG, SVG, CSV) and the results page.",
     )
     p.add_argument("--out", required=True, type=Path, help="directory for the figures and CSVs (created)")

@@ -63,11 +63,6 @@ def request_hash(users: list[str] | None, cohort: str | None, event: dict) -> st
     return _hash(names, cohort, normal)
 
 
-def legacy_request_hash(users: list[str] | None, cohort: str | None, event: dict) -> str:
-    """The hash charges stored before bodies were normalised (the body as received)."""
-    return _hash(users, cohort, event)
-
-
 def _hash(users: list[str] | None, cohort: str | None, event: dict) -> str:
     text = json.dumps(
         {"users": users, "cohort": cohort, "event": event}, sort_keys=True, separators=(",", ":")
@@ -130,7 +125,6 @@ class _Request:
         self.event, self.cost, self.actor, self.cohort, self.key = event, cost, actor, cohort, key
         self.users = list(dict.fromkeys(users)) if users is not None else None
         self.hash = request_hash(users, cohort, cost_event)
-        self.legacy_hash = legacy_request_hash(users, cohort, event)
         self.stored_key = None if key is None else repo.scoped_key(actor.idempotency_scope, key)
 
     def prior(self, s: Session) -> ChargeResult | None:
@@ -140,7 +134,7 @@ class _Request:
         row = repo.charge_by_key(s, self.stored_key, self.key)  # scoped, or stored before scoping
         if row is None:
             return None
-        if row.request_hash not in (self.hash, self.legacy_hash):
+        if row.request_hash != self.hash:
             raise IdempotencyConflict(self.key)
         return _replayed(row.id, row.response)
 
