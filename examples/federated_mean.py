@@ -220,7 +220,7 @@ def run(a: argparse.Namespace, url: str, api_key: str) -> int:
         f"randomizer: mechanisms.get('l2', epsilon0={a.epsilon0:g}, d={d}) — {mech0.bits_per_report} bits "
         f"per report, ε0 = {a.epsilon0:g}-LDP"
     )
-    print(f"one round costs every client the event {event}")
+    print(f"one round costs every client the event {event.to_dict()}")
     print(f"budget per client: ε = {a.budget_epsilon:g} at δ = {a.delta:g}; up to {T} rounds planned")
     print(
         f"closed-form RMSE of one round's estimate: {math.sqrt(mse_round):.4f} — a single round is noisy; "
@@ -231,7 +231,7 @@ def run(a: argparse.Namespace, url: str, api_key: str) -> int:
     with AccountantClient(url, api_key=api_key) as client:
         # Preview with the service's pure computation endpoint: what would the whole plan cost to the
         # ledger? (the ledger charges the RDP route, valid when budgets are spent adaptively)
-        plan = client.epsilon([{**event, "count": T}], delta=a.delta, accounting="rdp")
+        plan = client.epsilon([event.with_count(T)], delta=a.delta, accounting="rdp")
         verdict = "fits in" if plan.epsilon <= a.budget_epsilon else "exceeds"
         print(
             f"the plan of {T} rounds would cost ε = {plan.epsilon:.4f} at δ = {a.delta:g}: it {verdict} "

@@ -210,7 +210,7 @@ def cldp_run(a, client, cohort, probe, users_X, users_y, Xte, yte, rng) -> dict:
         shuffled = {key: np.asarray(v)[perm] for key, v in reports.items()}
         theta = project_l2_ball(theta - a.lr * mech.estimate(shuffled), a.radius)
         avg += (theta - avg) / rnd.index
-        own = client.epsilon([{**event, "count": rnd.index}], delta=a.delta, accounting="rdp").epsilon
+        own = client.epsilon([event.with_count(rnd.index)], delta=a.delta, accounting="rdp").epsilon
         rnd.record(accuracy=accuracy(avg, Xte, yte), accuracy_last=accuracy(theta, Xte, yte), run_epsilon=own)
         print(
             f"{rnd.index:>6} | {rnd.outcome['accuracy']:>31.4f} | {rnd.outcome['accuracy_last']:>14.4f} | "
