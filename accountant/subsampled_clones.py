@@ -260,8 +260,8 @@ def _tail(
     wsb = ws[:, None]
     u_far = np.broadcast_to(wsb * (2.0 * a_far[:, None] / x[:, None] - 1.0), a_near.shape)
     # a_near is outside [0, x] only where there is no tail (masked below): clipped, not evaluated there
-    near = np.clip(a_near, 0.0, xx)
-    lpsi = np.maximum(_log_psi(al, wsb * (2.0 * near / xx - 1.0)), _log_psi(al, u_far))
+    a_in = np.clip(a_near, 0.0, xx)
+    lpsi = np.maximum(_log_psi(al, wsb * (2.0 * a_in / xx - 1.0)), _log_psi(al, u_far))
     return np.where(present, lmass + lpsi, -np.inf)
 
 
@@ -452,10 +452,12 @@ def _group(
         *(np.concatenate([getattr(p, f) for p in parts], axis=1) for f in ("ls", "s0", "lin", "eta", "err"))
     )
     al = orders[np.concatenate(chunks)]
-    below = ((lo - 1.0)[:, None], np.zeros(his.shape[1], dtype=np.intp))
+    # the windows are integers; the tails take them as floats (the same values numpy would promote to)
+    below = (lo.astype(np.float64)[:, None] - 1.0, np.zeros(his.shape[1], dtype=np.intp))
+    above = (his_c.astype(np.float64) + 1.0, col_of)
     tails = np.logaddexp(
         _tail(al, x, ws, below, np.zeros(x.size), np.broadcast_to((lo > 0)[:, None], his.shape)),
-        _tail(al, x, ws, (his_c + 1.0, col_of), x, his < x[:, None]),
+        _tail(al, x, ws, above, x, his < x[:, None]),
     )
     tot = bins.log_mass[:, None] + _combine(win, tails)
     mx = np.max(tot, axis=0)

@@ -1,7 +1,7 @@
-"""Static typing is enforced in CI: ``mypy --strict`` must pass on the modules listed under
-``[tool.mypy] files`` in pyproject.toml (the typed part of ``accountant/`` and ``mechanisms/``), and
-plain ``mypy`` (its default, non-strict checks: the ``app.*``/``privacy_accountant.*`` override of
-pyproject.toml) on the service ``app/`` and the SDK ``client/privacy_accountant/``."""
+"""Static typing is enforced in CI: one configuration, ``mypy --strict`` over every package (the
+``[tool.mypy]`` table of pyproject.toml: ``accountant/``, ``mechanisms/``, the service ``app/`` and
+the SDK ``client/privacy_accountant/``), with no per-module relaxation beyond the modules still
+being annotated (a list that only shrinks) and third-party libraries that ship no types."""
 
 import subprocess
 import sys
@@ -11,44 +11,82 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
+PACKAGES = {"accountant", "mechanisms", "app", "client/privacy_accountant"}
+
+#: the modules not yet annotated for --strict; a module may leave this set, never join it
+STILL_RELAXED = {
+    "app.api.deps",
+    "app.api.routes.compute",
+    "app.api.routes.dashboard",
+    "app.api.routes.ledger",
+    "app.api.routes.mechanisms",
+    "app.cli",
+    "app.cli.compute",
+    "app.cli.events",
+    "app.cli.ledger",
+    "app.cli.output",
+    "app.cli.parser",
+    "app.cli.serve",
+    "app.core.admission",
+    "app.core.compute",
+    "app.core.logging",
+    "app.core.mechanisms",
+    "app.core.metrics",
+    "app.core.middleware",
+    "app.core.services",
+    "app.db.session",
+    "app.ledger.admission",
+    "app.ledger.budgets",
+    "app.ledger.curves",
+    "app.ledger.listing",
+    "app.ledger.reads",
+    "app.ledger.repository",
+    "app.ledger.sql",
+    "app.main",
+    "app.schemas.events",
+    "app.schemas.ledger",
+    "privacy_accountant._api",
+    "privacy_accountant.aio",
+    "privacy_accountant.client",
+    "privacy_accountant.errors",
+    "privacy_accountant.pipeline",
+}
+
 
 def _mypy_config() -> dict:
     tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
     return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["mypy"]
 
 
-def test_config_is_strict_and_names_its_modules():
+def test_config_is_strict_over_every_package():
     config = _mypy_config()
     assert config["strict"] is True
-    assert config["files"], "[tool.mypy] files must list the modules checked"
+    assert set(config["files"]) == PACKAGES
     for entry in config["files"]:
-        assert (ROOT / entry).exists(), f"[tool.mypy] files lists {entry}, which does not exist"
+        assert (ROOT / entry).is_dir(), f"[tool.mypy] files lists {entry}, which does not exist"
+    # only the figure reproduction, which is moving out of app/, is left out
+    assert config.get("exclude", []) == ["^app/figures/"]
+
+
+def test_no_module_is_silenced_or_newly_relaxed():
+    for override in _mypy_config().get("overrides", []):
+        modules = override["module"] if isinstance(override["module"], list) else [override["module"]]
+        assert not override.get("ignore_errors", False), modules
+        assert override.get("follow_imports", "normal") == "normal", modules
+        ours = [
+            m for m in modules if m.split(".")[0] in ("accountant", "mechanisms", "app", "privacy_accountant")
+        ]
+        if not ours:
+            # a third-party library: only how its missing types are found may be set
+            assert set(override) - {"module"} <= {"follow_untyped_imports", "ignore_missing_imports"}, modules
+            continue
+        assert set(ours) <= STILL_RELAXED, f"newly relaxed: {sorted(set(ours) - STILL_RELAXED)}"
 
 
 @pytest.mark.slow
 def test_mypy_strict():
     r = subprocess.run(
         [sys.executable, "-m", "mypy", "--config-file", "pyproject.toml"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
-
-
-def test_service_config_is_checked_not_ignored():
-    """The service's override turns strictness off; it must not silence mypy (``ignore_errors``)."""
-    overrides = [o for o in _mypy_config().get("overrides", []) if "app.*" in o["module"]]
-    assert len(overrides) == 1
-    assert "privacy_accountant.*" in overrides[0]["module"]
-    assert not overrides[0].get("ignore_errors", False)
-
-
-@pytest.mark.slow
-def test_mypy_service_and_sdk():
-    r = subprocess.run(
-        [sys.executable, "-m", "mypy", "--config-file", "pyproject.toml", "app", "client/privacy_accountant"],
         cwd=ROOT,
         capture_output=True,
         text=True,
