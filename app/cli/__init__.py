@@ -64,7 +64,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         if getattr(a, "serve", False):
-            return a.func(a)
+            status: int = a.func(a)
+            return status
         with warnings.catch_warnings():  # numpy overflow notes (an unbounded curve is reported as such)
             warnings.simplefilter("ignore", RuntimeWarning)
             res, text = a.func(a)

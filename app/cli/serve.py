@@ -3,16 +3,20 @@ options."""
 
 from __future__ import annotations
 
+import argparse
+import logging
 import os
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.cli.errors import CliError
 
+if TYPE_CHECKING:
+    from app.core.config import Settings
 
-def cmd_serve(a) -> int:
-    import logging
+
+def cmd_serve(a: argparse.Namespace) -> int:
 
     import uvicorn
     from pydantic import ValidationError
@@ -68,13 +72,13 @@ NO_KEYS_WARNING = (
 )
 
 
-def _warn_no_keys(log) -> None:
+def _warn_no_keys(log: logging.Logger) -> None:
     """Say at start that a service without keys refuses every key (on stderr, and in the logs)."""
     log.warning("no API keys configured (ACCOUNTANT_API_KEYS): the ledger and the dashboard refuse every key")
     print(NO_KEYS_WARNING, file=sys.stderr, flush=True)
 
 
-def uvicorn_options(settings, level: str) -> dict:
+def uvicorn_options(settings: Settings, level: str) -> dict[str, Any]:
     """uvicorn's settings, each on purpose (README "Operating it"):
 
     * ``limit_concurrency``: connections + requests in progress per worker; beyond it uvicorn answers
@@ -112,7 +116,7 @@ def uvicorn_options(settings, level: str) -> dict:
     }
 
 
-def _migrate(database_url: str, log) -> None:
+def _migrate(database_url: str, log: logging.Logger) -> None:
     """Bring the ledger schema to head before accepting requests (api.md "Starting it"), in a
     short-lived child process: the server itself never loads Alembic."""
     import multiprocessing
