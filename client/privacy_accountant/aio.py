@@ -47,7 +47,7 @@ class AsyncAccountantClient(Endpoints):
     async def __aenter__(self) -> AsyncAccountantClient:
         return self
 
-    async def __aexit__(self, *exc) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
     async def request(
@@ -56,7 +56,7 @@ class AsyncAccountantClient(Endpoints):
         path: str,
         *,
         json: Any = None,
-        params: Mapping | None = None,
+        params: Mapping[str, Any] | None = None,
         retry: bool | None = None,
         timeout: float | None = None,
         request_id: str | None = None,
@@ -76,7 +76,7 @@ class AsyncAccountantClient(Endpoints):
             if cursor is None:
                 return
 
-    async def _send(self, call: Call, request_id: str | None = None) -> Any:  # type: ignore[override]
+    async def _send(self, call: Call, request_id: str | None = None) -> Any:
         a = Attempts(self, call, request_id)
         for i in range(a.total):
             if i:

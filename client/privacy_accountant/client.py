@@ -46,7 +46,8 @@ def default_headers(api_key: str | None, headers: Mapping[str, str] | None) -> d
 
 def backoff_delay(backoff: float, attempt: int) -> float:
     """Seconds to wait before retry number ``attempt`` (1, 2, …): backoff·2^(attempt−1), +0–50 % jitter."""
-    return backoff * (2 ** (attempt - 1)) * (1 + random.random() / 2)
+    delay: float = backoff * (2 ** (attempt - 1)) * (1 + random.random() / 2)
+    return delay
 
 
 def retry_after(resp: httpx.Response) -> float:
@@ -143,7 +144,7 @@ class AccountantClient(Endpoints):
     def __enter__(self) -> AccountantClient:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def request(
@@ -152,7 +153,7 @@ class AccountantClient(Endpoints):
         path: str,
         *,
         json: Any = None,
-        params: Mapping | None = None,
+        params: Mapping[str, Any] | None = None,
         retry: bool | None = None,
         timeout: float | None = None,
         request_id: str | None = None,

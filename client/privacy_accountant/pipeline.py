@@ -41,7 +41,7 @@ from typing import Any
 from privacy_accountant.client import AccountantClient
 from privacy_accountant.errors import BudgetExceeded
 
-EventsFn = Callable[[int], Sequence[dict]]
+EventsFn = Callable[[int], Sequence[dict[str, Any]]]
 
 
 def field_of(obj: Any, *path: str) -> Any:
@@ -68,7 +68,7 @@ class Round:
     (:meth:`record`); ``spent_epsilon``/``remaining_epsilon`` of the probe user after the round."""
 
     index: int
-    events: list[dict]
+    events: list[dict[str, Any]]
     charges: list[Any] = field(default_factory=list)
     outcome: dict[str, Any] = field(default_factory=dict)
     spent_epsilon: float | None = None
@@ -113,12 +113,12 @@ class Pipeline:
         self.stopped: RoundRefused | None = None
         self._next = 1
 
-    def _charge(self, event: dict, key: str) -> Any:
+    def _charge(self, event: dict[str, Any], key: str) -> Any:
         if self.cohort is not None:
             return self.client.charge_cohort(event, self.cohort, idempotency_key=key)
         return self.client.charge(event, self.users, idempotency_key=key)
 
-    def charge(self, events: Sequence[dict]) -> Round:
+    def charge(self, events: Sequence[dict[str, Any]]) -> Round:
         """Charge the next round's events (raises :class:`RoundRefused`, recording it in ``stopped``)."""
         t = self._next
         rnd = Round(index=t, events=[dict(e) for e in events], started_at=time.time())
@@ -141,7 +141,7 @@ class Pipeline:
         self.history.append(rnd)
 
     @contextlib.contextmanager
-    def round(self, events: Sequence[dict]) -> Iterator[Round]:
+    def round(self, events: Sequence[dict[str, Any]]) -> Iterator[Round]:
         """Charge, then run the body; the round (with its outcome, or the body's error) is appended to
         ``history`` either way once charged — a charged round is spent even if the body fails."""
         rnd = self.charge(events)
@@ -157,7 +157,7 @@ class Pipeline:
             raise
         self._finish(rnd, t0)
 
-    def rounds(self, count: int, events: EventsFn | Sequence[dict]) -> Iterator[Round]:
+    def rounds(self, count: int, events: EventsFn | Sequence[dict[str, Any]]) -> Iterator[Round]:
         """Up to ``count`` rounds: each is charged before it is yielded (``events(t)`` or a fixed list);
         iteration ends quietly when the ledger refuses one (see ``stopped``)."""
         for _ in range(count):
