@@ -7,14 +7,18 @@ import argparse
 import sys
 import threading
 import time
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from app.cli.errors import CliError
 from app.cli.events import events_from_args, flag_event, json_event, pydantic_msg
 from app.cli.output import event_str, notes_text, orders_line, table
 
+if TYPE_CHECKING:
+    from app.core.compute import GuaranteeAnswer
 
-def cmd_rdp(a: argparse.Namespace) -> tuple[dict[str, Any], str]:
+
+def cmd_rdp(a: argparse.Namespace) -> tuple[Mapping[str, Any], str]:
     from app.core.compute import rdp_result
 
     evs = events_from_args(a)
@@ -30,7 +34,7 @@ def cmd_rdp(a: argparse.Namespace) -> tuple[dict[str, Any], str]:
     return res, text
 
 
-def _guarantee_text(res: dict[str, Any], events: list[dict[str, Any]]) -> str:
+def _guarantee_text(res: GuaranteeAnswer, events: list[dict[str, Any]]) -> str:
     rows = [
         ("epsilon (ε)", res["epsilon"]),
         ("delta (δ)", res["delta"]),
@@ -54,7 +58,7 @@ def _guarantee_text(res: dict[str, Any], events: list[dict[str, Any]]) -> str:
     return text + notes_text(res)
 
 
-def cmd_epsilon(a: argparse.Namespace) -> tuple[dict[str, Any], str]:
+def cmd_epsilon(a: argparse.Namespace) -> tuple[Mapping[str, Any], str]:
     from app.core.compute import epsilon_result
 
     evs = events_from_args(a)
@@ -62,7 +66,7 @@ def cmd_epsilon(a: argparse.Namespace) -> tuple[dict[str, Any], str]:
     return res, _guarantee_text(res, evs)
 
 
-def cmd_delta(a: argparse.Namespace) -> tuple[dict[str, Any], str]:
+def cmd_delta(a: argparse.Namespace) -> tuple[Mapping[str, Any], str]:
     from app.core.compute import delta_result
 
     evs = events_from_args(a)
@@ -70,7 +74,7 @@ def cmd_delta(a: argparse.Namespace) -> tuple[dict[str, Any], str]:
     return res, _guarantee_text(res, evs)
 
 
-def cmd_calibrate(a: argparse.Namespace) -> tuple[dict[str, Any], str]:
+def cmd_calibrate(a: argparse.Namespace) -> tuple[Mapping[str, Any], str]:
     from pydantic import ValidationError
 
     from app.core.compute import calibrate_result

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 
@@ -38,7 +38,7 @@ def _line(cells: Sequence[str], widths: list[int]) -> str:
     return "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
 
 
-def orders_line(res: dict[str, Any]) -> str:
+def orders_line(res: Mapping[str, Any]) -> str:
     if res.get("default_orders"):
         return (
             f"default grid, version {res.get('grid_version')} ({len(res['orders'])} orders, "
@@ -51,6 +51,6 @@ def orders_line(res: dict[str, Any]) -> str:
     )
 
 
-def notes_text(res: dict[str, Any]) -> str:
+def notes_text(res: Mapping[str, Any]) -> str:
     notes = res.get("notes") or []
     return "".join(f"\nnote: {n}" for n in notes)

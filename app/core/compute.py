@@ -14,10 +14,11 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 from numpy.typing import ArrayLike
+from typing_extensions import NotRequired
 
 import accountant
 from accountant import AccountantError, Event, InvalidParameter, RoutedGuarantee
@@ -45,6 +46,69 @@ def _is_heavy(mechanism: str) -> bool:
     """Whether events of this type may need costly curves (a probe with its example event)."""
     cls = accountant.EVENT_TYPES.get(mechanism)
     return cls is not None and bool(accountant.event_from_dict(cls.EXAMPLE).heavy_parts())
+
+
+class EventSource(TypedDict):
+    """Which bound gave an event's value at the optimal order."""
+
+    event: int  #: the event's position in the request
+    mechanism: str
+    bound: str
+
+
+class RdpAnswer(TypedDict):
+    """The ``/v1/rdp`` answer (docs/api.md)."""
+
+    orders: list[float | None]
+    rdp: list[float | None]
+    bound: str
+    event: dict[str, Any]
+    sources: list[str]
+    notes: list[str]
+    default_orders: bool
+    grid_version: NotRequired[int]  #: on the default grid only
+
+
+class GuaranteeAnswer(TypedDict):
+    """The ``/v1/epsilon`` and ``/v1/delta`` answer (docs/api.md)."""
+
+    epsilon: float
+    delta: float
+    route: str
+    routes: list[dict[str, Any]]
+    order: float | None
+    orders: list[float | None]
+    rdp: list[float | None]
+    sources: list[EventSource]
+    notes: list[str]
+    default_orders: bool
+    grid_version: NotRequired[int]  #: on the default grid only
+
+
+class _CalibrationHead(TypedDict):
+    event: dict[str, Any]
+    epsilon: float
+    delta: float
+    order: float
+    accounting: str
+    route: str
+    solve_for: str
+    value: float
+    target: dict[str, float]
+    default_orders: bool
+    direction: str
+
+
+class _GridVersion(TypedDict, total=False):
+    grid_version: int
+
+
+class CalibrationAnswer(_CalibrationHead, _GridVersion):
+    """The ``/v1/calibrate`` answer (docs/api.md)."""
+
+    at_limit: bool
+    notes: list[str]
+    evaluations: int
 
 
 class WorkLimitExceeded(InvalidParameter):
@@ -132,7 +196,7 @@ def rdp_result(
     orders: Sequence[float] | None = None,
     bound: str = "upper",
     max_mass: float = math.inf,
-) -> dict[str, Any]:
+) -> RdpAnswer:
     """``/v1/rdp``: the curve of one event (× count), which bound gave each value, and notes."""
     ev = accountant.event_from_dict(event)
     grid = _orders_array(orders)
@@ -141,7 +205,7 @@ def rdp_result(
     sources, notes = _curve_sources(ev, grid, bound)
     if ev.zeta > 0:
         notes = [*notes, _zeta_note(ev)]
-    out: dict[str, Any] = {
+    out: RdpAnswer = {
         "orders": _finite_list(grid),
         "rdp": _finite_list(rdp),
         "bound": bound,
@@ -178,15 +242,13 @@ def _combination_note(d: Answer) -> str:
     return f"additive δ {d.zeta:.6g} (Σ count·zeta); the RDP part was converted at δ − {d.zeta:.6g} = {d.delta_rdp:.6g}"
 
 
-def _event_sources(
-    evs: list[Event], grid: np.ndarray, order: float
-) -> tuple[list[dict[str, Any]], list[str]]:
+def _event_sources(evs: list[Event], grid: np.ndarray, order: float) -> tuple[list[EventSource], list[str]]:
     """For each event, the bound that gave its value at the optimal order. A costly event is asked
     on the orders its curve was computed on (so the answer comes from the curve caches); a cheap
     one only at the optimal order."""
     o_full: np.ndarray | None = None
     at = np.array([order])
-    sources: list[dict[str, Any]] = []
+    sources: list[EventSource] = []
     notes: list[str] = []
     seen: dict[Event, tuple[str, list[str]]] = {}
     for i, ev in enumerate(evs):
@@ -251,7 +313,7 @@ def _guarantee_result(
     max_mass: float,
     time_limit: float | None,
     accounting: str,
-) -> dict[str, Any]:
+) -> GuaranteeAnswer:
     if not events:
         raise InvalidParameter("events must not be empty: give at least one event to compose")
     accountant.routes.check_accounting(accounting)
@@ -264,7 +326,7 @@ def _guarantee_result(
         _prewarm(evs, grid, deadline)
     r = fn(evs, value, grid, accounting, extend=extend)
     g = r.rdp
-    out: dict[str, Any] = {
+    out: GuaranteeAnswer = {
         "epsilon": float(r.epsilon),
         "delta": float(r.delta),
         "route": r.route,
@@ -282,15 +344,18 @@ def _guarantee_result(
             notes.append(_combination_note(g.detail))
         if g.order not in set(grid.tolist()):
             notes.append(_order_note(g.order, grid, extend))
-        out.update(order=float(g.order), orders=_finite_list(g.orders), rdp=_finite_list(g.rdp))
-        out.update(sources=sources, notes=notes)
+        out["order"] = float(g.order)
+        out["orders"] = _finite_list(g.orders)
+        out["rdp"] = _finite_list(g.rdp)
+        out["sources"] = sources
+        out["notes"] = notes
     if r.route != "rdp":
         won = next(v for v in r.routes if v.route == r.route)
         out["notes"].append(f"the {r.route} route gave the answer: {won.note}")
     if orders is None:
         out["grid_version"] = accountant.DEFAULT_GRID_VERSION
-    for k in ("epsilon", "delta"):
-        if not math.isfinite(out[k]):  # pragma: no cover - the accountant never returns these
+    for k, v in (("epsilon", out["epsilon"]), ("delta", out["delta"])):
+        if not math.isfinite(v):  # pragma: no cover - the accountant never returns these
             raise InvalidParameter(f"no finite {k} exists for this composition")
     return out
 
@@ -302,7 +367,7 @@ def epsilon_result(
     max_mass: float = math.inf,
     time_limit: float | None = None,
     accounting: str = "best",
-) -> dict[str, Any]:
+) -> GuaranteeAnswer:
     """``/v1/epsilon``: compose ``events`` and convert to ε at ``delta`` (by ``accounting``)."""
     return _guarantee_result(
         accountant.epsilon_routed, events, delta, orders, max_mass, time_limit, accounting
@@ -316,7 +381,7 @@ def delta_result(
     max_mass: float = math.inf,
     time_limit: float | None = None,
     accounting: str = "best",
-) -> dict[str, Any]:
+) -> GuaranteeAnswer:
     """``/v1/delta``: compose ``events`` and convert to δ at ``epsilon`` (by ``accounting``)."""
     return _guarantee_result(
         accountant.delta_routed, events, epsilon, orders, max_mass, time_limit, accounting
@@ -332,7 +397,7 @@ def calibrate_result(
     max_mass: float = math.inf,
     progress: Callable[[float, float], None] | None = None,
     accounting: str = "best",
-) -> dict[str, Any]:
+) -> CalibrationAnswer:
     """``/v1/calibrate``: solve for one unknown of ``event`` so that ε(event) ≤ target at δ.
 
     ``progress(fraction, epsilon)`` is passed to :func:`accountant.calibrate` (called after each
@@ -398,9 +463,9 @@ def _above_the_cap(
 
 def _calibration_answer(
     res: CalibrationResult, evd: dict[str, Any], target_epsilon: float, delta: float, default_orders: bool
-) -> dict[str, Any]:
+) -> CalibrationAnswer:
     """The ``/v1/calibrate`` answer of the accountant's calibration ``res`` (event ``evd`` solved)."""
-    out: dict[str, Any] = {
+    head: _CalibrationHead = {
         "event": evd,
         "epsilon": float(res.epsilon),
         "delta": float(delta),
@@ -411,14 +476,16 @@ def _calibration_answer(
         "value": res.value,
         "target": {"epsilon": float(target_epsilon), "delta": float(delta)},
         "default_orders": default_orders,
+        "direction": res.direction,
     }
-    out["direction"] = res.direction
-    if default_orders:
-        out["grid_version"] = accountant.DEFAULT_GRID_VERSION
-    out["at_limit"] = bool(res.at_limit)
-    out["notes"] = [res.note] if res.note else []
-    out["evaluations"] = int(res.evaluations)
-    return out
+    grid: _GridVersion = {"grid_version": accountant.DEFAULT_GRID_VERSION} if default_orders else {}
+    return {
+        **head,
+        **grid,
+        "at_limit": bool(res.at_limit),
+        "notes": [res.note] if res.note else [],
+        "evaluations": int(res.evaluations),
+    }
 
 
 def _replace_field(ev: Event, name: str, value: float) -> Event:

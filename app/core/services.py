@@ -16,7 +16,7 @@ import hmac
 import json
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -182,7 +182,7 @@ class ComputeService:
         key: str,
         caller: Caller,
         request: Request,
-        fn: Callable[..., dict[str, Any]],
+        fn: Callable[..., Mapping[str, Any]],
         *args: Any,
     ) -> Response:
         """The cached answer of (endpoint, key), or computed, cached and returned. The raw body is
