@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import logging
 import math
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -83,7 +84,7 @@ def _sanitize_str(s: str) -> str:
     return s if len(s) <= 200 else s[:200] + f"… ({len(s)} characters)"
 
 
-def _sanitize_dict(obj: dict, depth: int) -> dict[str, Any]:
+def _sanitize_dict(obj: dict[Any, Any], depth: int) -> dict[str, Any]:
     items = list(obj.items())
     out = {str(k): _sanitize(v, depth + 1) for k, v in items[:20]}
     if len(items) > 20:
@@ -91,7 +92,7 @@ def _sanitize_dict(obj: dict, depth: int) -> dict[str, Any]:
     return out
 
 
-def _sanitize_list(obj: list | tuple, depth: int) -> list[Any]:
+def _sanitize_list(obj: list[Any] | tuple[Any, ...], depth: int) -> list[Any]:
     out = [_sanitize(v, depth + 1) for v in obj[:10]]
     if len(obj) > 10:
         out.append(f"… ({len(obj)} items)")
@@ -139,7 +140,7 @@ def _error(status: int, detail: Any, headers: dict[str, str] | None = None, **ex
 
 
 @asynccontextmanager
-async def _lifespan(app: FastAPI):
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     services: Services = app.state.services
     logging.captureWarnings(True)  # warnings become (JSON) log records, not raw stderr text
     if services.settings.malloc_tuning and services.served:
@@ -345,7 +346,7 @@ def create_served_app() -> FastAPI:
     return create_app(Settings(), served=True)
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> FastAPI:
     """``app.main.app``: the app with the environment's settings, created on first access."""
     if name == "app":
         app = create_app()

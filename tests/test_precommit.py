@@ -19,19 +19,12 @@ def _hooks() -> dict[str, dict]:
 
 def test_one_local_hook_per_enforced_linter():
     hooks = _hooks()
-    assert set(hooks) == {"ruff", "ruff-format", "mypy", "mypy-service", "import-linter"}
+    assert set(hooks) == {"ruff", "ruff-format", "mypy", "import-linter"}
     assert all(h["language"] == "system" for h in hooks.values())
     entries = {k: h["entry"].split() for k, h in hooks.items()}
     assert entries["ruff"][:2] == ["ruff", "check"] and entries["ruff-format"][:2] == ["ruff", "format"]
-    # mypy as tests/test_typing.py runs it: the project's configuration, its files, then the service
+    # mypy as tests/test_typing.py runs it: the project's one strict configuration over its files
     assert entries["mypy"] == ["mypy", "--config-file", "pyproject.toml"]
-    assert entries["mypy-service"] == [
-        "mypy",
-        "--config-file",
-        "pyproject.toml",
-        "app",
-        "client/privacy_accountant",
-    ]
     assert entries["import-linter"][0] == "lint-imports"
-    for name in ("mypy", "mypy-service", "import-linter"):  # whole-project checks
+    for name in ("mypy", "import-linter"):  # whole-project checks
         assert hooks[name]["pass_filenames"] is False, name

@@ -18,9 +18,9 @@ capacity (:mod:`app.core.admission`), and an invalid one is a ``401``.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -74,7 +74,7 @@ async def get_api_keys(request: Request) -> list[ApiKey]:
 
 async def get_db(request: Request) -> Database:
     """The ledger database: ``app.state.ledger_db`` if set (tests), else the settings' URL."""
-    db = getattr(request.app.state, "ledger_db", None)
+    db: Database | None = getattr(request.app.state, "ledger_db", None)
     if db is not None:
         return db
     svc = services(request)
@@ -113,11 +113,11 @@ async def computed(request: Request, actor: Actor, fn: Callable[..., T], *args: 
     return result
 
 
-#: the dependency of every ledger write route (after authentication, so only known callers queue)
-WRITE_TURN = Depends(write_turn, scope="function")
+#: the keys as configured, or as (key, role, name) triples where tests override them
+KeysLike = Sequence[ApiKey | tuple[bytes, str, str]]
 
 
-def _as_api_keys(keys: list) -> list[ApiKey]:
+def _as_api_keys(keys: KeysLike) -> list[ApiKey]:
     """Accept (key, role, name) triples too (tests override the keys that way)."""
     from app.core.services import idempotency_scope
 
@@ -133,7 +133,7 @@ def _as_api_keys(keys: list) -> list[ApiKey]:
 
 async def authenticate(
     credentials: HTTPAuthorizationCredentials | None = Depends(_bearer),
-    keys: list = Depends(get_api_keys),
+    keys: KeysLike = Depends(get_api_keys),
 ) -> Actor:
     if credentials is None or (credentials.scheme or "").lower() != "bearer" or not credentials.credentials:
         raise AuthError(
@@ -162,7 +162,7 @@ require_charger = require_roles(*CHARGE_ROLES)
 require_admin = require_roles(*ADMIN_ROLES)
 
 
-async def compute_caller(request: Request, keys: list = Depends(get_api_keys)) -> Caller:
+async def compute_caller(request: Request, keys: KeysLike = Depends(get_api_keys)) -> Caller:
     """The class of a computation request: ``keyed`` with a valid key, ``anonymous`` without one
     (``401`` when anonymous computation is switched off, or the key presented is not valid)."""
     header = request.headers.get("authorization")
@@ -184,3 +184,19 @@ async def compute_caller(request: Request, keys: list = Depends(get_api_keys)) -
             + ("" if keys else NO_KEYS),
         )
     return Caller("keyed", actor)
+
+
+# ---- the dependencies routes declare, one line each (FastAPI: "share Annotated dependencies")
+
+#: the ledger database
+DbDep = Annotated[Database, Depends(get_db)]
+#: a caller with any role (reads)
+ReaderDep = Annotated[Actor, Depends(require_reader)]
+#: a caller that may charge (admin, pipeline)
+ChargerDep = Annotated[Actor, Depends(require_charger)]
+#: an admin
+AdminDep = Annotated[Actor, Depends(require_admin)]
+#: the class of a computation request (keyed or anonymous)
+CallerDep = Annotated[Caller, Depends(compute_caller)]
+#: the ledger write turn, held for the route (after authentication, so only known callers queue)
+WriteTurnDep = Annotated[None, Depends(write_turn, scope="function")]

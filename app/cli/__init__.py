@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from app.cli.errors import EXIT_USAGE, CliError
 from app.cli.ledger import LedgerCliError
 from app.cli.parser import build_parser
-from app.cli.serve import SETTINGS_HELP, uvicorn_options
+from app.cli.serve import uvicorn_options
 
 
 def _ledger_error(exc: Exception) -> int | None:
@@ -64,7 +64,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         if getattr(a, "serve", False):
-            return a.func(a)
+            status: int = a.func(a)
+            return status
         with warnings.catch_warnings():  # numpy overflow notes (an unbounded curve is reported as such)
             warnings.simplefilter("ignore", RuntimeWarning)
             res, text = a.func(a)
@@ -104,4 +105,4 @@ def _failure(exc: BaseException) -> int | None:
     return None
 
 
-__all__ = ["EXIT_USAGE", "SETTINGS_HELP", "CliError", "build_parser", "main", "uvicorn_options"]
+__all__ = ["EXIT_USAGE", "CliError", "build_parser", "main", "uvicorn_options"]

@@ -3,17 +3,22 @@ computation functions run in this process, no server needed."""
 
 from __future__ import annotations
 
+import argparse
 import sys
 import threading
 import time
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from app.cli.errors import CliError
 from app.cli.events import events_from_args, flag_event, json_event, pydantic_msg
 from app.cli.output import event_str, notes_text, orders_line, table
 
+if TYPE_CHECKING:
+    from app.core.compute import GuaranteeAnswer
 
-def cmd_rdp(a) -> tuple[dict, str]:
+
+def cmd_rdp(a: argparse.Namespace) -> tuple[Mapping[str, Any], str]:
     from app.core.compute import rdp_result
 
     evs = events_from_args(a)
@@ -29,7 +34,7 @@ def cmd_rdp(a) -> tuple[dict, str]:
     return res, text
 
 
-def _guarantee_text(res: dict, events: list[dict]) -> str:
+def _guarantee_text(res: GuaranteeAnswer, events: list[dict[str, Any]]) -> str:
     rows = [
         ("epsilon (ε)", res["epsilon"]),
         ("delta (δ)", res["delta"]),
@@ -53,7 +58,7 @@ def _guarantee_text(res: dict, events: list[dict]) -> str:
     return text + notes_text(res)
 
 
-def cmd_epsilon(a) -> tuple[dict, str]:
+def cmd_epsilon(a: argparse.Namespace) -> tuple[Mapping[str, Any], str]:
     from app.core.compute import epsilon_result
 
     evs = events_from_args(a)
@@ -61,7 +66,7 @@ def cmd_epsilon(a) -> tuple[dict, str]:
     return res, _guarantee_text(res, evs)
 
 
-def cmd_delta(a) -> tuple[dict, str]:
+def cmd_delta(a: argparse.Namespace) -> tuple[Mapping[str, Any], str]:
     from app.core.compute import delta_result
 
     evs = events_from_args(a)
@@ -69,7 +74,7 @@ def cmd_delta(a) -> tuple[dict, str]:
     return res, _guarantee_text(res, evs)
 
 
-def cmd_calibrate(a) -> tuple[dict, str]:
+def cmd_calibrate(a: argparse.Namespace) -> tuple[Mapping[str, Any], str]:
     from pydantic import ValidationError
 
     from app.core.compute import calibrate_result
@@ -77,7 +82,7 @@ def cmd_calibrate(a) -> tuple[dict, str]:
 
     if a.target_epsilon is None:
         raise CliError("give the target ε: --epsilon E (with --delta D)")
-    ev: dict | None
+    ev: dict[str, Any] | None
     if a.event:
         ev = json_event(a.event)
     else:
@@ -113,7 +118,7 @@ def cmd_calibrate(a) -> tuple[dict, str]:
 
     done = threading.Event()
 
-    def ticker():  # a single slow evaluation still shows signs of life
+    def ticker() -> None:  # a single slow evaluation still shows signs of life
         while not done.wait(2.0):
             say(f"  … still searching ({time.monotonic() - t0:.0f} s)")
 

@@ -6,11 +6,13 @@ from __future__ import annotations
 import argparse
 import json
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from app.cli.errors import CliError
 
 if TYPE_CHECKING:
+    from pydantic import ValidationError
+
     from accountant.events import Spec
 
 
@@ -32,7 +34,7 @@ def _event_flags() -> dict[str, tuple[str, Spec, str]]:
     }
 
 
-def _flag_type(spec) -> object:
+def _flag_type(spec: Spec) -> object:
     return {"integer": _int, "number": float, "numbers": floats, "events": _json_events}.get(spec.kind, str)
 
 
@@ -51,7 +53,7 @@ def add_event_flags(p: argparse.ArgumentParser, partial: bool = False) -> None:
         names = (
             [f"--{flag}"] + (["-T"] if flag == "count" else []) + (["--eps0"] if flag == "epsilon0" else [])
         )
-        kw: dict = {
+        kw: dict[str, Any] = {
             "dest": dest,
             "help": help_,
             "type": _flag_type(spec),
@@ -96,7 +98,7 @@ def floats(s: str) -> list[float]:
     return out
 
 
-def flag_event(a: argparse.Namespace) -> dict | None:
+def flag_event(a: argparse.Namespace) -> dict[str, Any] | None:
     fields = {spec_name: getattr(a, dest) for dest, spec_name in _flag_fields().items()}
     if a.mechanism is None:
         if any(v is not None for v in fields.values()):
@@ -116,7 +118,7 @@ def _flag_fields() -> dict[str, str]:
     return out
 
 
-def _json_events(s: str) -> list:
+def _json_events(s: str) -> list[dict[str, Any]]:
     try:
         d = json.loads(s)
     except json.JSONDecodeError as exc:
@@ -130,7 +132,7 @@ def _json_events(s: str) -> list:
     return d
 
 
-def json_event(s: str) -> dict:
+def json_event(s: str) -> dict[str, Any]:
     try:
         d = json.loads(s, parse_constant=lambda c: (_ for _ in ()).throw(CliError(f"{c} is not a number")))
     except json.JSONDecodeError as exc:
@@ -140,7 +142,7 @@ def json_event(s: str) -> dict:
     return d
 
 
-def _validate_events(dicts: list[dict]) -> list[dict]:
+def _validate_events(dicts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     from pydantic import ValidationError
 
     from app.schemas.events import parse_event
@@ -154,7 +156,7 @@ def _validate_events(dicts: list[dict]) -> list[dict]:
     return out
 
 
-def pydantic_msg(exc) -> str:
+def pydantic_msg(exc: ValidationError) -> str:
     lines = []
     for e in exc.errors():
         loc = ".".join(str(x) for x in e["loc"] if not _is_model_tag(x))
@@ -162,14 +164,14 @@ def pydantic_msg(exc) -> str:
     return "\n".join(lines)
 
 
-def _is_model_tag(x) -> bool:
+def _is_model_tag(x: object) -> bool:
     """pydantic's union tags in error locations (event type names) say nothing to a user."""
     import accountant
 
     return isinstance(x, str) and (x in accountant.EVENT_TYPES or x.startswith(("Partial", "Inner")))
 
 
-def events_from_args(a: argparse.Namespace) -> list[dict]:
+def events_from_args(a: argparse.Namespace) -> list[dict[str, Any]]:
     dicts = [json_event(s) for s in a.event]
     fe = flag_event(a)
     if fe is not None:

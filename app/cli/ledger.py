@@ -16,12 +16,35 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol
 
 from app.cli.errors import CliError
 from app.cli.events import events_from_args, json_event
 from app.cli.output import table
+
+if TYPE_CHECKING:  # the SDK is imported when a ledger command runs, not at start
+    from privacy_accountant import AccountantClient, BudgetExceeded
+    from privacy_accountant import models as m
+
+
+class _Cursor(Protocol):
+    """A page of a listing (users, charges, cohorts, members)."""
+
+    @property
+    def next_cursor(self) -> str | None: ...
+
+
+class _Page(_Cursor, Protocol):
+    """A page that counts its matches."""
+
+    @property
+    def total(self) -> int: ...
+
+    @property
+    def offset(self) -> int: ...
+
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 EXIT_REFUSED = 3
@@ -45,7 +68,7 @@ class LedgerCliError(Exception):
 
 
 # ------------------------------------------------------------------------------------------ helpers
-def _client(a: argparse.Namespace):
+def _client(a: argparse.Namespace) -> AccountantClient:
     from privacy_accountant import AccountantClient
 
     key = a.api_key or os.environ.get("ACCOUNTANT_API_KEY")
@@ -67,28 +90,29 @@ def _f(x: Any, digits: int = 6) -> str:
     return str(x)
 
 
-def _time(t) -> str:
+def _time(t: datetime | None) -> str:
     return "never" if t is None else t.strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def _page_line(page, shown: int, after: str | None = None) -> str:
+def _page_line(page: _Page, shown: int, after: str | None = None) -> str:
     if not page.total:
         return "no matches"
     where = f"{shown} after the cursor" if after else f"{page.offset + 1}–{page.offset + shown}"
     return f"{where} of {page.total}" + _next_page(page)
 
 
-def _next_page(page) -> str:
+def _next_page(page: _Cursor) -> str:
     """Where the next page starts: the page's cursor (any depth, as cheap as the first page)."""
     return f" (next page: --cursor {page.next_cursor})" if page.next_cursor else ""
 
 
-def _event_text(ev) -> str:
-    d = ev.to_dict() if hasattr(ev, "to_dict") else dict(ev)
-    return d.get("mechanism", "?") + " " + " ".join(f"{k}={_f(v)}" for k, v in d.items() if k != "mechanism")
+def _event_text(ev: m.EventData | Mapping[str, Any]) -> str:
+    d: dict[str, Any] = ev.to_dict() if hasattr(ev, "to_dict") else dict(ev)
+    mechanism: str = d.get("mechanism", "?")
+    return mechanism + " " + " ".join(f"{k}={_f(v)}" for k, v in d.items() if k != "mechanism")
 
 
-def _user_rows(u) -> list[tuple[str, str]]:
+def _user_rows(u: m.User) -> list[tuple[str, str]]:
     rows = [
         ("user", u.user_id),
         ("policy", u.policy),
@@ -99,14 +123,15 @@ def _user_rows(u) -> list[tuple[str, str]]:
     ]
     if u.filter is not None:
         rows.append(("filter", f"α_f = {_f(u.filter.order)}, B(α_f) = {_f(u.filter.order_budget)}"))
-    if getattr(u, "last_charge_at", None) is not None:
-        rows.append(("last charge", _time(u.last_charge_at)))
+    last_charge_at = getattr(u, "last_charge_at", None)  # listed users carry it
+    if last_charge_at is not None:
+        rows.append(("last charge", _time(last_charge_at)))
     rows.append(("created", _time(u.created_at)))
     return rows
 
 
 # ------------------------------------------------------------------------------------------ users
-def users_list(a) -> tuple[dict, str]:
+def users_list(a: argparse.Namespace) -> tuple[dict[str, Any], str]:
     with _client(a) as c:
         page = c.list_users(
             a.limit,
@@ -135,7 +160,7 @@ def users_list(a) -> tuple[dict, str]:
     return page.to_dict(), text
 
 
-def users_show(a) -> tuple[dict, str]:
+def users_show(a: argparse.Namespace) -> tuple[dict[str, Any], str]:
     with _client(a) as c:
         u = c.get_user(a.user)
         cohorts = c.user_cohorts(a.user)
@@ -146,7 +171,7 @@ def users_show(a) -> tuple[dict, str]:
     return u.to_dict(), text
 
 
-def users_put(a) -> tuple[dict, str]:
+def users_put(a: argparse.Namespace) -> tuple[dict[str, Any], str]:
     planned = json_event(a.planned_event) if a.planned_event else None
     if a.policy == "declared" and (a.filter_order is not None or planned is not None):
         raise CliError("--filter-order and --planned-event belong to --policy filter")
@@ -162,7 +187,7 @@ def users_put(a) -> tuple[dict, str]:
 
 
 # ------------------------------------------------------------------------------------------ charges
-def charges_list(a) -> tuple[dict, str]:
+def charges_list(a: argparse.Namespace) -> tuple[dict[str, Any], str]:
     with _client(a) as c:
         page = c.user_charges(a.user, a.limit, a.offset, cursor=a.cursor)
     rows = [
@@ -180,7 +205,7 @@ def charges_list(a) -> tuple[dict, str]:
     return page.to_dict(), text
 
 
-def charges_create(a) -> tuple[dict, str]:
+def charges_create(a: argparse.Namespace) -> tuple[dict[str, Any], str]:
     users = [u for group in a.users or [] for u in group.split(",") if u]
     if bool(users) == bool(a.cohort):
         raise CliError("give the users to charge (--users alice,bob) or a cohort (--cohort NAME), not both")
@@ -197,7 +222,7 @@ def charges_create(a) -> tuple[dict, str]:
     return r.to_dict(), table(_charge_rows(r))
 
 
-def _charge_rows(r) -> list[tuple[str, str]]:
+def _charge_rows(r: m.Charge) -> list[tuple[str, str]]:
     replayed = " (replayed: this key was already used; not charged again)" if r.replayed else ""
     rows = [
         ("charge", r.charge_id),
@@ -211,7 +236,7 @@ def _charge_rows(r) -> list[tuple[str, str]]:
     return rows
 
 
-def _refusal_text(exc) -> str:
+def _refusal_text(exc: BudgetExceeded) -> str:
     rows = [(r.user_id, _f(r.remaining_epsilon), _f(r.cost_epsilon)) for r in exc.refusals]
     more = exc.refused_count - len(rows)
     # the service's message names the refusal itself ("charge refused: …"): said once
@@ -225,7 +250,7 @@ def _refusal_text(exc) -> str:
 
 
 # ------------------------------------------------------------------------------------------ cohorts
-def cohorts_list(a) -> tuple[dict, str]:
+def cohorts_list(a: argparse.Namespace) -> tuple[dict[str, Any], str]:
     with _client(a) as c:
         page = c.list_cohorts(a.limit, a.offset, prefix=a.prefix, cursor=a.cursor)
     rows = [
@@ -238,7 +263,7 @@ def cohorts_list(a) -> tuple[dict, str]:
     return page.to_dict(), text
 
 
-def cohorts_show(a) -> tuple[dict, str]:
+def cohorts_show(a: argparse.Namespace) -> tuple[dict[str, Any], str]:
     with _client(a) as c:
         x = c.get_cohort(a.cohort)
         members = (
@@ -260,7 +285,7 @@ def cohorts_show(a) -> tuple[dict, str]:
     return res, text
 
 
-def _user_set(a) -> dict:
+def _user_set(a: argparse.Namespace) -> dict[str, Any]:
     if a.users and a.count is not None:
         raise CliError("give user ids or --id-prefix/--start/--count, not both")
     if a.count is not None:
@@ -268,7 +293,7 @@ def _user_set(a) -> dict:
     return {"users": list(a.users)} if a.users else {}
 
 
-def cohorts_add(a) -> tuple[dict, str]:
+def cohorts_add(a: argparse.Namespace) -> tuple[dict[str, Any], str]:
     from privacy_accountant import NotFound
 
     who = _user_set(a)
@@ -289,7 +314,7 @@ def cohorts_add(a) -> tuple[dict, str]:
     return r.to_dict(), "\n".join(lines)
 
 
-def cohorts_remove(a) -> tuple[dict, str]:
+def cohorts_remove(a: argparse.Namespace) -> tuple[dict[str, Any], str]:
     who = _user_set(a)
     if not who:
         raise CliError("give the user ids to remove (or --id-prefix/--start/--count)")
@@ -325,7 +350,13 @@ def _paging(p: argparse.ArgumentParser, default: int = 50) -> None:
     )
 
 
-def _sub(sub, name: str, help_: str, func: Callable, **kw) -> argparse.ArgumentParser:
+def _sub(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    help_: str,
+    func: Callable[[argparse.Namespace], tuple[dict[str, Any], str]],
+    **kw: Any,
+) -> argparse.ArgumentParser:
     p = sub.add_parser(
         name, help=help_, description=help_, formatter_class=argparse.RawDescriptionHelpFormatter, **kw
     )
@@ -333,7 +364,10 @@ def _sub(sub, name: str, help_: str, func: Callable, **kw) -> argparse.ArgumentP
     return p
 
 
-def add_ledger_commands(sub, add_event_flags: Callable) -> None:
+def add_ledger_commands(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    add_event_flags: Callable[[argparse.ArgumentParser], None],
+) -> None:
     """``users``, ``charges`` and ``cohorts`` with their subcommands."""
     epilog = CONNECTION_HELP
     users = sub.add_parser("users", help="list, show or create/update users of a running service")

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 
-def fmt(x) -> str:
+def fmt(x: object) -> str:
     if x is None:
         return "unbounded"
     if isinstance(x, (list, dict)):
@@ -16,11 +17,12 @@ def fmt(x) -> str:
     return str(x)
 
 
-def event_str(e: dict) -> str:
-    return e["mechanism"] + " " + " ".join(f"{k}={fmt(v)}" for k, v in e.items() if k != "mechanism")
+def event_str(e: dict[str, Any]) -> str:
+    mechanism: str = e["mechanism"]
+    return mechanism + " " + " ".join(f"{k}={fmt(v)}" for k, v in e.items() if k != "mechanism")
 
 
-def table(rows: Sequence[Sequence], header: Sequence[str] | None = None) -> str:
+def table(rows: Sequence[Sequence[object]], header: Sequence[str] | None = None) -> str:
     cells = [[c if isinstance(c, str) else fmt(c) for c in r] for r in rows]
     allr = ([list(header)] if header else []) + cells
     widths = [max(len(r[i]) for r in allr) for i in range(len(allr[0]))]
@@ -36,7 +38,7 @@ def _line(cells: Sequence[str], widths: list[int]) -> str:
     return "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
 
 
-def orders_line(res: dict) -> str:
+def orders_line(res: Mapping[str, Any]) -> str:
     if res.get("default_orders"):
         return (
             f"default grid, version {res.get('grid_version')} ({len(res['orders'])} orders, "
@@ -49,6 +51,6 @@ def orders_line(res: dict) -> str:
     )
 
 
-def notes_text(res: dict) -> str:
+def notes_text(res: Mapping[str, Any]) -> str:
     notes = res.get("notes") or []
     return "".join(f"\nnote: {n}" for n in notes)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
 from app.cli.compute import cmd_calibrate, cmd_delta, cmd_epsilon, cmd_rdp
 from app.cli.events import add_event_flags, floats
@@ -10,7 +11,7 @@ from app.cli.ledger import add_ledger_commands
 from app.cli.serve import cmd_serve, settings_epilog
 
 
-def _int_in(lo: int, hi: int):
+def _int_in(lo: int, hi: int) -> Callable[[str], int]:
     def parse(s: str) -> int:
         try:
             v = int(s)
@@ -23,7 +24,7 @@ def _int_in(lo: int, hi: int):
     return parse
 
 
-def _solve_for(names: tuple[str, ...]):
+def _solve_for(names: tuple[str, ...]) -> Callable[[str], str]:
     """--solve-for: a calibratable field name, or ``inner[I].FIELD`` (checked by the request model)."""
 
     def parse(s: str) -> str:
@@ -77,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.set_defaults(func=cmd_serve, serve=True)
 
-    def common(q):
+    def common(q: argparse.ArgumentParser) -> None:
         q.add_argument(
             "--orders", type=floats, help="comma-separated Rényi orders (default: the service's grid)"
         )
@@ -85,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
             "--json", action="store_true", help="print the JSON answer (as the HTTP API returns it)"
         )
 
-    def accounting(q):
+    def accounting(q: argparse.ArgumentParser) -> None:
         q.add_argument(
             "--accounting",
             choices=["best", "rdp", "pld"],

@@ -3,16 +3,20 @@ options."""
 
 from __future__ import annotations
 
+import argparse
+import logging
 import os
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.cli.errors import CliError
 
+if TYPE_CHECKING:
+    from app.core.config import Settings
 
-def cmd_serve(a) -> int:
-    import logging
+
+def cmd_serve(a: argparse.Namespace) -> int:
 
     import uvicorn
     from pydantic import ValidationError
@@ -68,13 +72,13 @@ NO_KEYS_WARNING = (
 )
 
 
-def _warn_no_keys(log) -> None:
+def _warn_no_keys(log: logging.Logger) -> None:
     """Say at start that a service without keys refuses every key (on stderr, and in the logs)."""
     log.warning("no API keys configured (ACCOUNTANT_API_KEYS): the ledger and the dashboard refuse every key")
     print(NO_KEYS_WARNING, file=sys.stderr, flush=True)
 
 
-def uvicorn_options(settings, level: str) -> dict:
+def uvicorn_options(settings: Settings, level: str) -> dict[str, Any]:
     """uvicorn's settings, each on purpose (README "Operating it"):
 
     * ``limit_concurrency``: connections + requests in progress per worker; beyond it uvicorn answers
@@ -112,7 +116,7 @@ def uvicorn_options(settings, level: str) -> dict:
     }
 
 
-def _migrate(database_url: str, log) -> None:
+def _migrate(database_url: str, log: logging.Logger) -> None:
     """Bring the ledger schema to head before accepting requests (api.md "Starting it"), in a
     short-lived child process: the server itself never loads Alembic."""
     import multiprocessing
@@ -147,68 +151,15 @@ def _redact(url: str) -> str:
     return url
 
 
-#: what each setting of app.core.config.Settings does, for ``serve --help`` (a test checks that every
-#: setting is described here)
-SETTINGS_HELP: dict[str, str] = {
-    "DATABASE_URL": "SQLAlchemy URL of the ledger database (default sqlite:///./accountant.db, created on "
-    "first start); PostgreSQL: postgresql+psycopg://user:pass@host/db (pip install -e '.[postgres]' in the clone)",
-    "ACCOUNTANT_API_KEYS": "comma-separated key:role pairs, roles admin (everything), pipeline (charge, "
-    "read), viewer (read), e.g. 's3cret-admin:admin,s3cret-ci:pipeline,s3cret-dash:viewer'. Without keys "
-    "the ledger endpoints and the dashboard refuse every request (computation needs no key)",
-    "ACCOUNTANT_LOG_LEVEL": "log level of the JSON logs (also LOG_LEVEL): DEBUG, INFO (default), WARNING, ERROR",
-    "ACCOUNTANT_MAX_BODY_BYTES": "largest request body accepted (default 1048576; larger: 413)",
-    "ACCOUNTANT_ANONYMOUS_COMPUTE": "open (default: the computation endpoints need no key) or key-required",
-    "ACCOUNTANT_COMPUTE_CONCURRENCY": "computations running at once per process (default 0: the CPU count, "
-    "at least 2)",
-    "ACCOUNTANT_KEYED_RESERVED": "of those, slots only requests with a valid key may use (default 1)",
-    "ACCOUNTANT_ANONYMOUS_QUEUE": "anonymous computations that may wait for a slot (default 4; more: 429 "
-    "with Retry-After)",
-    "ACCOUNTANT_KEYED_QUEUE": "keyed computations that may wait for a slot (default 64; more: 503 with "
-    "Retry-After)",
-    "ACCOUNTANT_QUEUE_TIMEOUT": "seconds a computation may wait for a slot (default 10; then 503)",
-    "ACCOUNTANT_COMPUTE_TIME_LIMIT": "seconds from arrival (queue time included) one computation may take "
-    "(default 30; then 400, and a retry continues from the cache)",
-    "ACCOUNTANT_MAX_ORDER_MASS": "work limit of one request: Σ over its distinct events of Σ max(α, 1000) "
-    "over the orders asked for (default 2e7; more: 400)",
-    "ACCOUNTANT_BODY_TIMEOUT": "seconds to receive a whole request body (default 10; then 408 and the "
-    "connection is closed)",
-    "ACCOUNTANT_MAX_INFLIGHT_BODY_BYTES": "bytes of large request bodies held at once (default 32 MiB; "
-    "beyond: 503)",
-    "ACCOUNTANT_RESPONSE_CACHE_BYTES": "bytes of cached computation answers (default 32 MiB)",
-    "ACCOUNTANT_CURVE_CACHE_BYTES": "bytes of expensive curves kept in memory (default 64 MiB)",
-    "ACCOUNTANT_CURVE_STORE": "where expensive curves are kept: database (shared by every process and kept "
-    "across restarts; what serve selects) or memory",
-    "ACCOUNTANT_CURVE_STORE_MAX_ROWS": "curves kept in the shared store (default 50000; oldest evicted)",
-    "ACCOUNTANT_LIMIT_CONCURRENCY": "open connections + requests per worker (default 1000; beyond: 503)",
-    "ACCOUNTANT_KEEPALIVE_TIMEOUT": "seconds an idle keep-alive connection stays open (default 5)",
-    "ACCOUNTANT_MALLOC_TUNING": "1 (default): keep large freed arrays in the heap (glibc), ~10 ms less per "
-    "new clone curve at the price of retained memory; 0 to turn off",
-    "ACCOUNTANT_NUMBA": "1: the compiled kernels of the clone engine (needs the [fast] extra; the same "
-    "bounds, new clone curves ~2x faster; numba is imported at the first new curve); default off",
-    "ACCOUNTANT_DB_TIMEOUT": "seconds a database operation may take: connecting, waiting for a lock, a "
-    "statement (default 5; then 503 with Retry-After, nothing recorded)",
-    "ACCOUNTANT_DB_CONCURRENCY": "database operations at once per process (default 16; more wait)",
-    "ACCOUNTANT_DB_QUEUE": "database operations that may wait (default 256; more: 503)",
-    "ACCOUNTANT_DB_WRITE_LANES": "PostgreSQL: ledger writes at once per process (default 4; the others queue "
-    "in arrival order; SQLite: always one)",
-}
-
-
 def settings_epilog() -> str:
-    lines = ["settings (environment variables, read at start):"]
-    for name, text in SETTINGS_HELP.items():
-        lines.append(f"  {name}")
-        lines.extend("      " + chunk for chunk in _wrap(text, 90))
-    lines.append("")
+    """The epilog of ``serve --help``: every setting, from its declaration
+    (:func:`app.core.settings_reference.epilog`), then what the service serves."""
+    from app.core.settings_reference import epilog
+
+    lines = [epilog(90), ""]
     lines.append(
         "The service migrates the database to the latest schema before it accepts requests, then serves"
     )
     lines.append("the API (/v1/…), its documentation (/docs, /redoc, /openapi.json), the budget dashboard")
     lines.append("(/dashboard), /health and /metrics.")
     return "\n".join(lines)
-
-
-def _wrap(text: str, width: int) -> list[str]:
-    import textwrap
-
-    return textwrap.wrap(text, width, break_on_hyphens=False)

@@ -121,7 +121,7 @@ def install_checkpoint() -> None:
 @dataclass
 class _Waiter:
     kind: Kind
-    future: asyncio.Future = field(repr=False)
+    future: asyncio.Future[bool] = field(repr=False)
 
 
 class Admission:
@@ -236,10 +236,9 @@ class Admission:
         t0 = time.monotonic()
         wait = min(self.queue_timeout, deadline - t0)
         gone_task = asyncio.ensure_future(gone.wait())
+        either: set[asyncio.Future[Any]] = {w.future, gone_task}
         try:
-            await asyncio.wait(
-                {w.future, gone_task}, timeout=max(0.0, wait), return_when=asyncio.FIRST_COMPLETED
-            )
+            await asyncio.wait(either, timeout=max(0.0, wait), return_when=asyncio.FIRST_COMPLETED)
         except BaseException:  # cancelled (shutdown): never leave a slot or a waiter behind
             self._give_up(w)
             raise

@@ -14,14 +14,19 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
+from numpy.typing import ArrayLike
+from typing_extensions import NotRequired
 
 import accountant
-from accountant import AccountantError, InvalidParameter
+from accountant import AccountantError, Event, InvalidParameter, RoutedGuarantee
 from accountant._validation import check_orders
+from accountant.calibration import CalibrationResult
+from accountant.combination import Answer
 from accountant.composition import conversion_orders
+from accountant.events import HeavyPart
 from accountant.orders import EXTENSION_ORDERS, is_default_grid
 from app.core.admission import current_deadline
 from app.schemas.events import MAX_USERS
@@ -43,11 +48,74 @@ def _is_heavy(mechanism: str) -> bool:
     return cls is not None and bool(accountant.event_from_dict(cls.EXAMPLE).heavy_parts())
 
 
+class EventSource(TypedDict):
+    """Which bound gave an event's value at the optimal order."""
+
+    event: int  #: the event's position in the request
+    mechanism: str
+    bound: str
+
+
+class RdpAnswer(TypedDict):
+    """The ``/v1/rdp`` answer (docs/api.md)."""
+
+    orders: list[float | None]
+    rdp: list[float | None]
+    bound: str
+    event: dict[str, Any]
+    sources: list[str]
+    notes: list[str]
+    default_orders: bool
+    grid_version: NotRequired[int]  #: on the default grid only
+
+
+class GuaranteeAnswer(TypedDict):
+    """The ``/v1/epsilon`` and ``/v1/delta`` answer (docs/api.md)."""
+
+    epsilon: float
+    delta: float
+    route: str
+    routes: list[dict[str, Any]]
+    order: float | None
+    orders: list[float | None]
+    rdp: list[float | None]
+    sources: list[EventSource]
+    notes: list[str]
+    default_orders: bool
+    grid_version: NotRequired[int]  #: on the default grid only
+
+
+class _CalibrationHead(TypedDict):
+    event: dict[str, Any]
+    epsilon: float
+    delta: float
+    order: float
+    accounting: str
+    route: str
+    solve_for: str
+    value: float
+    target: dict[str, float]
+    default_orders: bool
+    direction: str
+
+
+class _GridVersion(TypedDict, total=False):
+    grid_version: int
+
+
+class CalibrationAnswer(_CalibrationHead, _GridVersion):
+    """The ``/v1/calibrate`` answer (docs/api.md)."""
+
+    at_limit: bool
+    notes: list[str]
+    evaluations: int
+
+
 class WorkLimitExceeded(InvalidParameter):
     """The request asks for more computation than one request may use."""
 
 
-def _finite_list(a) -> list[float | None]:
+def _finite_list(a: ArrayLike) -> list[float | None]:
     return [float(x) if math.isfinite(x) else None for x in np.asarray(a, dtype=float).tolist()]
 
 
@@ -64,12 +132,12 @@ _LIGHT_EVENT = 1000.0
 _LIGHT_ITEM = 2.0
 
 
-def _items(ev) -> int:
+def _items(ev: Event) -> int:
     """How many numbers an event carries in its list fields (an rdp_curve's points)."""
     return sum(len(v) for v in vars(ev).values() if isinstance(v, tuple))
 
 
-def work_estimate(events: Sequence, orders: np.ndarray, convert: bool) -> tuple[float, int]:
+def work_estimate(events: Sequence[Event | _Mech], orders: np.ndarray, convert: bool) -> tuple[float, int]:
     """(estimated cost, number of distinct costly curves) of evaluating ``events`` on ``orders``.
 
     Costly curves (``Event.heavy_parts``, e.g. the clone bound of a shuffle event): Σ over the
@@ -80,13 +148,18 @@ def work_estimate(events: Sequence, orders: np.ndarray, convert: bool) -> tuple[
     per_heavy = float(np.maximum(orders, _MASS_FLOOR).sum())
     if convert:
         per_heavy += _REFINE * max(float(orders.max()) * 1.25, _MASS_FLOOR)
-    units = {(e.with_count(1) if e.count != 1 else e) for e in events if not e.heavy_parts()}
+    # a _Mech stands for a costly curve: never a cheap unit
+    units = {
+        (e.with_count(1) if e.count != 1 else e)
+        for e in events
+        if isinstance(e, Event) and not e.heavy_parts()
+    }
     evaluations = orders.size + (_REFINE if convert else 0)
     light = sum(_LIGHT_EVENT + _LIGHT_ITEM * (_items(u) + evaluations) for u in units)
     return per_heavy * len(heavy) + light, len(heavy)
 
 
-def extension_fits(events: Sequence, orders: np.ndarray, max_mass: float) -> bool:
+def extension_fits(events: Sequence[Event], orders: np.ndarray, max_mass: float) -> bool:
     """Whether a conversion on ``orders`` may try the orders above the default grid
     (``accountant.epsilon_guarantee(..., extend=...)``): only on the default grid, and only while
     the estimate with their work (:data:`_EXTENSION_MASS` per distinct costly curve) stays within
@@ -97,7 +170,7 @@ def extension_fits(events: Sequence, orders: np.ndarray, max_mass: float) -> boo
     return mass + n_heavy * _EXTENSION_MASS <= max_mass
 
 
-def check_work(events: Sequence, orders: np.ndarray, max_mass: float, convert: bool) -> None:
+def check_work(events: Sequence[Event | _Mech], orders: np.ndarray, max_mass: float, convert: bool) -> None:
     """Refuse requests whose estimated cost (:func:`work_estimate`) exceeds ``max_mass``."""
     mass, n_heavy = work_estimate(events, orders, convert)
     if mass > max_mass:
@@ -113,14 +186,17 @@ def check_work(events: Sequence, orders: np.ndarray, max_mass: float, convert: b
         )
 
 
-def _curve_sources(ev, orders: np.ndarray, bound: str) -> tuple[list[str], list[str]]:
+def _curve_sources(ev: Event, orders: np.ndarray, bound: str) -> tuple[list[str], list[str]]:
     """Per-order name of the bound that gave each value, and the accountant's notes."""
     return ev.curve_sources(orders, bound)
 
 
 def rdp_result(
-    event: dict, orders: Sequence[float] | None = None, bound: str = "upper", max_mass: float = math.inf
-) -> dict:
+    event: dict[str, Any],
+    orders: Sequence[float] | None = None,
+    bound: str = "upper",
+    max_mass: float = math.inf,
+) -> RdpAnswer:
     """``/v1/rdp``: the curve of one event (× count), which bound gave each value, and notes."""
     ev = accountant.event_from_dict(event)
     grid = _orders_array(orders)
@@ -129,7 +205,7 @@ def rdp_result(
     sources, notes = _curve_sources(ev, grid, bound)
     if ev.zeta > 0:
         notes = [*notes, _zeta_note(ev)]
-    out = {
+    out: RdpAnswer = {
         "orders": _finite_list(grid),
         "rdp": _finite_list(rdp),
         "bound": bound,
@@ -143,14 +219,14 @@ def rdp_result(
     return out
 
 
-def _zeta_note(ev) -> str:
+def _zeta_note(ev: Event) -> str:
     return (
         f"this curve holds outside a failure event of probability zeta = {ev.zeta:.6g} per repetition: it is "
         f"not an RDP bound alone; /v1/epsilon and /v1/delta add count·zeta = {ev.additive_delta():.6g} to delta"
     )
 
 
-def _combination_note(d) -> str:
+def _combination_note(d: Answer) -> str:
     """How the RDP part, the additive δ and the (ε, δ) releases were joined (accountant.combination)."""
     if d.method == "split":
         return (
@@ -166,15 +242,15 @@ def _combination_note(d) -> str:
     return f"additive δ {d.zeta:.6g} (Σ count·zeta); the RDP part was converted at δ − {d.zeta:.6g} = {d.delta_rdp:.6g}"
 
 
-def _event_sources(evs: list, grid: np.ndarray, order: float) -> tuple[list[dict], list[str]]:
+def _event_sources(evs: list[Event], grid: np.ndarray, order: float) -> tuple[list[EventSource], list[str]]:
     """For each event, the bound that gave its value at the optimal order. A costly event is asked
     on the orders its curve was computed on (so the answer comes from the curve caches); a cheap
     one only at the optimal order."""
     o_full: np.ndarray | None = None
     at = np.array([order])
-    sources: list[dict] = []
+    sources: list[EventSource] = []
     notes: list[str] = []
-    seen: dict[Any, tuple[str, list[str]]] = {}
+    seen: dict[Event, tuple[str, list[str]]] = {}
     for i, ev in enumerate(evs):
         unit = ev.with_count(1) if ev.count != 1 else ev
         if unit not in seen:
@@ -193,13 +269,13 @@ def _event_sources(evs: list, grid: np.ndarray, order: float) -> tuple[list[dict
     return sources, notes
 
 
-def _prewarm(evs: list, grid: np.ndarray, deadline: float | None) -> None:
+def _prewarm(evs: list[Event], grid: np.ndarray, deadline: float | None) -> None:
     """Compute each distinct event's curve (cached by the accountant) one at a time, so that a
     request with many expensive events stops at the deadline instead of running for minutes;
     a retry continues from the cache."""
     if deadline is None:
         return
-    done: set = set()
+    done: set[Event] = set()
     for ev in evs:
         unit = ev.with_count(1) if ev.count != 1 else ev
         if unit in done or not unit.heavy_parts():
@@ -230,14 +306,14 @@ def _order_note(order: float, grid: np.ndarray, extended: bool) -> str:
 
 
 def _guarantee_result(
-    fn: Callable,
-    events: Sequence[dict],
+    fn: Callable[..., RoutedGuarantee],
+    events: Sequence[dict[str, Any]],
     value: float,
     orders: Sequence[float] | None,
     max_mass: float,
     time_limit: float | None,
     accounting: str,
-) -> dict:
+) -> GuaranteeAnswer:
     if not events:
         raise InvalidParameter("events must not be empty: give at least one event to compose")
     accountant.routes.check_accounting(accounting)
@@ -250,7 +326,7 @@ def _guarantee_result(
         _prewarm(evs, grid, deadline)
     r = fn(evs, value, grid, accounting, extend=extend)
     g = r.rdp
-    out: dict[str, Any] = {
+    out: GuaranteeAnswer = {
         "epsilon": float(r.epsilon),
         "delta": float(r.delta),
         "route": r.route,
@@ -268,27 +344,30 @@ def _guarantee_result(
             notes.append(_combination_note(g.detail))
         if g.order not in set(grid.tolist()):
             notes.append(_order_note(g.order, grid, extend))
-        out.update(order=float(g.order), orders=_finite_list(g.orders), rdp=_finite_list(g.rdp))
-        out.update(sources=sources, notes=notes)
+        out["order"] = float(g.order)
+        out["orders"] = _finite_list(g.orders)
+        out["rdp"] = _finite_list(g.rdp)
+        out["sources"] = sources
+        out["notes"] = notes
     if r.route != "rdp":
         won = next(v for v in r.routes if v.route == r.route)
         out["notes"].append(f"the {r.route} route gave the answer: {won.note}")
     if orders is None:
         out["grid_version"] = accountant.DEFAULT_GRID_VERSION
-    for k in ("epsilon", "delta"):
-        if not math.isfinite(out[k]):  # pragma: no cover - the accountant never returns these
+    for k, v in (("epsilon", out["epsilon"]), ("delta", out["delta"])):
+        if not math.isfinite(v):  # pragma: no cover - the accountant never returns these
             raise InvalidParameter(f"no finite {k} exists for this composition")
     return out
 
 
 def epsilon_result(
-    events: Sequence[dict],
+    events: Sequence[dict[str, Any]],
     delta: float,
     orders: Sequence[float] | None = None,
     max_mass: float = math.inf,
     time_limit: float | None = None,
     accounting: str = "best",
-) -> dict:
+) -> GuaranteeAnswer:
     """``/v1/epsilon``: compose ``events`` and convert to ε at ``delta`` (by ``accounting``)."""
     return _guarantee_result(
         accountant.epsilon_routed, events, delta, orders, max_mass, time_limit, accounting
@@ -296,13 +375,13 @@ def epsilon_result(
 
 
 def delta_result(
-    events: Sequence[dict],
+    events: Sequence[dict[str, Any]],
     epsilon: float,
     orders: Sequence[float] | None = None,
     max_mass: float = math.inf,
     time_limit: float | None = None,
     accounting: str = "best",
-) -> dict:
+) -> GuaranteeAnswer:
     """``/v1/delta``: compose ``events`` and convert to δ at ``epsilon`` (by ``accounting``)."""
     return _guarantee_result(
         accountant.delta_routed, events, epsilon, orders, max_mass, time_limit, accounting
@@ -310,7 +389,7 @@ def delta_result(
 
 
 def calibrate_result(
-    event: dict,
+    event: dict[str, Any],
     solve_for: str,
     target_epsilon: float,
     delta: float,
@@ -318,7 +397,7 @@ def calibrate_result(
     max_mass: float = math.inf,
     progress: Callable[[float, float], None] | None = None,
     accounting: str = "best",
-) -> dict:
+) -> CalibrationAnswer:
     """``/v1/calibrate``: solve for one unknown of ``event`` so that ε(event) ≤ target at δ.
 
     ``progress(fraction, epsilon)`` is passed to :func:`accountant.calibrate` (called after each
@@ -354,7 +433,7 @@ def calibrate_result(
 
 
 def _calibration_grid(
-    event: dict, solve_for: str, orders: Sequence[float] | None, max_mass: float
+    event: dict[str, Any], solve_for: str, orders: Sequence[float] | None, max_mass: float
 ) -> np.ndarray | None:
     """The orders of a calibration (None: the accountant's default grid), once the request is
     checked: the unknown left out of the event, the search's work within its budget."""
@@ -370,7 +449,7 @@ def _calibration_grid(
 
 
 def _above_the_cap(
-    ev, needed: str, target_epsilon: float, delta: float, grid: np.ndarray | None, accounting: str
+    ev: Event, needed: str, target_epsilon: float, delta: float, grid: np.ndarray | None, accounting: str
 ) -> accountant.InfeasibleTarget:
     """Solving for n: no n up to ``MAX_USERS`` meets the target; the error says what n = MAX_USERS gives."""
     at_cap = accountant.epsilon_routed([_replace_field(ev, "n", MAX_USERS)], delta, grid, accounting)
@@ -383,10 +462,10 @@ def _above_the_cap(
 
 
 def _calibration_answer(
-    res: Any, evd: dict, target_epsilon: float, delta: float, default_orders: bool
-) -> dict[str, Any]:
+    res: CalibrationResult, evd: dict[str, Any], target_epsilon: float, delta: float, default_orders: bool
+) -> CalibrationAnswer:
     """The ``/v1/calibrate`` answer of the accountant's calibration ``res`` (event ``evd`` solved)."""
-    out: dict[str, Any] = {
+    head: _CalibrationHead = {
         "event": evd,
         "epsilon": float(res.epsilon),
         "delta": float(delta),
@@ -397,17 +476,19 @@ def _calibration_answer(
         "value": res.value,
         "target": {"epsilon": float(target_epsilon), "delta": float(delta)},
         "default_orders": default_orders,
+        "direction": res.direction,
     }
-    out["direction"] = res.direction
-    if default_orders:
-        out["grid_version"] = accountant.DEFAULT_GRID_VERSION
-    out["at_limit"] = bool(res.at_limit)
-    out["notes"] = [res.note] if res.note else []
-    out["evaluations"] = int(res.evaluations)
-    return out
+    grid: _GridVersion = {"grid_version": accountant.DEFAULT_GRID_VERSION} if default_orders else {}
+    return {
+        **head,
+        **grid,
+        "at_limit": bool(res.at_limit),
+        "notes": [res.note] if res.note else [],
+        "evaluations": int(res.evaluations),
+    }
 
 
-def _replace_field(ev, name: str, value):
+def _replace_field(ev: Event, name: str, value: float) -> Event:
     d = ev.to_dict()
     d[name] = value
     return accountant.event_from_dict(d)
@@ -419,8 +500,8 @@ class _Mech:
     def __init__(self, mechanism: str):
         self.mechanism = mechanism
 
-    def heavy_parts(self) -> frozenset:
-        return frozenset({self.mechanism})
+    def heavy_parts(self) -> frozenset[HeavyPart]:
+        return frozenset({(self.mechanism,)})  # a part no real event has: counted once
 
 
 __all__ = [

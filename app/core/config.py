@@ -1,53 +1,9 @@
 """Settings of the service, read from the environment once (pydantic-settings) and passed to
 :func:`app.main.create_app`; nothing reads the environment after that.
 
-Database and keys
-=================================  ==============================================================
-``DATABASE_URL``                   default ``sqlite:///./accountant.db``;
-                                   ``postgresql+psycopg://user:pass@host/db`` for PostgreSQL
-``ACCOUNTANT_API_KEYS``            comma-separated ``key:role`` pairs, roles admin/pipeline/viewer
-``ACCOUNTANT_LOG_LEVEL``           (or ``LOG_LEVEL``) DEBUG/INFO/WARNING/ERROR/CRITICAL, default INFO
-=================================  ==============================================================
-
-Computation (``app.core.admission``)
-=================================  ==============================================================
-``ACCOUNTANT_ANONYMOUS_COMPUTE``   ``open`` (default: the computation endpoints need no key) or
-                                   ``key-required``
-``ACCOUNTANT_COMPUTE_CONCURRENCY`` computations at once per process (default: CPU count, ≥ 2)
-``ACCOUNTANT_KEYED_RESERVED``      of those, slots only requests with a valid key may use (1)
-``ACCOUNTANT_ANONYMOUS_QUEUE``     anonymous requests that may wait for a slot (4); more: ``429``
-``ACCOUNTANT_KEYED_QUEUE``         keyed requests that may wait for a slot (64); more: ``503``
-``ACCOUNTANT_QUEUE_TIMEOUT``       seconds a request may wait for a slot (10); then ``503``
-``ACCOUNTANT_COMPUTE_TIME_LIMIT``  seconds from arrival (queue time included) a computation may
-                                   take (30): composition, calibration, mechanisms
-``ACCOUNTANT_MAX_ORDER_MASS``      work limit of one request (``app.core.compute.check_work``)
-=================================  ==============================================================
-
-Connections and memory
-=================================  ==============================================================
-``ACCOUNTANT_MAX_BODY_BYTES``      request body cap, default 1 MiB (larger bodies: ``413``)
-``ACCOUNTANT_BODY_TIMEOUT``        seconds to receive a whole body (10); then ``408``, closed
-``ACCOUNTANT_MAX_INFLIGHT_BODY_BYTES``  bytes of large request bodies held at once (32 MiB);
-                                   beyond: ``503``, closed
-``ACCOUNTANT_RESPONSE_CACHE_BYTES``  bytes of cached computation answers (32 MiB)
-``ACCOUNTANT_CURVE_CACHE_BYTES``   bytes of expensive curves kept in memory (64 MiB)
-``ACCOUNTANT_CURVE_STORE``         ``memory`` or ``database`` (default: database when served by
-                                   ``serve``, which migrates first; memory otherwise)
-``ACCOUNTANT_CURVE_STORE_MAX_ROWS``  curves kept in the shared store (50,000; oldest evicted)
-``ACCOUNTANT_LIMIT_CONCURRENCY``   open connections + requests per worker (1000); beyond: ``503``
-``ACCOUNTANT_KEEPALIVE_TIMEOUT``   seconds an idle keep-alive connection stays open (5)
-=================================  ==============================================================
-
-Database faults (``app.db.session``)
-=================================  ==============================================================
-``ACCOUNTANT_DB_TIMEOUT``          seconds a database operation may take: connecting, waiting for
-                                   a lock or a statement (5); then ``503``, nothing recorded
-``ACCOUNTANT_DB_CONCURRENCY``      database operations at once per process (16); more wait
-``ACCOUNTANT_DB_QUEUE``            database operations that may wait (256); more: ``503``
-``ACCOUNTANT_DB_WRITE_LANES``      PostgreSQL: write units at once per process (4); the others
-                                   queue in arrival order (SQLite: always one)
-=================================  ==============================================================
-"""
+Each setting is described once, in the ``description`` of its field below; ``serve --help``, the
+README's configuration table and ``docs/settings.md`` are generated from those descriptions
+(:mod:`app.core.settings_reference`; a test keeps the documents fresh)."""
 
 from __future__ import annotations
 
@@ -72,69 +28,203 @@ class Settings(BaseSettings):
         extra="ignore", case_sensitive=False, hide_input_in_errors=True, populate_by_name=True
     )
 
-    database_url: str = Field("sqlite:///./accountant.db", validation_alias=_env("DATABASE_URL"))
-    accountant_api_keys: str = Field("", validation_alias=_env("ACCOUNTANT_API_KEYS"), repr=False)
-    log_level: str = Field("INFO", validation_alias=_env("ACCOUNTANT_LOG_LEVEL", "LOG_LEVEL"))
+    # ---- database and keys
+    database_url: str = Field(
+        "sqlite:///./accountant.db",
+        validation_alias=_env("DATABASE_URL"),
+        description="SQLAlchemy URL of the ledger database: a SQLite file by default (created on first "
+        "start); PostgreSQL: `postgresql+psycopg://user:pass@host/db` (needs the `postgres` extra, "
+        "`pip install -e '.[postgres]'`). `serve` migrates it to the latest schema before it accepts "
+        "requests.",
+    )
+    accountant_api_keys: str = Field(
+        "",
+        validation_alias=_env("ACCOUNTANT_API_KEYS"),
+        repr=False,
+        description="Comma-separated `key:role` pairs, roles `admin` (everything), `pipeline` (charge, "
+        "read), `viewer` (read; enough for the dashboard), e.g. "
+        "`s3cret-admin:admin,s3cret-ci:pipeline,s3cret-dash:viewer`. Without keys the ledger endpoints "
+        "and the dashboard refuse every key (computations still answer): `serve` warns at start, "
+        "`GET /health` says `api_keys_configured: false` and the dashboard's sign-in shows it.",
+    )
+    log_level: str = Field(
+        "INFO",
+        validation_alias=_env("ACCOUNTANT_LOG_LEVEL", "LOG_LEVEL"),
+        description="Level of the JSON logs: `DEBUG`, `INFO`, `WARNING`, `ERROR` or `CRITICAL`.",
+    )
 
-    # ---- computation
+    # ---- computation (app.core.admission)
     anonymous_compute: Literal["open", "key-required"] = Field(
-        "open", validation_alias=_env("ACCOUNTANT_ANONYMOUS_COMPUTE")
+        "open",
+        validation_alias=_env("ACCOUNTANT_ANONYMOUS_COMPUTE"),
+        description="`open`: the computation endpoints need no key; `key-required`: without a valid "
+        "key they answer `401`.",
     )
     compute_concurrency: int = Field(
-        0, ge=0, le=1024, validation_alias=_env("ACCOUNTANT_COMPUTE_CONCURRENCY")
+        0,
+        ge=0,
+        le=1024,
+        validation_alias=_env("ACCOUNTANT_COMPUTE_CONCURRENCY"),
+        description="Computations running at once per process; `0`: the CPU count, at least 2.",
     )
-    keyed_reserved: int = Field(1, ge=0, le=1024, validation_alias=_env("ACCOUNTANT_KEYED_RESERVED"))
-    anonymous_queue: int = Field(4, ge=0, le=100_000, validation_alias=_env("ACCOUNTANT_ANONYMOUS_QUEUE"))
-    keyed_queue: int = Field(64, ge=0, le=100_000, validation_alias=_env("ACCOUNTANT_KEYED_QUEUE"))
-    queue_timeout: float = Field(10.0, gt=0, le=3600, validation_alias=_env("ACCOUNTANT_QUEUE_TIMEOUT"))
-    #: seconds from a computation request's arrival (queue time included) until it is stopped
+    keyed_reserved: int = Field(
+        1,
+        ge=0,
+        le=1024,
+        validation_alias=_env("ACCOUNTANT_KEYED_RESERVED"),
+        description="Of those slots, how many only requests with a valid API key may use (keyed "
+        "requests are also served first).",
+    )
+    anonymous_queue: int = Field(
+        4,
+        ge=0,
+        le=100_000,
+        validation_alias=_env("ACCOUNTANT_ANONYMOUS_QUEUE"),
+        description="Anonymous computations that may wait for a slot; more: `429` with `Retry-After`.",
+    )
+    keyed_queue: int = Field(
+        64,
+        ge=0,
+        le=100_000,
+        validation_alias=_env("ACCOUNTANT_KEYED_QUEUE"),
+        description="Keyed computations that may wait for a slot; more: `503` with `Retry-After`.",
+    )
+    queue_timeout: float = Field(
+        10.0,
+        gt=0,
+        le=3600,
+        validation_alias=_env("ACCOUNTANT_QUEUE_TIMEOUT"),
+        description="Seconds a computation may wait for a slot; then `503` with `Retry-After`.",
+    )
     compute_time_limit: float = Field(
-        30.0, gt=0, le=3600, validation_alias=_env("ACCOUNTANT_COMPUTE_TIME_LIMIT")
+        30.0,
+        gt=0,
+        le=3600,
+        validation_alias=_env("ACCOUNTANT_COMPUTE_TIME_LIMIT"),
+        description="Seconds from a computation's arrival (queue time included) until it is stopped: "
+        "composition, calibration, mechanisms, the cost of a charge; then `400` saying to retry (a "
+        "retry continues from the curves cached so far), or `503` if it waited for long.",
     )
-    #: a compute request may ask for at most this much "order mass" (Σ over distinct events of
-    #: Σ max(α, 1000)); the bounds cost time roughly linear in α (≈ 0.1 s at α = 10⁶).
-    max_order_mass: float = Field(2e7, gt=0, validation_alias=_env("ACCOUNTANT_MAX_ORDER_MASS"))
+    max_order_mass: float = Field(
+        2e7,
+        gt=0,
+        validation_alias=_env("ACCOUNTANT_MAX_ORDER_MASS"),
+        description="Work limit of one request (`app.core.compute.check_work`): Σ over its distinct "
+        "events of Σ max(α, 1000) over the orders asked for — the bounds cost time roughly linear in "
+        "α (≈ 0.1 s at α = 10⁶); cheap events such as `rdp_curve` count per event, point and order. "
+        "More: `400` saying what to reduce.",
+    )
 
     # ---- connections and memory
     max_body_bytes: int = Field(
-        1 * MiB, ge=1024, le=1 << 30, validation_alias=_env("ACCOUNTANT_MAX_BODY_BYTES")
+        1 * MiB,
+        ge=1024,
+        le=1 << 30,
+        validation_alias=_env("ACCOUNTANT_MAX_BODY_BYTES"),
+        description="Largest request body accepted, in bytes; larger: `413`, connection closed.",
     )
-    body_timeout: float = Field(10.0, gt=0, le=3600, validation_alias=_env("ACCOUNTANT_BODY_TIMEOUT"))
+    body_timeout: float = Field(
+        10.0,
+        gt=0,
+        le=3600,
+        validation_alias=_env("ACCOUNTANT_BODY_TIMEOUT"),
+        description="Seconds to receive a whole request body; then `408`, connection closed.",
+    )
     max_inflight_body_bytes: int = Field(
-        32 * MiB, ge=1024, validation_alias=_env("ACCOUNTANT_MAX_INFLIGHT_BODY_BYTES")
+        32 * MiB,
+        ge=1024,
+        validation_alias=_env("ACCOUNTANT_MAX_INFLIGHT_BODY_BYTES"),
+        description="Bytes of large request bodies held at once (bodies ≤ 64 KiB are not counted); "
+        "beyond: `503` with `Retry-After`, connection closed.",
     )
     response_cache_bytes: int = Field(
-        32 * MiB, ge=0, validation_alias=_env("ACCOUNTANT_RESPONSE_CACHE_BYTES")
+        32 * MiB,
+        ge=0,
+        validation_alias=_env("ACCOUNTANT_RESPONSE_CACHE_BYTES"),
+        description="Bytes of cached computation answers (least recently used evicted).",
     )
-    curve_cache_bytes: int = Field(64 * MiB, ge=0, validation_alias=_env("ACCOUNTANT_CURVE_CACHE_BYTES"))
-    #: where expensive curves (the clone bound) are kept: ``memory`` (this process only) or
-    #: ``database`` (shared by every process and kept across restarts); None: ``database`` when the
-    #: app is served by ``serve`` (which migrates the database first), else ``memory``
+    curve_cache_bytes: int = Field(
+        64 * MiB,
+        ge=0,
+        validation_alias=_env("ACCOUNTANT_CURVE_CACHE_BYTES"),
+        description="Bytes of expensive curves kept in memory (least recently used evicted).",
+    )
     curve_store: Literal["memory", "database"] | None = Field(
-        None, validation_alias=_env("ACCOUNTANT_CURVE_STORE")
+        None,
+        validation_alias=_env("ACCOUNTANT_CURVE_STORE"),
+        description="Where expensive curves (the clone bound) are kept: `database` (shared by every "
+        "process and kept across restarts) or `memory` (this process only); unset: `database` when "
+        "the app is served by `serve` (which migrates the database first), else `memory`.",
     )
     curve_store_max_rows: int = Field(
-        50_000, ge=100, validation_alias=_env("ACCOUNTANT_CURVE_STORE_MAX_ROWS")
+        50_000,
+        ge=100,
+        validation_alias=_env("ACCOUNTANT_CURVE_STORE_MAX_ROWS"),
+        description="Curves kept in the shared store (oldest evicted).",
     )
     limit_concurrency: int = Field(
-        1000, ge=8, le=1_000_000, validation_alias=_env("ACCOUNTANT_LIMIT_CONCURRENCY")
+        1000,
+        ge=8,
+        le=1_000_000,
+        validation_alias=_env("ACCOUNTANT_LIMIT_CONCURRENCY"),
+        description="Open connections + requests in progress per worker (uvicorn's "
+        "`--limit-concurrency`); beyond: `503`.",
     )
     keepalive_timeout: float = Field(
-        5.0, gt=0, le=3600, validation_alias=_env("ACCOUNTANT_KEEPALIVE_TIMEOUT")
+        5.0,
+        gt=0,
+        le=3600,
+        validation_alias=_env("ACCOUNTANT_KEEPALIVE_TIMEOUT"),
+        description="Seconds an idle keep-alive connection stays open.",
     )
-    #: keep large freed arrays in the heap (glibc; see app.core.tuning): ~10 ms less per new
-    #: clone curve, at the price of retaining freed memory (at most the trim threshold)
-    malloc_tuning: bool = Field(True, validation_alias=_env("ACCOUNTANT_MALLOC_TUNING"))
-    #: the compiled kernels of the clone engine (accountant.clones.fused reads the same variable
-    #: from the environment at the first new clone curve; declared here so that it is validated
-    #: at start-up and listed by ``serve --help``)
-    numba: bool = Field(False, validation_alias=_env("ACCOUNTANT_NUMBA"))
+    malloc_tuning: bool = Field(
+        True,
+        validation_alias=_env("ACCOUNTANT_MALLOC_TUNING"),
+        description="Keep large freed arrays in the heap (glibc; `app/core/tuning.py`): ≈ 10 ms less "
+        "per new clone curve, at the price of retaining freed memory (at most the trim threshold); "
+        "`0` turns it off.",
+    )
+    numba: bool = Field(
+        False,
+        validation_alias=_env("ACCOUNTANT_NUMBA"),
+        description="`1`: the compiled kernels of the clone engine (needs the `fast` extra, "
+        "`pip install -e '.[fast]'`): the same bounds, new clone curves ≈ 2× faster at the median "
+        "and 3× at worst; numba is imported (≈ 60 MB) at the first new curve, and compiled once per "
+        "machine in a few seconds, then cached on disk. `accountant.clones.fused` reads the variable "
+        "from the environment itself; it is declared here to be validated at start-up.",
+    )
 
-    # ---- database faults
-    db_timeout: float = Field(5.0, gt=0, le=600, validation_alias=_env("ACCOUNTANT_DB_TIMEOUT"))
-    db_concurrency: int = Field(16, ge=1, le=1024, validation_alias=_env("ACCOUNTANT_DB_CONCURRENCY"))
-    db_queue: int = Field(256, ge=0, le=1_000_000, validation_alias=_env("ACCOUNTANT_DB_QUEUE"))
-    db_write_lanes: int = Field(4, ge=1, le=64, validation_alias=_env("ACCOUNTANT_DB_WRITE_LANES"))
+    # ---- database faults (app.db.session)
+    db_timeout: float = Field(
+        5.0,
+        gt=0,
+        le=600,
+        validation_alias=_env("ACCOUNTANT_DB_TIMEOUT"),
+        description="Seconds a database operation may take: connecting, waiting for a lock, a "
+        "statement; then `503` with `Retry-After`, nothing recorded.",
+    )
+    db_concurrency: int = Field(
+        16,
+        ge=1,
+        le=1024,
+        validation_alias=_env("ACCOUNTANT_DB_CONCURRENCY"),
+        description="Database operations at once per process; more wait.",
+    )
+    db_queue: int = Field(
+        256,
+        ge=0,
+        le=1_000_000,
+        validation_alias=_env("ACCOUNTANT_DB_QUEUE"),
+        description="Database operations that may wait; more: `503`.",
+    )
+    db_write_lanes: int = Field(
+        4,
+        ge=1,
+        le=64,
+        validation_alias=_env("ACCOUNTANT_DB_WRITE_LANES"),
+        description="PostgreSQL: ledger writes at once per process; the others queue in arrival order "
+        "(SQLite: always one).",
+    )
 
     @field_validator("log_level")
     @classmethod

@@ -13,6 +13,7 @@ import json
 import logging
 import logging.config
 import time
+from typing import Any
 
 request_id_var: contextvars.ContextVar[str | None] = contextvars.ContextVar("request_id", default=None)
 
@@ -43,7 +44,7 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(out, default=str, ensure_ascii=False)
 
 
-def logging_config(level: str = "INFO") -> dict:
+def logging_config(level: str = "INFO") -> dict[str, Any]:
     """A ``logging.config.dictConfig`` dict (also given to uvicorn so its own lines are JSON)."""
     level = level.upper()
     return {

@@ -36,7 +36,7 @@ class InvalidMechanismRequest(ValueError):
     """A request this endpoint refuses (the sentence says what to change)."""
 
 
-def catalog() -> dict:
+def catalog() -> dict[str, Any]:
     return {"mechanisms": mech_pkg.available(), "note": SIMULATION_NOTE}
 
 
@@ -104,7 +104,7 @@ def _calibrated(name: str, req: ParametersRequest) -> mech_pkg.Mechanism:
 
 
 # ---------------------------------------------------------------------------------------------- parameters
-def _describe(mech: mech_pkg.Mechanism) -> dict:
+def _describe(mech: mech_pkg.Mechanism) -> dict[str, Any]:
     out = mech.describe()
     size = mech.output_alphabet_size
     out["output_alphabet_log2"] = None if size is None else float(_log2_int(size))
@@ -121,7 +121,7 @@ def _log2_int(v: int) -> float:
     return (b - 53) + math.log2(v >> (b - 53))
 
 
-def parameters(name: str, req: ParametersRequest) -> dict:
+def parameters(name: str, req: ParametersRequest) -> dict[str, Any]:
     """``/v1/mechanisms/{name}/parameters``: internals, MSE, events and (with a δ) the composed ε."""
     mech = _calibrated(name, req) if req.calibrate is not None else build(name, dict(req.params))
     out = _describe(mech)
@@ -198,7 +198,7 @@ def _interpreting(fn: Any, *args: Any) -> Any:
         ) from None
 
 
-def randomize(name: str, req: RandomizeRequest) -> dict:
+def randomize(name: str, req: RandomizeRequest) -> dict[str, Any]:
     """``/v1/mechanisms/{name}/randomize``: the reference client's reports for ``inputs``."""
     mech = build(name, req.params)
     if _count_numbers(req.inputs, MAX_INPUT_NUMBERS) > MAX_INPUT_NUMBERS:
@@ -265,7 +265,7 @@ def _report_count(mech: mech_pkg.Mechanism, reports: Any) -> int:
     return int(np.shape(reports)[0]) if np.ndim(reports) else 1
 
 
-def estimate(name: str, req: EstimateRequest) -> dict:
+def estimate(name: str, req: EstimateRequest) -> dict[str, Any]:
     """``/v1/mechanisms/{name}/estimate``: the server's unbiased aggregate of the reports."""
     mech = build(name, req.params)
     if _count_numbers(req.reports, MAX_OUTPUT_NUMBERS) > MAX_OUTPUT_NUMBERS:
@@ -296,7 +296,8 @@ def _floats(v: Any) -> list[float]:
     if isinstance(v, (list, tuple)):
         return [x for item in v for x in _floats(item)]
     if isinstance(v, np.ndarray):
-        return v.astype(float).ravel().tolist()
+        flat: list[float] = v.astype(float).ravel().tolist()
+        return flat
     return [float(v)]
 
 

@@ -102,7 +102,8 @@ CACHE_ENTRIES = Gauge(
 )
 
 
-_CHILDREN: dict[tuple[str, str, int], tuple] = {}
+#: (method, endpoint, status) → its (request counter, latency histogram, error counter or None)
+_CHILDREN: dict[tuple[str, str, int], tuple[Counter, Histogram, Counter | None]] = {}
 
 
 def observe(method: str, endpoint: str, status: int, seconds: float) -> None:
@@ -142,7 +143,7 @@ def render(extra_caches: dict[str, tuple[int, int]] | None = None) -> tuple[byte
         from prometheus_client import multiprocess
 
         registry = CollectorRegistry()
-        multiprocess.MultiProcessCollector(registry)
+        multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]  # prometheus-client leaves it unannotated
         return generate_latest(registry), CONTENT_TYPE_LATEST
     from prometheus_client import REGISTRY
 

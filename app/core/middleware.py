@@ -24,14 +24,24 @@ import logging
 import re
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import unquote_to_bytes
 
 import anyio
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .logging import request_id_var
 from .metrics import BODY_REFUSALS, COMPUTE_CACHE, observe
+
+if TYPE_CHECKING:
+    from .services import Services
+
+#: a response header
+Header = tuple[bytes, bytes]
+#: where in a request an error is: ``["body", "events", 0]``
+Loc = list[str | int]
 
 log = logging.getLogger("app.access")
 
@@ -52,7 +62,7 @@ class _NonFinite(ValueError):
     pass
 
 
-def _reject_constant(name: str):
+def _reject_constant(name: str) -> NoReturn:
     raise _NonFinite(f"{name} is not a JSON number; send a finite number")
 
 
@@ -78,7 +88,7 @@ def non_finite_error(body: bytes) -> str | None:
     return None
 
 
-def _lone_surrogate(obj: Any, loc: list) -> list | None:
+def _lone_surrogate(obj: Any, loc: Loc) -> Loc | None:
     """The location of the first string (key or value) holding a lone surrogate, or None."""
     if isinstance(obj, str):
         try:
@@ -99,7 +109,7 @@ def _lone_surrogate(obj: Any, loc: list) -> list | None:
     return None
 
 
-def surrogate_error(body: bytes) -> list | None:
+def surrogate_error(body: bytes) -> Loc | None:
     """The location of a string with a lone surrogate in the JSON ``body`` (or None)."""
     if not _SURROGATE.search(body):
         return None
@@ -110,7 +120,9 @@ def surrogate_error(body: bytes) -> list | None:
     return _lone_surrogate(data, ["body"])
 
 
-def _json_response(status: int, body: dict, rid: str, close: bool = False, headers=()) -> list[dict]:
+def _json_response(
+    status: int, body: dict[str, Any], rid: str, close: bool = False, headers: Sequence[Header] = ()
+) -> list[Message]:
     data = json.dumps(body).encode()
     head = [
         (b"content-type", b"application/json"),
@@ -126,7 +138,7 @@ def _json_response(status: int, body: dict, rid: str, close: bool = False, heade
     ]
 
 
-def _invalid_json(msg: str, rid: str, loc: list | None = None, kind: str = "json_invalid") -> list[dict]:
+def _invalid_json(msg: str, rid: str, loc: Loc | None = None, kind: str = "json_invalid") -> list[Message]:
     detail = [{"type": kind, "loc": loc or ["body"], "msg": msg, "input": None, "ctx": {"error": msg}}]
     return _json_response(422, {"detail": detail, "request_id": rid}, rid)
 
@@ -151,7 +163,7 @@ class _Head:
     json_body: bool = False
 
     @classmethod
-    def of(cls, scope) -> _Head:
+    def of(cls, scope: Scope) -> _Head:
         fields: dict[str, Any] = {}
         for k, v in scope.get("headers", ()):
             if k == b"x-request-id":
@@ -167,7 +179,7 @@ class _Head:
         return cls(**fields)
 
 
-def _observe(scope, state: dict[str, Any], dt: float) -> None:
+def _observe(scope: Scope, state: dict[str, Any], dt: float) -> None:
     """The request's metrics and its one JSON log line."""
     route = scope.get("route")
     endpoint = getattr(route, "path", None) or state.get("endpoint") or "unmatched"
@@ -191,7 +203,7 @@ def _observe(scope, state: dict[str, Any], dt: float) -> None:
 
 
 class _Refused(Exception):
-    def __init__(self, messages: list[dict], reason: str):
+    def __init__(self, messages: list[Message], reason: str):
         self.messages = messages
         self.reason = reason
 
@@ -203,7 +215,7 @@ _FRAME_GUARD = ((b"x-frame-options", b"DENY"), (b"x-content-type-options", b"nos
 _FRAME_POLICY = (b"content-security-policy", b"frame-ancestors 'none'")
 
 
-def _with_frame_guard(headers: list) -> list:
+def _with_frame_guard(headers: list[Header]) -> list[Header]:
     names = {bytes(k).lower() for k, _ in headers}
     out = headers + [h for h in _FRAME_GUARD if h[0] not in names]
     if b"content-security-policy" not in names:
@@ -211,7 +223,7 @@ def _with_frame_guard(headers: list) -> list:
     return out
 
 
-def _path_error(scope, rid: str) -> list[dict] | None:
+def _path_error(scope: Scope, rid: str) -> list[Message] | None:
     """A 400 for a path whose percent-escapes do not decode as UTF-8 (e.g. ``/v1/users/%ED%A0%80``,
     an encoded surrogate): the server would otherwise decode it with replacement characters, so
     different raw paths would name one user."""
@@ -230,7 +242,7 @@ def _path_error(scope, rid: str) -> list[dict] | None:
 
 
 class ServiceMiddleware:
-    def __init__(self, app, services=None, max_body_bytes: int | None = None):
+    def __init__(self, app: ASGIApp, services: Services | None = None, max_body_bytes: int | None = None):
         self.app = app
         self.services = services
         st = services.settings if services is not None else None
@@ -239,7 +251,7 @@ class ServiceMiddleware:
         self.max_inflight = st.max_inflight_body_bytes if st else 32 << 20
         self.inflight = 0  # bytes of bodies held by the requests in progress (event loop only)
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -251,7 +263,7 @@ class ServiceMiddleware:
         state: dict[str, Any] = {"status": 500, "started": False, "held": 0}
         scope.setdefault("state", {})["arrival"] = time.monotonic()
 
-        async def send_wrapper(message):
+        async def send_wrapper(message: Message) -> None:
             if message["type"] == "http.response.start":
                 state["status"] = message["status"]
                 state["started"] = True
@@ -266,9 +278,10 @@ class ServiceMiddleware:
                 await self._send_all(bad_path, send, state)
                 return
             if scope.get("method") in _BODY_METHODS:
-                receive = await self._take_body(scope, receive, send, state, head, rid)
-                if receive is None:
+                replayed = await self._take_body(scope, receive, send, state, head, rid)
+                if replayed is None:
                     return
+                receive = replayed
             await self.app(scope, receive, send_wrapper)
         except Exception:
             log.exception("unhandled error", extra={"path": scope.get("path")})
@@ -281,7 +294,9 @@ class ServiceMiddleware:
             _observe(scope, state, time.perf_counter() - t0)
             request_id_var.reset(token)
 
-    async def _take_body(self, scope, receive, send, state: dict[str, Any], head: _Head, rid: str):
+    async def _take_body(
+        self, scope: Scope, receive: Receive, send: Send, state: dict[str, Any], head: _Head, rid: str
+    ) -> Receive | None:
         """Read and check the request body; the receive channel that replays it to the app, or None
         when the request was answered here (refused, answered from the response cache) or abandoned."""
         try:
@@ -303,13 +318,15 @@ class ServiceMiddleware:
         return _replay(body, receive)
 
     @staticmethod
-    async def _send_all(messages: list[dict], send, state: dict) -> None:
+    async def _send_all(messages: list[Message], send: Send, state: dict[str, Any]) -> None:
         state["status"], state["started"] = messages[0]["status"], True
         for m in messages:
             await send(m)
 
     # -------------------------------------------------------------------------------- bodies
-    async def _read_body(self, content_length, receive, rid) -> tuple[bytes | None, int]:
+    async def _read_body(
+        self, content_length: bytes | None, receive: Receive, rid: str
+    ) -> tuple[bytes | None, int]:
         """The whole body (bounded in size, time and bytes in flight) and the bytes it holds of the
         in-flight budget; None if the client disconnected. Raises :class:`_Refused`."""
         declared = _declared_length(content_length)
@@ -346,7 +363,7 @@ class ServiceMiddleware:
         return body, hold["bytes"]
 
     async def _receive_all(
-        self, receive, declared: int | None, hold: dict[str, int], rid: str
+        self, receive: Receive, declared: int | None, hold: dict[str, int], rid: str
     ) -> bytes | None:
         """The body's chunks joined (None if the client disconnected), within the size limit; a body
         without a declared length reserves what exceeds the small size as it arrives."""
@@ -388,7 +405,7 @@ class ServiceMiddleware:
         self.inflight += nbytes
         return nbytes
 
-    def _too_large(self, rid: str) -> list[dict]:
+    def _too_large(self, rid: str) -> list[Message]:
         body = {
             "detail": f"request body too large: at most {self.max_body_bytes} bytes (send a smaller request)",
             "error": "PayloadTooLarge",
@@ -397,7 +414,7 @@ class ServiceMiddleware:
         return _json_response(413, body, rid, close=True)
 
     @staticmethod
-    def _check_body(body: bytes, rid: str) -> list[dict] | None:
+    def _check_body(body: bytes, rid: str) -> list[Message] | None:
         msg = non_finite_error(body)
         if msg is not None:
             return _invalid_json("JSON decode error: " + msg, rid)
@@ -413,7 +430,15 @@ class ServiceMiddleware:
         return None
 
     # -------------------------------------------------------------------------------- fast path
-    async def _fast_path(self, scope, body: bytes, authorization, send, state, rid) -> bool:
+    async def _fast_path(
+        self,
+        scope: Scope,
+        body: bytes,
+        authorization: bytes | None,
+        send: Send,
+        state: dict[str, Any],
+        rid: str,
+    ) -> bool:
         svc = self.services
         path = scope.get("path")
         if svc is None or scope.get("method") != "POST" or path not in FAST_PATHS:
@@ -436,7 +461,7 @@ class ServiceMiddleware:
                 state["endpoint"] = path
                 return True
             return False
-        if not self._caller_allowed(authorization):
+        if not self._caller_allowed(svc, authorization):
             return False
         state["endpoint"] = path
         state["status"], state["started"] = 200, True
@@ -457,8 +482,8 @@ class ServiceMiddleware:
         await send({"type": "http.response.body", "body": hit})
         return True
 
-    def _caller_allowed(self, authorization: bytes | None) -> bool:
-        svc = self.services
+    @staticmethod
+    def _caller_allowed(svc: Services, authorization: bytes | None) -> bool:
         if authorization is None:
             return svc.settings.anonymous_compute == "open"
         from app.core.services import match_key
@@ -467,10 +492,10 @@ class ServiceMiddleware:
         return scheme.lower() == "bearer" and match_key(cred.strip(), svc.keys) is not None
 
 
-def _replay(body: bytes, receive):
+def _replay(body: bytes, receive: Receive) -> Receive:
     sent = False
 
-    async def replay():
+    async def replay() -> Message:
         nonlocal sent
         if not sent:
             sent = True

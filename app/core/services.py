@@ -16,7 +16,7 @@ import hmac
 import json
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -119,7 +119,11 @@ class Caller:
 ANONYMOUS = Caller("anonymous")
 
 
-class ResponseCache(BoundedCache):
+#: (endpoint, canonical request) or (path, exact body bytes)
+CacheKey = tuple[str, str | bytes]
+
+
+class ResponseCache(BoundedCache[CacheKey, bytes]):
     """Serialized JSON answers of the computation endpoints, bounded in bytes (an answer over
     :data:`CACHEABLE_MAX_BYTES` is not kept). Keyed by (endpoint, canonical request): the
     validated request serialized by pydantic, so equivalent bodies share one entry; and by
@@ -129,7 +133,7 @@ class ResponseCache(BoundedCache):
     def __init__(self, max_bytes: int):
         super().__init__(max_entries=1 << 20, max_bytes=max_bytes, sizeof=_entry_size)
 
-    def put(self, key: Any, value: bytes) -> None:
+    def put(self, key: CacheKey, value: bytes) -> None:
         if len(value) <= CACHEABLE_MAX_BYTES:
             super().put(key, value)
 
@@ -173,7 +177,13 @@ class ComputeService:
             ) from None
 
     async def answer(
-        self, endpoint: str, key: str, caller: Caller, request: Request, fn: Callable[..., dict], *args: Any
+        self,
+        endpoint: str,
+        key: str,
+        caller: Caller,
+        request: Request,
+        fn: Callable[..., Mapping[str, Any]],
+        *args: Any,
     ) -> Response:
         """The cached answer of (endpoint, key), or computed, cached and returned. The raw body is
         remembered too, so the same bytes are answered by the middleware's fast path."""
@@ -204,7 +214,7 @@ class AsyncGate:
         self.width = max(1, int(width))
         self.max_waiting = int(max_waiting)
         self.held = 0
-        self._waiters: deque[asyncio.Future] = deque()
+        self._waiters: deque[asyncio.Future[None]] = deque()
 
     async def acquire(self, timeout: float) -> None:
         if self.held < self.width and not self._waiters:

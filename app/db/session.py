@@ -52,9 +52,11 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from sqlalchemy import create_engine, event, text
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.pool import ConnectionPoolEntry, PoolProxiedConnection
 
 from app.db.faults import DatabaseUnavailable, RetryTransaction, classify, is_retryable
 from app.db.limits import WATCHDOG, FifoGate, Op
@@ -112,7 +114,9 @@ def make_engine(url: str, options: DbOptions | None = None) -> Engine:
         )
 
         @event.listens_for(engine, "connect")
-        def _sqlite_connect(dbapi_conn, _record):  # pragma: no cover - trivial
+        def _sqlite_connect(
+            dbapi_conn: DBAPIConnection, _record: ConnectionPoolEntry
+        ) -> None:  # pragma: no cover - trivial
             dbapi_conn.isolation_level = None  # we emit BEGIN ourselves (see _sqlite_begin)
             cur = dbapi_conn.cursor()
             cur.execute(f"PRAGMA busy_timeout={int(t * 1000)}")
@@ -126,14 +130,16 @@ def make_engine(url: str, options: DbOptions | None = None) -> Engine:
             cur.close()
 
         @event.listens_for(engine, "checkout")
-        def _sqlite_checkout(dbapi_conn, _record, _proxy):
+        def _sqlite_checkout(
+            dbapi_conn: DBAPIConnection, _record: ConnectionPoolEntry, _proxy: PoolProxiedConnection
+        ) -> None:
             # the busy handler waits no longer than the operation has left
             op = _current_op()
             remaining = t if op is None else max(0.0, op.deadline - time.monotonic())
             dbapi_conn.execute(f"PRAGMA busy_timeout={int(remaining * 1000)}")
 
         @event.listens_for(engine, "begin")
-        def _sqlite_begin(conn):
+        def _sqlite_begin(conn: Connection) -> None:
             if conn.get_execution_options().get("ledger_write"):
                 conn.exec_driver_sql("BEGIN IMMEDIATE")
             else:
@@ -161,14 +167,16 @@ def make_engine(url: str, options: DbOptions | None = None) -> Engine:
     )
 
     @event.listens_for(engine, "checkout")
-    def _watch_checkout(dbapi_conn, _record, _proxy):
+    def _watch_checkout(
+        dbapi_conn: DBAPIConnection, _record: ConnectionPoolEntry, _proxy: PoolProxiedConnection
+    ) -> None:
         op = _current_op()
         fd = _pg_fd(dbapi_conn)
         if op is not None and fd is not None:
             WATCHDOG.add_fd(op, fd)
 
     @event.listens_for(engine, "checkin")
-    def _watch_checkin(dbapi_conn, _record):
+    def _watch_checkin(dbapi_conn: DBAPIConnection | None, _record: ConnectionPoolEntry) -> None:
         op = _current_op()
         fd = _pg_fd(dbapi_conn)
         if op is not None and fd is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from sqlalchemy.exc import IntegrityError
@@ -26,7 +27,11 @@ FILTER_SIDE = (
 
 
 def make_budget(
-    epsilon: float, delta: float, policy: str, filter_order: float | None, planned_event: dict | None
+    epsilon: float,
+    delta: float,
+    policy: str,
+    filter_order: float | None,
+    planned_event: dict[str, Any] | None,
 ) -> Budget:
     """Validate a budget request and compute the filter's designated order and B(α_f).
 
@@ -58,7 +63,7 @@ def make_budget(
     return Budget(float(epsilon), float(delta), "filter", order, fb)
 
 
-def _filter_order(filter_order: float | None, planned_event: dict | None, delta: float) -> float:
+def _filter_order(filter_order: float | None, planned_event: dict[str, Any] | None, delta: float) -> float:
     if filter_order is not None:
         i = cv.grid_index(filter_order)
         if i is None:
@@ -78,7 +83,7 @@ def _filter_order(filter_order: float | None, planned_event: dict | None, delta:
         raise Invalid(str(exc)) from None
 
 
-def event_cost(event: dict) -> np.ndarray:
+def event_cost(event: dict[str, Any]) -> np.ndarray:
     """The event's cost vector on the ledger grid (:mod:`app.ledger.curves`): its RDP curve
     (× count), then its additive δ and (ε, δ) statistics — the accountant's own summary
     (``accountant.account``); accountant errors become :class:`Invalid`."""

@@ -54,7 +54,7 @@ CHARGED = (
 )
 
 
-def request_hash(users: list[str] | None, cohort: str | None, event: dict) -> str:
+def request_hash(users: list[str] | None, cohort: str | None, event: dict[str, Any]) -> str:
     """The hash of what a charge request means: the event in the accountant's normal form (defaults
     filled in, optional defaults dropped, e.g. an explicit ``"count": 1``), the users sorted and
     without repeats (a charge reaches each named user once), the cohort."""
@@ -63,7 +63,7 @@ def request_hash(users: list[str] | None, cohort: str | None, event: dict) -> st
     return _hash(names, cohort, normal)
 
 
-def _hash(users: list[str] | None, cohort: str | None, event: dict) -> str:
+def _hash(users: list[str] | None, cohort: str | None, event: dict[str, Any]) -> str:
     text = json.dumps(
         {"users": users, "cohort": cohort, "event": event}, sort_keys=True, separators=(",", ":")
     )
@@ -114,8 +114,8 @@ class _Request:
 
     def __init__(
         self,
-        event: dict,
-        cost_event: dict,
+        event: dict[str, Any],
+        cost_event: dict[str, Any],
         cost: np.ndarray,
         actor: Actor,
         users: list[str] | None,
@@ -171,12 +171,12 @@ class _Request:
 def charge(
     db: Database,
     *,
-    event: dict,
+    event: dict[str, Any],
     actor: Actor,
     users: list[str] | None = None,
     cohort: str | None = None,
     idempotency_key: str | None = None,
-    cost_event: dict | None = None,
+    cost_event: dict[str, Any] | None = None,
     cost: np.ndarray | None = None,
 ) -> ChargeResult:
     """Admit and record a charge, all or nothing; raises Refused/NotFound/IdempotencyConflict/Invalid.

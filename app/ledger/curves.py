@@ -118,7 +118,7 @@ def add_up(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     slot of the side is a running maximum."""
     s = a + b
     exact = (a == 0) | (b == 0) | ~np.isfinite(s)
-    out = np.where(exact, s, np.nextafter(s, np.inf))
+    out: np.ndarray = np.where(exact, s, np.nextafter(s, np.inf))
     j = _n() + _MAX_OFFSET
     out[..., j] = np.maximum(a[..., j], b[..., j])
     return out
@@ -275,7 +275,7 @@ def _evaluate_rdp(budgets: list[Budget], after: np.ndarray) -> tuple[np.ndarray,
     delta = np.array([b.delta for b in budgets])[:, None]
     is_filter = np.array([b.policy == "filter" for b in budgets])
     with np.errstate(invalid="ignore"):
-        vec = epsilon_vector(ORDERS, after, delta)  # type: ignore[arg-type]  # δ broadcasts, one per row
+        vec = epsilon_vector(ORDERS, after, delta)  # δ broadcasts, one per row
     best_i = np.argmin(vec, axis=1)
     rows = np.arange(g)
     best = vec[rows, best_i]

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from itertools import chain
 from typing import Any, Literal, get_args
 
-from sqlalchemy import ColumnElement, Select, and_, bindparam, func, or_, select, tuple_
+from sqlalchemy import ColumnElement, and_, bindparam, func, or_, select, tuple_
 from sqlalchemy.orm import Session
 
 from app.db.models import T_CLASSES as C
@@ -31,7 +31,7 @@ from app.db.session import Database
 from app.ledger import paging
 from app.ledger import queries as q
 from app.ledger.records import CohortInfo, CohortRow, Page, UserStatus
-from app.ledger.sql import prefix_range, snapshot, unindexed
+from app.ledger.sql import AnySelect, prefix_range, snapshot, unindexed
 
 #: sort names → the class column they order by (``user_id`` orders the users themselves)
 CLASS_KEYS = {
@@ -63,11 +63,11 @@ class UserFilter:
         return prefix_range(U.c.user_id, self.prefix)
 
 
-def _statuses(s: Session, stmt: Select) -> list[UserStatus]:
+def _statuses(s: Session, stmt: AnySelect) -> list[UserStatus]:
     return [q.user_status_of(r) for r in s.execute(stmt).mappings()]
 
 
-def _base(f: UserFilter) -> Select:
+def _base(f: UserFilter) -> AnySelect:
     return select(*q.USER_STATUS_COLS).join(C, C.c.id == U.c.class_id).where(f.on_users())
 
 
@@ -146,7 +146,7 @@ def _by_user_id(
 
 
 def _by_class(
-    s: Session, f: UserFilter, key: Any, desc: bool, limit: int, offset: int, at: tuple | None
+    s: Session, f: UserFilter, key: Any, desc: bool, limit: int, offset: int, at: tuple[Any, int, str] | None
 ) -> tuple[int, list[Placed]]:
     """(total, the page) of a listing sorted by a class column: at ``offset``, or after the
     position ``at`` = (key, class id, user id) of a cursor — the rest of that class (if it is still

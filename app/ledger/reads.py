@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from sqlalchemy.orm import Session
 
 from accountant.conversion import MIN_CONVERSION_ORDER, epsilon_vector
 from app.db.session import Database
@@ -39,7 +40,7 @@ def get_user(db: Database, user_id: str) -> UserStatus:
     return st
 
 
-def _user_pk_class(s, user_id: str) -> tuple[int, int]:
+def _user_pk_class(s: Session, user_id: str) -> tuple[int, int]:
     r = repo.user_row(s, user_id)
     if r is None:
         raise NotFound(f"unknown user {user_id!r}")
@@ -93,7 +94,8 @@ def subsample(n: int, limit: int) -> list[int]:
     """At most ``limit`` indices of ``range(n)``, evenly spread, first and last included."""
     if n <= limit:
         return list(range(n))
-    return np.unique(np.round(np.linspace(0, n - 1, limit)).astype(int)).tolist()
+    picked: list[int] = np.unique(np.round(np.linspace(0, n - 1, limit)).astype(int)).tolist()
+    return picked
 
 
 def user_history(db: Database, user_id: str, limit: int = 500) -> UserHistory:

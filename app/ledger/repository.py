@@ -50,7 +50,7 @@ def users_by_name(s: Session, names: Sequence[str]) -> dict[str, tuple[int, int]
     return out
 
 
-def user_row(s: Session, user_id: str) -> Row | None:
+def user_row(s: Session, user_id: str) -> Row[int, int] | None:
     """(id, class_id) of one user."""
     return s.execute(select(T_USERS.c.id, T_USERS.c.class_id).where(T_USERS.c.user_id == user_id)).first()
 
@@ -164,7 +164,8 @@ def classes_not_on_grid(s: Session, version: int) -> list[ClassRow]:
 
 
 def insert_class(s: Session, row: ClassRow) -> int:
-    return s.execute(insert(T_CLASSES).values(**row.columns()).returning(T_CLASSES.c.id)).scalar_one()
+    pk: int = s.execute(insert(T_CLASSES).values(**row.columns()).returning(T_CLASSES.c.id)).scalar_one()
+    return pk
 
 
 def insert_classes(s: Session, rows: Sequence[ClassRow]) -> list[int]:
@@ -366,7 +367,7 @@ def visible_key(stored: str | None, response: str | None = None) -> str | None:
     return key
 
 
-def charge_by_key(s: Session, key: str, *others: str) -> Row | None:
+def charge_by_key(s: Session, key: str, *others: str) -> Row[int, str, str, str | None] | None:
     """(id, request_hash, response) of the charge recorded under an idempotency key (the first of
     ``key, *others`` that has one)."""
     keys = [key, *others]
@@ -384,18 +385,18 @@ def insert_charge(
     *,
     key: str | None,
     req_hash: str,
-    event: dict,
+    event: dict[str, Any],
     cost: Any,
     n_users: int,
     actor: Actor,
     ts: datetime,
-    response: dict,
+    response: dict[str, Any],
     cohort: CohortRow | None = None,
     cohort_seq: int | None = None,
     cumulative: Any = None,
 ) -> int:
     """Record an admitted charge (immutable); its id."""
-    return s.execute(
+    pk: int = s.execute(
         insert(T_CHARGES)
         .values(
             idempotency_key=key,
@@ -414,6 +415,7 @@ def insert_charge(
         )
         .returning(T_CHARGES.c.id)
     ).scalar_one()
+    return pk
 
 
 def insert_charge_users(s: Session, db: Database, charge_id: int, user_pks: Iterable[int]) -> None:

@@ -18,17 +18,22 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime, timezone
 from itertools import islice
-from typing import Any, TypeVar
+from typing import Any, TypeAlias, TypeVar
 
 from sqlalchemy import ColumnElement, Select, String, Table, and_, bindparam, func, insert, text, true, update
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import BindParameter, TextClause
+from typing_extensions import TypeVarTuple, Unpack
 
 from app.db.session import Database
 from app.ledger.records import Bucket
 
 CHUNK = 2000
 T = TypeVar("T")
+#: the column types of a statement
+Ts = TypeVarTuple("Ts")
+#: a statement whose columns are not typed (Core table columns)
+AnySelect: TypeAlias = Select[Unpack[tuple[Any, ...]]]
 
 
 def chunks(seq: Sequence[T], n: int = CHUNK) -> Iterable[Sequence[T]]:
@@ -36,12 +41,14 @@ def chunks(seq: Sequence[T], n: int = CHUNK) -> Iterable[Sequence[T]]:
         yield seq[i : i + n]
 
 
-def ids(name: str) -> BindParameter:
+def ids(name: str) -> BindParameter[Any]:
     """An expanding IN-list parameter: compiled once, the list is bound at execution."""
     return bindparam(name, expanding=True)
 
 
-def locked(q: Select, db: Database, *, shared: bool = False, of: Any = None) -> Select:
+def locked(
+    q: Select[Unpack[Ts]], db: Database, *, shared: bool = False, of: Any = None
+) -> Select[Unpack[Ts]]:
     """``q`` with a row lock (``FOR UPDATE``, or ``FOR SHARE`` when ``shared``) on PostgreSQL;
     unchanged on SQLite, where the write unit already holds the database write lock."""
     if db.is_sqlite:
@@ -71,7 +78,7 @@ INSERT_CHUNK = 5000
 
 
 def insert_rows(
-    s: Session, db: Database, table: Table, rows: Iterable[dict], chunk: int = INSERT_CHUNK
+    s: Session, db: Database, table: Table, rows: Iterable[dict[str, Any]], chunk: int = INSERT_CHUNK
 ) -> None:
     """Insert many rows, ``chunk`` at a time (``rows`` may be a generator: only one chunk of them
     exists at once): executemany on SQLite; one ``INSERT … SELECT * FROM unnest(...)`` per chunk on
@@ -88,7 +95,7 @@ def insert_rows(
         s.execute(stmt, {c: [r[c] for r in ch] for c in cols})
 
 
-def update_rows(s: Session, db: Database, table: Table, rows: list[dict]) -> None:
+def update_rows(s: Session, db: Database, table: Table, rows: list[dict[str, Any]]) -> None:
     """``UPDATE table SET … WHERE id = row["_id"]`` for many rows with one column set: executemany
     on SQLite; one ``UPDATE … FROM unnest(...)`` per chunk on PostgreSQL."""
     if not rows:

@@ -68,7 +68,7 @@ class StrictModel(BaseModel):
 
 
 class _EventBase(StrictModel):
-    def to_accountant(self) -> dict:
+    def to_accountant(self) -> dict[str, Any]:
         """The api.md dict of this event (accepted by :func:`accountant.event_from_dict`)."""
         return self.model_dump(mode="python", exclude_none=True)
 
@@ -93,10 +93,10 @@ def _annotation(s: Spec, inner: Any) -> Any:
     if s.kind == "number":
         return num(**_bounds(s))
     if s.kind == "choice":
-        return Literal[s.choices]  # type: ignore[valid-type]
+        return Literal[s.choices]
     if s.kind == "numbers":
-        return Annotated[list[num(**_bounds(s))], Field(min_length=1, max_length=s.max_items)]  # type: ignore[misc]
-    return Annotated[list[inner], Field(min_length=1, max_length=s.max_items)]  # type: ignore[valid-type]
+        return Annotated[list[num(**_bounds(s))], Field(min_length=1, max_length=s.max_items)]  # type: ignore[misc]  # a type built at run time
+    return Annotated[list[inner], Field(min_length=1, max_length=s.max_items)]
 
 
 def _doc(cls: type[accountant.Event]) -> str:
@@ -109,7 +109,7 @@ def _doc(cls: type[accountant.Event]) -> str:
 def _model(cls: type[accountant.Event], family: str, inner: Any) -> type[_EventBase]:
     """``family``: ``full``, ``partial`` (solvable fields optional), ``inner`` (population
     fields optional) or ``partial_inner`` (both)."""
-    annotations: dict[str, Any] = {"mechanism": Literal[cls.mechanism]}  # type: ignore[valid-type]
+    annotations: dict[str, Any] = {"mechanism": Literal[cls.mechanism]}
     namespace: dict[str, Any] = {}
     defaults = cls.defaults()
     for name, s in cls.specs().items():
@@ -157,7 +157,7 @@ def _example(cls: type[accountant.Event], family: str) -> dict[str, Any]:
 
 
 def _union(models: list[type[_EventBase]]) -> Any:
-    return Annotated[Union[tuple(models)], Field(discriminator="mechanism")]  # type: ignore[valid-type]
+    return Annotated[Union[tuple(models)], Field(discriminator="mechanism")]
 
 
 def _build() -> tuple[dict[str, type[_EventBase]], dict[str, type[_EventBase]], dict[str, type[_EventBase]]]:
@@ -177,7 +177,7 @@ Event = _union(list(EVENT_MODELS.values()))
 #: An event without the field ``/v1/calibrate`` solves for.
 PartialEvent = _union(list(PARTIAL_EVENT_MODELS.values()))
 
-EventAdapter: TypeAdapter = TypeAdapter(Event)
+EventAdapter: TypeAdapter[_EventBase] = TypeAdapter(Event)
 
 
 def parse_event(data: Any) -> _EventBase:

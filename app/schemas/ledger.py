@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
+from typing_extensions import Self
 
 from app.ledger.listing import Sort
 from app.ledger.paging import MAX_OFFSET
@@ -106,7 +107,7 @@ class _UserSet(StrictModel):
     id_range: IdRange | None = Field(None, description="or a generated range of ids")
 
     @model_validator(mode="after")
-    def _one(self):
+    def _one(self) -> Self:
         if (self.users is None) == (self.id_range is None):
             raise ValueError("give exactly one of 'users' or 'id_range'")
         return self
@@ -182,7 +183,7 @@ class ChargeRequest(StrictModel):
     event: Event
 
     @model_validator(mode="after")
-    def _target(self):
+    def _target(self) -> Self:
         if (self.users is None) == (self.cohort is None):
             raise ValueError("give exactly one of 'users' (a list of user ids) or 'cohort' (a cohort id)")
         return self

@@ -12,7 +12,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 from urllib.parse import quote
 
 from pydantic import BaseModel
@@ -28,15 +28,19 @@ RETRY_STATUS = frozenset({429, 502, 503, 504})
 MAX_RETRY_AFTER = 30.0
 
 
+#: the result of a call: a model of :mod:`privacy_accountant.models`, or the decoded JSON (or text)
+T = TypeVar("T")
+
+
 @dataclass(frozen=True)
-class Call:
+class Call(Generic[T]):
     method: str
     path: str
     json: Any = None
     params: Mapping[str, Any] | None = None
     retry: bool | None = None  # None: the safe-retry rule of the method
     timeout: float | None = None
-    model: type[BaseModel] | None = None  # None: the decoded JSON (or text) as it is
+    model: type[T] | None = None  # None: the decoded JSON (or text) as it is
 
 
 def should_retry(method: str, path: str, retry: bool | None) -> bool:
@@ -53,12 +57,12 @@ def seg(s: str) -> str:
     return quote(str(s), safe="").replace(".", "%2E")
 
 
-def params(**kw: Any) -> dict | None:
+def params(**kw: Any) -> dict[str, Any] | None:
     out = {k: v for k, v in kw.items() if v is not None}
     return out or None
 
 
-def event_json(e: Any) -> dict:
+def event_json(e: Any) -> dict[str, Any]:
     """An event as the service reads it: a dict, a pydantic model, an object with ``to_dict()``
     (``accountant``'s event classes) or a dp_accounting ``DpEvent`` that is one event here
     (:mod:`privacy_accountant.dp_events`)."""
@@ -73,7 +77,8 @@ def event_json(e: Any) -> dict:
     if isinstance(e, BaseModel):
         return e.model_dump(mode="json", exclude_none=True)
     if hasattr(e, "to_dict"):
-        return e.to_dict()
+        as_dict: dict[str, Any] = e.to_dict()
+        return as_dict
     if isinstance(e, Mapping):
         return dict(e)
     raise TypeError(
@@ -82,7 +87,7 @@ def event_json(e: Any) -> dict:
     )
 
 
-def events_json(events: Any) -> list[dict]:
+def events_json(events: Any) -> list[dict[str, Any]]:
     """A list of events as the service reads it; a dp_accounting ``DpEvent`` (alone or in the list)
     contributes every event it maps to."""
     if is_dp_event(events):
@@ -90,7 +95,7 @@ def events_json(events: Any) -> list[dict]:
     return [d for e in events for d in (dp_event_dicts(e) if is_dp_event(e) else [event_json(e)])]
 
 
-def _leave_out(d: dict, solve_for: str) -> dict:
+def _leave_out(d: dict[str, Any], solve_for: str) -> dict[str, Any]:
     """A converted ``DpEvent`` is complete: leave the unknown of a calibration out of it (the
     event's own field, ``inner[i].field``, or the bare name in the inner events that have it)."""
     out = dict(d)
@@ -111,7 +116,7 @@ def orders_json(orders: Iterable[float] | None) -> list[float] | None:
     return None if orders is None else [float(o) for o in orders]
 
 
-def budget_json(budget: Any) -> dict:
+def budget_json(budget: Any) -> dict[str, float]:
     if isinstance(budget, BaseModel):
         budget = budget.model_dump()
     if isinstance(budget, Mapping) and set(budget) >= {"epsilon", "delta"}:
@@ -127,7 +132,7 @@ def user_set(
     id_prefix: str | None = None,
     start: int = 0,
     count: int | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """``{"users": [...]}`` or ``{"id_range": {"prefix", "start", "count"}}``."""
     if id_range is None and count is not None:
         id_range = {"prefix": id_prefix or "", "start": start, "count": count}
@@ -161,7 +166,7 @@ class Endpoints:
         self.backoff = backoff
         self.calibrate_timeout = calibrate_timeout
 
-    def _send(self, call: Call) -> Any:  # pragma: no cover - implemented by the clients
+    def _send(self, call: Call[T]) -> T:  # pragma: no cover - implemented by the clients
         raise NotImplementedError
 
     # -- operations ----------------------------------------------------------------------------
@@ -170,10 +175,10 @@ class Endpoints:
 
     def metrics(self) -> str:
         """The Prometheus text exposition."""
-        return self._send(Call("GET", "/metrics"))
+        return self._send(Call[str]("GET", "/metrics"))
 
-    def openapi(self) -> dict:
-        return self._send(Call("GET", "/openapi.json"))
+    def openapi(self) -> dict[str, Any]:
+        return self._send(Call[dict[str, Any]]("GET", "/openapi.json"))
 
     # -- computation (no key needed) --------------------------------------------------------------
     def rdp(self, event: Any, orders: Sequence[float] | None = None, bound: str = "upper") -> m.RdpResponse:

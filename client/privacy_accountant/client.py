@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 
-from privacy_accountant._api import MAX_RETRY_AFTER, RETRY_STATUS, Call, Endpoints, should_retry
+from privacy_accountant._api import MAX_RETRY_AFTER, RETRY_STATUS, Call, Endpoints, T, should_retry
 from privacy_accountant.errors import TransportError, error_from_response
 
 __all__ = [
@@ -46,7 +46,8 @@ def default_headers(api_key: str | None, headers: Mapping[str, str] | None) -> d
 
 def backoff_delay(backoff: float, attempt: int) -> float:
     """Seconds to wait before retry number ``attempt`` (1, 2, …): backoff·2^(attempt−1), +0–50 % jitter."""
-    return backoff * (2 ** (attempt - 1)) * (1 + random.random() / 2)
+    delay: float = backoff * (2 ** (attempt - 1)) * (1 + random.random() / 2)
+    return delay
 
 
 def retry_after(resp: httpx.Response) -> float:
@@ -66,7 +67,7 @@ class Attempts:
     (:func:`should_retry`), what to send each time, how long to wait before attempt ``i`` (the
     backoff, or at least the server's ``Retry-After``), and whether an answer is worth repeating."""
 
-    def __init__(self, client: Any, call: Call, request_id: str | None) -> None:
+    def __init__(self, client: Any, call: Call[Any], request_id: str | None) -> None:
         self.call = call
         self.base_url: str = client.base_url
         self.backoff: float = client.backoff
@@ -101,13 +102,15 @@ class Attempts:
         return err
 
 
-def decode(resp: httpx.Response, call: Call) -> Any:
+def decode(resp: httpx.Response, call: Call[T]) -> T:
     """The typed result of a 2xx answer (or raise the typed error of a 4xx/5xx)."""
     if resp.status_code >= 400:
         raise error_from_response(resp)
     ctype = resp.headers.get("content-type", "")
-    data = resp.json() if ctype.startswith("application/json") else resp.text
-    return call.model.model_validate(data) if call.model is not None else data
+    data: Any = resp.json() if ctype.startswith("application/json") else resp.text
+    model: Any = call.model  # a pydantic model class (T itself), whose classmethod validates
+    result: T = model.model_validate(data) if model is not None else data
+    return result
 
 
 class AccountantClient(Endpoints):
@@ -143,7 +146,7 @@ class AccountantClient(Endpoints):
     def __enter__(self) -> AccountantClient:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def request(
@@ -152,14 +155,14 @@ class AccountantClient(Endpoints):
         path: str,
         *,
         json: Any = None,
-        params: Mapping | None = None,
+        params: Mapping[str, Any] | None = None,
         retry: bool | None = None,
         timeout: float | None = None,
         request_id: str | None = None,
     ) -> Any:
         """Send one request; return the decoded JSON (or text). ``retry`` overrides the safe-retry rule."""
         return self._send(
-            Call(method, path, json=json, params=params, retry=retry, timeout=timeout), request_id
+            Call[Any](method, path, json=json, params=params, retry=retry, timeout=timeout), request_id
         )
 
     def iter_pages(self, listing: Callable[..., Any], *args: Any, **kwargs: Any) -> Iterator[Any]:
@@ -175,7 +178,7 @@ class AccountantClient(Endpoints):
             if cursor is None:
                 return
 
-    def _send(self, call: Call, request_id: str | None = None) -> Any:
+    def _send(self, call: Call[T], request_id: str | None = None) -> T:
         a = Attempts(self, call, request_id)
         for i in range(a.total):
             if i:

@@ -81,7 +81,7 @@ class AccountantHTTPError(AccountantError):
         return str(d)
 
     @property
-    def _fields(self) -> dict:
+    def _fields(self) -> dict[str, Any]:
         return self.body if isinstance(self.body, dict) else {}
 
 

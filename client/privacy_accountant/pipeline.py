@@ -70,7 +70,7 @@ class Round:
     (:meth:`record`); ``spent_epsilon``/``remaining_epsilon`` of the probe user after the round."""
 
     index: int
-    events: list[dict]
+    events: list[dict[str, Any]]
     charges: list[Any] = field(default_factory=list)
     outcome: dict[str, Any] = field(default_factory=dict)
     spent_epsilon: float | None = None
@@ -115,7 +115,7 @@ class Pipeline:
         self.stopped: RoundRefused | None = None
         self._next = 1
 
-    def _charge(self, event: dict, key: str) -> Any:
+    def _charge(self, event: dict[str, Any], key: str) -> Any:
         if self.cohort is not None:
             return self.client.charge_cohort(event, self.cohort, idempotency_key=key)
         return self.client.charge(event, self.users, idempotency_key=key)

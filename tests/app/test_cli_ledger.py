@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from app.cli import SETTINGS_HELP, build_parser, main
+from app.cli import build_parser, main
 from app.core.config import Settings
 from privacy_accountant import AccountantClient
 from tests.helpers import ledger as ls
@@ -199,11 +199,12 @@ def _help(*argv: str) -> str:
 
 
 def test_serve_help_describes_every_option_and_setting():
-    text = _help("serve")
+    text = " ".join(_help("serve").split())
     for field in Settings.model_fields.values():
         names = field.validation_alias.choices  # type: ignore[union-attr]
-        assert names[0] in SETTINGS_HELP and names[0] in text, names
-    assert set(SETTINGS_HELP) == {f.validation_alias.choices[0] for f in Settings.model_fields.values()}  # type: ignore[union-attr]
+        assert names[0] in text, names
+        # the description of the field, as declared (the help is generated from it, not written apart)
+        assert " ".join(field.description.replace("`", "").split()) in text, names
     serve = next(a for a in build_parser()._actions if a.dest == "command").choices["serve"]
     for action in serve._actions:
         assert action.help, f"serve {action.option_strings} has no help"

@@ -11,15 +11,15 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 import accountant
-from app.api.deps import compute_caller, services
+from app.api.deps import CallerDep, services
 from app.core import compute
 from app.core.admission import checkpoint
 from app.core.metrics import render
-from app.core.services import Caller, dumps
+from app.core.services import dumps
 from app.schemas.compute import (
     COMPUTE_ERRORS,
     CalibrateRequest,
@@ -38,7 +38,6 @@ from app.schemas.compute import (
 router = APIRouter()
 
 #: a valid key on a computation endpoint gives reserved capacity; an invalid one is a 401
-CALLER = Depends(compute_caller)
 
 
 @router.get(
@@ -68,7 +67,7 @@ async def health(request: Request) -> Response:
     return Response(_HEALTH_BYTES[bool(services(request).keys)], media_type="application/json")
 
 
-def _health_body() -> dict:
+def _health_body() -> dict[str, Any]:
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -149,7 +148,7 @@ async def metrics(request: Request) -> Response:
     ),
     responses=COMPUTE_ERRORS,
 )
-async def rdp(req: RdpRequest, request: Request, caller: Caller = CALLER) -> Response:
+async def rdp(req: RdpRequest, request: Request, caller: CallerDep) -> Response:
     svc = services(request)
     fn = partial(
         compute.rdp_result, req.event.to_accountant(), req.orders, req.bound, svc.settings.max_order_mass
@@ -172,7 +171,7 @@ async def rdp(req: RdpRequest, request: Request, caller: Caller = CALLER) -> Res
     ),
     responses=COMPUTE_ERRORS,
 )
-async def epsilon(req: EpsilonRequest, request: Request, caller: Caller = CALLER) -> Response:
+async def epsilon(req: EpsilonRequest, request: Request, caller: CallerDep) -> Response:
     svc = services(request)
     fn = partial(
         compute.epsilon_result,
@@ -196,7 +195,7 @@ async def epsilon(req: EpsilonRequest, request: Request, caller: Caller = CALLER
     ),
     responses=COMPUTE_ERRORS,
 )
-async def delta(req: DeltaRequest, request: Request, caller: Caller = CALLER) -> Response:
+async def delta(req: DeltaRequest, request: Request, caller: CallerDep) -> Response:
     svc = services(request)
     fn = partial(
         compute.delta_result,
@@ -263,7 +262,7 @@ CALIBRATE_ERRORS = {
     ),
     responses=CALIBRATE_ERRORS,
 )
-async def calibrate(req: CalibrateRequest, request: Request, caller: Caller = CALLER) -> Response:
+async def calibrate(req: CalibrateRequest, request: Request, caller: CallerDep) -> Response:
     svc = services(request)
     fn = partial(
         compute.calibrate_result,

@@ -19,16 +19,15 @@ from pathlib import Path
 from typing import Annotated
 
 import numpy as np
-from fastapi import APIRouter, Depends, FastAPI
+from fastapi import APIRouter, FastAPI
 from fastapi import Path as PathParam
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.routing import Route
 
-from app.api.deps import get_db, require_reader
+from app.api.deps import DbDep, ReaderDep
 from app.api.routes.ledger import AUTH_ERRORS
-from app.db.session import Database
 from app.ledger import reads
 from app.ledger.records import UserCurve as UserCurveRecord
 from app.schemas import ledger as sch
@@ -98,7 +97,7 @@ UserPath = Annotated[
     "ε(α) that converts to ε_B at δ_B), and the ε each order would give. `null` = unbounded.",
     responses={404: {"model": views.ErrorBody, "description": "unknown user"}, **AUTH_ERRORS},
 )
-def get_user_curve(user_id: UserPath, db: Database = Depends(get_db), _actor=Depends(require_reader)):
+def get_user_curve(user_id: UserPath, db: DbDep, _actor: ReaderDep) -> UserCurve:
     return _curve_view(reads.user_curve(db, user_id))
 
 

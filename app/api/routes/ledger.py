@@ -15,25 +15,25 @@ from functools import partial
 from typing import Annotated, Any
 
 import numpy as np
-from fastapi import APIRouter, Depends, Path, Query, Request, Response
+from fastapi import APIRouter, Path, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 import accountant
 from app.api.deps import (
-    WRITE_TURN,
+    AdminDep,
+    ChargerDep,
+    DbDep,
+    ReaderDep,
+    WriteTurnDep,
     computed,
-    get_db,
     held_write_turn,
-    require_admin,
-    require_charger,
-    require_reader,
     services,
 )
 from app.core.compute import check_work
-from app.db.session import Database
 from app.ledger import service as svc
 from app.ledger.curves import ORDERS as LEDGER_ORDERS
 from app.ledger.paging import MAX_OFFSET
+from app.ledger.service import Actor
 from app.schemas import ledger as sch
 from app.schemas import ledger_reads as reads
 from app.schemas import ledger_views as views
@@ -92,7 +92,7 @@ PAGING_DOC = (
 )
 
 
-def event_cost(event: dict, max_mass: float) -> np.ndarray:
+def event_cost(event: dict[str, Any], max_mass: float) -> np.ndarray:
     """The ledger cost of ``event`` (:func:`app.ledger.service.event_cost`) after the work limit of
     ``/v1/epsilon`` on the ledger's grid (``WorkLimitExceeded``: a ``400``): an event refused there
     is refused here."""
@@ -104,7 +104,7 @@ def event_cost(event: dict, max_mass: float) -> np.ndarray:
     return svc.event_cost(event)
 
 
-async def _budget(request: Request, actor, req: sch.UserPut | sch.BulkUsersRequest) -> svc.Budget:
+async def _budget(request: Request, actor: Actor, req: sch.UserPut | sch.BulkUsersRequest) -> svc.Budget:
     """The budget of ``req``, computed before the write turn (a planned event's cost is computed)."""
     planned = req.planned_event.to_accountant() if req.planned_event is not None else None
     return await computed(
@@ -120,7 +120,14 @@ async def _budget(request: Request, actor, req: sch.UserPut | sch.BulkUsersReque
     )
 
 
-def _make_budget(epsilon, delta, policy, filter_order, planned, max_mass: float) -> svc.Budget:
+def _make_budget(
+    epsilon: float,
+    delta: float,
+    policy: str,
+    filter_order: float | None,
+    planned: dict[str, Any] | None,
+    max_mass: float,
+) -> svc.Budget:
     if planned is not None:
         event_cost(planned, max_mass)  # the work limit first; the curve is then cached for make_budget
     return svc.make_budget(epsilon, delta, policy, filter_order, planned)
@@ -139,13 +146,8 @@ def _make_budget(epsilon, delta, policy, filter_order, planned, max_mass: float)
     responses={201: {"model": views.UserView, "description": "user created"}, **AUTH_ERRORS},
 )
 async def put_user(
-    user_id: UserPath,
-    body: sch.UserPut,
-    response: Response,
-    request: Request,
-    db: Database = Depends(get_db),
-    actor=Depends(require_admin),
-):
+    user_id: UserPath, body: sch.UserPut, response: Response, request: Request, db: DbDep, actor: AdminDep
+) -> views.UserView:
     budget = await _budget(request, actor, body)
     async with held_write_turn(request, db):
         created, status = await run_in_threadpool(svc.put_user, db, user_id, budget)
@@ -166,11 +168,8 @@ async def put_user(
     },
 )
 async def bulk_users(
-    body: sch.BulkUsersRequest,
-    request: Request,
-    db: Database = Depends(get_db),
-    actor=Depends(require_admin),
-):
+    body: sch.BulkUsersRequest, request: Request, db: DbDep, actor: AdminDep
+) -> views.BulkUsersResult:
     budget = await _budget(request, actor, body)
     async with held_write_turn(request, db):
         result = await run_in_threadpool(svc.bulk_create_users, db, body.all_ids(), budget, body.on_conflict)
@@ -193,9 +192,7 @@ async def bulk_users(
     ),
     responses=PAGE_ERRORS,
 )
-def list_users(
-    q: Annotated[sch.UserListQuery, Query()], db: Database = Depends(get_db), _actor=Depends(require_reader)
-):
+def list_users(q: Annotated[sch.UserListQuery, Query()], db: DbDep, _actor: ReaderDep) -> reads.UserPage:
     f = svc.UserFilter(prefix=q.prefix, policy=q.policy, remaining_below=q.remaining_below)
     return reads.UserPage.of(svc.list_users(db, f, q.sort, q.limit, q.offset, q.cursor))
 
@@ -212,9 +209,7 @@ def list_users(
     ),
     responses=AUTH_ERRORS,
 )
-def summary(
-    q: Annotated[sch.SummaryQuery, Query()], db: Database = Depends(get_db), _actor=Depends(require_reader)
-):
+def summary(q: Annotated[sch.SummaryQuery, Query()], db: DbDep, _actor: ReaderDep) -> reads.LedgerSummary:
     return reads.LedgerSummary.of(svc.summary(db, q.bucket, q.buckets))
 
 
@@ -226,7 +221,7 @@ def summary(
     "minimised over the grid; filter: at α_f); `charges` counts the charges that reached the user.",
     responses={404: {"model": views.ErrorBody, "description": "unknown user"}, **AUTH_ERRORS},
 )
-def get_user(user_id: UserPath, db: Database = Depends(get_db), _actor=Depends(require_reader)):
+def get_user(user_id: UserPath, db: DbDep, _actor: ReaderDep) -> views.UserView:
     return views.UserView.of(svc.get_user(db, user_id))
 
 
@@ -240,12 +235,12 @@ def get_user(user_id: UserPath, db: Database = Depends(get_db), _actor=Depends(r
 )
 def user_charges(
     user_id: UserPath,
+    db: DbDep,
+    _actor: ReaderDep,
     limit: int = Query(100, ge=1, le=10_000),
     offset: int = Query(0, ge=0, le=10**12, description=sch.OFFSET_DESC),
     cursor: str | None = Query(None, description=CURSOR_DESC),
-    db: Database = Depends(get_db),
-    _actor=Depends(require_reader),
-):
+) -> views.ChargeList:
     return views.ChargeList.of(user_id, svc.list_user_charges(db, user_id, limit, offset, cursor))
 
 
@@ -255,7 +250,7 @@ def user_charges(
     summary="A user's cohort memberships with join/leave history (any role)",
     responses={404: {"model": views.ErrorBody, "description": "unknown user"}, **AUTH_ERRORS},
 )
-def user_cohorts(user_id: UserPath, db: Database = Depends(get_db), _actor=Depends(require_reader)):
+def user_cohorts(user_id: UserPath, db: DbDep, _actor: ReaderDep) -> views.UserCohorts:
     return views.UserCohorts.of(user_id, svc.user_cohorts(db, user_id))
 
 
@@ -267,11 +262,8 @@ def user_cohorts(user_id: UserPath, db: Database = Depends(get_db), _actor=Depen
     responses={404: {"model": views.ErrorBody, "description": "unknown user"}, **AUTH_ERRORS},
 )
 def user_history(
-    user_id: UserPath,
-    limit: int = Query(500, ge=2, le=10_000),
-    db: Database = Depends(get_db),
-    _actor=Depends(require_reader),
-):
+    user_id: UserPath, db: DbDep, _actor: ReaderDep, limit: int = Query(500, ge=2, le=10_000)
+) -> reads.UserHistory:
     return reads.UserHistory.of(svc.user_history(db, user_id, limit))
 
 
@@ -283,7 +275,7 @@ def user_history(
     "the exactly rounded recomputation (`running_not_below_recomputed`). `null` = +∞.",
     responses={404: {"model": views.ErrorBody, "description": "unknown user"}, **AUTH_ERRORS},
 )
-def user_audit(user_id: UserPath, db: Database = Depends(get_db), _actor=Depends(require_reader)):
+def user_audit(user_id: UserPath, db: DbDep, _actor: ReaderDep) -> reads.Audit:
     return reads.Audit.of(svc.recompute_user(db, user_id))
 
 
@@ -294,8 +286,8 @@ def user_audit(user_id: UserPath, db: Database = Depends(get_db), _actor=Depends
     responses=AUTH_ERRORS,
 )
 def nearest_exhaustion(
-    limit: int = Query(20, ge=1, le=1000), db: Database = Depends(get_db), _actor=Depends(require_reader)
-):
+    db: DbDep, _actor: ReaderDep, limit: int = Query(20, ge=1, le=1000)
+) -> reads.ExhaustionList:
     return reads.ExhaustionList.of(svc.nearest_exhaustion(db, limit))
 
 
@@ -329,8 +321,8 @@ def nearest_exhaustion(
     },
 )
 async def post_charge(
-    body: sch.ChargeRequest, request: Request, db: Database = Depends(get_db), actor=Depends(require_charger)
-):
+    body: sch.ChargeRequest, request: Request, db: DbDep, actor: ChargerDep
+) -> views.ChargeAdmitted:
     event = body.event.model_dump(mode="json", exclude_unset=True)
     event["mechanism"] = body.event.mechanism
     cost_event = body.event.to_accountant()
@@ -365,8 +357,8 @@ async def post_charge(
     responses={409: {"model": views.ErrorBody, "description": "the cohort exists"}, **AUTH_ERRORS},
 )
 def create_cohort(
-    body: sch.CohortCreate, db: Database = Depends(get_db), _actor=Depends(require_admin), _turn=WRITE_TURN
-):
+    body: sch.CohortCreate, db: DbDep, _actor: AdminDep, _turn: WriteTurnDep
+) -> views.CohortView:
     return views.CohortView.of(svc.create_cohort(db, body.cohort_id, body.description))
 
 
@@ -379,8 +371,8 @@ def create_cohort(
     responses=PAGE_ERRORS,
 )
 def list_cohorts(
-    q: Annotated[sch.CohortListQuery, Query()], db: Database = Depends(get_db), _actor=Depends(require_reader)
-):
+    q: Annotated[sch.CohortListQuery, Query()], db: DbDep, _actor: ReaderDep
+) -> reads.CohortPage:
     return reads.CohortPage.of(svc.list_cohorts(db, q.prefix, q.limit, q.offset, q.cursor))
 
 
@@ -390,7 +382,7 @@ def list_cohorts(
     summary="A cohort (any role)",
     responses={404: {"model": views.ErrorBody, "description": "unknown cohort"}, **AUTH_ERRORS},
 )
-def get_cohort(cohort_id: CohortPath, db: Database = Depends(get_db), _actor=Depends(require_reader)):
+def get_cohort(cohort_id: CohortPath, db: DbDep, _actor: ReaderDep) -> views.CohortView:
     return views.CohortView.of(svc.get_cohort(db, cohort_id))
 
 
@@ -402,12 +394,8 @@ def get_cohort(cohort_id: CohortPath, db: Database = Depends(get_db), _actor=Dep
     responses={404: {"model": views.UnknownUsers, "description": "unknown cohort or users"}, **AUTH_ERRORS},
 )
 def add_members(
-    cohort_id: CohortPath,
-    body: sch.MembersRequest,
-    db: Database = Depends(get_db),
-    _actor=Depends(require_admin),
-    _turn=WRITE_TURN,
-):
+    cohort_id: CohortPath, body: sch.MembersRequest, db: DbDep, _actor: AdminDep, _turn: WriteTurnDep
+) -> views.MembersChanged:
     return views.MembersChanged.of(svc.change_members(db, cohort_id, body.all_ids(), join=True))
 
 
@@ -420,12 +408,8 @@ def add_members(
     responses={404: {"model": views.UnknownUsers, "description": "unknown cohort or users"}, **AUTH_ERRORS},
 )
 def remove_members(
-    cohort_id: CohortPath,
-    body: sch.MembersRequest,
-    db: Database = Depends(get_db),
-    _actor=Depends(require_admin),
-    _turn=WRITE_TURN,
-):
+    cohort_id: CohortPath, body: sch.MembersRequest, db: DbDep, _actor: AdminDep, _turn: WriteTurnDep
+) -> views.MembersChanged:
     return views.MembersChanged.of(svc.change_members(db, cohort_id, body.all_ids(), join=False))
 
 
@@ -436,12 +420,8 @@ def remove_members(
     responses={404: {"model": views.UnknownUsers, "description": "unknown cohort or user"}, **AUTH_ERRORS},
 )
 def remove_member(
-    cohort_id: CohortPath,
-    user_id: UserPath,
-    db: Database = Depends(get_db),
-    _actor=Depends(require_admin),
-    _turn=WRITE_TURN,
-):
+    cohort_id: CohortPath, user_id: UserPath, db: DbDep, _actor: AdminDep, _turn: WriteTurnDep
+) -> views.MembersChanged:
     return views.MembersChanged.of(svc.change_members(db, cohort_id, [user_id], join=False))
 
 
@@ -454,13 +434,13 @@ def remove_member(
 )
 def list_members(
     cohort_id: CohortPath,
+    db: DbDep,
+    _actor: ReaderDep,
     limit: int = Query(100, ge=1, le=10_000),
     offset: int = Query(0, ge=0, le=10**12, description=sch.OFFSET_DESC),
     history: bool = False,
     cursor: str | None = Query(None, description=CURSOR_DESC),
-    db: Database = Depends(get_db),
-    _actor=Depends(require_reader),
-):
+) -> views.MemberList:
     return views.MemberList.of(svc.list_members(db, cohort_id, limit, offset, history, cursor))
 
 
@@ -474,9 +454,9 @@ def list_members(
 )
 def cohort_history(
     cohort_id: CohortPath,
+    db: DbDep,
+    _actor: ReaderDep,
     delta: float = Query(1e-6, gt=0, lt=1),
     limit: int = Query(500, ge=2, le=10_000),
-    db: Database = Depends(get_db),
-    _actor=Depends(require_reader),
-):
+) -> reads.CohortHistory:
     return reads.CohortHistory.of(svc.cohort_history(db, cohort_id, delta, limit))

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Body, Depends, Path, Request
+from fastapi import APIRouter, Body, Path, Request
 from fastapi.responses import Response
 from pydantic import BaseModel
 
-from app.api.deps import compute_caller, services
+from app.api.deps import CallerDep, services
 from app.core import mechanisms
 from app.core.services import Caller, dumps
 from app.schemas.compute import ERROR_401, ERROR_429, ERROR_503, ErrorResponse, UnprocessableResponse
@@ -33,10 +33,9 @@ from app.schemas.mechanisms import (
 )
 
 router = APIRouter(tags=["mechanisms"])
-CALLER = Depends(compute_caller)
 
 
-def _errors(*codes: int) -> dict:
+def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
     desc = {
         400: "Domain error from the accountant (e.g. a bound outside its validity), or a calibration that needs "
         "more computation than the time limit allows, with `detail`.",
@@ -86,7 +85,7 @@ NAME = Path(
         "default, bounds), output kind and the theorem/algorithm it implements. " + SIMULATION_NOTE
     ),
 )
-async def catalog() -> dict:
+async def catalog() -> dict[str, Any]:
     return mechanisms.catalog()
 
 
@@ -108,7 +107,7 @@ async def catalog() -> dict:
     responses=_errors(400, 401, 404, 413, 422, 429, 503),
 )
 async def parameters(
-    request: Request, name: str = NAME, req: ParametersRequest = Body(...), caller: Caller = CALLER
+    request: Request, caller: CallerDep, name: str = NAME, req: ParametersRequest = Body(...)
 ) -> Response:
     return await _answer(request, caller, ParametersResponse, mechanisms.parameters, name, req)
 
@@ -128,7 +127,7 @@ async def parameters(
     responses=_errors(401, 404, 413, 422, 429, 503),
 )
 async def randomize(
-    request: Request, name: str = NAME, req: RandomizeRequest = Body(...), caller: Caller = CALLER
+    request: Request, caller: CallerDep, name: str = NAME, req: RandomizeRequest = Body(...)
 ) -> Response:
     return await _answer(request, caller, RandomizeResponse, mechanisms.randomize, name, req)
 
@@ -147,6 +146,6 @@ async def randomize(
     responses=_errors(401, 404, 413, 422, 429, 503),
 )
 async def estimate(
-    request: Request, name: str = NAME, req: EstimateRequest = Body(...), caller: Caller = CALLER
+    request: Request, caller: CallerDep, name: str = NAME, req: EstimateRequest = Body(...)
 ) -> Response:
     return await _answer(request, caller, EstimateResponse, mechanisms.estimate, name, req)
