@@ -552,7 +552,13 @@ def main(argv=None) -> int:
         # bench_paging.py's: kept as they are
         path = ROOT / "bench" / "results_reliability.md"
         old = path.read_text() if path.exists() else ""
-        kept = [k for k in (section(old, h) for h in ("Scale-out", "Deep paging and bulk memory", "Hostile charges")) if k]
+        kept = [
+            k
+            for k in (
+                section(old, h) for h in ("Scale-out", "Deep paging and bulk memory", "Hostile charges")
+            )
+            if k
+        ]
         path.write_text(text + "\n" + "".join(f"\n{k}" for k in kept))
     print(text)
     return 0

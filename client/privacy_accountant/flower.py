@@ -230,14 +230,14 @@ class AccountedStrategy:
             users = [self.user_of(proxy) for proxy, _ in instructions]
             event = local_event(k, self.epsilon0, shuffled=bool(self.shuffled), output=self.output)
             rec = RoundCharge(server_round, event, users=users, clients=k)
-            call = lambda: self.client.charge(event, users=users, idempotency_key=key)  # noqa: E731
+            who: dict[str, Any] = {"users": users}
         else:
             assert self.noise is not None and self.cohort is not None
             event = central_event(max(available, k), k, self.noise)
             rec = RoundCharge(server_round, event, cohort=self.cohort, clients=k)
-            call = lambda: self.client.charge(event, cohort=self.cohort, idempotency_key=key)  # noqa: E731
+            who = {"cohort": self.cohort}
         try:
-            rec.charge = call()
+            rec.charge = self.client.charge(event, idempotency_key=key, **who)
         except BudgetExceeded as refused:
             rec.refusal = refused
         return rec
