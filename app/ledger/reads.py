@@ -67,7 +67,7 @@ def list_charges(
 ) -> Page[ChargeEntry]:
     """The charges of the ledger, oldest first (by charge id), at ``offset`` or after ``cursor``:
     those that reached ``user_id`` (explicitly or as a cohort member), of the cohort ``cohort_id``,
-    created at or after ``since`` and before ``until`` (aware datetimes). An unknown user or
+    created at or after ``since`` and before ``until`` (aware UTC datetimes, :func:`parse_instant`). An unknown user or
     cohort is a :class:`NotFound`; ``since`` not before ``until`` an :class:`BadQuery`."""
     paging.check(offset, cursor)
     if since is not None and until is not None and since >= until:
@@ -81,7 +81,7 @@ def list_charges(
         cohort_pk = repo.cohort_pk(s, cohort_id) if cohort_id is not None else None
         if cohort_id is not None and cohort_pk is None:
             raise NotFound(f"unknown cohort {cohort_id!r}; list the cohorts with GET /v1/cohorts")
-        f = q.ChargeFilter(user_pk=user_pk, cohort_pk=cohort_pk, since=_utc(since), until=_utc(until))
+        f = q.ChargeFilter(user_pk=user_pk, cohort_pk=cohort_pk, since=since, until=until)
         total, items = q.charges(s, f, limit + 1, offset, after)
     return paging.page(items, total, limit, offset, "charges", lambda c: [int(c.charge_id)])
 
@@ -93,17 +93,14 @@ def parse_instant(name: str, text: str | None) -> datetime | None:
         return None
     try:
         ts = datetime.fromisoformat(text.strip())
-    except ValueError:
+        ts = ts.replace(tzinfo=timezone.utc) if ts.tzinfo is None else ts.astimezone(timezone.utc)
+    except (ValueError, OverflowError):  # OverflowError: an offset that leaves the years 1–9999
         raise BadQuery(
-            f"{name}={text[:64]!r} is not an ISO 8601 date or date-time: write e.g. 2025-01-31 or "
+            f"{name}={text[:64]!r} is not an ISO 8601 date or date-time in the years 1–9999 UTC: write e.g. 2025-01-31 or "
             "2025-01-31T12:00:00Z (without an offset the time is UTC)",
             parameter=name,
         ) from None
-    return ts.replace(tzinfo=timezone.utc) if ts.tzinfo is None else ts
-
-
-def _utc(ts: datetime | None) -> datetime | None:
-    return ts.astimezone(timezone.utc) if ts is not None else None
+    return ts
 
 
 def recompute_user(db: Database, user_id: str) -> Audit:

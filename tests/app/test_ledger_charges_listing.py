@@ -139,6 +139,7 @@ def test_filters_select_exactly_their_charges(server):
         ({"since": "yesterday"}, 400, "since='yesterday' is not an ISO 8601"),
         ({"until": "2025-13-01"}, 400, "until='2025-13-01' is not an ISO 8601"),
         ({"since": "2025-02-01", "until": "2025-01-01"}, 400, "must be before until"),
+        ({"since": "0001-01-01T00:00:00+14:00"}, 400, "is not an ISO 8601"),  # before the year 1 in UTC
         ({"offset": 10_001}, 400, "page with the cursor"),
         ({"cursor": "bm9wZQ"}, 400, "cursor"),
         ({"user": "nobody"}, 404, "unknown user 'nobody'"),
