@@ -115,6 +115,7 @@ LEDGER_STATUS: dict[type[ledger_errors.LedgerError], int] = {
     ledger_errors.Refused: 409,
     ledger_errors.Invalid: 422,
     ledger_errors.BadPage: 400,
+    ledger_errors.BadQuery: 400,
 }
 
 

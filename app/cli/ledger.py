@@ -4,7 +4,7 @@ running service:
     privacy-accountant users list [--prefix P] [--policy declared|filter] [--remaining-below X] [--sort S]
     privacy-accountant users show USER
     privacy-accountant users put USER --epsilon 4 --delta 1e-6 [--policy filter --filter-order 8]
-    privacy-accountant charges list USER
+    privacy-accountant charges list [USER] [--cohort C] [--since T] [--until T]
     privacy-accountant charges create --users alice,bob --mechanism gaussian --noise-multiplier 2
     privacy-accountant cohorts list | show COHORT | add COHORT [USER …] | remove COHORT USER …
 
@@ -188,8 +188,13 @@ def users_put(a: argparse.Namespace) -> tuple[dict[str, Any], str]:
 
 # ------------------------------------------------------------------------------------------ charges
 def charges_list(a: argparse.Namespace) -> tuple[dict[str, Any], str]:
+    filters = dict(cohort=a.cohort, since=a.since, until=a.until)
+    page: m.ChargePage
     with _client(a) as c:
-        page = c.user_charges(a.user, a.limit, a.offset, cursor=a.cursor)
+        if a.user is not None and not any(filters.values()):
+            page = c.user_charges(a.user, a.limit, a.offset, cursor=a.cursor)
+        else:  # the whole ledger (GET /v1/charges), filtered
+            page = c.list_charges(a.limit, a.offset, user=a.user, cursor=a.cursor, **filters)
     rows = [
         (
             ch.charge_id,
@@ -410,10 +415,24 @@ def add_ledger_commands(
     )
     _connection(p)
 
-    charges = sub.add_parser("charges", help="list a user's charges, or charge an event (all or nothing)")
+    charges = sub.add_parser(
+        "charges",
+        help="list charges (all, a user's, a cohort's), or charge an event (all or nothing)",
+    )
     cs = charges.add_subparsers(dest="action", required=True, metavar="ACTION")
-    p = _sub(cs, "list", "a user's charges, oldest first", charges_list, epilog=epilog)
-    p.add_argument("user", help="user id")
+    p = _sub(
+        cs,
+        "list",
+        "the ledger's charges, oldest first: all of them, or a user's, a cohort's, in a time range",
+        charges_list,
+        epilog=epilog,
+    )
+    p.add_argument("user", nargs="?", help="only the charges that reached this user (default: every charge)")
+    p.add_argument("--cohort", help="only this cohort's rounds")
+    p.add_argument(
+        "--since", metavar="TIME", help="charged at or after TIME (ISO 8601, UTC unless an offset)"
+    )
+    p.add_argument("--until", metavar="TIME", help="charged before TIME (ISO 8601, UTC unless an offset)")
     _paging(p, 100)
     _connection(p)
     p = _sub(

@@ -175,6 +175,8 @@ class Charge(Base):
     __table_args__ = (
         UniqueConstraint("cohort_id", "cohort_seq", name="uq_ledger_charges_cohort_round"),
         Index("ix_ledger_charges_created_at", "created_at"),
+        # a cohort's rounds in charge-id order, after a cursor (GET /v1/charges?cohort=…)
+        Index("ix_ledger_charges_cohort_id", "cohort_id", "id"),
     )
 
 

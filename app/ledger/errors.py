@@ -74,6 +74,11 @@ class BadPage(LedgerError):
     listing did not hand out (the sentence says to follow ``next_cursor``)."""
 
 
+class BadQuery(LedgerError):
+    """A filter that cannot be applied as given (a malformed time, an empty range): the sentence
+    says what to change."""
+
+
 class Refused(LedgerError):
     """A charge some users cannot afford: nothing was recorded.
 
@@ -102,6 +107,7 @@ class Refused(LedgerError):
 __all__ = [
     "MAX_LISTED",
     "BadPage",
+    "BadQuery",
     "Conflict",
     "IdempotencyConflict",
     "Invalid",

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -148,30 +150,51 @@ def user_charges_subquery(user_pk: int, cols: Sequence[Any]) -> Subquery:
     return union_all(explicit, via_cohort).subquery()
 
 
-def user_charges(
-    s: Session, user_pk: int, limit: int, offset: int, after: int | None = None
+#: the columns of a listed charge (:class:`~app.ledger.records.ChargeEntry`)
+CHARGE_COLS = (
+    T_CHARGES.c.id,
+    T_CHARGES.c.idempotency_key,
+    T_CHARGES.c.event,
+    T_CHARGES.c.grid_version,
+    T_CHARGES.c.cohort_id,
+    T_CHARGES.c.cohort_seq,
+    T_CHARGES.c.n_users,
+    T_CHARGES.c.actor_name,
+    T_CHARGES.c.actor_role,
+    T_CHARGES.c.created_at,
+    T_CHARGES.c.response,
+)
+
+
+@dataclass(frozen=True)
+class ChargeFilter:
+    """Charges that reached the user ``user_pk``, of the cohort ``cohort_pk``, created in
+    [``since``, ``until``) (aware UTC datetimes); ``None``: no condition."""
+
+    user_pk: int | None = None
+    cohort_pk: int | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+
+def charges(
+    s: Session, f: ChargeFilter, limit: int, offset: int, after: int | None = None
 ) -> tuple[int, list[ChargeEntry]]:
-    """(total, the charges at [offset, offset + limit) — of those after the charge id ``after``),
-    oldest first."""
-    c = T_CHARGES.c
-    cols = (
-        c.id,
-        c.idempotency_key,
-        c.event,
-        c.grid_version,
-        c.cohort_id,
-        c.cohort_seq,
-        c.n_users,
-        c.actor_name,
-        c.actor_role,
-        c.created_at,
-        c.response,
-    )
-    sq = user_charges_subquery(user_pk, cols)
-    total = s.execute(select(func.count()).select_from(sq)).scalar_one()
-    page = select(sq).order_by(sq.c.id).limit(limit).offset(offset)
+    """(total, the charges at [offset, offset + limit) — of those after the charge id ``after``)
+    matching ``f``, oldest first (by charge id)."""
+    src: Any = T_CHARGES if f.user_pk is None else user_charges_subquery(f.user_pk, CHARGE_COLS)
+    conds = []
+    if f.cohort_pk is not None:
+        conds.append(src.c.cohort_id == f.cohort_pk)
+    if f.since is not None:
+        conds.append(src.c.created_at >= f.since)
+    if f.until is not None:
+        conds.append(src.c.created_at < f.until)
+    total = s.execute(select(func.count()).select_from(src).where(*conds)).scalar_one()
+    cols = [src.c[c.name] for c in CHARGE_COLS]
+    page = select(*cols).where(*conds).order_by(src.c.id).limit(limit).offset(offset)
     if after is not None:
-        page = page.where(sq.c.id > after)
+        page = page.where(src.c.id > after)
     rows = s.execute(page).mappings().all()
     cids = {r["cohort_id"] for r in rows if r["cohort_id"] is not None}
     names = (

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from datetime import datetime, timezone
 
 import numpy as np
 from sqlalchemy.orm import Session
@@ -13,7 +14,7 @@ from app.ledger import curves as cv
 from app.ledger import paging
 from app.ledger import queries as q
 from app.ledger import repository as repo
-from app.ledger.errors import NotFound
+from app.ledger.errors import BadQuery, NotFound
 from app.ledger.grid import stored_grids
 from app.ledger.records import (
     Audit,
@@ -51,12 +52,56 @@ def list_user_charges(
     db: Database, user_id: str, limit: int = 100, offset: int = 0, cursor: str | None = None
 ) -> Page[ChargeEntry]:
     """The charges that reached a user, oldest first (by charge id): at ``offset`` or after ``cursor``."""
+    return list_charges(db, limit, offset, cursor, user_id=user_id)
+
+
+def list_charges(
+    db: Database,
+    limit: int = 100,
+    offset: int = 0,
+    cursor: str | None = None,
+    *,
+    user_id: str | None = None,
+    cohort_id: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> Page[ChargeEntry]:
+    """The charges of the ledger, oldest first (by charge id), at ``offset`` or after ``cursor``:
+    those that reached ``user_id`` (explicitly or as a cohort member), of the cohort ``cohort_id``,
+    created at or after ``since`` and before ``until`` (aware UTC datetimes, :func:`parse_instant`). An unknown user or
+    cohort is a :class:`NotFound`; ``since`` not before ``until`` an :class:`BadQuery`."""
     paging.check(offset, cursor)
+    if since is not None and until is not None and since >= until:
+        raise BadQuery(
+            f"since ({since.isoformat()}) must be before until ({until.isoformat()}): the range "
+            "[since, until) is empty; swap them or widen the range"
+        )
     after = paging.decode(cursor, "charges", ("int",))[0] if cursor is not None else None
     with db.read() as s:
-        pk, _ = _user_pk_class(s, user_id)
-        total, items = q.user_charges(s, pk, limit + 1, offset, after)
+        user_pk = _user_pk_class(s, user_id)[0] if user_id is not None else None
+        cohort_pk = repo.cohort_pk(s, cohort_id) if cohort_id is not None else None
+        if cohort_id is not None and cohort_pk is None:
+            raise NotFound(f"unknown cohort {cohort_id!r}; list the cohorts with GET /v1/cohorts")
+        f = q.ChargeFilter(user_pk=user_pk, cohort_pk=cohort_pk, since=since, until=until)
+        total, items = q.charges(s, f, limit + 1, offset, after)
     return paging.page(items, total, limit, offset, "charges", lambda c: [int(c.charge_id)])
+
+
+def parse_instant(name: str, text: str | None) -> datetime | None:
+    """The query parameter ``name`` = ``text`` (ISO 8601; without an offset: UTC) as an aware
+    datetime; unreadable text is a :class:`BadQuery` naming the parameter and the form to use."""
+    if text is None:
+        return None
+    try:
+        ts = datetime.fromisoformat(text.strip())
+        ts = ts.replace(tzinfo=timezone.utc) if ts.tzinfo is None else ts.astimezone(timezone.utc)
+    except (ValueError, OverflowError):  # OverflowError: an offset that leaves the years 1–9999
+        raise BadQuery(
+            f"{name}={text[:64]!r} is not an ISO 8601 date or date-time in the years 1–9999 UTC: write e.g. 2025-01-31 or "
+            "2025-01-31T12:00:00Z (without an offset the time is UTC)",
+            parameter=name,
+        ) from None
+    return ts
 
 
 def recompute_user(db: Database, user_id: str) -> Audit:

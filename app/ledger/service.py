@@ -32,7 +32,15 @@ from app.ledger.curves import Budget
 from app.ledger.errors import Conflict, IdempotencyConflict, Invalid, LedgerError, NotFound, Refused
 from app.ledger.grid import ensure_grid
 from app.ledger.listing import SORTS, UserFilter, list_cohorts, list_users
-from app.ledger.reads import get_user, list_user_charges, nearest_exhaustion, recompute_user, user_history
+from app.ledger.reads import (
+    get_user,
+    list_charges,
+    list_user_charges,
+    nearest_exhaustion,
+    parse_instant,
+    recompute_user,
+    user_history,
+)
 from app.ledger.records import Actor
 from app.ledger.summary import summary
 
@@ -54,10 +62,12 @@ __all__ = [
     "event_cost",
     "get_cohort",
     "get_user",
+    "list_charges",
     "list_members",
     "list_user_charges",
     "make_budget",
     "nearest_exhaustion",
+    "parse_instant",
     "put_user",
     "recompute_user",
     "user_cohorts",

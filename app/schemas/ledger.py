@@ -261,6 +261,35 @@ class CohortListQuery(_StrictQuery):
     )
 
 
+#: a ``since``/``until`` query parameter: ISO 8601 text, parsed by app.ledger.reads.parse_instant (a 400 names it)
+_TIME_DESC = (
+    "ISO 8601 date or date-time, e.g. `2025-01-31` or `2025-01-31T12:00:00Z`; without an offset it is UTC"
+)
+
+
+class ChargeListQuery(_StrictQuery):
+    limit: int = Field(100, ge=1, le=10_000, description="page size")
+    offset: int = Field(0, ge=0, le=10**12, description=OFFSET_DESC)
+    cursor: str | None = CURSOR_FIELD
+    user: str | None = Field(
+        None,
+        min_length=1,
+        max_length=256,
+        pattern=ID_PATTERN,
+        description="only the charges that reached this user (explicitly or as a cohort member)",
+    )
+    cohort: str | None = Field(
+        None, min_length=1, max_length=256, pattern=ID_PATTERN, description="only this cohort's rounds"
+    )
+    since: str | None = Field(
+        None,
+        max_length=64,
+        examples=["2025-01-31T00:00:00Z"],
+        description="charged at or after: " + _TIME_DESC,
+    )
+    until: str | None = Field(None, max_length=64, description="charged before: " + _TIME_DESC)
+
+
 class SummaryQuery(_StrictQuery):
     bucket: Literal["hour", "day"] = Field("hour", description="timeline buckets: UTC hours or days")
     buckets: int | None = Field(

@@ -277,8 +277,9 @@ def page_fields(p: rec.Page[Any]) -> dict[str, Any]:
     return {"total": p.total, "limit": p.limit, "offset": p.offset, "next_cursor": p.next_cursor}
 
 
-class ChargeList(BaseModel):
-    user_id: str
+class ChargePage(BaseModel):
+    """``GET /v1/charges``: charges of the whole ledger, oldest first."""
+
     total: int
     limit: int
     offset: int
@@ -286,8 +287,18 @@ class ChargeList(BaseModel):
     charges: list[ChargeRecord]
 
     @classmethod
-    def of(cls, user_id: str, page: rec.Page[rec.ChargeEntry]) -> ChargeList:
-        return cls(user_id=user_id, charges=[ChargeRecord.of(c) for c in page.items], **page_fields(page))
+    def of(cls, page: rec.Page[rec.ChargeEntry]) -> ChargePage:
+        return cls(charges=[ChargeRecord.of(c) for c in page.items], **page_fields(page))
+
+
+class ChargeList(ChargePage):
+    """``GET /v1/users/{user_id}/charges``: the charges that reached a user, oldest first."""
+
+    user_id: str
+
+    @classmethod
+    def of_user(cls, user_id: str, page: rec.Page[rec.ChargeEntry]) -> ChargeList:
+        return cls(user_id=user_id, **dict(ChargePage.of(page)))
 
 
 class CohortView(BaseModel):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Generic, TypeVar
 from urllib.parse import quote
 
@@ -396,6 +397,32 @@ class Endpoints:
         if cohort is not None:
             body["cohort"] = cohort
         return self._send(Call("POST", "/v1/charges", json=body, retry=True, model=m.Charge))
+
+    def list_charges(
+        self,
+        limit: int | None = None,
+        offset: int | None = None,
+        *,
+        user: str | None = None,
+        cohort: str | None = None,
+        since: str | datetime | None = None,
+        until: str | datetime | None = None,
+        cursor: str | None = None,
+    ) -> m.ChargePage:
+        """``GET /v1/charges``: one page of the whole ledger's charges, oldest first — those that
+        reached ``user``, of ``cohort``, charged at or after ``since`` and before ``until`` (ISO 8601
+        text or datetimes; UTC when naive). ``total`` counts every match. The next page: ``cursor=``
+        the page's ``next_cursor``, or :meth:`iter_pages`."""
+        q = params(
+            limit=limit,
+            offset=offset,
+            user=user,
+            cohort=cohort,
+            since=since.isoformat() if isinstance(since, datetime) else since,
+            until=until.isoformat() if isinstance(until, datetime) else until,
+            cursor=cursor,
+        )
+        return self._send(Call("GET", "/v1/charges", params=q, model=m.ChargePage))
 
     def charge_cohort(self, event: Any, cohort: str, *, idempotency_key: str | None = None) -> m.Charge:
         """Charge ``event`` to every current member of ``cohort`` (one round), all or nothing."""

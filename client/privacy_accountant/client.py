@@ -167,7 +167,7 @@ class AccountantClient(Endpoints):
 
     def iter_pages(self, listing: Callable[..., Any], *args: Any, **kwargs: Any) -> Iterator[Any]:
         """Every page of a listing, following ``next_cursor``: ``listing`` is one of
-        :meth:`list_users`, :meth:`user_charges`, :meth:`list_cohorts`, :meth:`cohort_members`, called
+        :meth:`list_users`, :meth:`user_charges`, :meth:`list_charges`, :meth:`list_cohorts`, :meth:`cohort_members`, called
         with ``args``/``kwargs`` (``cursor=`` to resume) — e.g.
         ``for page in client.iter_pages(client.list_users, sort="-spent", limit=500)``."""
         cursor = kwargs.pop("cursor", None)

@@ -40,6 +40,7 @@ __all__ = [
     "Charge",
     "ChargeRecord",
     "ChargeList",
+    "ChargePage",
     "RefusalCost",
     "Refusal",
     "Cohort",
@@ -266,10 +267,9 @@ class ChargeRecord(Model):
     created_at: datetime | None
 
 
-class ChargeList(Model):
-    """``GET /v1/users/{user_id}/charges``: oldest first."""
+class ChargePage(Model):
+    """``GET /v1/charges``: the ledger's charges, oldest first."""
 
-    user_id: str
     total: int
     limit: int
     offset: int
@@ -277,6 +277,12 @@ class ChargeList(Model):
         None, description="pass as cursor= for the next page; None on the last page"
     )
     charges: list[ChargeRecord]
+
+
+class ChargeList(ChargePage):
+    """``GET /v1/users/{user_id}/charges``: oldest first."""
+
+    user_id: str
 
 
 class RefusalCost(Model):

@@ -241,7 +241,7 @@ def user_charges(
     offset: int = Query(0, ge=0, le=10**12, description=sch.OFFSET_DESC),
     cursor: str | None = Query(None, description=CURSOR_DESC),
 ) -> views.ChargeList:
-    return views.ChargeList.of(user_id, svc.list_user_charges(db, user_id, limit, offset, cursor))
+    return views.ChargeList.of_user(user_id, svc.list_user_charges(db, user_id, limit, offset, cursor))
 
 
 @router.get(
@@ -342,6 +342,30 @@ async def post_charge(
             )
         )
     return views.ChargeAdmitted.of(result)
+
+
+@router.get(
+    "/charges",
+    response_model=views.ChargePage,
+    summary="List the ledger's charges, oldest first; filter by user, cohort, time (any role)",
+    description=(
+        "Every admitted charge, oldest first (by charge id), each with its event — filtered by `user` (the "
+        "charges that reached the user: explicit charges naming it and cohort rounds charged while it was a "
+        "member), `cohort` (that cohort's rounds), `since` (charged at or after) and `until` (charged "
+        "before): ISO 8601 dates or date-times, UTC unless they carry an offset. `total` counts every "
+        "match. An unreadable time, or `since` not before `until`, is a `400` saying what to write; an "
+        "unknown user or cohort a `404`. Unknown query parameters are refused (`422`)." + PAGING_DOC
+    ),
+    responses={404: {"model": views.ErrorBody, "description": "unknown user or cohort"}, **PAGE_ERRORS},
+)
+def list_charges(
+    q: Annotated[sch.ChargeListQuery, Query()], db: DbDep, _actor: ReaderDep
+) -> views.ChargePage:
+    since, until = svc.parse_instant("since", q.since), svc.parse_instant("until", q.until)
+    page = svc.list_charges(
+        db, q.limit, q.offset, q.cursor, user_id=q.user, cohort_id=q.cohort, since=since, until=until
+    )
+    return views.ChargePage.of(page)
 
 
 # ---------------------------------------------------------------------------------------------- cohorts

@@ -3,8 +3,10 @@
  *
  * Reads the ledger's JSON endpoints (the same ones as the SDK) with the API key the user gives;
  * every number shown is a value of those answers, only formatted here, never recomputed.
- * The key lives in sessionStorage (this tab only). A link /dashboard#key=<key> logs in directly:
- * the fragment never reaches the server, and it is removed from the address bar at once.
+ * The key lives in sessionStorage (this tab only). A link /dashboard#key=<key> logs in directly, and
+ * /dashboard#/users/<id>?key=<key> opens that page signed in: the fragment never reaches the server,
+ * and the key is removed from the address bar at once. A route opened without a key is kept through
+ * the sign-in form.
  * Views are addressed by the fragment too: #/, #/users?…, #/users/<id>, #/cohorts, #/cohorts/<id>.
  * Data is inserted as text (textContent), never as HTML.
  */
@@ -88,13 +90,20 @@
   function setKey(k) { sessionStorage.setItem(KEY_STORE, k); }
   function clearKey() { sessionStorage.removeItem(KEY_STORE); }
 
+  // A link may carry the key in its fragment, alone (#key=K: the overview) or in a route's query
+  // (#/users/alice?key=K): the key is stored and removed, and the rest of the route opens.
   function takeKeyFromFragment() {
-    var h = location.hash.replace(/^#/, "");
-    var m = /^(?:.*[&?])?key=([^&]*)/.exec(h);
-    if (!m) return false;
-    var key = decodeURIComponent(m[1]);
+    var parts = location.hash.replace(/^#/, "").split(/[?&]/);
+    var path = parts[0].indexOf("=") >= 0 ? "" : parts.shift();
+    var key = null;
+    var rest = parts.filter(function (kv) {
+      if (kv.slice(0, 4) !== "key=") return kv !== "";
+      key = decodeURIComponent(kv.slice(4));
+      return false;
+    });
+    if (key === null) return false;
     // the key must not stay in the address bar or the history
-    history.replaceState(null, "", location.pathname + location.search + "#/");
+    history.replaceState(null, "", location.pathname + location.search + "#" + (path || "/") + (rest.length ? "?" + rest.join("&") : ""));
     if (key) { setKey(key); return true; }
     return false;
   }
@@ -162,8 +171,46 @@
 
   var UTC = function (ts) { return uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC"); };
 
-  /** A uPlot chart in `box`: opts.title, opts.x {label, time, log}, opts.y {label, log, range}, opts.series. */
+  // Time axes tick in one unit chosen by the data's time span (never seconds): minutes up to 3
+  // hours, hours up to 4 days, days beyond. A span shorter than 10 minutes is widened to 10.
+  var MINUTE = 60, HOUR = 3600, DAY = 86400;
+  var TIME_UNITS = {
+    minute: { incrs: [MINUTE, 2 * MINUTE, 5 * MINUTE, 10 * MINUTE, 15 * MINUTE, 30 * MINUTE, HOUR], space: 60,
+      label: function (d) { return pad2(d.getUTCHours()) + ":" + pad2(d.getUTCMinutes()); } },
+    hour: { incrs: [HOUR, 2 * HOUR, 3 * HOUR, 6 * HOUR, 12 * HOUR, DAY], space: 90,
+      label: function (d) { return pad2(d.getUTCMonth() + 1) + "-" + pad2(d.getUTCDate()) + " " + pad2(d.getUTCHours()) + ":00"; } },
+    day: { incrs: [DAY, 2 * DAY, 7 * DAY, 14 * DAY, 30 * DAY, 91 * DAY, 365 * DAY], space: 90,
+      label: function (d) { return d.getUTCFullYear() + "-" + pad2(d.getUTCMonth() + 1) + "-" + pad2(d.getUTCDate()); } },
+  };
+
+  function pad2(n) { return (n < 10 ? "0" : "") + n; }
+
+  function timeUnit(span) { return span <= 3 * HOUR ? "minute" : span <= 4 * DAY ? "hour" : "day"; }
+
+  /** The x axis and scale range of a time chart over the epochs `xs` (see TIME_UNITS). */
+  function timeAxis(xs) {
+    var lo = Math.min.apply(null, xs), hi = Math.max.apply(null, xs);
+    var unit = timeUnit(hi - lo), spec = TIME_UNITS[unit];
+    return {
+      unit: unit,
+      incrs: spec.incrs,
+      space: spec.space,
+      values: function (u, splits) { return splits.map(function (ts) { return spec.label(new Date(ts * 1e3)); }); },
+      range: function (u, mn, mx) {
+        var widen = Math.max(0, 10 * MINUTE - (mx - mn)) / 2;
+        return [mn - widen, mx + widen];
+      },
+    };
+  }
+
+  /** A uPlot chart in `box`: opts.title, opts.x {label, time, log}, opts.y {label, log, range}, opts.series.
+   * The legend shows the point under the cursor, and otherwise the point `opts.legendAt` (default:
+   * the last, i.e. the latest of a time series). A time x axis ticks in a unit fit for its span. */
   function chart(box, opts, data) {
+    var n = data[0].length;
+    var restAt = opts.legendAt === undefined ? n - 1 : opts.legendAt;
+    var axis = opts.x.time ? timeAxis(data[0]) : null;
+    if (axis) box.setAttribute("data-time-unit", axis.unit);
     var width = Math.max(box.clientWidth || 600, 320);
     var axisStroke = "#64708a";
     var grid = { stroke: "#eef1f6", width: 1 };
@@ -174,18 +221,24 @@
       tzDate: UTC,
       cursor: { drag: { x: true, y: false } },
       legend: { live: true },
+      hooks: {
+        // the cursor left the plot (or never entered it): show the resting point instead of "--"
+        setLegend: [function (u) { if (u.legend.idx == null && restAt >= 0) u.setLegend({ idx: restAt }, false); }],
+      },
       scales: {
-        x: { time: !!opts.x.time, distr: opts.x.log ? 3 : 1, range: opts.x.range },
+        x: { time: !!opts.x.time, distr: opts.x.log ? 3 : 1, range: opts.x.range || (axis && axis.range) },
         y: { distr: opts.y.log ? 3 : 1, range: opts.y.range },
       },
       axes: [
         { label: opts.x.label, stroke: axisStroke, grid: grid, ticks: grid, labelSize: 28,
-          incrs: opts.x.integer ? [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000] : undefined },
+          incrs: axis ? axis.incrs : opts.x.integer ? [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000] : undefined,
+          values: axis ? axis.values : undefined, space: axis ? axis.space : undefined },
         { label: opts.y.label, stroke: axisStroke, grid: grid, ticks: grid, size: 64, labelSize: 28 },
       ],
       series: [{ label: opts.x.legend || opts.x.label, value: opts.x.value }].concat(opts.series),
     };
     var plot = new uPlot(o, data, box);
+    if (restAt >= 0) plot.setLegend({ idx: restAt }, false);
     var entry = { plot: plot };
     // read-only handle for tests and the curious: the exact series each chart draws
     window.dashboardCharts = window.dashboardCharts || {};
@@ -550,7 +603,9 @@
           }
           var finiteB = curve.budget_curve.filter(function (v) { return v !== null && v > 0; });
           var top = finiteB.length ? Math.max.apply(null, finiteB) : u.budget.epsilon;
+          var binding = curve.orders.indexOf(u.spent.order);
           chart(curveBox, {
+            legendAt: binding >= 0 ? binding : undefined,  // at rest: the order the spent ε is read at
             x: { label: "Rényi order α", log: true, value: function (p, v) { return v === null ? "–" : "α = " + fmt(v); } },
             y: { label: "RDP ε(α)", range: function () { return [0, top * 1.15]; } },
             series: [
