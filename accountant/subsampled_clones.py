@@ -72,7 +72,7 @@ from numpy.typing import ArrayLike, NDArray
 from ._binomial import log_binom_pmf
 from ._numerics import log_phi, round_up
 from ._validation import check_epsilon0, check_n, check_orders
-from .errors import InvalidParameter
+from .errors import BoundNotApplicable, InvalidParameter
 from .store import MiB, memoize
 from .subsampled import amplified_epsilon
 from .subsampled import cap as subsampled_cap
@@ -87,6 +87,7 @@ _GROWTH = 1.5
 _CHUNK = 8  # orders evaluated together (one window design per chunk)
 _FIRST_GROUP = 256.0  # orders up to this are evaluated first (then maybe no more: _log_excess)
 _BUDGET = 2e7  # cells × orders per call (≈ 0.5 s)
+_MAX_CORE = 2_000_000  # core values of m per design (memory: a few arrays of this many floats)
 _ULP = 2.0**-50
 _MASS_SLACK = 1e-11
 _PMF_REL = 1e-11  # relative error of the window pmfs (Loader anchors + block-wise ratio sums)
@@ -175,6 +176,11 @@ def _bins(k: int, epsilon0: float, gamma: float, alpha_level: float, p: float) -
     c_lo = max(1, int(math.floor(kp - _Z_M * sd)))
     c_hi = min(k, int(math.ceil(kp + 1 + _Z_M * sd)))
     c_hi = _tilted_top(k, p, math.tanh(epsilon0 / 2.0), gamma, alpha_level, c_lo, c_hi)
+    if c_hi - c_lo + 1 > _MAX_CORE:  # k ≳ 10¹⁰ (or a far tilt): refused before any allocation
+        raise BoundNotApplicable(
+            f"the subsampled clone pair is evaluated for at most {_MAX_CORE:,} values of m per design; "
+            f"k = {k:,} at ε0 = {epsilon0:g} needs {c_hi - c_lo + 1:,}"
+        )
     edges = [c_lo]
     while edges[-1] <= c_hi:
         edges.append(edges[-1] + max(1, int(_REL * edges[-1])))

@@ -199,3 +199,27 @@ def test_orders_past_the_cap_limit_get_the_cap(n, k, eps0):
     assert np.allclose(capped, np.minimum(pair, cap), rtol=1e-12, atol=0)
     eps_prime = math.log1p(k / n * math.expm1(eps0))
     assert np.any(pair > eps_prime)
+
+
+def test_a_huge_sample_is_refused_before_any_allocation():
+    """Found by the OpenAPI fuzzer (a server at 15 GB): k = n = 10¹² made the pair's design allocate
+    arrays of ~10⁸ floats per call. It is refused up front (BoundNotApplicable), so the default
+    curve falls back to the other bounds and the PLD route is left out, in bounded memory."""
+    import tracemalloc
+
+    from accountant.errors import BoundNotApplicable
+
+    with pytest.raises(BoundNotApplicable, match="at most"):
+        SC.subsampled_clone_pair_rdp(10**12, 10**12, 1.0, [2.0])
+    tracemalloc.start()
+    try:
+        for ev in (
+            {"mechanism": "subsampled_shuffle", "n": 10**12, "k": 10**12, "epsilon0": 1.0},
+            {"mechanism": "shuffle_rr", "n": 10**12, "epsilon0": 1.0},
+        ):
+            eps, _ = A.epsilon([ev], 1e-6)
+            assert 0 < eps < 1.0
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 300 * 2**20, f"peak {peak / 2**20:.0f} MiB"
