@@ -221,7 +221,7 @@ def cldp_run(a, client, cohort, probe, users_X, users_y, Xte, yte, rng) -> dict:
             f"STOPPED before round {pipe.stopped.round}: the ledger refused it — the users' budget is spent; nothing "
             f"was recorded for it and no data was used ({pipe.stopped.refusal.message})"
         )
-    return _summary("cldp", pipe, {"k": k, "event": event})
+    return _summary("cldp", pipe, {"k": k, "event": event.to_dict()})
 
 
 def _summary(name: str, pipe: Pipeline, extra: dict) -> dict:
