@@ -125,7 +125,7 @@ class Settings(BaseSettings):
     #: keep large freed arrays in the heap (glibc; see app.core.tuning): ~10 ms less per new
     #: clone curve, at the price of retaining freed memory (at most the trim threshold)
     malloc_tuning: bool = Field(True, validation_alias=_env("ACCOUNTANT_MALLOC_TUNING"))
-    #: the compiled kernels of the clone engine (accountant.clones.fused reads the same variable
+    #: the compiled kernels of the clone engine (accountant.clones.compiled reads the same variable
     #: from the environment at the first new clone curve; declared here so that it is validated
     #: at start-up and listed by ``serve --help``)
     numba: bool = Field(False, validation_alias=_env("ACCOUNTANT_NUMBA"))

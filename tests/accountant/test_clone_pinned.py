@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from accountant.clones import ENGINES, clear_cache, clone_rdp, fused
+from accountant.clones import ENGINES, clear_cache, clone_rdp, compiled
 
 FIXTURE = Path(__file__).parent / "data" / "clone_pinned.json"
 NS = (2, 50, 1000, 10**5, 10**6, 10**7)
@@ -59,11 +59,11 @@ def _compute(cases: Iterator[tuple[str, str, int, float, tuple[float, ...]]]) ->
 
 
 def _numba_installed() -> bool:
-    was = fused.available()
+    was = compiled.available()
     try:
-        return fused.use(True)
+        return compiled.use(True)
     finally:
-        fused.use(was)
+        compiled.use(was)
 
 
 @pytest.fixture(scope="module")
@@ -73,12 +73,12 @@ def pinned() -> dict[str, dict[str, list[str]]]:
 
 
 def test_numpy_curves_are_bit_identical(pinned):
-    was = fused.available()
-    fused.use(False)
+    was = compiled.available()
+    compiled.use(False)
     try:
         got = _compute(_cases())
     finally:
-        fused.use(was)
+        compiled.use(was)
     assert got.keys() == pinned["numpy"].keys()
     diff = {k: (got[k], pinned["numpy"][k]) for k in got if got[k] != pinned["numpy"][k]}
     assert not diff
@@ -101,12 +101,12 @@ def test_the_pin_can_fail(pinned):
 
 
 def _regenerate() -> None:
-    was = fused.available()
-    fused.use(False)
+    was = compiled.available()
+    compiled.use(False)
     data = {"numpy": _compute(_cases())}
-    if fused.use(True):
+    if compiled.use(True):
         data["compiled"] = _compute(_compiled_cases())
-    fused.use(was)
+    compiled.use(was)
     FIXTURE.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
 
 

@@ -35,23 +35,23 @@ certified pieces:
 Exactly summed runs (:func:`_range_logsums`), in blocks of 64 terms: Loader's pmf at the first k
 of the block, times the cumulative products of the exact ratios pmf(k)/pmf(k−1) =
 (N−k+1)q/(k(1−q)) (≲ 4 ulps each: ≲ 3e-14 relative on a term), in numpy or — the same products
-in the same order — in a compiled loop (:func:`accountant.clones.fused_sums.pmf_block_sums`, when
-the compiled kernels are on, :func:`accountant.clones.fused.available`).
+in the same order — in a compiled loop (:func:`accountant.clones.compiled.sums.pmf_block_sums`, when
+the compiled kernels are on, :func:`accountant.clones.compiled.available`).
 """
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._binomial import log_binom_pmf, log_binom_pmf_range
-from .._numerics import segment_logsumexp
-from . import fused
+from ..._binomial import log_binom_pmf, log_binom_pmf_range
+from ..._numerics import segment_logsumexp
+from .. import compiled
 
 if TYPE_CHECKING:
-    from .kernels import Array, Ctx
+    from ..types import Array, Ctx
 
 BLOCK = 64  # terms per Loader anchor
 FULL_MAX = 8192  # a window W of fewer terms is summed whole
@@ -59,16 +59,6 @@ LOG_CUT = -62.0 * math.log(2.0)  # each side's bound at the cut ≤ 2⁻⁶² ×
 LOG_REL = -60.0 * math.log(2.0)  # the complement's excess ≤ 2⁻⁶⁰ × its value
 _MEMO_MAX = 1 << 16  # bins remembered per instance
 _NATS = 45.0  # first guess of the fall of the terms at the cut (≈ −LOG_CUT plus a margin)
-
-
-def compiled() -> Any:
-    """The compiled sums (:mod:`accountant.clones.fused_sums`) when the compiled kernels are on
-    (:func:`accountant.clones.fused.available`), else None."""
-    if not fused.available():
-        return None
-    from . import fused_sums
-
-    return fused_sums
 
 
 def _steps(a: Array, dd: Array, nats: Array | float) -> Array:
@@ -218,7 +208,7 @@ class CMass:
         return key
 
     def _lookup(self, a: Array, b: Array) -> tuple[Array, Array, Array]:
-        """:meth:`_evaluate` of the bins [a, b], each bin evaluated once per instance (the
+        """:meth:`CMass._evaluate` of the bins [a, b], each bin evaluated once per instance (the
         adaptive engine asks again for most bins of its refined grids)."""
         key = self._key(a, b)
         keys, vals = self.memo
@@ -313,7 +303,7 @@ def _range_logsums(k_lo: Array, k_hi: Array, ref: Array, ctx: Ctx) -> Array:
     last = np.minimum(x0 + (BLOCK - 1), k_hi[rid]).astype(float)
     with np.errstate(under="ignore"):
         t0 = np.exp(log_binom_pmf(x0, big_n, p, q1) - ref[rid])
-    kern = compiled()
+    kern = compiled.sums_if_on()
     if kern is not None:
         blk = np.empty(x0.size)
         kern.pmf_block_sums(x0, last, t0, big_n, p, q1, blk)

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._binomial import log_binom_pmf
-from .kernels import Array, Ctx
+from ..._binomial import log_binom_pmf
+from ..types import Array, Ctx
 
 BLK = 32
 

@@ -13,18 +13,19 @@ using Σ_x Q R = Σ_x P = 1 and the convexity of R in u (Σ_b m_b R(ū_b) ≤ M_
 J ≥ Σ_b ½ m_b V_b inf_b R'', R'' = 4t²/(1 − t u)³), so that f − 1 ≤ Σ_b m_b φ(ū_b) + Taylor
 − α·J + (α−1)·τ + tails, every term computed directly. Bins of one cell are exact (V_b = 0):
 in ``exact`` mode every cell is its own bin, and the result is the untruncated sum up to the
-window tails (≲ e^{−38}). The window tails are :func:`accountant.clones.windows.tails`.
+window tails (≲ e^{−38}). The window tails are :func:`accountant.clones.grid.windows.tails`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .._numerics import log_expm1, log_phi, logsumexp_many, segment_logsumexp
-from ._cells import BLK, CellBlocks
-from ._cellsums import cell_logsums
-from .kernels import Array, Ctx, l1m, l1m_sq, lf_est, log_cap_f, log_ratio
-from .windows import tails, windows
+from ..._numerics import log_expm1, log_phi, logsumexp_many, segment_logsumexp
+from ..closed_form import l1m, l1m_sq, lf_est, log_cap_f, log_ratio
+from ..grid.cells import BLK, CellBlocks
+from ..grid.windows import tails, windows
+from ..types import Array, Ctx
+from .cellsums import cell_logsums
 
 RHO_X = 2.0e-4  # target relative slack of the x-discretisation
 _PAIR_BATCH = 1 << 20

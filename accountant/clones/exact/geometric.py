@@ -19,10 +19,11 @@ import math
 
 import numpy as np
 
-from .._numerics import log_expm1, segment_logsumexp
-from ._binned import RHO_X
-from .kernels import Array, Ctx, l1m_sq, lf_est, log_cap_f, log_geom, log_q_at, log_q_ratio, log_ratio, tilt
-from .windows import LAMBDA
+from ..._numerics import log_expm1, segment_logsumexp
+from ..closed_form import l1m_sq, lf_est, log_cap_f, log_geom, log_q_at, log_q_ratio, log_ratio, tilt
+from ..grid.windows import LAMBDA
+from ..types import Array, Ctx
+from .binned import RHO_X
 
 THETA = 0.25  # outer bins below the peaks: width ≤ θ·(distance to the lowest peak)
 

@@ -1,6 +1,6 @@
 """Boxes: order-independent bounds on runs of cells that no order needs (bounds.md §8).
 
-The histogram engine (:mod:`.histogram`) evaluates every cell of each point's window. Most of
+The histogram engine (:mod:`accountant.clones.histogram`) evaluates every cell of each point's window. Most of
 those cells matter to no order when ε0 or n is large: a point far out in the C-tail matters only
 through its top cells (the tilted peaks of the highest orders), a point in the bulk only through
 the cells around the tilted peaks of the orders whose total it carries. Here such runs of cells
@@ -20,17 +20,17 @@ L = ⌊(c+1)/2⌋.
   Σ Q(x)·ψ_α(g(x)) ≤ (b − a + 1)·Q(a)·ψ_α(g(b)).
 
 A box is the entry (weight W_j·(b − a + 1)·Q_max, value g_end) in a histogram of its own
-(:class:`accountant.clones.histogram.Bins`): the histogram's per-bin bounds (chord, Jensen,
+(:class:`accountant.clones.histogram.bins.Bins`): the histogram's per-bin bounds (chord, Jensen,
 largest end value) hold for any finite set of non-negative weights, so the boxes' histogram sum
 bounds Σ_boxes weight·ψ_α(g_end), which bounds the cells the boxes stand for, for every order.
 The cells left are evaluated exactly as before; what lies outside the window keeps its tail
-bounds (:mod:`.windows`). Boxes therefore never lower the bound.
+bounds (:mod:`accountant.clones.grid.windows`). Boxes therefore never lower the bound.
 
 Design (tightness only)
 -----------------------
 A box is kept when its bound is negligible for every design order:
 log W_j + log((b − a + 1)·Q_max) + max_α [log ψ_α(g_end) − L(α)] ≤ −:data:`LAMBDA_BOX`,
-L(α) the design's estimate of log(F_α − 1) (:func:`accountant.clones.cgrid.log_f_estimates`) less
+L(α) the design's estimate of log(F_α − 1) (:func:`accountant.clones.grid.cgrid.log_f_estimates`) less
 :data:`MARGIN`. The maximum over the orders is
 tabulated per (n, ε0) on a grid of g (:class:`Negligible`, each grid point when first used;
 between grid points it takes the grid point farther from 0, where ψ_α is larger for every α).
@@ -53,13 +53,13 @@ a half that shares its parent's low end keeps the parent's bound, the other take
 just computed for its sibling at the cell next to it on its low side (Q(mid) ≤ Q(mid + 1) on
 the left side, …). SURE = 1e-6 nats covers the rounding by which computed values may break the
 monotonicity (≲ 1e-11 absolute for log Q at c ≲ 10⁹). With the compiled kernels on, the same
-split runs compiled (:mod:`.fused_boxes`; numba's ``log`` may differ from numpy's in the last
+split runs compiled (:mod:`accountant.clones.compiled.boxes`; numba's ``log`` may differ from numpy's in the last
 bit, so a test that lands within rounding of the threshold may go the other way). Whichever
 way any test goes, every box bounds its cells: the design decides tightness and cost only.
 
 With at most ~10⁵ boxes, their total is below e^{−28} of each order's estimated total;
 the engine checks the boxes' actual share a posteriori and flags an order whose boxes weigh
-more than e^{−20} of its total (:meth:`accountant.clones.histogram.Prepared.evaluate`).
+more than e^{−20} of its total (:meth:`accountant.clones.histogram.engine.Prepared.evaluate`).
 """
 
 from __future__ import annotations
@@ -68,9 +68,10 @@ import math
 
 import numpy as np
 
-from .._numerics import log_phi
-from . import fused
-from .kernels import Array, Ctx, log_q_at, log_ratio
+from ..._numerics import log_phi
+from .. import compiled
+from ..closed_form import log_q_at, log_ratio
+from ..types import Array, Ctx
 
 LAMBDA_BOX = 40.0  # a box is kept when it is this many nats below every order's estimated total
 MIN_RUN = 64  # runs that fail and are at most this long are evaluated cell by cell
@@ -132,8 +133,8 @@ def box_cover(
     b, log-weight log(W_j·(b − a + 1)·Q_max), value g_end), each sorted by point then x. ``negl``
     maps g to the design's table (:class:`Negligible`, or any function non-decreasing in |g| on
     each side of 0). With the compiled kernels on and a :class:`Negligible` table, the split
-    runs compiled (:mod:`.fused_boxes`: the same decisions from the same values)."""
-    if isinstance(negl, Negligible) and c.size and fused.available():
+    runs compiled (:mod:`accountant.clones.compiled.boxes`: the same decisions from the same values)."""
+    if isinstance(negl, Negligible) and c.size and compiled.available():
         return _box_cover_compiled(c, lw, x_l, x_h, ctx, negl)
     runs = _roots(c, x_l, x_h, ctx, negl)
     cells: list[tuple[Array, Array, Array]] = []
@@ -219,12 +220,12 @@ def _halves(runs: Runs, c: Array, ctx: Ctx, negl: Negligible) -> Runs:
 def _box_cover_compiled(
     c: Array, lw: Array, x_l: Array, x_h: Array, ctx: Ctx, negl: Negligible
 ) -> tuple[tuple[Array, Array, Array], tuple[Array, Array, Array, Array, Array]]:
-    """:func:`box_cover` by the compiled split (:func:`accountant.clones.fused_boxes.box_split`).
+    """:func:`box_cover` by the compiled split (:func:`accountant.clones.compiled.boxes.box_split`).
     The output arrays start small and are retried once at full size when they run out: a run is
     split only when longer than MIN_RUN, into halves of at least ⌊(MIN_RUN + 1)/2⌋ cells, so a
     point's window of W cells leaves at most W/⌊(MIN_RUN + 1)/2⌋ + 2 cell ranges or boxes."""
-    from .._binomial import _stirlerr
-    from .fused_boxes import box_split
+    from ..._binomial import _stirlerr
+    from ..compiled.boxes import box_split
 
     ci = c.astype(np.int64)
     xl, xh = x_l.astype(np.int64), x_h.astype(np.int64)
