@@ -67,8 +67,9 @@ coordinate); the engines group its terms with these nouns:
   bounded in closed form (:mod:`.grid.windows`).
 * **block** — a fixed number of consecutive cells of one point that share one binomial anchor
   (Loader's pmf) and a product of exact ratios (:mod:`.grid.cells`, :mod:`.compiled`).
-* **segment** — the cells (or blocks) of one point laid end to end in a flat array
-  (``seg``: the point of each cell; ``starts``: where each point's cells begin).
+* **segment** — the cells (or blocks, or bins) of one point laid end to end in a flat array
+  (``seg``: the point of each; ``starts``: where each point's begin); in
+  :mod:`.compiled.histogram_build` also a stretch of cells whose g comes from one series.
 * **bin** — a set of cells bounded together from its mass, mean and extreme values of g: by x
   within a point (:mod:`.exact.binned`, :mod:`.exact.geometric`) or by g over all points (the
   histogram, :mod:`.histogram.bins`); a **key** is a histogram bin's index on |g| with the sign

@@ -12,7 +12,7 @@ designs and the c = 0 value (the ε0-DP cap). The law of C ~ Bin(n−1, e^{−ε
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -66,18 +66,26 @@ def log_cap_f(alpha: ArrayLike, ctx: Ctx) -> Any:
     return out if np.ndim(alpha) else out[0]
 
 
-_TILT_GRIDS: dict[float, tuple[Array, Array, Array, Array]] = {}
+class _TiltGrid(NamedTuple):
+    """The grid of :func:`tilt` for one s and its order-free parts (z = y/s)."""
+
+    y: Array
+    h: Array  # H(z)
+    half_l: Array  # ½·log(1 − z²)
+    artanh: Array  # artanh(y)
 
 
-def _tilt_grid(s: float) -> tuple[Array, Array, Array, Array]:
-    """The grid of :func:`tilt` for one s and its order-free parts: y, H(z), ½·log(1 − z²) and
-    artanh(y) (z = y/s), memoised per s."""
+_TILT_GRIDS: dict[float, _TiltGrid] = {}
+
+
+def _tilt_grid(s: float) -> _TiltGrid:
+    """The grid of :func:`tilt` for one s, memoised per s."""
     got = _TILT_GRIDS.get(s)
     if got is None:
         grid = s * (1.0 - np.geomspace(1.0, 1e-12, 28))
         z = np.minimum(grid / s, 1.0 - 1e-15)[:, None, None]
         h = 0.5 * ((1.0 + z) * np.log1p(z) + (1.0 - z) * np.log1p(-z))
-        got = (grid, h, 0.5 * np.log1p(-z * z), np.arctanh(grid)[:, None, None])
+        got = _TiltGrid(grid, h, 0.5 * np.log1p(-z * z), np.arctanh(grid)[:, None, None])
         if len(_TILT_GRIDS) >= 64:
             _TILT_GRIDS.clear()
         _TILT_GRIDS[s] = got

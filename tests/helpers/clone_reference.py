@@ -1,9 +1,9 @@
 """Independent references for the clone bound (FMT21 §3; bounds.md §8), shared by the tests.
 
-Written without the library's code. The exact, untruncated float summation over every (C, A, ξ)
+Written without the engines' code. The exact, untruncated float summation over every (C, A, ξ)
 cell (no mixture over x, no binning, no window) is the package's own definition,
-:mod:`accountant.clones.reference` (re-exported here); besides it: the same sum in mpmath, an all-positive χ² form
-at α = 2, the exact binary-RR lower bound, the ε0-DP cap in mpmath, and, at large n, a fine-grid
+:mod:`accountant.clones.reference`; here, besides it: the same sum in mpmath, an all-positive χ²
+form at α = 2, the exact binary-RR lower bound, the ε0-DP cap in mpmath, and, at large n, a fine-grid
 quadrature over C of brute-force per-c sums.
 """
 
@@ -16,9 +16,7 @@ import numpy as np
 from scipy.special import logsumexp
 from scipy.stats import binom
 
-from accountant.clones.reference import exact_clone, ref_log_phi
-
-__all__ = ["chi2_clone", "exact_clone", "fine_reference", "mp_cap", "mp_clone", "ref_log_phi", "rr_lower"]
+from accountant.clones.reference import ref_log_phi
 
 
 def mp_clone(n: int, eps0: float, alpha: float, dps: int = 40) -> float:

@@ -42,16 +42,14 @@ the compiled kernels are on, :func:`accountant.clones.compiled.available`).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import NamedTuple
 
 import numpy as np
 
 from ..._binomial import log_binom_pmf, log_binom_pmf_range
 from ..._numerics import segment_logsumexp
 from .. import compiled
-
-if TYPE_CHECKING:
-    from ..types import Array, Ctx
+from ..types import Array, Ctx
 
 BLOCK = 64  # terms per Loader anchor
 FULL_MAX = 8192  # a window W of fewer terms is summed whole
@@ -67,6 +65,17 @@ def _steps(a: Array, dd: Array, nats: Array | float) -> Array:
     with np.errstate(invalid="ignore", over="ignore"):
         out: Array = 2.0 * nats / (a + np.sqrt(a * a + 2.0 * dd * nats))
     return out
+
+
+class _Runs(NamedTuple):
+    """The summed run [k_l, k_r] of each bin, the log pmf of its largest term, the log-bound on
+    the rest of the bin, and the log pmf at the extra points asked for (:meth:`CMass._runs`)."""
+
+    k_l: Array
+    k_r: Array
+    ref: Array
+    rest: Array
+    lp_extra: Array
 
 
 class CMass:
@@ -142,7 +151,7 @@ class CMass:
             bound[bad] = self._tail(ks[bad] + sgn * (j[bad] + 1), not up)
         bound[j >= span] = -np.inf
 
-    def _runs(self, a_in: Array, b_in: Array, extra: Array) -> tuple[Array, Array, Array, Array, Array]:
+    def _runs(self, a_in: Array, b_in: Array, extra: Array) -> _Runs:
         """For bins [a_in, b_in] inside W: the summed runs [k_l, k_r], log pmf of their largest
         term, the log-bound on the rest of each bin, and log pmf at the points ``extra`` (one
         evaluation of Loader's pmf for all of them)."""
@@ -159,7 +168,7 @@ class CMass:
         b_r[j_r >= span_r] = -np.inf
         self._widen(ks, span_l, ref, j_l, b_l, False)
         self._widen(ks, span_r, ref, j_r, b_r, True)
-        return ks - j_l, ks + j_r, ref, np.logaddexp(b_l, b_r), lp[3 * m :]
+        return _Runs(ks - j_l, ks + j_r, ref, np.logaddexp(b_l, b_r), lp[3 * m :])
 
     def _evaluate(self, a: Array, b: Array) -> tuple[Array, Array, Array]:
         """For bins [a, b]: log S (the summed runs; NaN for the bin of the mode when its run is

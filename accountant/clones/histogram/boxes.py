@@ -65,6 +65,7 @@ more than e^{−20} of its total (:meth:`accountant.clones.histogram.engine.Prep
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -119,18 +120,41 @@ class Negligible:
         return self.entries(self.index(np.asarray(g, dtype=float)))
 
 
+class Ranges(NamedTuple):
+    """Cell ranges [lo, hi] of points (evaluated cell by cell), sorted by point then x."""
+
+    seg: Array
+    lo: Array
+    hi: Array
+
+
+class Boxes(NamedTuple):
+    """Boxes [a, b] of points, sorted by point then x: log-weight log(W_j·(b − a + 1)·Q_max) and
+    the value g_end at the end where ψ_α is largest (one histogram entry each)."""
+
+    seg: Array
+    a: Array
+    b: Array
+    lw: Array
+    g: Array
+
+
+class Cover(NamedTuple):
+    """The windows of every point split into cell ranges and boxes (:func:`box_cover`)."""
+
+    ranges: Ranges
+    boxes: Boxes
+
+
 #: A run on a side of a point's window: (point j, a, b, right side, log Q(x_q), g(x_g),
 #: negl(g(x_g)), a lower bound on log Q over the run, a lower bound on negl over the run).
 Runs = tuple[Array, Array, Array, Array, Array, Array, Array, Array, Array]
 
 
-def box_cover(
-    c: Array, lw: Array, x_l: Array, x_h: Array, ctx: Ctx, negl: Negligible
-) -> tuple[tuple[Array, Array, Array], tuple[Array, Array, Array, Array, Array]]:
+def box_cover(c: Array, lw: Array, x_l: Array, x_h: Array, ctx: Ctx, negl: Negligible) -> Cover:
     """Split the window [x_l, x_h] of every point into boxes (module docstring) and cell ranges.
 
-    Returns the cell ranges (point, x_lo, x_hi), merged where adjacent, and the boxes (point, a,
-    b, log-weight log(W_j·(b − a + 1)·Q_max), value g_end), each sorted by point then x. ``negl``
+    Returns the cell ranges, merged where adjacent, and the boxes (:class:`Cover`). ``negl``
     maps g to the design's table (:class:`Negligible`, or any function non-decreasing in |g| on
     each side of 0). With the compiled kernels on and a :class:`Negligible` table, the split
     runs compiled (:mod:`accountant.clones.compiled.boxes`: the same decisions from the same values)."""
@@ -162,7 +186,7 @@ def box_cover(
         rj, ra, rb = rj[first], ra[first], rb[last]
     bj, ba, bb, blw, bg = (np.concatenate(v) for v in zip(*boxes))
     order = np.lexsort((ba, bj))
-    return (rj, ra, rb), (bj[order], ba[order], bb[order], blw[order], bg[order])
+    return Cover(Ranges(rj, ra, rb), Boxes(bj[order], ba[order], bb[order], blw[order], bg[order]))
 
 
 def _log_q(x: Array, c: Array, ctx: Ctx) -> Array:
@@ -217,9 +241,7 @@ def _halves(runs: Runs, c: Array, ctx: Ctx, negl: Negligible) -> Runs:
     return (*ends, np.concatenate([right, right]), *vals)  # type: ignore[return-value]
 
 
-def _box_cover_compiled(
-    c: Array, lw: Array, x_l: Array, x_h: Array, ctx: Ctx, negl: Negligible
-) -> tuple[tuple[Array, Array, Array], tuple[Array, Array, Array, Array, Array]]:
+def _box_cover_compiled(c: Array, lw: Array, x_l: Array, x_h: Array, ctx: Ctx, negl: Negligible) -> Cover:
     """:func:`box_cover` by the compiled split (:func:`accountant.clones.compiled.boxes.box_split`).
     The output arrays start small and are retried once at full size when they run out: a run is
     split only when longer than MIN_RUN, into halves of at least ⌊(MIN_RUN + 1)/2⌋ cells, so a
@@ -244,10 +266,7 @@ def _box_cover_compiled(
             break
     if nr < 0:
         raise RuntimeError("box_split: output arrays too small")
-    return (cells[0, :nr], cells[1, :nr], cells[2, :nr]), (
-        bx[0, :nb],
-        bx[1, :nb],
-        bx[2, :nb],
-        vals[0, :nb],
-        vals[1, :nb],
+    return Cover(
+        Ranges(cells[0, :nr], cells[1, :nr], cells[2, :nr]),
+        Boxes(bx[0, :nb], bx[1, :nb], bx[2, :nb], vals[0, :nb], vals[1, :nb]),
     )

@@ -55,13 +55,12 @@ class HistPlan:
             self.window_cells = int((self.x_h - self.x_l + 1).sum())
             self.cells = self.window_cells
             # the cells evaluated: per range (point, x_lo, x_hi); runs no order needs become boxes
-            self.ranges = (np.arange(c.size), self.x_l, self.x_h)
-            self.boxes: tuple[Array, Array, Array] | None = None
+            self.ranges = boxes.Ranges(np.arange(c.size), self.x_l, self.x_h)
+            self.boxes: boxes.Boxes | None = None
             if self.window_cells > max(BOX_MIN_CELLS, BOX_MIN_WIDTH * float(np.sqrt(c + 1.0).sum())):
                 negl = boxes.Negligible(ctx, alphas, self.lfm1_est)
-                self.ranges, (bj, _, _, blw, bg) = boxes.box_cover(c, lw, self.x_l, self.x_h, ctx, negl)
-                self.boxes = (bj, blw, bg)
-                self.cells = int((self.ranges[2] - self.ranges[1] + 1).sum())
+                self.ranges, self.boxes = boxes.box_cover(c, lw, self.x_l, self.x_h, ctx, negl)
+                self.cells = int((self.ranges.hi - self.ranges.lo + 1).sum())
         else:
             self.cells = self.window_cells = 0
 
@@ -103,7 +102,7 @@ class Prepared:
                 if np.any(np.isfinite(lbw) & (g != 0.0) & (den > 0.0)):
                     self.bins = Bins(lbw, g, segc, shift[rj], lin=den)
             if plan.boxes is not None:
-                bj, blw, bg = plan.boxes
+                bj, blw, bg = plan.boxes.seg, plan.boxes.lw, plan.boxes.g
                 if np.any(np.isfinite(blw) & (bg != 0.0)):
                     self.box_bins = Bins(blw, bg, np.arange(bj.size), shift[bj])
 
