@@ -31,7 +31,9 @@ Certified evaluation
 --------------------
 Every engine bounds Σ_c P(c)(f_α(c) − 1) = E_Q[R^α] − 1 from above in log space, where f − 1 is
 small as a sum of non-negative terms (the φ-form, :func:`accountant._numerics.log_phi`). The
-stages, each a module or a sub-package that imports only the ones above it:
+stages, in reading order (each imports only earlier ones, except that the compiled kernels of
+stage 4 import only stage 1 and are called by stages 2–3 when they are on;
+tests/accountant/test_clone_layout.py checks it):
 
 1. :mod:`.types` — the per-(n, ε0) context ``Ctx`` and the types the stages share;
    :mod:`.closed_form` — g = log R without cancellation, log Q_c at single cells, the tilted

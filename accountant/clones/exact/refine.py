@@ -1,5 +1,5 @@
 """The exact and the adaptive engines of the clone bound: a C-grid refined per chunk of orders
-(FMT21 §3; bounds.md §8).
+(FMT21 §3; bounds.md §8), bounding the sum of :mod:`accountant.clones.reference` from above.
 
 *Monotone in c.* f_α(c) is non-increasing in c: (P_{c+1}, Q_{c+1}) is (P_c, Q_c) with an
 independent fair coin added to the first coordinate (the same Markov kernel for P and Q), so

@@ -1,7 +1,8 @@
 """Stage 3b: the histogram engine, the merged-histogram evaluation of the clone bound (the default
 engine of :mod:`accountant.clones` in its domain).
 
-Same quantity and the same certificate as the module docstring of :mod:`accountant.clones`:
+An upper bound on the exact sum of :mod:`accountant.clones.reference` (which its tests compare
+with), with the same certificate as the module docstring of :mod:`accountant.clones`:
 
     F(α) − 1 = Σ_c P(C=c)·(f_α(c) − 1),   f_α(c) − 1 = Σ_x Q_c(x)·ψ_α(g_c(x)),
 

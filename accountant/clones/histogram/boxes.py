@@ -146,9 +146,20 @@ class Cover(NamedTuple):
     boxes: Boxes
 
 
-#: A run on a side of a point's window: (point j, a, b, right side, log Q(x_q), g(x_g),
-#: negl(g(x_g)), a lower bound on log Q over the run, a lower bound on negl over the run).
-Runs = tuple[Array, Array, Array, Array, Array, Array, Array, Array, Array]
+class Runs(NamedTuple):
+    """Runs on a side of a point's window, with the values the test reads: log Q at x_q (where Q
+    is largest on the run), g and negl(g) at x_g (where ψ is largest), and lower bounds on log Q
+    and on negl over the run."""
+
+    seg: Array  # the point
+    a: Array
+    b: Array
+    right: Array  # on the right side of the mode
+    lq: Array
+    g: Array
+    ng: Array
+    lq_lo: Array
+    ng_lo: Array
 
 
 def box_cover(c: Array, lw: Array, x_l: Array, x_h: Array, ctx: Ctx, negl: Negligible) -> Cover:
@@ -174,7 +185,7 @@ def box_cover(c: Array, lw: Array, x_l: Array, x_h: Array, ctx: Ctx, negl: Negli
         sure = lw[j] + log_half + lq_lo + ng_lo + LAMBDA_BOX > SURE
         small = ~keep & ((w <= MIN_RUN) | sure)
         cells.append((j[small], a[small], b[small]))
-        runs = _halves(tuple(v[~keep & ~small] for v in runs), c, ctx, negl)
+        runs = _halves(Runs(*(v[~keep & ~small] for v in runs)), c, ctx, negl)
     rj, ra, rb = (np.concatenate(v) for v in zip(*cells)) if cells else (np.empty(0, np.int64),) * 3
     order = np.lexsort((ra, rj))
     rj, ra, rb = rj[order], ra[order], rb[order]
@@ -214,7 +225,7 @@ def _roots(c: Array, x_l: Array, x_h: Array, ctx: Ctx, negl: Negligible) -> Runs
     xq = np.where(right, a, b)  # where Q is largest on the run
     xg = np.where(right, b, a)  # where ψ is largest
     g = _g(xg, cj, ctx)
-    return j, a, b, right, _log_q(xq, cj, ctx), g, negl(g), _log_q(xg, cj, ctx), negl(_g(xq, cj, ctx))
+    return Runs(j, a, b, right, _log_q(xq, cj, ctx), g, negl(g), _log_q(xg, cj, ctx), negl(_g(xq, cj, ctx)))
 
 
 def _halves(runs: Runs, c: Array, ctx: Ctx, negl: Negligible) -> Runs:
@@ -238,7 +249,7 @@ def _halves(runs: Runs, c: Array, ctx: Ctx, negl: Negligible) -> Runs:
     upper = tuple(np.where(right, b, a) for a, b in pairs)
     ends = (np.concatenate([j, j]), np.concatenate([a, mid + 1]), np.concatenate([mid, b]))
     vals = tuple(np.concatenate([lo, up]) for lo, up in zip(lower, upper))
-    return (*ends, np.concatenate([right, right]), *vals)  # type: ignore[return-value]
+    return Runs(*ends, np.concatenate([right, right]), *vals)
 
 
 def _box_cover_compiled(c: Array, lw: Array, x_l: Array, x_h: Array, ctx: Ctx, negl: Negligible) -> Cover:
