@@ -42,7 +42,7 @@ RUN pip install --no-index --find-links /wheels "privacy-accountant[postgres,fas
 # (seconds): the service loads them from there. numba's code is for the building machine's CPU; on
 # another CPU model a process compiles once more and stores that too (the directory is the
 # service user's).
-RUN python -c "from accountant.clones import fused; print('compiled:', ', '.join(fused.precompile()))" \
+RUN python -c "from accountant import clones; print('compiled:', ', '.join(clones.precompile()))" \
  && chown -R accountant:accountant /opt/numba-cache
 USER accountant:accountant
 WORKDIR /data

@@ -203,11 +203,6 @@ def clear_caches() -> None:
     memory = getattr(_store, "memory", _store)
     if hasattr(memory, "clear"):
         memory.clear()
-    try:
-        from .clones import clear_cache
-    except ImportError:  # pragma: no cover
-        return
-    clear_cache()
 
 
 def cache_stats() -> dict[str, dict[str, int | None]]:

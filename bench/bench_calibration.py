@@ -43,9 +43,10 @@ def cold():
         st.clear()
     from accountant import clones
 
-    for cache in (getattr(B, "_DETAILS", None), getattr(clones, "_PREPARED", None)):
-        if cache is not None:
-            cache.clear()
+    clones.clear_cache()
+    details = getattr(B, "_DETAILS", None)
+    if details is not None:
+        details.clear()
 
 
 def timed(fn, repeat: int, warmup: int = 1) -> tuple[float, list[float], object]:

@@ -56,11 +56,11 @@ def main() -> None:
 
     from bench_cold import baseline_ms
 
-    from accountant.clones import fused
+    from accountant.clones import compiled
     from app.core.tuning import tune_allocator
 
     tuned = tune_allocator()  # as `serve` and the CLI run (app/core/tuning.py)
-    fused.use("--numpy" not in sys.argv)  # the compiled kernels when numba is installed
+    compiled.use("--numpy" not in sys.argv)  # the compiled kernels when numba is installed
     for _ in range(2):
         baseline_ms()
     b0 = statistics.median(baseline_ms() for _ in range(5))
@@ -69,7 +69,7 @@ def main() -> None:
         f"Load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (shared machine; CPU time "
         "is less affected than wall time, but contention still inflates it). Allocator tuning of the service "
         f"(app/core/tuning.py): {'on' if tuned else 'not available'}. Compiled kernels (numba): "
-        f"{'on (switched on for this run; off by default: ACCOUNTANT_NUMBA=1)' if fused.available() else 'off (pure numpy)'}.",
+        f"{'on (switched on for this run; off by default: ACCOUNTANT_NUMBA=1)' if compiled.available() else 'off (pure numpy)'}.",
         "",
         f"Baseline in the same run: dp_accounting RDP + ε of a Poisson-sampled Gaussian composed 10⁴ times "
         f"(bench_cold.py): {b0:.1f} ms wall (median of 5) at the start.",
@@ -81,15 +81,16 @@ def main() -> None:
         "## Clone curve on the default grid (81 orders, 1.1 … 10⁴), CPU ms (median of 3)",
         "",
         "Targets: ≤ 100 ms for n ≤ 10⁵, ≤ 1 s for n = 10⁶. In brackets the engine clone_rdp chose: h = the "
-        "merged-histogram engine (accountant/clones/histogram.py), a = the adaptive engine (more cells than the "
+        "merged-histogram engine (accountant/clones/histogram/), a = the adaptive engine (more cells than the "
         "histogram's budget), h+a = histogram with some orders re-evaluated by the adaptive engine (slack check).",
         "",
         "| n \\ ε0 | " + " | ".join(f"{e:g}" for e in eps_list) + " | worst |",
         "|---|" + "---|" * (len(eps_list) + 1),
     ]
-    from accountant.clones import histogram as H
     from accountant.clones import route
     from accountant.clones import routing as Rt
+    from accountant.clones.histogram.engine import HistPlan, Prepared
+    from accountant.clones.types import Ctx
 
     def engine(n, e):
         """Which engine clone_rdp uses for (n, ε0) on the default grid: e = exact, h = merged
@@ -97,9 +98,7 @@ def main() -> None:
         r = route(n, e, ORDERS)
         if r != "histogram":
             return r[0]
-        return (
-            "h+a" if H.Prepared(H.HistPlan(Rt.Ctx(n, e), Rt.HIST_DESIGN)).evaluate(ORDERS)[1].any() else "h"
-        )
+        return "h+a" if Prepared(HistPlan(Ctx(n, e), Rt.HIST_DESIGN)).evaluate(ORDERS)[1].any() else "h"
 
     for n in ns:
         row = [cpu_ms(lambda n=n, e=e: clone_rdp(n, e, ORDERS)) for e in eps_list]

@@ -132,12 +132,12 @@ def curve_table(ns, title: str) -> tuple[list[str], list[float]]:
 
 
 def main() -> None:
-    from accountant.clones import fused
+    from accountant.clones import compiled
     from app.core.tuning import tune_allocator
 
     tuned = tune_allocator()
     quick = "--quick" in sys.argv
-    fast = fused.use("--numpy" not in sys.argv)  # the compiled kernels when numba is installed
+    fast = compiled.use("--numpy" not in sys.argv)  # the compiled kernels when numba is installed
     if fast:
         import numba
 
@@ -200,13 +200,13 @@ def main() -> None:
         "",
     ]
     if fast:  # the same table on the pure-numpy path (the fallback; the same bounds)
-        fused.use(False)
+        compiled.use(False)
         try:
             tab, allv_np = curve_table(
                 ns, "### The same with the pure-numpy path forced (no compiled kernels)"
             )
         finally:
-            fused.use(True)
+            compiled.use(True)
         b_end = statistics.median(baseline_ms() for _ in range(5))
         lines += tab + [
             "",

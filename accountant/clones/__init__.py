@@ -24,22 +24,64 @@ u = (2A − C) + ξ with ξ = −1 w.p. E/(E+1), else +1. Hence
     f_α(c) = E_Q[R^α | C = c] = Σ_x Q_c(x)·R_c(x)^α,
     Q_c(x) = (b_c(x) + e^{−ε0}·b_c(x−1)) / (1 + e^{−ε0}),  b_c = Bin(c, 1/2) pmf.
 
+:mod:`.reference` is this sum written out cell by cell (every cell (C, A, ξ), no bound, no
+window): the executable definition of what every engine bounds, and what their tests compare with.
+
 Certified evaluation
 --------------------
 Every engine bounds Σ_c P(c)(f_α(c) − 1) = E_Q[R^α] − 1 from above in log space, where f − 1 is
-small as a sum of non-negative terms (the φ-form, :func:`accountant._numerics.log_phi`), using
+small as a sum of non-negative terms (the φ-form, :func:`accountant._numerics.log_phi`). The
+stages, in reading order (each imports only earlier ones, except that the compiled kernels of
+stage 4 import only stage 1 and are called by stages 2–3 when they are on;
+tests/accountant/test_clone_layout.py checks it):
 
-* monotonicity in c (f_α(c) non-increasing: data processing; :mod:`._adaptive`) for the sum over C,
-  with f_α(0) the ε0-DP cap;
-* certified bounds on the cells outside each evaluated window (:mod:`.windows`);
-* per-bin bounds on binned cells: Taylor (:mod:`._binned`), log-concave geometric sums
-  (:mod:`._geometric`), or chord/Jensen on a histogram in g = log R (:mod:`.histogram`);
-* boxes (:mod:`.boxes`): a run of cells on one side of Q_c's mode and of g = 0 is bounded by
-  its width × the largest Q × ψ_α at the end where ψ_α is largest, one histogram entry valid
-  for every order — used for the runs of wide windows that no order needs.
+1. :mod:`.types` — the per-(n, ε0) context ``Ctx`` and the types the stages share;
+   :mod:`.closed_form` — g = log R without cancellation, log Q_c at single cells, the tilted
+   peak of Q·R^α, geometric sums, rough estimates of log f that steer the designs, the ε0-DP cap.
+2. :mod:`.grid` — where the sum is evaluated: the C-grid (:mod:`.grid.cgrid`; monotonicity in c,
+   f_α(c) non-increasing by data processing, bounds each C-bin by its left end, with f_α(0) the
+   ε0-DP cap), the law of C summed over its bins (:mod:`.grid.cmass`), the cell window of each
+   point with certified bounds on the cells outside it (:mod:`.grid.windows`), and the cells
+   themselves (:mod:`.grid.cells`).
+3. The engines, bounding f_α(c) − 1 at each point:
+   a. :mod:`.exact` — the exact and adaptive engines: the C-grid refined per chunk of orders,
+      every cell its own bin (exact) or per-bin Taylor bounds on binned cells
+      (:mod:`.exact.binned`) and log-concave geometric sums (:mod:`.exact.geometric`);
+   b. :mod:`.histogram` — one design per (n, ε0), all cells binned once on g
+      (:mod:`.histogram.bins`: chord/Jensen per bin), runs of cells no order needs bounded by
+      boxes (:mod:`.histogram.boxes`).
+4. :mod:`.compiled` — optional numba kernels (off unless ``ACCOUNTANT_NUMBA=1``) for the loops of
+   stages 2–3: the same histogram and per-order sums in fused loops, the same bounds.
+5. :mod:`.routing` — which engine a call uses, and the cache of prepared histograms.
 
 The result is inflated by a relative 1e-11 (rounding of sums and pmfs) and capped by the ε0-DP
 cap ĉ(α) (valid: f_α(c) ≤ f_α(0) for every c), so it is never below the exact value.
+
+Glossary
+--------
+The sum runs over C = c (the law of the number of clones) and, for each c, over x (the first
+coordinate); the engines group its terms with these nouns:
+
+* **point** — one value c_j of the C-grid; it stands for its **C-bin** [c_j, c_{j+1}) (bounded by
+  f_α(c_j) times the bin's exact mass W_j, :mod:`.grid.cmass`).
+* **cell** — one term (c, x): weight P(C=c)·Q_c(x), likelihood ratio R_c(x), g = log R.
+* **window** — the cells [x_lo, x_hi] of a point that are evaluated; the rest (the **tails**) is
+  bounded in closed form (:mod:`.grid.windows`).
+* **block** — a fixed number of consecutive cells of one point that share one binomial anchor
+  (Loader's pmf) and a product of exact ratios (:mod:`.grid.cells`, :mod:`.compiled`).
+* **segment** — the cells (or blocks, or bins) of one point laid end to end in a flat array
+  (``seg``: the point of each; ``starts``: where each point's begin); in
+  :mod:`.compiled.histogram_build` also a stretch of cells whose g comes from one series.
+* **bin** — a set of cells bounded together from its mass, mean and extreme values of g: by x
+  within a point (:mod:`.exact.binned`, :mod:`.exact.geometric`) or by g over all points (the
+  histogram, :mod:`.histogram.bins`); a **key** is a histogram bin's index on |g| with the sign
+  of g (2·bin + [g < 0]).
+* **run** — consecutive cells of one point in one histogram key, reduced before they are
+  scattered (:mod:`.histogram.runs`); in :mod:`.histogram.boxes`, consecutive cells of one point
+  on one side of Q's mode and of g = 0.
+* **box** — a run of cells that no order needs, bounded by its width × its largest Q × ψ_α at its
+  end, one histogram entry for every order (:mod:`.histogram.boxes`).
+* **chunk** — neighbouring orders evaluated together on one refined C-grid (:mod:`.exact`).
 
 Engines (``engine=`` of :func:`clone_rdp`)
 -----------------------------------------
@@ -56,9 +98,6 @@ Engines (``engine=`` of :func:`clone_rdp`)
   orders on both sides of 10⁴ (the conversion's extension above the default grid, up to
   3.2·10⁵) is split there: the orders above go to exact/adaptive, which hold at every real α.
 
-Optional compiled kernels (numba; off unless ``ACCOUNTANT_NUMBA=1``, :mod:`.fused`) build the
-same histogram and its per-order sums in fused loops; the numpy path gives the same bounds.
-
 The prepared histograms of the last few (n, ε0) are kept in the process (:func:`clear_cache`), so
 later orders of the same (n, ε0) — the real-order refinement of an ε answer — are almost free.
 Timings: ``bench/results_clones.md``.
@@ -74,10 +113,12 @@ from __future__ import annotations
 import numpy as np
 
 from .._numerics import pure_dp_rdp
-from .kernels import ArrayLike
-from .routing import _PREPARED, ENGINES, clear_cache, log_fm1, route  # noqa: F401 (_PREPARED: bench scripts clear it)
+from ..orders import DEFAULT_ORDERS
+from . import compiled
+from .routing import ENGINES, clear_cache, log_fm1, route
+from .types import ArrayLike
 
-__all__ = ["CLONES_MAX_N", "ENGINES", "clone_cap", "clone_rdp", "clear_cache", "route"]
+__all__ = ["CLONES_MAX_N", "ENGINES", "clear_cache", "clone_cap", "clone_rdp", "precompile", "route"]
 
 #: Largest n for which :func:`clone_rdp` certifies a bound; above it every order returns +inf.
 CLONES_MAX_N = 10**8
@@ -130,3 +171,30 @@ def clone_rdp(n: int, epsilon0: float, orders: ArrayLike, engine: str = "auto") 
     # ε0 > 0 makes ε(α) > 0; a value that underflowed (ε0 ≲ 1e-160) is rounded up, not down
     eps = np.maximum(eps, np.nextafter(0.0, 1.0))
     return eps[inv].reshape(a.shape)
+
+
+#: The clone curves whose evaluation reaches every compiled kernel (the default engine on a
+#: mid-sized population; the adaptive engine's exact mode on a small one), for :func:`precompile`.
+_PRECOMPILE_CURVES = ((1_000_000, 0.5, "auto"), (1000, 1.0, "adaptive"))
+
+
+def precompile() -> list[str]:
+    """Turn the compiled kernels on and compile every one of them now by evaluating clone curves
+    that reach each (with numba's on-disk cache, ``cache=True``, later processes load them instead
+    of compiling: the container image runs this once at build time). Returns the names of the
+    compiled kernels. Raises RuntimeError when numba is not installed."""
+    if not compiled.use(True):
+        raise RuntimeError("the compiled kernels need numba: pip install -e '.[fast]' (in a clone)")
+    from .compiled import histogram_build, histogram_sum, sums
+
+    for n, epsilon0, engine in _PRECOMPILE_CURVES:
+        clone_rdp(n, epsilon0, DEFAULT_ORDERS, engine=engine)
+    kernels = {
+        "g_range": histogram_build.g_range,
+        "cells_stats": histogram_build.cells_stats,
+        "hist_sum": histogram_sum.hist_sum,
+        "pmf_block_sums": sums.pmf_block_sums,
+        "cell_logsums_phi": sums.cell_logsums_phi,
+        "tilt_argmax": sums.tilt_argmax,
+    }
+    return sorted(name for name, fn in kernels.items() if getattr(fn, "signatures", None))

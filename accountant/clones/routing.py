@@ -1,19 +1,19 @@
-"""Which engine evaluates a clone-bound call, and the process-wide cache of prepared histograms
-(the engines and their certificates: :mod:`accountant.clones`)."""
+"""Stage 5: which engine evaluates a clone-bound call, and the process-wide cache of prepared
+histograms (the engines and their certificates: :mod:`accountant.clones`)."""
 
 from __future__ import annotations
 
 import math
-import threading
-from collections import OrderedDict
 
 import numpy as np
 
 from .._numerics import log_expm1
 from ..orders import DEFAULT_ORDERS
-from ._adaptive import exact_work, refine_log_fm1
-from .histogram import HistPlan, Prepared
-from .kernels import ArrayLike, Ctx, log_cap_f
+from ..store import BoundedCache
+from .closed_form import log_cap_f
+from .exact.refine import exact_work, refine_log_fm1
+from .histogram.engine import MEMO_MAX, HistPlan, Prepared
+from .types import ArrayLike, Ctx
 
 ENGINES = ("auto", "exact", "adaptive", "histogram")
 
@@ -27,21 +27,19 @@ HIST_EPS0 = (1e-6, 30.0)  # ε0 range of the histogram engine (its design estima
 #: (n, ε0, α) only, whatever else a request holds.
 HIST_DESIGN = np.union1d(np.asarray(DEFAULT_ORDERS, dtype=float), [1.01])
 
-_PREPARED: OrderedDict[tuple[int, float], Prepared] = OrderedDict()  # (n, ε0) → prepared histogram
-_PREPARED_MAX = 8
-_PREPARED_LOCK = threading.Lock()
+#: (n, ε0) → the prepared histogram (< 1 MB each; emptied with the other caches by
+#: :func:`accountant.store.clear_caches`)
+_PREPARED: BoundedCache[tuple[int, float], Prepared] = BoundedCache(8, name="clone_histograms")
 
 
 def clear_cache() -> None:
     """Forget the prepared histograms (the next call of each (n, ε0) is cold)."""
-    with _PREPARED_LOCK:
-        _PREPARED.clear()
+    _PREPARED.clear()
 
 
 def prepared(n: int, eps0: float) -> Prepared | None:
     """The cached histogram of (n, ε0), if any."""
-    with _PREPARED_LOCK:
-        return _PREPARED.get((n, eps0))
+    return _PREPARED.get((n, eps0))
 
 
 def _exact_is_cheap(ctx: Ctx, alphas: np.ndarray) -> bool:
@@ -61,20 +59,14 @@ def histogram_engine(ctx: Ctx, force: bool = False) -> Prepared | None:
     """The prepared histogram of (n, ε0) — cached, or built if its plan fits the cell budget (or
     ``force``) — else None. Designed for :data:`HIST_DESIGN` whatever orders are asked."""
     key = (ctx.N + 1, ctx.eps0)
-    with _PREPARED_LOCK:
-        prep = _PREPARED.get(key)
-        if prep is not None:
-            _PREPARED.move_to_end(key)
-            return prep
+    prep = _PREPARED.get(key)
+    if prep is not None:
+        return prep
     plan = HistPlan(ctx, HIST_DESIGN)
     if plan.cells > HIST_CELL_BUDGET and not force:
         return None
     prep = Prepared(plan)
-    with _PREPARED_LOCK:
-        _PREPARED[key] = prep
-        _PREPARED.move_to_end(key)
-        while len(_PREPARED) > _PREPARED_MAX:
-            _PREPARED.popitem(last=False)
+    _PREPARED.put(key, prep)
     return prep
 
 
@@ -90,9 +82,6 @@ def _adaptive_near(ctx: Ctx, alphas: np.ndarray) -> np.ndarray:
     return vals[np.searchsorted(allo, alphas)]
 
 
-_MEMO_MAX = 4096  # per prepared histogram: orders whose final value is kept
-
-
 def _histogram_checked(ctx: Ctx, prep: Prepared, alphas: np.ndarray) -> np.ndarray:
     """The histogram's bound; orders whose slack check failed (the design's estimates missed
     there) get the smallest of three valid bounds: the value, the chord of its checked neighbours
@@ -101,7 +90,7 @@ def _histogram_checked(ctx: Ctx, prep: Prepared, alphas: np.ndarray) -> np.ndarr
     A value depends on (n, ε0, α) only, so each order's final value is kept with the prepared
     histogram and a later request pays only for the orders it has not seen (the composition's
     real-order refinement asks again for most of the grid it asked for before)."""
-    memo: dict[float, float] = prep.__dict__.setdefault("memo", {})
+    memo = prep.memo
     got = {a: memo.get(a) for a in alphas.tolist()}  # one read per order (another thread may clear it)
     new = np.array([a for a, v in got.items() if v is None])
     if new.size:
@@ -112,7 +101,7 @@ def _histogram_checked(ctx: Ctx, prep: Prepared, alphas: np.ndarray) -> np.ndarr
             out[suspect] = np.minimum.reduce([out[suspect], prep.chord_bound(sa), _adaptive_near(ctx, sa)])
         fresh = dict(zip(new.tolist(), out.tolist()))
         got.update(fresh)
-        if len(memo) + new.size > _MEMO_MAX:
+        if len(memo) + new.size > MEMO_MAX:
             memo.clear()
         memo.update(fresh)
     return np.array([got[a] for a in alphas.tolist()])

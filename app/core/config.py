@@ -190,7 +190,7 @@ class Settings(BaseSettings):
         description="`1`: the compiled kernels of the clone engine (needs the `fast` extra, "
         "`pip install -e '.[fast]'`): the same bounds, new clone curves ≈ 2× faster at the median "
         "and 3× at worst; numba is imported (≈ 60 MB) at the first new curve, and compiled once per "
-        "machine in a few seconds, then cached on disk. `accountant.clones.fused` reads the variable "
+        "machine in a few seconds, then cached on disk. `accountant.clones.compiled` reads the variable "
         "from the environment itself; it is declared here to be validated at start-up.",
     )
 

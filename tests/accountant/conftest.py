@@ -2,13 +2,13 @@
 
 import pytest
 
-from accountant.clones import fused
+from accountant.clones import compiled
 
 
 @pytest.fixture
 def kernels_on():
     """The compiled kernels switched on for one test (off again afterwards)."""
-    was = fused.available()
-    assert fused.use(True)
+    was = compiled.available()
+    assert compiled.use(True)
     yield
-    fused.use(was)
+    compiled.use(was)

@@ -1,9 +1,9 @@
-"""Boxes of the clone histogram (accountant.clones.boxes): runs of cells no order needs, bounded
+"""Boxes of the clone histogram (accountant.clones.histogram.boxes): runs of cells no order needs, bounded
 by one histogram entry each.
 
 References are independent of the module: Q_c(x) from scipy's binomial pmf, g from its closed
-form, ψ_α from tests/helpers/clone_reference.ref_log_phi, and the exact untruncated sums of
-tests/helpers/clone_reference.py for whole curves.
+form, ψ_α from accountant.clones.reference.ref_log_phi, and the exact untruncated sums of
+accountant.clones.reference for whole curves.
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from scipy.special import logsumexp
 from scipy.stats import binom
 
 from accountant import clones as C
-from accountant.clones import boxes as B
-from accountant.clones import fused
-from accountant.clones import histogram as H
+from accountant.clones import compiled
 from accountant.clones import routing as Rt
+from accountant.clones.histogram import boxes as B
+from accountant.clones.histogram import engine as H
+from accountant.clones.reference import exact_clone, ref_log_phi
+from accountant.clones.types import Ctx
 from accountant.orders import DEFAULT_ORDERS
-
-from ..helpers.clone_reference import exact_clone, ref_log_phi
 
 ORDERS = np.asarray(DEFAULT_ORDERS, dtype=float)
 
@@ -53,7 +53,7 @@ class _Split:
 
 
 def _cover(c: int, eps0: float, lo: int, hi: int, g0: float):
-    ctx = Rt.Ctx(c + 1, eps0)  # Ctx takes n = N + 1; only s, w, q, ε0 matter here
+    ctx = Ctx(c + 1, eps0)  # Ctx takes n = N + 1; only s, w, q, ε0 matter here
     return B.box_cover(np.array([c]), np.array([0.0]), np.array([lo]), np.array([hi]), ctx, _Split(g0))
 
 
@@ -88,7 +88,7 @@ def test_boxes_and_ranges_partition_the_window_and_every_box_bounds_its_cells(c,
 
 
 def test_a_negligible_table_bounds_the_maximum_over_orders_between_its_grid_points():
-    ctx = Rt.Ctx(10**5, 3.0)
+    ctx = Ctx(10**5, 3.0)
     alphas = ORDERS
     levels = np.linspace(-20.0, 300.0, alphas.size)
     negl = B.Negligible(ctx, alphas, levels)
@@ -100,7 +100,7 @@ def test_a_negligible_table_bounds_the_maximum_over_orders_between_its_grid_poin
 def test_log_f_estimates_lie_below_the_chords_of_a_convex_curve():
     """Between directly estimated orders the estimate takes the secants extended, which lie below
     a convex curve (log F_α is convex in α), never its chord; at the direct orders it is exact."""
-    from accountant.clones.cgrid import log_f_estimates
+    from accountant.clones.grid.cgrid import log_f_estimates
 
     alphas = ORDERS
     convex = 0.02 * alphas**2 + 3.0 * alphas  # a convex stand-in for log(F − 1)
@@ -131,19 +131,19 @@ def boxes_always(monkeypatch):
 
 
 @pytest.mark.usefixtures("boxes_always")
-@pytest.mark.parametrize("compiled", [False, True])
+@pytest.mark.parametrize("on", [False, True])
 @pytest.mark.parametrize("n,eps0", list(_random_points(8, seed=20261126)))
-def test_histogram_with_boxes_safe_and_tight_against_exact_sum(n, eps0, compiled):
+def test_histogram_with_boxes_safe_and_tight_against_exact_sum(n, eps0, on):
     """With boxes: never below the exact untruncated sum, within 0.3% of it up to α = 256 and
     1.5% above (the engine's own tolerances), on the numpy and the compiled path."""
-    if compiled and not fused.use(True):
+    if on and not compiled.use(True):
         pytest.skip("numba not installed")
     try:
-        plan = H.HistPlan(Rt.Ctx(n, eps0), Rt.HIST_DESIGN)
+        plan = H.HistPlan(Ctx(n, eps0), Rt.HIST_DESIGN)
         assert plan.boxes is not None
         got = C.clone_rdp(n, eps0, ORDERS, engine="histogram")[::4]
     finally:
-        fused.use(False)
+        compiled.use(False)
     sel = ORDERS[::4]
     ref = exact_clone(n, eps0, sel)
     assert np.all(got >= ref * (1 - 1e-12))
@@ -157,7 +157,7 @@ def test_boxes_cut_the_cells_and_keep_the_bound(n, eps0, monkeypatch):
     """At large n and ε0 most window cells matter to no order: boxes replace most of them and
     the bound moves by a few parts in 10⁴ at most (both are certified upper bounds; the cells
     left fall into fewer bins, so the chords can be tighter)."""
-    ctx = Rt.Ctx(n, eps0)
+    ctx = Ctx(n, eps0)
     with_boxes = H.HistPlan(ctx, Rt.HIST_DESIGN)
     assert with_boxes.boxes is not None and with_boxes.cells < 0.8 * with_boxes.window_cells
     v_box, _ = H.Prepared(with_boxes).evaluate(ORDERS)

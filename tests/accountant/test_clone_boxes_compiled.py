@@ -1,9 +1,9 @@
-"""The split of the clone boxes (accountant.clones.boxes.box_cover: numpy, and compiled in
-accountant.clones.fused_boxes) against the plain top-down split that defines it (below: every
+"""The split of the clone boxes (accountant.clones.histogram.boxes.box_cover: numpy, and compiled in
+accountant.clones.compiled.boxes) against the plain top-down split that defines it (below: every
 run tested from scratch at both ends, halved until it passes or is at most MIN_RUN cells long):
 the same cell ranges and boxes on random windows and on the engine's own plans, the same curves
 through the whole engine, and the negligibility table filled on demand against a direct maximum
-over the orders (tests/helpers/clone_reference).
+over the orders (accountant.clones.reference).
 """
 
 from __future__ import annotations
@@ -15,24 +15,24 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from accountant.clones import boxes as B
-from accountant.clones import clear_cache, clone_rdp, fused
-from accountant.clones import histogram as H
-from accountant.clones.kernels import Ctx, log_q_at, log_ratio
+from accountant.clones import clear_cache, clone_rdp, compiled
+from accountant.clones.closed_form import log_q_at, log_ratio
+from accountant.clones.histogram import boxes as B
+from accountant.clones.histogram import engine as H
+from accountant.clones.reference import ref_log_phi
 from accountant.clones.routing import HIST_DESIGN
+from accountant.clones.types import Ctx
 from accountant.orders import DEFAULT_ORDERS
-
-from ..helpers.clone_reference import ref_log_phi
 
 ORDERS = np.asarray(DEFAULT_ORDERS, dtype=float)
 
 
 def _numba_installed() -> bool:
-    was = fused.available()
+    was = compiled.available()
     try:
-        return fused.use(True)
+        return compiled.use(True)
     finally:
-        fused.use(was)
+        compiled.use(was)
 
 
 pytestmark = pytest.mark.skipif(not _numba_installed(), reason="numba not installed")
@@ -75,15 +75,15 @@ def _plain_split(c, lw, x_l, x_h, ctx, negl):
     return rng, bx
 
 
-def _cover(compiled: bool, c, lw, x_l, x_h, ctx, levels, alphas=ORDERS):
+def _cover(on: bool, c, lw, x_l, x_h, ctx, levels, alphas=ORDERS):
     """box_cover on the numpy or the compiled path, each with a fresh table (filled by itself)."""
-    was = fused.available()
-    fused.use(compiled)
+    was = compiled.available()
+    compiled.use(on)
     try:
         negl = B.Negligible(ctx, alphas, levels + B.MARGIN)
         return B.box_cover(c, lw, x_l, x_h, ctx, negl), negl
     finally:
-        fused.use(was)
+        compiled.use(was)
 
 
 def _assert_same(got, want):
@@ -117,8 +117,8 @@ def test_split_gives_the_plain_splits_ranges_and_boxes(log_n, eps0, npts, seed, 
     x_l = np.minimum(x_l, x_h)
     levels = kappa + np.log(ORDERS * (ORDERS - 1.0)) + rng.uniform(0.0, 1.0) * np.log(ORDERS)
     want = _plain_split(c, lw, x_l, x_h, ctx, B.Negligible(ctx, ORDERS, levels + B.MARGIN))
-    for compiled in (False, True):
-        got, _ = _cover(compiled, c, lw, x_l, x_h, ctx, levels)
+    for on in (False, True):
+        got, _ = _cover(on, c, lw, x_l, x_h, ctx, levels)
         _assert_same(got, want)
     # sorted by point then x, cell ranges merged: no two adjacent ranges of one point
     (rj, ra, rb), (bj, ba, _, _, _) = got
@@ -172,7 +172,7 @@ def test_the_table_filled_on_demand_is_the_direct_maximum():
 
 
 class _NumpyOnly:
-    """accountant.clones.fused as seen by the boxes module only: the compiled split off."""
+    """accountant.clones.compiled as seen by the boxes module only: the compiled split off."""
 
     @staticmethod
     def available() -> bool:
@@ -181,14 +181,14 @@ class _NumpyOnly:
 
 @pytest.mark.parametrize("n,eps0", [(10**5, 2.0), (10**6, 3.0)])
 def test_curves_with_the_compiled_split_equal_the_numpy_splits(n, eps0, monkeypatch):
-    fused.use(True)
+    compiled.use(True)
     try:
         clear_cache()
         got = clone_rdp(n, eps0, ORDERS)
-        monkeypatch.setattr(B, "fused", _NumpyOnly)
+        monkeypatch.setattr(B, "compiled", _NumpyOnly)
         clear_cache()
         want = clone_rdp(n, eps0, ORDERS)
     finally:
-        fused.use(False)
+        compiled.use(False)
         clear_cache()
     np.testing.assert_allclose(got, want, rtol=1e-12)

@@ -1,4 +1,4 @@
-"""The exact engine's per-point sums over single cells (accountant.clones._cellsums): the numpy
+"""The exact engine's per-point sums over single cells (accountant.clones.exact.cellsums): the numpy
 path against the dense log-sum-exp it replaces, the compiled φ-form against the numpy one (both
 against 40-digit mpmath), and whole exact curves with and without the compiled kernels."""
 
@@ -10,8 +10,8 @@ import pytest
 
 from accountant import clones as C
 from accountant._numerics import log_phi, segment_logsumexp
-from accountant.clones import _cellsums as CS
-from accountant.clones import fused
+from accountant.clones import compiled
+from accountant.clones.exact import cellsums as CS
 from accountant.orders import DEFAULT_ORDERS
 
 ORDERS = np.asarray(DEFAULT_ORDERS, dtype=float)
@@ -51,12 +51,12 @@ CASES = [
 @pytest.mark.parametrize("name,spread,g_scale", CASES)
 def test_numpy_sums_equal_the_dense_log_sum_exp(name, spread, g_scale, phi):  # noqa: ARG001
     lm, g, starts = _cells(7, spread, g_scale)
-    was = fused.available()
-    fused.use(False)
+    was = compiled.available()
+    compiled.use(False)
     try:
         got = CS.cell_logsums(lm, g, starts, ALPHAS, phi)
     finally:
-        fused.use(was)
+        compiled.use(was)
     ref = _dense(lm, g, starts, ALPHAS, phi)
     assert np.array_equal(np.isfinite(got), np.isfinite(ref))
     ok = np.isfinite(ref)
@@ -89,12 +89,12 @@ def _mp_phi_sum(lm, g, a) -> float:
 @pytest.mark.parametrize("name,spread,g_scale", CASES)
 def test_numpy_phi_sums_match_mpmath(name, spread, g_scale):  # noqa: ARG001
     lm, g, starts = _cells(11, spread, g_scale, size=120)
-    was = fused.available()
-    fused.use(False)
+    was = compiled.available()
+    compiled.use(False)
     try:
         got = CS.cell_logsums(lm, g, starts, ALPHAS, True)
     finally:
-        fused.use(was)
+        compiled.use(was)
     ends = np.append(starts[1:], lm.size)
     for j in range(0, starts.size, 2):
         for k, a in enumerate(ALPHAS):
@@ -114,14 +114,14 @@ _fast = pytest.mark.skipif(not _HAS_NUMBA, reason="numba not installed (the nump
 @pytest.mark.parametrize("name,spread,g_scale", CASES)
 def test_compiled_phi_sums_equal_numpy(name, spread, g_scale):  # noqa: ARG001
     lm, g, starts = _cells(3, spread, g_scale)
-    was = fused.available()
+    was = compiled.available()
     try:
-        fused.use(False)
+        compiled.use(False)
         ref = CS.cell_logsums(lm, g, starts, ALPHAS, True)
-        assert fused.use(True)
+        assert compiled.use(True)
         got = CS.cell_logsums(lm, g, starts, ALPHAS, True)
     finally:
-        fused.use(was)
+        compiled.use(was)
     assert np.array_equal(np.isfinite(got), np.isfinite(ref))
     ok = np.isfinite(ref)
     np.testing.assert_allclose(got[ok], ref[ok], rtol=1e-13, atol=1e-13)
@@ -130,12 +130,12 @@ def test_compiled_phi_sums_equal_numpy(name, spread, g_scale):  # noqa: ARG001
 @_fast
 @pytest.mark.parametrize("n,eps0", [(100, 0.1), (100, 0.5), (100, 1.0), (40, 1e-6), (700, 5.0)])
 def test_exact_curves_equal_with_and_without_the_compiled_kernels(n, eps0):
-    was = fused.available()
+    was = compiled.available()
     try:
-        fused.use(False)
+        compiled.use(False)
         ref = C.clone_rdp(n, eps0, ORDERS, engine="exact")
-        assert fused.use(True)
+        assert compiled.use(True)
         got = C.clone_rdp(n, eps0, ORDERS, engine="exact")
     finally:
-        fused.use(was)
+        compiled.use(was)
     np.testing.assert_allclose(got, ref, rtol=1e-13)

@@ -1,4 +1,4 @@
-"""The law of C ~ Bin(N, q) summed over C-grid bins (accountant.clones._cmass.CMass): against
+"""The law of C ~ Bin(N, q) summed over C-grid bins (accountant.clones.grid.cmass.CMass): against
 40-digit mpmath sums, against the whole-window summation it replaces, and the compiled block sums
 against the numpy ones.
 
@@ -18,9 +18,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from accountant.clones import _cmass as CM
-from accountant.clones import fused
-from accountant.clones.kernels import Ctx
+from accountant.clones import compiled
+from accountant.clones.grid import cmass as CM
+from accountant.clones.types import Ctx
 
 RTOL = 1e-12  # Loader's pmf and the block sums (tests/accountant/test_binomial_pmf.py)
 
@@ -56,10 +56,10 @@ def _bins(pts: np.ndarray, big_n: int) -> tuple[np.ndarray, np.ndarray]:
 
 @pytest.fixture
 def numpy_path():
-    was = fused.available()
-    fused.use(False)
+    was = compiled.available()
+    compiled.use(False)
     yield
-    fused.use(was)
+    compiled.use(was)
 
 
 CASES = [
@@ -115,7 +115,7 @@ def test_truncated_sums_equal_the_whole_window_sum(n, eps0, numpy_path, monkeypa
     """The truncated sums (plus bounds, or the complement) against summing every term of W
     (Loader-anchored, as the masses were computed before): equal to rounding on every bin of the
     histogram engine's grid and of a fine grid."""
-    from accountant.clones.histogram import HistPlan
+    from accountant.clones.histogram.engine import HistPlan
     from accountant.clones.routing import HIST_DESIGN
 
     ctx = Ctx(n, eps0)
@@ -173,14 +173,14 @@ def test_compiled_block_sums_equal_numpy(n, eps0):
     ctx = Ctx(n, eps0)
     pts = np.unique(np.append(0, np.round(ctx.c0 + np.linspace(-15, 15, 97) * ctx.sig_c).astype(np.int64)))
     pts = pts[pts <= ctx.N]
-    was = fused.available()
+    was = compiled.available()
     try:
-        fused.use(False)
+        compiled.use(False)
         ref = CM.CMass(ctx).bins(pts)
-        assert fused.use(True)
+        assert compiled.use(True)
         got = CM.CMass(ctx).bins(pts)
     finally:
-        fused.use(was)
+        compiled.use(was)
     np.testing.assert_allclose(got, ref, rtol=1e-15, atol=1e-15)
 
 

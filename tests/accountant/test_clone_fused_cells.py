@@ -1,4 +1,4 @@
-"""The compiled histogram build of the clone engine (accountant.clones.fused_cells): its g and
+"""The compiled histogram build of the clone engine (accountant.clones.compiled.histogram_build): its g and
 1 − z per segment against mpmath, its segment and ratio-product bounds, its power-of-two scales,
 its run sums, and the statistics it builds against the numpy path's histogram on random windows.
 Skipped without numba (the numpy path is then used)."""
@@ -14,11 +14,11 @@ from hypothesis import strategies as st
 
 pytest.importorskip("numba")
 
-from accountant.clones import fused  # noqa: E402
-from accountant.clones import fused_cells as FC  # noqa: E402
-from accountant.clones import histogram as H  # noqa: E402
-from accountant.clones._cells import hist_cells  # noqa: E402
-from accountant.clones.kernels import Ctx  # noqa: E402
+from accountant.clones import compiled  # noqa: E402
+from accountant.clones.compiled import histogram_build as FC  # noqa: E402
+from accountant.clones.grid.cells import hist_cells  # noqa: E402
+from accountant.clones.histogram import bins as HB  # noqa: E402
+from accountant.clones.types import Ctx  # noqa: E402
 
 ULP = 2.0**-52
 
@@ -136,8 +136,8 @@ def _paths_tables(m: float, eps0: float, x0: float, x_end: float):
     lo, hi = FC.g_range(np.array([m - 1.0]), np.array([x0]), np.array([x_end]), np.zeros(1), ctx.s, ctx.w)
     if not hi > 0.0:
         return None
-    ed, ksw, dg = H.bin_edges(lo, hi)
-    lay = (int(ksw), float(dg), float(lo), math.log(H._R))
+    ed, ksw, dg = HB.bin_edges(lo, hi)
+    lay = (int(ksw), float(dg), float(lo), math.log(HB._R))
     tabs = []
     for fast in (True, False):
         tab = np.zeros((2 * (ed.size - 1), 8))
@@ -293,14 +293,14 @@ def test_compiled_stats_equal_numpy_histogram_on_random_windows(seed):
 
     rng = np.random.default_rng(7000 + seed)
     ctx, c, x_l, x_h, lw, shift = _random_windows(rng, 40)
-    st = fused.hist_stats(c, x_l, x_h, lw, shift, ctx, H.bin_edges, math.log(H._R))
+    st = compiled.hist_stats(c, x_l, x_h, lw, shift, ctx, HB.bin_edges, math.log(HB._R))
     lbw, den, g, segc = hist_cells(c, x_l, x_h, lw, ctx)
     valid = np.isfinite(lbw) & (g != 0.0) & (den > 0.0)
     if not valid.any():
         assert st is None
         return
-    fast = H.Bins.from_stats(*st)
-    slow = H.Bins(lbw, g, segc, shift, lin=den)
+    fast = HB.Bins.from_stats(*st)
+    slow = HB.Bins(lbw, g, segc, shift, lin=den)
     tol = 1e-12 * np.maximum(1.0, np.abs(slow.LM))
     assert logsumexp(fast.LM) == pytest.approx(logsumexp(slow.LM), rel=1e-12, abs=1e-12)
     common, i_f, i_s = np.intersect1d(fast.keys, slow.keys, return_indices=True)

@@ -2,7 +2,7 @@
 in accountant.clones between it and the adaptive engine.
 
 References are independent of the module: the exact untruncated float summation of
-tests/helpers/clone_reference.py (checked against mpmath in test_clones.py), direct per-cell sums
+accountant.clones.reference (checked against mpmath in test_clones.py), direct per-cell sums
 for the histogram step, and the adaptive engine (certified separately) at large n.
 """
 
@@ -16,12 +16,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from accountant import clones as C
-from accountant.clones import fused
-from accountant.clones import histogram as H
+from accountant.clones import compiled
 from accountant.clones import routing as Rt
+from accountant.clones.histogram import bins as HB
+from accountant.clones.histogram import engine as H
+from accountant.clones.reference import exact_clone, ref_log_phi
+from accountant.clones.types import Ctx
 from accountant.orders import DEFAULT_ORDERS
 
-from ..helpers.clone_reference import exact_clone, ref_log_phi, rr_lower
+from ..helpers.clone_reference import rr_lower
 
 ORDERS = np.asarray(DEFAULT_ORDERS, dtype=float)
 
@@ -92,21 +95,21 @@ def test_histogram_bound_is_valid_and_tight_on_random_cells(seed):
     lw = rng.normal(-8.0, 3.0, g.size)
     seg = np.sort(rng.integers(0, 50, g.size))
     alphas = np.array([1.05, 1.5, 2.0, 5.0, 30.0, 300.0, 5000.0])
-    up, _ = H.hist_sum(H.Bins(lw, g, seg, np.zeros(50)), alphas)
+    up, _ = HB.hist_sum(HB.Bins(lw, g, seg, np.zeros(50)), alphas)
     ref = _direct(lw, g, alphas)
     assert np.all(up >= ref - 1e-12)
     # chord/Jensen slack: ≲ (Δg/g)²/4 near 0, ≲ (αΔg)²/8 (relative) in the exponential part
-    assert np.all(up - ref <= np.maximum(2e-3, 0.15 * alphas * H.DG) + 1e-9)
+    assert np.all(up - ref <= np.maximum(2e-3, 0.15 * alphas * HB.DG) + 1e-9)
 
 
 def test_histogram_bound_exact_for_cells_on_bin_edges():
     """Values exactly on bin edges land in the bin they bound (no extrapolated chord), and a bin
     holding one value of g is evaluated exactly."""
-    ed, _, _ = H.bin_edges(1e-4, 0.5)
+    ed, _, _ = HB.bin_edges(1e-4, 0.5)
     g = np.concatenate([ed[1:], -ed[1:]])
     lw = np.zeros(g.size)
     alphas = np.array([1.5, 3.0, 40.0])
-    up, _ = H.hist_sum(H.Bins(lw, g, np.zeros(g.size, dtype=np.int64), np.zeros(1)), alphas)
+    up, _ = HB.hist_sum(HB.Bins(lw, g, np.zeros(g.size, dtype=np.int64), np.zeros(1)), alphas)
     np.testing.assert_allclose(up, _direct(lw, g, alphas), rtol=1e-12, atol=1e-12)
 
 
@@ -126,7 +129,7 @@ def test_routing_over_the_cell_budget_uses_the_adaptive_engine(monkeypatch):
 
 def test_routing_within_the_budget_uses_the_histogram_engine():
     n, eps0 = 10**4, 1.0
-    plan = H.HistPlan(Rt.Ctx(n, eps0), Rt.HIST_DESIGN)
+    plan = H.HistPlan(Ctx(n, eps0), Rt.HIST_DESIGN)
     assert plan.cells <= Rt.HIST_CELL_BUDGET
     assert C.route(n, eps0, ORDERS) == "histogram"
     res, suspect = H.Prepared(plan).evaluate(ORDERS)
@@ -226,19 +229,19 @@ def test_merged_bins_never_below_the_direct_sum(seed):
     within the same limits as the unmerged histogram."""
     lw, g, seg = _random_cells(seed)
     alphas = np.array([1.05, 1.5, 2.0, 5.0, 30.0, 300.0, 5000.0])
-    bins = H.Bins(lw, g, seg, np.zeros(50))
+    bins = HB.Bins(lw, g, seg, np.zeros(50))
     ref = _direct(lw, g, alphas)
     for level in range(0, 9):
-        up, _ = H.hist_sum(bins.coarse(level), alphas)
+        up, _ = HB.hist_sum(bins.coarse(level), alphas)
         assert np.all(up >= ref - 1e-12)
-    up, _ = H.hist_sum_merged(bins, alphas)
+    up, _ = HB.hist_sum_merged(bins, alphas)
     assert np.all(up >= ref - 1e-12)
-    assert np.all(up - ref <= np.maximum(2e-3, 0.15 * alphas * H.DG) + 1e-9)
+    assert np.all(up - ref <= np.maximum(2e-3, 0.15 * alphas * HB.DG) + 1e-9)
 
 
 def test_merged_bins_keep_mass_mean_and_extremes():
     lw, g, seg = _random_cells(11)
-    bins = H.Bins(lw, g, seg, np.zeros(50))
+    bins = HB.Bins(lw, g, seg, np.zeros(50))
     for level in (1, 3, 6):
         cb = bins.coarse(level)
         assert cb.LM.size < bins.LM.size
@@ -269,9 +272,9 @@ def test_compiled_histogram_equals_numpy_histogram(n, eps0):
     """The compiled cell → bin kernel gives the numpy path's histogram: the same bins (up to
     cells on a bin edge), the same statistics to rounding, hence the same bound (checked with
     the pure-numpy path forced)."""
-    from accountant.clones import fused as F
+    from accountant.clones import compiled as F
 
-    ctx = Rt.Ctx(n, eps0)
+    ctx = Ctx(n, eps0)
     plan = H.HistPlan(ctx, Rt.HIST_DESIGN)
     fast = H.Prepared(plan)
     F.use(False)  # the pure-numpy path
@@ -304,15 +307,15 @@ def test_compiled_histogram_equals_numpy_histogram(n, eps0):
 @pytest.mark.usefixtures("kernels_on")
 @pytest.mark.parametrize("seed", range(4))
 def test_compiled_hist_sum_equals_numpy(seed):
-    from accountant.clones import fused as F
+    from accountant.clones import compiled as F
 
     lw, g, seg = _random_cells(seed)
-    bins = H.Bins(lw, g, seg, np.random.default_rng(seed).normal(0, 1, 50))
+    bins = HB.Bins(lw, g, seg, np.random.default_rng(seed).normal(0, 1, 50))
     alphas = np.array([1.001, 1.05, 1.5, 2.0, 2.5, 5.0, 30.0, 300.0, 5000.0])
     for level in (0, 2):
         b = bins.coarse(level)
-        up, low = F.hist_sum(b, alphas, H.PRUNE)
-        up_np, low_np = H.hist_sum(b, alphas)
+        up, low = F.hist_sum(b, alphas, HB.PRUNE)
+        up_np, low_np = HB.hist_sum(b, alphas)
         np.testing.assert_allclose(up, up_np, rtol=0, atol=1e-12)
         np.testing.assert_allclose(low, low_np, rtol=0, atol=1e-12)
         assert np.all(up >= _direct(lw, g, alphas) - 1e-12)
@@ -326,7 +329,7 @@ def test_compiled_hist_sum_with_extreme_weights_equals_numpy(seed, shift):
     left ones: the compiled sum keeps in linear space only the terms that are normal numbers
     relative to the largest pruning bound (the others, and large values, in log space); it gives
     the numpy path's values to rounding, never below the cell-by-cell sum."""
-    from accountant.clones import fused as F
+    from accountant.clones import compiled as F
 
     rng = np.random.default_rng(1000 + seed)
     eps0 = float(rng.uniform(0.05, 6.0))
@@ -335,13 +338,13 @@ def test_compiled_hist_sum_with_extreme_weights_equals_numpy(seed, shift):
     lw = rng.normal(-300.0, 400.0, g.size)
     seg = np.sort(rng.integers(0, 50, g.size))
     shifts = rng.choice([-800.0, -3.0, 0.0, 2.0, 800.0], 50) if shift is None else np.full(50, shift)
-    bins = H.Bins(lw, g, seg, shifts)
+    bins = HB.Bins(lw, g, seg, shifts)
     alphas = np.array([1.001, 1.05, 1.5, 2.0, 2.5, 5.0, 30.0, 300.0, 5000.0, 10000.0])
     ref = _direct(lw, g, alphas)
     for level in (0, 3):
         b = bins.coarse(level)
-        up, low = F.hist_sum(b, alphas, H.PRUNE)
-        up_np, low_np = H.hist_sum(b, alphas)
+        up, low = F.hist_sum(b, alphas, HB.PRUNE)
+        up_np, low_np = HB.hist_sum(b, alphas)
         np.testing.assert_allclose(up, up_np, rtol=1e-13, atol=1e-12)
         np.testing.assert_allclose(low, low_np, rtol=1e-13, atol=1e-12)
         assert np.all(up >= ref - 1e-12 * np.maximum(1.0, np.abs(ref)))
@@ -358,7 +361,7 @@ def test_compiled_log_phi_matches_mpmath(a, x):
     against a high-precision evaluation."""
     import mpmath as mp
 
-    from accountant.clones.fused_kernels import log_phi as lp
+    from accountant.clones.compiled.histogram_sum import log_phi as lp
 
     # (the difference cancels to ~x² relative: enough digits for that, plus 40)
     with mp.workdps(40 + int(2 * max(0.0, -math.log10(abs(x))))):
@@ -388,9 +391,9 @@ def test_split_upper_tail_never_below_the_cells_it_replaces(n, eps0):
     """Where the tilted sequence is not concave up to the edge (large ε0), the window stops at
     x_hi anyway and the tail is bounded in two pieces (concave up to y_e, crude beyond): never
     below the direct sum of the cells above the window, and negligible next to the window."""
-    from accountant.clones.windows import tails, windows
+    from accountant.clones.grid.windows import tails, windows
 
-    ctx = Rt.Ctx(n, eps0)
+    ctx = Ctx(n, eps0)
     c = np.array([int(ctx.c0)], dtype=np.int64)
     for a_hi in (50.0, 300.0):
         x_l, x_h, y_e = windows(c, 1.5, a_hi, ctx, False)
@@ -417,10 +420,10 @@ def test_concavity_check_on_a_partial_range_is_sound(c, eps0, a, frac, cut):
     concave on [x_h, y_e], its second differences there are ≤ 0 (direct evaluation)."""
     from scipy.stats import binom
 
-    from accountant.clones.kernels import log_ratio
-    from accountant.clones.windows import concave_above
+    from accountant.clones.closed_form import log_ratio
+    from accountant.clones.grid.windows import concave_above
 
-    ctx = Rt.Ctx(10, eps0)
+    ctx = Ctx(10, eps0)
     x_h = int(c / 2 + frac * c / 2) + 1
     y_e = max(x_h + 3, int(x_h + cut * (c - x_h)))
     if y_e > c:
@@ -444,9 +447,9 @@ def test_concavity_check_on_a_partial_range_is_sound(c, eps0, a, frac, cut):
 def test_split_upper_tail_never_below_the_direct_sum(c, eps0, a_hi, frac):
     """Random points whose window stops below the edge with a concave range ending at y_e < c:
     the two-piece tail bound is never below the direct sum of the cells above the window."""
-    from accountant.clones.windows import tails, windows
+    from accountant.clones.grid.windows import tails, windows
 
-    ctx = Rt.Ctx(10, eps0)
+    ctx = Ctx(10, eps0)
     cc = np.array([c], dtype=np.int64)
     x_l, x_h, y_e = windows(cc, 1.5, a_hi, ctx, False)
     if not (x_h[0] < c + 1 and y_e[0] < c):
@@ -461,21 +464,21 @@ def test_split_upper_tail_never_below_the_direct_sum(c, eps0, a_hi, frac):
 @pytest.mark.usefixtures("kernels_on")
 @pytest.mark.parametrize("seed", range(3))
 def test_compiled_tilt_search_gives_numpy_tilt_bit_for_bit(seed):
-    """The compiled grid search of kernels.tilt picks the same grid index as numpy's argmax (the
+    """The compiled grid search of closed_form.tilt picks the same grid index as numpy's argmax (the
     same operations in the same order), so the tilted peaks, widths and edge flags that steer the
     design are the same bits on either path."""
-    from accountant.clones.kernels import tilt
+    from accountant.clones.closed_form import tilt
 
     rng = np.random.default_rng(seed)
     for _ in range(40):
         n = int(10 ** rng.uniform(1, 8))
         eps0 = float(10 ** rng.uniform(-3, 1.5))
-        ctx = Rt.Ctx(n, eps0)
+        ctx = Ctx(n, eps0)
         cs = np.unique(rng.integers(0, n, 60))
         orders = np.sort(10 ** rng.uniform(0.01, 4, 25))
-        compiled = tilt(cs, orders, ctx.s)
-        fused.use(False)
+        fast = tilt(cs, orders, ctx.s)
+        compiled.use(False)
         plain = tilt(cs, orders, ctx.s)
-        assert fused.use(True)
-        for got, ref in zip(compiled, plain):
+        assert compiled.use(True)
+        for got, ref in zip(fast, plain):
             np.testing.assert_array_equal(got, ref)

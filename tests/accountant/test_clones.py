@@ -1,6 +1,6 @@
 """Clone-reduction RDP (accountant.clones, FMT21 §3; bounds.md §8).
 
-The references (tests/helpers/clone_reference.py) are written independently of the module: an
+The references (accountant.clones.reference and tests/helpers/clone_reference.py) are written independently of the module: an
 exact, untruncated float summation over every (C, A, ξ) cell (no mixture over x, no binning, no
 window), checked itself against a 40-digit mpmath evaluation at small n; an all-positive χ² form
 at α = 2; the exact binary-RR lower bound; the ε0-DP cap in mpmath; and, at n = 10⁶, a fine-grid
@@ -18,8 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from accountant.clones import CLONES_MAX_N, clone_cap, clone_rdp, route
+from accountant.clones.reference import exact_clone
 
-from ..helpers.clone_reference import chi2_clone, exact_clone, fine_reference, mp_cap, mp_clone, rr_lower
+from ..helpers.clone_reference import chi2_clone, fine_reference, mp_cap, mp_clone, rr_lower
 
 # ----------------------------------------------------------------------------------------------
 # exactness at small n

@@ -134,7 +134,7 @@ def test_the_images_build_step_compiles_every_clone_kernel():
     """The image's ``RUN python -c …`` compiles the kernels into numba's cache at build time (run
     here as it is written, on this checkout)."""
     m = re.search(r'^RUN python -c "(.+?)" \\$', _dockerfile(), re.M)
-    assert m and "fused.precompile()" in m.group(1)
+    assert m and "clones.precompile()" in m.group(1)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "ACCOUNTANT_NUMBA": "1"}
     r = subprocess.run(
         [sys.executable, "-c", m.group(1)], env=env, capture_output=True, text=True, timeout=900, cwd=ROOT

@@ -1,8 +1,9 @@
 """Independent references for the clone bound (FMT21 §3; bounds.md §8), shared by the tests.
 
-Written without the library's code: an exact, untruncated float summation over every (C, A, ξ)
-cell (no mixture over x, no binning, no window), the same sum in mpmath, an all-positive χ² form
-at α = 2, the exact binary-RR lower bound, the ε0-DP cap in mpmath, and, at large n, a fine-grid
+Written without the engines' code. The exact, untruncated float summation over every (C, A, ξ)
+cell (no mixture over x, no binning, no window) is the package's own definition,
+:mod:`accountant.clones.reference`; here, besides it: the same sum in mpmath, an all-positive χ²
+form at α = 2, the exact binary-RR lower bound, the ε0-DP cap in mpmath, and, at large n, a fine-grid
 quadrature over C of brute-force per-c sums.
 """
 
@@ -15,41 +16,7 @@ import numpy as np
 from scipy.special import logsumexp
 from scipy.stats import binom
 
-
-def ref_log_phi(alpha: np.ndarray, lr: np.ndarray) -> np.ndarray:
-    """log(r^α − 1 − α(r − 1)) for r = e^lr (float; relative error ≲ 1e-11 where it matters)."""
-    y = alpha * lr
-    with np.errstate(all="ignore"):
-        mid = np.log(np.expm1(y) - alpha * np.expm1(lr))
-        hi = y + np.log1p(-np.exp(-y) * (1.0 + alpha * np.expm1(lr)))
-    return np.where(y > 1.0, hi, mid)
-
-
-def exact_clone(n: int, eps0: float, alphas) -> np.ndarray:
-    """ε(α) = log E_Q[R^α]/(α−1) summed over every cell (C, A, ξ): C = 0..n−1, A = 0..C, ξ = ±1.
-
-    E_Q[R^α] − 1 = Σ P(C)P(A|C)P(ξ)·φ(R), φ(r) = r^α − 1 − α(r−1) ≥ 0 (since E_Q[R] = 1), so
-    the sum has positive terms only (no cancellation of 1 + tiny).
-    """
-    alphas = np.atleast_1d(np.asarray(alphas, dtype=float))
-    big_e = math.exp(eps0)
-    q = math.exp(-eps0)
-    s = math.tanh(eps0 / 2.0)
-    cs = np.arange(n)
-    lpc = binom.logpmf(cs, n - 1, q)
-    lxi = np.array([math.log(big_e / (big_e + 1.0)), math.log(1.0 / (big_e + 1.0))])  # ξ = −1, +1
-    xis = np.array([-1.0, 1.0])
-    terms = []
-    for c in cs:
-        a = np.arange(c + 1)
-        la = binom.logpmf(a, c, 0.5)
-        u = (2.0 * a - c)[:, None] + xis[None, :]
-        lw = (lpc[c] + la[:, None] + lxi[None, :]).ravel()
-        t = s / (c + 1.0)
-        lr = (np.log1p(t * u) - np.log1p(-t * u)).ravel()
-        terms.append(lw[None, :] + ref_log_phi(alphas[:, None], lr[None, :]))
-    lfm1 = logsumexp(np.concatenate(terms, axis=1), axis=1)
-    return np.logaddexp(0.0, lfm1) / (alphas - 1.0)
+from accountant.clones.reference import ref_log_phi
 
 
 def mp_clone(n: int, eps0: float, alpha: float, dps: int = 40) -> float:

@@ -1,6 +1,6 @@
-"""The compiled per-order histogram sum of :mod:`accountant.clones.fused` and the jit options of
+"""The compiled per-order histogram sum of :mod:`accountant.clones.compiled` and the jit options of
 every compiled kernel (imported only when numba is installed; module-level functions so that
-numba can cache them on disk). The histogram build is in :mod:`.fused_cells`."""
+numba can cache them on disk). The histogram build is in :mod:`.histogram_build`."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any, TypeVar, cast
 import numpy as np
 from numba import njit
 
-from .kernels import Array
+from ..types import Array
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -29,7 +29,7 @@ def _jit_inline(fn: _F) -> _F:
 
 
 # ----------------------------------------------------------------------------------------------
-# the per-order histogram sum (accountant.clones.histogram.hist_sum) and the scalar log φ it
+# the per-order histogram sum (accountant.clones.histogram.bins.hist_sum) and the scalar log φ it
 # needs (accountant._numerics.log_phi: the same branches and formulas)
 # ----------------------------------------------------------------------------------------------
 
@@ -348,7 +348,7 @@ def hist_sum(
     within ``prune`` nats of the largest, summed (log), plus the pruned bins' count times
     e^{max − prune}; and the same kept bins under the right-end weights.
 
-    The per-bin bounds of accountant.clones.histogram.hist_sum, formed in linear space where
+    The per-bin bounds of accountant.clones.histogram.bins.hist_sum, formed in linear space where
     that is safe (:func:`_order_sum`: the formulas of log φ without their logs, the chord formed
     linearly; in the series branch, most bins when ε0 is small or n large, no log or exp at all)
     and summed linearly relative to e^{rowmax} (rowmax: the largest pruning bound, ≥ every

@@ -1,17 +1,17 @@
 """The exact and the adaptive engines of the clone bound: a C-grid refined per chunk of orders
-(FMT21 §3; bounds.md §8).
+(FMT21 §3; bounds.md §8), bounding the sum of :mod:`accountant.clones.reference` from above.
 
 *Monotone in c.* f_α(c) is non-increasing in c: (P_{c+1}, Q_{c+1}) is (P_c, Q_c) with an
 independent fair coin added to the first coordinate (the same Markov kernel for P and Q), so
 D_α cannot increase (data processing). For C in a bin [c_j, c_{j+1}) we use f_α(c_j) with the
-bin's mass (:class:`accountant.clones._cmass.CMass`); the lowest grid point is c = 0, where
+bin's mass (:class:`accountant.clones.grid.cmass.CMass`); the lowest grid point is c = 0, where
 f_α(0) is exactly the ε0-DP cap, and the last bin [c_last, n−1] uses f_α(c_last). Each chunk of
 orders has its own C-grid, refined until log(1+U) − log(1+L) ≤ ρ_C(α)·log(1+U) for every order,
 where U is the bound and L the same sum with f(c_{j+1}) in bin j (so the discretisation error of
 ε(α) is at most that fraction); ρ_C(α) = 2e-3·max(1, α/64)^{1/4}.
 
-Per point, f_α(c) − 1 is bounded from binned cells (:mod:`._binned`) or, for chunks whose log f
-is large (≳ 6), by geometric bins without cells (:mod:`._geometric`).
+Per point, f_α(c) − 1 is bounded from binned cells (:mod:`.binned`) or, for chunks whose log f
+is large (≳ 6), by geometric bins without cells (:mod:`.geometric`).
 
 *Exact* mode: every cell is its own bin, ρ_C = 1e-13 (the C-grid is refined to single integers
 wherever the mass matters) and window tails are ≲ e^{−38}; all orders form one chunk (one window
@@ -25,12 +25,13 @@ import math
 
 import numpy as np
 
-from .._numerics import logsumexp
-from ._binned import eval_cells
-from ._cmass import CMass
-from ._geometric import eval_geo
-from .kernels import Array, Ctx, lf_est, log_cap_f
-from .windows import windows
+from ..._numerics import logsumexp
+from ..closed_form import lf_est, log_cap_f
+from ..grid.cmass import CMass
+from ..grid.windows import windows
+from ..types import Array, Ctx
+from .binned import eval_cells
+from .geometric import eval_geo
 
 RHO_C = 2.0e-3  # bound on the relative slack of the C-discretisation (adaptive mode)
 RHO_C_EXACT = 1e-13

@@ -25,9 +25,10 @@ import math
 
 import numpy as np
 
-from .._binomial import log_binom_pmf
-from .._numerics import log_expm1
-from .kernels import Array, Ctx, l1m_sq, lf_est, log_cap_f, log_ratio, tilt
+from ..._binomial import log_binom_pmf
+from ..._numerics import log_expm1
+from ..closed_form import l1m_sq, lf_est, log_cap_f, log_ratio, tilt
+from ..types import Array, Ctx
 
 LAMBDA = 38.0  # neglected contributions are ≲ e^{−38} relative (window choice only) …
 LAMBDA_BINNED = 25.0  # … e^{−25} outside exact mode (the bounds there have a ≳ 1e-4 slack anyway)

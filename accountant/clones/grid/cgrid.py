@@ -1,4 +1,4 @@
-"""The C-grid of the histogram engine (step 1 of :mod:`.histogram`; bounds.md §8).
+"""The C-grid of the histogram engine (step 1 of :mod:`accountant.clones.histogram`; bounds.md §8).
 
 Points 0 = c_0 < c_1 < … with bins [c_j, c_{j+1}) (the last to N); the engine bounds each bin by
 f_α(c_j) times its exact mass (f_α is non-increasing in c). Where the points go is decided here
@@ -22,9 +22,10 @@ import math
 
 import numpy as np
 
-from .._binomial import log_binom_pmf
-from .._numerics import log_expm1
-from .kernels import Array, Ctx, log_cap_f, log_q_at, log_ratio, tilt
+from ..._binomial import log_binom_pmf
+from ..._numerics import log_expm1
+from ..closed_form import log_cap_f, log_q_at, log_ratio, tilt
+from ..types import Array, Ctx
 
 _RHO = 1.5e-3  # C-grid: target relative slack of F − 1 (small F) or of log F (large)
 #: Wide sample intervals that matter through their left-end bound get samples every this many

@@ -1,10 +1,10 @@
-"""The compiled histogram build of :mod:`accountant.clones.fused` (imported only when numba is
+"""The compiled histogram build of :mod:`accountant.clones.compiled` (imported only when numba is
 installed): every cell of every point — its weight and g — binned on |g| and reduced per bin key
-to the statistics of :class:`accountant.clones.histogram.Bins` (mass, mass·g, right-end mass,
+to the statistics of :class:`accountant.clones.histogram.bins.Bins` (mass, mass·g, right-end mass,
 extreme values of g).
 
 Cell x of a point with m = c + 1 coins, v = (2x − m)/m, z = s·v: weight e^{lw}·b_m(x)·(1 − z),
-g = log((1 + z)/(1 − z)) (:mod:`accountant.clones._cells`). The caller cuts each window into
+g = log((1 + z)/(1 − z)) (:mod:`accountant.clones.grid.cells`). The caller cuts each window into
 blocks of at most :data:`BLOCK` cells and gives Loader's log-pmf at each block's first cell x0;
 :func:`_block` cuts a block into segments (:func:`_segment`).
 
@@ -27,7 +27,7 @@ blocks of at most :data:`BLOCK` cells and gives Loader's log-pmf at each block's
 * **g and 1 − z** per segment from one log at its expansion cell (:func:`_g_at`: the exact
   identity g(xc + k) = g_c + 2·artanh(u) and its series, to ≲ 12 ulps of g; 1 − z =
   (1 − z_c) − k·h, to ≲ 5 ulps), in a vectorised pass (:func:`_series_pass`).
-* **Bins.** Each cell's bin is the analytic index of :func:`accountant.clones.histogram._bin_keys`
+* **Bins.** Each cell's bin is the analytic index of :func:`accountant.clones.histogram.bins._bin_keys`
   checked against the edges themselves (:func:`_index_pass`, :func:`_sum_pass`; moved by
   :func:`_bin_of` where they disagree): the numpy path's assignment of the same value. g is
   monotone in x, so within a segment the cells of one bin are consecutive and their sums run
@@ -44,8 +44,8 @@ import math
 
 import numpy as np
 
-from .fused_kernels import _jit, _jit_inline
-from .kernels import Array
+from ..types import Array
+from .histogram_sum import _jit, _jit_inline
 
 #: Cells per block (one Loader anchor each, computed by the caller).
 BLOCK = 256
@@ -137,7 +137,7 @@ def g_range(c: Array, x_l: Array, x_h: Array, lwp: Array, s: float, w: float) ->
 def _bin_of(
     a: float, prev: int, ed: Array, top: float, ksw: int, dg: float, gmin: float, log_r: float
 ) -> int:
-    """The bin (ed[i], ed[i+1]] holding |g| = a (accountant.clones.histogram._bin_keys): the
+    """The bin (ed[i], ed[i+1]] holding |g| = a (accountant.clones.histogram.bins._bin_keys): the
     analytic index (uniform part above ``top``, geometric below it; or the previous cell's bin,
     ``prev`` ≥ 0), then moved to the bin that holds a. The top edge is the largest |g| of the
     window ends by :func:`_cell`; this kernel's value of such a cell (:func:`_g_at`) may exceed

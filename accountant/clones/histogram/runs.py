@@ -1,6 +1,6 @@
-"""Reductions of the clone histogram over contiguous groups (:mod:`.histogram`): runs of
+"""Reductions of the clone histogram over contiguous groups (:mod:`accountant.clones.histogram`): runs of
 consecutive cells of one (bin, point), reduced before they are scattered into the bins, and
-groups of consecutive bins merged into one (:meth:`.histogram.Bins.coarse`). Max and min are
+groups of consecutive bins merged into one (:meth:`.bins.Bins.coarse`). Max and min are
 exact in any order; the sums of a merge stay scatter-adds (``np.bincount``) in the bins' order,
 so grouping by runs gives the histogram that grouping by a sort gives, bit for bit."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .kernels import Array
+from ..types import Array
 
 
 class Runs:

@@ -35,23 +35,21 @@ certified pieces:
 Exactly summed runs (:func:`_range_logsums`), in blocks of 64 terms: Loader's pmf at the first k
 of the block, times the cumulative products of the exact ratios pmf(k)/pmf(k−1) =
 (N−k+1)q/(k(1−q)) (≲ 4 ulps each: ≲ 3e-14 relative on a term), in numpy or — the same products
-in the same order — in a compiled loop (:func:`accountant.clones.fused_sums.pmf_block_sums`, when
-the compiled kernels are on, :func:`accountant.clones.fused.available`).
+in the same order — in a compiled loop (:func:`accountant.clones.compiled.sums.pmf_block_sums`, when
+the compiled kernels are on, :func:`accountant.clones.compiled.available`).
 """
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import NamedTuple
 
 import numpy as np
 
-from .._binomial import log_binom_pmf, log_binom_pmf_range
-from .._numerics import segment_logsumexp
-from . import fused
-
-if TYPE_CHECKING:
-    from .kernels import Array, Ctx
+from ..._binomial import log_binom_pmf, log_binom_pmf_range
+from ..._numerics import segment_logsumexp
+from .. import compiled
+from ..types import Array, Ctx
 
 BLOCK = 64  # terms per Loader anchor
 FULL_MAX = 8192  # a window W of fewer terms is summed whole
@@ -61,22 +59,23 @@ _MEMO_MAX = 1 << 16  # bins remembered per instance
 _NATS = 45.0  # first guess of the fall of the terms at the cut (≈ −LOG_CUT plus a margin)
 
 
-def compiled() -> Any:
-    """The compiled sums (:mod:`accountant.clones.fused_sums`) when the compiled kernels are on
-    (:func:`accountant.clones.fused.available`), else None."""
-    if not fused.available():
-        return None
-    from . import fused_sums
-
-    return fused_sums
-
-
 def _steps(a: Array, dd: Array, nats: Array | float) -> Array:
     """The j ≥ 0 with a·j + dd·j²/2 = nats (a ≥ 0 the log-ratio at the start, dd > 0 its change
     per step): where the terms have fallen by ``nats`` (an estimate: the cut is checked)."""
     with np.errstate(invalid="ignore", over="ignore"):
         out: Array = 2.0 * nats / (a + np.sqrt(a * a + 2.0 * dd * nats))
     return out
+
+
+class _Runs(NamedTuple):
+    """The summed run [k_l, k_r] of each bin, the log pmf of its largest term, the log-bound on
+    the rest of the bin, and the log pmf at the extra points asked for (:meth:`CMass._runs`)."""
+
+    k_l: Array
+    k_r: Array
+    ref: Array
+    rest: Array
+    lp_extra: Array
 
 
 class CMass:
@@ -152,7 +151,7 @@ class CMass:
             bound[bad] = self._tail(ks[bad] + sgn * (j[bad] + 1), not up)
         bound[j >= span] = -np.inf
 
-    def _runs(self, a_in: Array, b_in: Array, extra: Array) -> tuple[Array, Array, Array, Array, Array]:
+    def _runs(self, a_in: Array, b_in: Array, extra: Array) -> _Runs:
         """For bins [a_in, b_in] inside W: the summed runs [k_l, k_r], log pmf of their largest
         term, the log-bound on the rest of each bin, and log pmf at the points ``extra`` (one
         evaluation of Loader's pmf for all of them)."""
@@ -169,7 +168,7 @@ class CMass:
         b_r[j_r >= span_r] = -np.inf
         self._widen(ks, span_l, ref, j_l, b_l, False)
         self._widen(ks, span_r, ref, j_r, b_r, True)
-        return ks - j_l, ks + j_r, ref, np.logaddexp(b_l, b_r), lp[3 * m :]
+        return _Runs(ks - j_l, ks + j_r, ref, np.logaddexp(b_l, b_r), lp[3 * m :])
 
     def _evaluate(self, a: Array, b: Array) -> tuple[Array, Array, Array]:
         """For bins [a, b]: log S (the summed runs; NaN for the bin of the mode when its run is
@@ -218,7 +217,7 @@ class CMass:
         return key
 
     def _lookup(self, a: Array, b: Array) -> tuple[Array, Array, Array]:
-        """:meth:`_evaluate` of the bins [a, b], each bin evaluated once per instance (the
+        """:meth:`CMass._evaluate` of the bins [a, b], each bin evaluated once per instance (the
         adaptive engine asks again for most bins of its refined grids)."""
         key = self._key(a, b)
         keys, vals = self.memo
@@ -313,7 +312,7 @@ def _range_logsums(k_lo: Array, k_hi: Array, ref: Array, ctx: Ctx) -> Array:
     last = np.minimum(x0 + (BLOCK - 1), k_hi[rid]).astype(float)
     with np.errstate(under="ignore"):
         t0 = np.exp(log_binom_pmf(x0, big_n, p, q1) - ref[rid])
-    kern = compiled()
+    kern = compiled.sums_if_on()
     if kern is not None:
         blk = np.empty(x0.size)
         kern.pmf_block_sums(x0, last, t0, big_n, p, q1, blk)

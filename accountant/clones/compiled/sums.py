@@ -1,11 +1,11 @@
 """Compiled sums of the clone engines besides the histogram's (imported only when numba is
-installed and the compiled kernels are on, :func:`accountant.clones.fused.available`; module-level
+installed and the compiled kernels are on, :func:`accountant.clones.compiled.available`; module-level
 functions so that numba caches them on disk).
 
-* :func:`pmf_block_sums` — the blocks of binomial pmf terms of :mod:`accountant.clones._cmass`;
+* :func:`pmf_block_sums` — the blocks of binomial pmf terms of :mod:`accountant.clones.grid.cmass`;
 * :func:`cell_logsums_phi` — the per-(point, order) φ-form sums over the cells of the exact
-  engine (:mod:`accountant.clones._cellsums`);
-* :func:`tilt_argmax` — the grid search of :func:`accountant.clones.kernels.tilt`.
+  engine (:mod:`accountant.clones.exact.cellsums`);
+* :func:`tilt_argmax` — the grid search of :func:`accountant.clones.closed_form.tilt`.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Any, TypeVar, cast
 import numpy as np
 from numba import njit
 
-from .fused_kernels import _em1mx, _lae, log_phi, series_rest
-from .kernels import Array
+from ..types import Array
+from .histogram_sum import _em1mx, _lae, log_phi, series_rest
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -45,7 +45,7 @@ def pmf_block_sums(x0: Array, last: Array, t0: Array, big_n: float, p: float, q1
 
 # ----------------------------------------------------------------------------------------------
 # per (point, order): log Σ_cells e^{lm}·φ over every cell of the point (the exact engine's
-# φ-form sums, accountant.clones._cellsums)
+# φ-form sums, accountant.clones.exact.cellsums)
 # ----------------------------------------------------------------------------------------------
 
 _Y_MAX = 600.0  # the linear φ-form only where e^{α·g} stays far from overflow
@@ -128,7 +128,7 @@ def cell_logsums_phi(lm: Array, g: Array, starts: Array, alphas: Array, out: Arr
 def tilt_argmax(n1: Array, av: Array, h: Array, half_l: Array, at: Array, out: Array) -> None:
     """out[i, j] = argmax_g (−n1[j]·h[g] − half_l[g] + (2·av[i])·at[g]) (the first largest, as
     numpy's argmax): the same operations in the same order as the numpy expression of
-    :func:`accountant.clones.kernels.tilt`, so the same index, without its (grid × orders × points)
+    :func:`accountant.clones.closed_form.tilt`, so the same index, without its (grid × orders × points)
     temporaries."""
     for i in range(av.size):
         a2 = 2.0 * av[i]

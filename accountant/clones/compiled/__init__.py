@@ -1,34 +1,36 @@
-"""Compiled kernels of the clone histogram (optional: numba; off unless enabled).
+"""Stage 4: the compiled kernels (optional: numba; off unless enabled) — the switch, and the glue
+between the numpy stages and the numba loops of this package's modules.
 
-The histogram of :func:`accountant.clones._cells.hist_cells` followed by
-:class:`accountant.clones.histogram.Bins`, built in one pass over the cells
-(:mod:`.fused_cells`): per cell (point j, x in its window, m = c_j + 1, z = s·(2x − m)/m) the
+The histogram of :func:`accountant.clones.grid.cells.hist_cells` followed by
+:class:`accountant.clones.histogram.bins.Bins`, built in one pass over the cells
+(:mod:`.histogram_build`): per cell (point j, x in its window, m = c_j + 1, z = s·(2x − m)/m) the
 weight e^{lw_j}·b_m(x)·(1 − z), with b_m(x) = e^{anchor}·r from Loader's pmf at the first cell
 of each block of 256 (computed here with numpy) and r the product of the exact ratios (the numpy
 path sums their logs over blocks of 32: the same to ≲ 6e-14 relative); g = log((1 + z)/(1 − z))
 and 1 − z per segment of cells from one log (a series in the cell offset, to ≲ 12 ulps; the
-numpy path's log1p: ≲ 3); the bin of :func:`accountant.clones.histogram._bin_keys` (the analytic
-index checked against the edges); per key the extreme values of g and the sums of the weights,
-of weight·g and of the right-end weights, each relative to a power of two per key. So no
+numpy path's log1p: ≲ 3); the bin of :func:`accountant.clones.histogram.bins._bin_keys` (the
+analytic index checked against the edges); per key the extreme values of g and the sums of the
+weights, of weight·g and of the right-end weights, each relative to a power of two per key. So no
 certificate changes: the histogram it returns is the one numpy builds up to the cells' g (a cell
 on a bin edge may land in the neighbouring bin; either histogram is valid) and the rounding of
 non-negative sums (relative error ≲ cells·2⁻⁵³ either way), far inside the 1e-11 outward
 rounding of the result; mass is lost only where it underflows relative to its own bin's
-(:mod:`.fused_cells` states and proves each claim). Likewise the per-order bin sums
-(:func:`hist_sum`: the pruning and the chord/Jensen/max bounds of
-:func:`accountant.clones.histogram.hist_sum`, one order and one bin at a time, each bound formed
-in linear space from the formulas of log φ without their logs and summed relative to the
+(:mod:`.histogram_build` states and proves each claim). Likewise the per-order bin sums
+(:func:`hist_sum`, :mod:`.histogram_sum`: the pruning and the chord/Jensen/max bounds of
+:func:`accountant.clones.histogram.bins.hist_sum`, one order and one bin at a time, each bound
+formed in linear space from the formulas of log φ without their logs and summed relative to the
 largest pruning bound, normal numbers only, where that is safe, else in log space as the numpy
-path does; ``fused_kernels.hist_sum`` states the precision: the same bounds to rounding).
+path does; :func:`.histogram_sum.hist_sum` states the precision: the same bounds to rounding).
+The other loops: the split of the boxes (:mod:`.boxes`), the C-mass block sums, the exact
+engine's per-point sums and the tilted-peak search (:mod:`.sums`).
 
 Off by default: set the environment variable ``ACCOUNTANT_NUMBA=1`` with numba installed
-(``pip install -e '.[fast]'`` in a clone), or call :func:`use` (:func:`precompile` compiles every
-kernel at once, as the container image does at build time). Measured on the cold curves
-of ``bench/results_cold.md`` (56 of them, one run): median 7.8 ms against 14.5 ms on the numpy
-path, worst 21.6 against 73.6; cost: numba's import (≈ 0.3 s and ≈ 60 MB per process, at
-the first clone histogram) and, once per machine, the compilation (≈ 7 s on a loaded 2-core
-host; the code is then cached on disk, ``cache=True``, next to this file or in numba's user cache
-directory). Without it the numpy path is used: the same bounds.
+(``pip install -e '.[fast]'`` in a clone), or call :func:`use`
+(:func:`accountant.clones.precompile` compiles every kernel at once, as the container image does
+at build time). Cost: numba's import (per process, at the first clone histogram) and, once per
+machine, the compilation (the code is then cached on disk, ``cache=True``, next to these files or
+in numba's user cache directory); timings: ``bench/results_cold.md``. Without it the numpy path
+is used: the same bounds.
 """
 
 from __future__ import annotations
@@ -36,20 +38,15 @@ from __future__ import annotations
 import os
 import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from .kernels import Array, Ctx
+from ..types import Array, BinStats, Ctx, KeyStats, Layout
 
-if TYPE_CHECKING:
-    from .histogram import Bins, Layout
-
-#: The compiled kernels: (g_range, cells_stats) of :mod:`.fused_cells`, hist_sum of
-#: :mod:`.fused_kernels`.
+#: The compiled kernels: (g_range, cells_stats) of :mod:`.histogram_build`, hist_sum of
+#: :mod:`.histogram_sum`.
 Kernels = tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any]]
-#: Per-key histogram statistics: (LM, LML, lo, hi, mean, keys, layout), see :func:`hist_stats`.
-Stats = tuple[Array, Array, Array, Array, Array, Array, "Layout"]
 
 _KERNELS: Kernels | None = None
 _TRIED = False
@@ -71,16 +68,26 @@ def use(enabled: bool) -> bool:
 
 
 def _hook_tilt() -> None:
-    """Hand :func:`accountant.clones.kernels.tilt` the compiled grid search (the same index as its
+    """Hand :func:`accountant.clones.closed_form.tilt` the compiled grid search (the same index as its
     numpy search) while the kernels are on, and take it back when they are off."""
-    from . import kernels
+    from .. import closed_form
 
     if _KERNELS is None:
-        kernels.set_tilt_search(None)
+        closed_form.set_tilt_search(None)
     else:
-        from .fused_sums import tilt_argmax
+        from .sums import tilt_argmax
 
-        kernels.set_tilt_search(tilt_argmax)
+        closed_form.set_tilt_search(tilt_argmax)
+
+
+def sums_if_on() -> Any:
+    """The compiled sums (:mod:`.sums`) when the compiled kernels are on (:func:`available`),
+    else None."""
+    if not available():
+        return None
+    from . import sums
+
+    return sums
 
 
 def _kernels() -> Kernels | None:
@@ -97,7 +104,7 @@ def _kernels() -> Kernels | None:
 def _required() -> Kernels:
     kern = _kernels()
     if kern is None:
-        raise RuntimeError("the compiled clone kernels are not enabled (see accountant.clones.fused.use)")
+        raise RuntimeError("the compiled clone kernels are not enabled (see accountant.clones.compiled.use)")
     return kern
 
 
@@ -110,8 +117,8 @@ def _load() -> Kernels | None:
 
 
 def _compile() -> Kernels:
-    from .fused_cells import cells_stats, g_range
-    from .fused_kernels import hist_sum
+    from .histogram_build import cells_stats, g_range
+    from .histogram_sum import hist_sum
 
     return g_range, cells_stats, hist_sum
 
@@ -125,15 +132,15 @@ def hist_stats(
     ctx: Ctx,
     edges_fn: Callable[[float, float], Layout],
     log_r: float,
-) -> Stats | None:
+) -> KeyStats | None:
     """Per-key histogram statistics of the cells of points c (windows [x_l, x_h], log-weights lw)
     with the compiled kernels: (LM, LML, lo, hi, mean, keys, layout) for the keys with positive
     mass (the arguments of ``Bins._finish``), or None when no cell is valid. ``edges_fn(gmin,
     gmax)`` gives the bin edges, the first uniform edge and the uniform width. The kernel keeps
-    each key's sums relative to 2^{scale} (:mod:`.fused_cells`): LM = scale·ln 2 + log(sum),
+    each key's sums relative to 2^{scale} (:mod:`.histogram_build`): LM = scale·ln 2 + log(sum),
     with ln 2 in two parts (the first product exact)."""
-    from .._binomial import log_binom_pmf
-    from .fused_cells import BLOCK, LN2_HI, LN2_LO, NO_SCALE
+    from ..._binomial import log_binom_pmf
+    from .histogram_build import BLOCK, LN2_HI, LN2_LO, NO_SCALE
 
     g_range, cells_stats, _ = _required()
     lwf = lw.astype(float)
@@ -166,11 +173,11 @@ def hist_stats(
     LM = (t[:, 0] * LN2_HI + np.log(t[:, 1])) + t[:, 0] * LN2_LO
     with np.errstate(divide="ignore", invalid="ignore"):
         LML = (t[:, 3] * LN2_HI + np.log(t[:, 4])) + t[:, 3] * LN2_LO
-    return LM, LML, t[:, 5], t[:, 6], t[:, 2] / t[:, 1], kk, (ed, ksw, dg)
+    return KeyStats(LM, LML, t[:, 5], t[:, 6], t[:, 2] / t[:, 1], kk, Layout(ed, ksw, dg))
 
 
-def _bin_arrays(bins: Bins) -> tuple[tuple[Array, ...], float]:
-    """The per-bin arrays of the compiled per-order sum (``fused_kernels.BinArrays``) and
+def _bin_arrays(bins: BinStats) -> tuple[tuple[Array, ...], float]:
+    """The per-bin arrays of the compiled per-order sum (``histogram_sum.BinArrays``) and
     LMmax = max LM, computed once per histogram (kept as long as the histogram lives): the log
     chord weights (nan → −inf: bins of one value) and the linear ones, m = e^{LM − LMmax} and
     rho = e^{LML − LM} (0, subnormal or inf where they leave the range: the kernel then uses the
@@ -194,11 +201,13 @@ def _bin_arrays(bins: Bins) -> tuple[tuple[Array, ...], float]:
     return out
 
 
-_BIN_ARRAYS: weakref.WeakKeyDictionary[Bins, tuple[tuple[Array, ...], float]] = weakref.WeakKeyDictionary()
+_BIN_ARRAYS: weakref.WeakKeyDictionary[BinStats, tuple[tuple[Array, ...], float]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
-def hist_sum(bins: Bins, alphas: Array, prune: float) -> tuple[Array, Array]:
-    """:func:`accountant.clones.histogram.hist_sum` with the compiled kernel (same bounds)."""
+def hist_sum(bins: BinStats, alphas: Array, prune: float) -> tuple[Array, Array]:
+    """:func:`accountant.clones.histogram.bins.hist_sum` with the compiled kernel (same bounds)."""
     kern = _required()[2]
     a = np.ascontiguousarray(alphas, dtype=float)
     up = np.empty(a.size)
@@ -206,31 +215,3 @@ def hist_sum(bins: Bins, alphas: Array, prune: float) -> tuple[Array, Array]:
     arrs, lm_max = _bin_arrays(bins)
     kern(a, arrs, lm_max, bins.p1, bins.p2, int(bins.npos), float(prune), up, low)
     return up, low
-
-
-#: The clone curves whose evaluation reaches every compiled kernel (the default engine on a
-#: mid-sized population; the adaptive engine's exact mode on a small one), for :func:`precompile`.
-_PRECOMPILE_CURVES = ((1_000_000, 0.5, "auto"), (1000, 1.0, "adaptive"))
-
-
-def precompile() -> list[str]:
-    """Turn the compiled kernels on and compile every one of them now by evaluating clone curves
-    that reach each (with numba's on-disk cache, ``cache=True``, later processes load them instead
-    of compiling: the container image runs this once at build time). Returns the names of the
-    compiled kernels. Raises RuntimeError when numba is not installed."""
-    if not use(True):
-        raise RuntimeError("the compiled kernels need numba: pip install -e '.[fast]' (in a clone)")
-    from ..orders import DEFAULT_ORDERS
-    from . import clone_rdp, fused_cells, fused_kernels, fused_sums
-
-    for n, epsilon0, engine in _PRECOMPILE_CURVES:
-        clone_rdp(n, epsilon0, DEFAULT_ORDERS, engine=engine)
-    kernels = {
-        "g_range": fused_cells.g_range,
-        "cells_stats": fused_cells.cells_stats,
-        "hist_sum": fused_kernels.hist_sum,
-        "pmf_block_sums": fused_sums.pmf_block_sums,
-        "cell_logsums_phi": fused_sums.cell_logsums_phi,
-        "tilt_argmax": fused_sums.tilt_argmax,
-    }
-    return sorted(name for name, fn in kernels.items() if getattr(fn, "signatures", None))

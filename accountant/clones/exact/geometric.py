@@ -16,30 +16,47 @@ geometrically away from them.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
-from .._numerics import log_expm1, segment_logsumexp
-from ._binned import RHO_X
-from .kernels import Array, Ctx, l1m_sq, lf_est, log_cap_f, log_geom, log_q_at, log_q_ratio, log_ratio, tilt
-from .windows import LAMBDA
+from ..._numerics import log_expm1, segment_logsumexp
+from ..closed_form import l1m_sq, lf_est, log_cap_f, log_geom, log_q_at, log_q_ratio, log_ratio, tilt
+from ..grid.windows import LAMBDA
+from ..types import Array, Ctx
+from .binned import RHO_X
 
 THETA = 0.25  # outer bins below the peaks: width ≤ θ·(distance to the lowest peak)
 
 
-def geo_bins(c: Array, ch: Array, ctx: Ctx) -> tuple[Array, Array, Array, Array, Array, Array]:
-    """Bin edges [a, b] of every point: σ-scale around the tilted peaks of the chunk's orders
-    (width ≲ √(24ρ·log f)·σ_loc and √(8ρ·log f/(α·g'')), placed by inverting their cumulative
-    density), geometric below the core and doubling above it, together covering 0..c+1.
-    Returns (point of each bin, a, b, bins per point, core_lo, core_hi)."""
-    n_seg = c.size
+class GeoBins(NamedTuple):
+    """The bins [a, b] of every point (:func:`geo_bins`), in point order, and each point's core."""
+
+    seg: Array  # point of each bin
+    a: Array
+    b: Array
+    per_point: Array  # bins per point
+    core_lo: Array
+    core_hi: Array
+
+
+class _Core(NamedTuple):
+    """Per point: the core [lo, hi] around the chunk's tilted peaks (x, orders × points) and the
+    lowest peak."""
+
+    lo: Array
+    hi: Array
+    peak_lo: Array
+    peaks: Array
+
+
+def _core(c: Array, ch: Array, ctx: Ctx) -> _Core:
+    """The tilted peaks of the chunk's orders and the core around them (±√(2(Λ+6)) tilted
+    standard deviations, or √(c+1)·that below an edge peak), within 0..c+1."""
     cf = c.astype(float)
-    s = ctx.s
-    t = s / (cf + 1.0)
     centre = 0.5 * (cf + 1.0)
-    lcap = log_cap_f(ch, ctx)
     kk = math.sqrt(2.0 * (LAMBDA + 6.0))
-    u_all, sig_all, edge_all = tilt(c, ch, s)
+    u_all, sig_all, edge_all = tilt(c, ch, ctx.s)
     xs_all = np.where(edge_all, cf[None, :] + 1.0, centre[None, :] + 0.5 * u_all)  # (orders, segs)
     half_all = np.where(edge_all, kk * np.sqrt(cf + 1.0)[None, :], 0.5 * kk * sig_all)
     pk_lo = xs_all.min(axis=0)
@@ -48,15 +65,23 @@ def geo_bins(c: Array, ch: Array, ctx: Ctx) -> tuple[Array, Array, Array, Array,
     core_lo = np.clip(np.floor(core_lo), 0.0, cf + 1.0)
     core_hi = np.clip(np.ceil(core_hi), core_lo, cf + 1.0)
     pk_lo = np.clip(pk_lo, core_lo, cf + 1.0)
-    # core bins: width w(x) = min(σ_loc(x)·√(24ρ·lf), √(8ρ·lf/(α·g''(x)))) (slack ≲ ρ·lf each),
-    # placed by inverting the cumulative density 1/w sampled on the core (denser near c+1)
-    # log f and the order whose tilted peak is at x: interpolated across the chunk's peaks
+    return _Core(core_lo, core_hi, pk_lo, xs_all)
+
+
+def _core_density(c: Array, ch: Array, ctx: Ctx, core: _Core) -> tuple[Array, Array]:
+    """Samples x of each point's core and the density 1/w(x) of its bins there: width
+    w(x) = min(σ_loc(x)·√(24ρ·lf), √(8ρ·lf/(α·g''(x)))) (slack ≲ ρ·lf each), with log f and the
+    order whose tilted peak is at x interpolated across the chunk's peaks (denser near c+1)."""
+    n_seg = c.size
+    cf = c.astype(float)
+    t = ctx.s / (cf + 1.0)
+    lcap = log_cap_f(ch, ctx)
     lf_all = np.maximum(lf_est(ch[:, None], cf[None, :], ctx, lcap[:, None]), 1.0)
-    pk_sorted = np.maximum.accumulate(xs_all, axis=0)
-    span = core_hi - core_lo + 1.0
+    pk_sorted = np.maximum.accumulate(core.peaks, axis=0)
+    span = core.hi - core.lo + 1.0
     vv = np.concatenate([np.linspace(0.0, 1.0, 65), 1.0 - np.geomspace(0.25, 1e-9, 40)])
     vv = np.unique(np.clip(vv, 0.0, 1.0))
-    xsm = core_lo[:, None] + span[:, None] * vv[None, :]
+    xsm = core.lo[:, None] + span[:, None] * vv[None, :]
     xq = np.minimum(xsm, cf[:, None])
     sig_loc = 1.0 / np.sqrt(1.0 / (xq + 1.0) + 1.0 / (cf[:, None] - xq + 1.0))
     uq = 2.0 * xq - cf[:, None] - 1.0
@@ -83,7 +108,13 @@ def geo_bins(c: Array, ch: Array, ctx: Ctx) -> tuple[Array, Array, Array, Array,
     wq = np.minimum(
         sig_loc * np.sqrt(24.0 * RHO_X * lf_x), np.sqrt(8.0 * RHO_X * lf_x / np.maximum(a_x * g2x, 1e-300))
     )
-    dens = 1.0 / np.maximum(wq, 1.0)
+    return xsm, 1.0 / np.maximum(wq, 1.0)
+
+
+def _core_edges(xsm: Array, dens: Array) -> tuple[Array, Array]:
+    """The left edges of the core bins (and the point of each) by inverting the cumulative
+    density, conservative on each sample interval."""
+    n_seg = xsm.shape[0]
     dmax = np.maximum(dens[:, 1:], dens[:, :-1])  # conservative on each sample interval
     cum = np.concatenate([np.zeros((n_seg, 1)), np.cumsum(dmax * np.diff(xsm, axis=1), axis=1)], axis=1)
     n_core = np.maximum(np.ceil(cum[:, -1]), 1.0).astype(np.int64)
@@ -91,15 +122,20 @@ def geo_bins(c: Array, ch: Array, ctx: Ctx) -> tuple[Array, Array, Array, Array,
     offs = np.arange(n_seg)[:, None] * big
     seg_c = np.repeat(np.arange(n_seg), n_core)
     j = np.arange(int(n_core.sum())) - np.repeat(np.cumsum(n_core) - n_core, n_core)
-    core = np.floor(np.interp(j + seg_c * big, (cum + offs).ravel(), xsm.ravel()))
-    core_end = core_hi + 1.0
-    w_top = np.maximum(1.0, np.floor(np.minimum(1.0 / dens[:, -1], span)))
-    # below the core: geometric (width ≤ θ·distance to the lowest peak); above: doubling widths
-    d0 = np.maximum(pk_lo - core_lo, 1.0)
+    return seg_c, np.floor(np.interp(j + seg_c * big, (cum + offs).ravel(), xsm.ravel()))
+
+
+def _outer_edges(cf: Array, core: _Core, top_density: Array) -> tuple[Array, Array, Array, Array]:
+    """The left edges of the bins outside the core (and the point of each): geometric below it
+    (width ≤ θ·distance to the lowest peak), doubling widths above it."""
+    n_seg = cf.size
+    core_end = core.hi + 1.0
+    w_top = np.maximum(1.0, np.floor(np.minimum(1.0 / top_density, core.hi - core.lo + 1.0)))
+    d0 = np.maximum(core.peak_lo - core.lo, 1.0)
     n_low = (
-        np.where(core_lo > 0, np.ceil(np.log(np.maximum(pk_lo, 1.0) / d0) / math.log1p(THETA)), 0).astype(
-            np.int64
-        )
+        np.where(
+            core.lo > 0, np.ceil(np.log(np.maximum(core.peak_lo, 1.0) / d0) / math.log1p(THETA)), 0
+        ).astype(np.int64)
         + 1
     )
     n_up = (
@@ -110,12 +146,25 @@ def geo_bins(c: Array, ch: Array, ctx: Ctx) -> tuple[Array, Array, Array, Array,
     )
     seg_l = np.repeat(np.arange(n_seg), n_low)
     j = np.arange(int(n_low.sum())) - np.repeat(np.cumsum(n_low) - n_low, n_low)
-    low = np.maximum(0.0, np.floor(pk_lo[seg_l] - d0[seg_l] * (1.0 + THETA) ** (j + 1)))
+    low = np.maximum(0.0, np.floor(core.peak_lo[seg_l] - d0[seg_l] * (1.0 + THETA) ** (j + 1)))
     seg_u = np.repeat(np.arange(n_seg), n_up)
     j = np.arange(int(n_up.sum())) - np.repeat(np.cumsum(n_up) - n_up, n_up)
     up = core_end[seg_u] + w_top[seg_u] * (2.0**j - 1.0)
+    return seg_l, low, seg_u, up
+
+
+def geo_bins(c: Array, ch: Array, ctx: Ctx) -> GeoBins:
+    """Bin edges [a, b] of every point: σ-scale around the tilted peaks of the chunk's orders
+    (width ≲ √(24ρ·log f)·σ_loc and √(8ρ·log f/(α·g'')), placed by inverting their cumulative
+    density), geometric below the core and doubling above it, together covering 0..c+1."""
+    n_seg = c.size
+    cf = c.astype(float)
+    core = _core(c, ch, ctx)
+    xsm, dens = _core_density(c, ch, ctx, core)
+    seg_c, x_core = _core_edges(xsm, dens)
+    seg_l, low, seg_u, up = _outer_edges(cf, core, dens[:, -1])
     seg_all = np.concatenate([seg_l, seg_c, seg_u, np.arange(n_seg)])
-    x_all = np.concatenate([low, core, up, np.zeros(n_seg)])
+    x_all = np.concatenate([low, x_core, up, np.zeros(n_seg)])
     ok = x_all <= cf[seg_all] + 1.0
     key = np.sort(seg_all[ok] * (1 << 42) + x_all[ok].astype(np.int64))
     key = key[np.append(True, key[1:] != key[:-1])]
@@ -125,7 +174,7 @@ def geo_bins(c: Array, ch: Array, ctx: Ctx) -> tuple[Array, Array, Array, Array,
     nxt = np.append(a_x[1:], 0.0)
     last = np.append(seg[1:] != seg[:-1], True)
     b_x = np.where(last, cf[seg] + 1.0, nxt - 1.0)
-    return seg, a_x, b_x, nb_seg, core_lo, core_hi
+    return GeoBins(seg, a_x, b_x, nb_seg, core.lo, core.hi)
 
 
 def eval_geo(c: Array, ch: Array, ctx: Ctx) -> Array:

@@ -17,17 +17,47 @@ repeating the last cell's x) serves the adaptive engine's bins (:class:`CellBloc
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
-from .._binomial import log_binom_pmf
-from .kernels import Array, Ctx
+from ..._binomial import log_binom_pmf
+from ..types import Array, Ctx
 
 BLK = 32
 
 
-def _blocks(c: Array, x_l: Array, x_h: Array, ctx: Ctx) -> tuple[Array, ...]:
+class Blocks(NamedTuple):
+    """The block layout of the cells of every point and, per cell (blocks × BLK arrays): x, m,
+    the padding mask, log b_m(x), 1 − s·v, g and s·v (module docstring), and where |s·v| > ½."""
+
+    nblk: Array  # blocks per point
+    blk_first: Array  # first block of each point
+    blk_seg: Array  # point of each block
+    blk_len: Array  # real cells per block
+    xs: Array
+    m2: Array  # m = c + 1 per block (a column)
+    pad: Array
+    lb: Array
+    den: Array
+    g: Array
+    sv: Array
+    far: Array
+
+
+class FlatCells(NamedTuple):
+    """The cells of every point as flat arrays, in x order within each point: log W_j + log b_m(x)
+    (−inf on padding), 1 − s·v, g and the point j; the weight W_j·Q_{c_j}(x) is e^{lbw}·den."""
+
+    lbw: Array
+    den: Array
+    g: Array
+    seg: Array
+
+
+def _blocks(c: Array, x_l: Array, x_h: Array, ctx: Ctx) -> Blocks:
     """The block layout and, per cell: log b_m(x), 1 − s·v, g (module docstring), the padding mask
-    and x. Returns (nblk, blk_first, blk_seg, blk_len, xs, m2, pad, lb, den, g, sv, far)."""
+    and x."""
     ncell = x_h - x_l + 1
     nblk = (ncell + BLK - 1) // BLK
     blk_first = np.concatenate([[0], np.cumsum(nblk)[:-1]])
@@ -64,7 +94,7 @@ def _blocks(c: Array, x_l: Array, x_h: Array, ctx: Ctx) -> tuple[Array, ...]:
             den_f = 2.0 * (mf2 - xf) / mf2 + vf * ctx.w
             den[far] = den_f
             g[far] = np.log((2.0 * xf / mf2 - vf * ctx.w) / den_f)
-    return nblk, blk_first, seg, blk_len, xs, m2, pad, lb, den, g, sv, far
+    return Blocks(nblk, blk_first, seg, blk_len, xs, m2, pad, lb, den, g, sv, far)
 
 
 class CellBlocks:
@@ -75,23 +105,22 @@ class CellBlocks:
     (real cells per block), ``nblk`` (blocks per point)."""
 
     def __init__(self, c: Array, x_l: Array, x_h: Array, ctx: Ctx) -> None:
-        self.nblk, self.blk_first, self.blk_seg, self.blk_len, xs, m2, self.pad, lb, den, self.g, sv, far = (
-            _blocks(c, x_l, x_h, ctx)
-        )
+        b = _blocks(c, x_l, x_h, ctx)
+        self.nblk, self.blk_first, self.blk_seg, self.blk_len = b.nblk, b.blk_first, b.blk_seg, b.blk_len
+        self.pad, self.g = b.pad, b.g
         with np.errstate(divide="ignore", invalid="ignore"):
-            lm = np.log1p(-sv)  # log(1 − s·v) to full relative accuracy when s·v is tiny …
-            lm[far] = np.log(den[far])  # … and from the cancellation-free 1 − s·v beyond ½
-        lq = lb + lm
+            lm = np.log1p(-b.sv)  # log(1 − s·v) to full relative accuracy when s·v is tiny …
+            lm[b.far] = np.log(b.den[b.far])  # … and from the cancellation-free 1 − s·v beyond ½
+        lq = b.lb + lm
         lq[self.pad] = -np.inf
         self.lq = lq
-        self.u = 2.0 * xs - m2
+        self.u = 2.0 * b.xs - b.m2
 
 
-def hist_cells(c: Array, x_l: Array, x_h: Array, lw: Array, ctx: Ctx) -> tuple[Array, Array, Array, Array]:
-    """Flat arrays over the cells of every point, in x order within each point:
-    (lw_j + log b_m(x), 1 − s·v, g, j); the cell's weight W_j·Q_{c_j}(x) is e^{first}·second.
-    Padding cells carry first = −inf (weight 0)."""
-    _, _, seg, _, _, _, pad, lb, den, g, _, _ = _blocks(c, x_l, x_h, ctx)
-    lbw = lb + lw[seg][:, None]
-    lbw[pad] = -np.inf
-    return lbw.ravel(), den.ravel(), g.ravel(), np.repeat(seg, BLK)
+def hist_cells(c: Array, x_l: Array, x_h: Array, lw: Array, ctx: Ctx) -> FlatCells:
+    """The cells of every point as flat arrays (:class:`FlatCells`), with the log-weights ``lw``
+    of the points."""
+    b = _blocks(c, x_l, x_h, ctx)
+    lbw = b.lb + lw[b.blk_seg][:, None]
+    lbw[b.pad] = -np.inf
+    return FlatCells(lbw.ravel(), b.den.ravel(), b.g.ravel(), np.repeat(b.blk_seg, BLK))

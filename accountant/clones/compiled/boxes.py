@@ -1,15 +1,15 @@
-"""The compiled split of :func:`accountant.clones.boxes.box_cover` (imported only when numba is
-installed and the compiled kernels are on, :func:`accountant.clones.fused.available`;
+"""The compiled split of :func:`accountant.clones.histogram.boxes.box_cover` (imported only when numba is
+installed and the compiled kernels are on, :func:`accountant.clones.compiled.available`;
 module-level functions so that numba caches them on disk).
 
-The split of :func:`accountant.clones.boxes.box_cover` (the boxes module docstring: each half
+The split of :func:`accountant.clones.histogram.boxes.box_cover` (the boxes module docstring: each half
 reuses its parent's log Q or g at the end they share, runs whose sub-runs all fail for sure are
 left as cells at once) one window side at a time on a stack, left half first, so cell ranges and
 boxes come out sorted by point then x. log Q by Loader's binomial pmf
 (:func:`accountant._binomial.log_binom_pmf`, the same operations in the same order, one element
-at a time) and g by :func:`accountant.clones.kernels.log_ratio`'s formulas; the negligibility
-table is filled where first used, as :class:`accountant.clones.boxes.Negligible` does (the
-compiled log φ of :mod:`.fused_kernels`: numpy's branches and formulas). The values agree with
+at a time) and g by :func:`accountant.clones.closed_form.log_ratio`'s formulas; the negligibility
+table is filled where first used, as :class:`accountant.clones.histogram.boxes.Negligible` does (the
+compiled log φ of :mod:`.histogram_sum`: numpy's branches and formulas). The values agree with
 numpy's to the last bits of ``log``/``log1p`` (numba calls the C library, numpy may use its own
 SIMD loops; in Loader's x·log(x/m) that is ≲ 1e-11 absolute), so a run whose test lands within
 rounding of −λ may be decided the other way; either decision is valid (the boxes' certificate
@@ -25,8 +25,8 @@ from typing import Any, TypeVar, cast
 import numpy as np
 from numba import njit
 
-from .fused_kernels import log_phi
-from .kernels import Array
+from ..types import Array
+from .histogram_sum import log_phi
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -71,7 +71,7 @@ def _bd0(x: float, m: float) -> float:
 
 @_jit_inline
 def _log_q(x: int, c: int, st_c: float, small: Array, eps0: float, log1pq: float, q: float) -> float:
-    """accountant.clones.kernels.log_q_at at one cell 0 ≤ x ≤ c + 1 (st_c = stirlerr(c))."""
+    """accountant.clones.closed_form.log_q_at at one cell 0 ≤ x ≤ c + 1 (st_c = stirlerr(c))."""
     top = x >= c + 1
     kb = float(c) if top else float(x)
     nb = float(c)
@@ -96,7 +96,7 @@ def _log_q(x: int, c: int, st_c: float, small: Array, eps0: float, log1pq: float
 
 @_jit_inline
 def _l1m(n1: float, u: float, w: float, s: float) -> float:
-    """accountant.clones.kernels.l1m at one value."""
+    """accountant.clones.closed_form.l1m at one value."""
     sv = s * (u / n1)
     if sv > 0.5:
         return math.log((n1 - u) + u * w) - math.log(n1)
@@ -105,7 +105,7 @@ def _l1m(n1: float, u: float, w: float, s: float) -> float:
 
 @_jit_inline
 def _g(x: int, c: int, w: float, s: float) -> float:
-    """g(x) = log R at cell x of point c (accountant.clones.kernels.log_ratio)."""
+    """g(x) = log R at cell x of point c (accountant.clones.closed_form.log_ratio)."""
     cf = float(c)
     n1 = cf + 1.0
     u = 2.0 * x - cf - 1.0
@@ -116,7 +116,7 @@ def _g(x: int, c: int, w: float, s: float) -> float:
 def _grid_index(g: float, grid: Array) -> int:
     """numpy's searchsorted of g in ``grid`` (side "left" for g > 0: the first grid[i] ≥ g;
     side "right" minus one otherwise: the last grid[i] ≤ g), clipped to the grid: the grid
-    point farther from 0 (:meth:`accountant.clones.boxes.Negligible.index`), by bisection."""
+    point farther from 0 (:meth:`accountant.clones.histogram.boxes.Negligible.index`), by bisection."""
     lo = 0
     hi = grid.size
     if g > 0.0:
@@ -138,7 +138,7 @@ def _grid_index(g: float, grid: Array) -> int:
 
 @_jit_inline
 def _negl(g: float, grid: Array, table: Array, done: Array, alphas: Array, levels: Array) -> float:
-    """accountant.clones.boxes.Negligible.__call__ at one value; the table entry is computed on
+    """accountant.clones.histogram.boxes.Negligible.__call__ at one value; the table entry is computed on
     first use: the max over the orders of log ψ_α(grid point) − level (nan if any term is nan,
     as numpy's max)."""
     i = _grid_index(g, grid)

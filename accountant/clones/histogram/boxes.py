@@ -1,6 +1,6 @@
 """Boxes: order-independent bounds on runs of cells that no order needs (bounds.md §8).
 
-The histogram engine (:mod:`.histogram`) evaluates every cell of each point's window. Most of
+The histogram engine (:mod:`accountant.clones.histogram`) evaluates every cell of each point's window. Most of
 those cells matter to no order when ε0 or n is large: a point far out in the C-tail matters only
 through its top cells (the tilted peaks of the highest orders), a point in the bulk only through
 the cells around the tilted peaks of the orders whose total it carries. Here such runs of cells
@@ -20,17 +20,17 @@ L = ⌊(c+1)/2⌋.
   Σ Q(x)·ψ_α(g(x)) ≤ (b − a + 1)·Q(a)·ψ_α(g(b)).
 
 A box is the entry (weight W_j·(b − a + 1)·Q_max, value g_end) in a histogram of its own
-(:class:`accountant.clones.histogram.Bins`): the histogram's per-bin bounds (chord, Jensen,
+(:class:`accountant.clones.histogram.bins.Bins`): the histogram's per-bin bounds (chord, Jensen,
 largest end value) hold for any finite set of non-negative weights, so the boxes' histogram sum
 bounds Σ_boxes weight·ψ_α(g_end), which bounds the cells the boxes stand for, for every order.
 The cells left are evaluated exactly as before; what lies outside the window keeps its tail
-bounds (:mod:`.windows`). Boxes therefore never lower the bound.
+bounds (:mod:`accountant.clones.grid.windows`). Boxes therefore never lower the bound.
 
 Design (tightness only)
 -----------------------
 A box is kept when its bound is negligible for every design order:
 log W_j + log((b − a + 1)·Q_max) + max_α [log ψ_α(g_end) − L(α)] ≤ −:data:`LAMBDA_BOX`,
-L(α) the design's estimate of log(F_α − 1) (:func:`accountant.clones.cgrid.log_f_estimates`) less
+L(α) the design's estimate of log(F_α − 1) (:func:`accountant.clones.grid.cgrid.log_f_estimates`) less
 :data:`MARGIN`. The maximum over the orders is
 tabulated per (n, ε0) on a grid of g (:class:`Negligible`, each grid point when first used;
 between grid points it takes the grid point farther from 0, where ψ_α is larger for every α).
@@ -53,24 +53,26 @@ a half that shares its parent's low end keeps the parent's bound, the other take
 just computed for its sibling at the cell next to it on its low side (Q(mid) ≤ Q(mid + 1) on
 the left side, …). SURE = 1e-6 nats covers the rounding by which computed values may break the
 monotonicity (≲ 1e-11 absolute for log Q at c ≲ 10⁹). With the compiled kernels on, the same
-split runs compiled (:mod:`.fused_boxes`; numba's ``log`` may differ from numpy's in the last
+split runs compiled (:mod:`accountant.clones.compiled.boxes`; numba's ``log`` may differ from numpy's in the last
 bit, so a test that lands within rounding of the threshold may go the other way). Whichever
 way any test goes, every box bounds its cells: the design decides tightness and cost only.
 
 With at most ~10⁵ boxes, their total is below e^{−28} of each order's estimated total;
 the engine checks the boxes' actual share a posteriori and flags an order whose boxes weigh
-more than e^{−20} of its total (:meth:`accountant.clones.histogram.Prepared.evaluate`).
+more than e^{−20} of its total (:meth:`accountant.clones.histogram.engine.Prepared.evaluate`).
 """
 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
-from .._numerics import log_phi
-from . import fused
-from .kernels import Array, Ctx, log_q_at, log_ratio
+from ..._numerics import log_phi
+from .. import compiled
+from ..closed_form import log_q_at, log_ratio
+from ..types import Array, Ctx
 
 LAMBDA_BOX = 40.0  # a box is kept when it is this many nats below every order's estimated total
 MIN_RUN = 64  # runs that fail and are at most this long are evaluated cell by cell
@@ -118,22 +120,56 @@ class Negligible:
         return self.entries(self.index(np.asarray(g, dtype=float)))
 
 
-#: A run on a side of a point's window: (point j, a, b, right side, log Q(x_q), g(x_g),
-#: negl(g(x_g)), a lower bound on log Q over the run, a lower bound on negl over the run).
-Runs = tuple[Array, Array, Array, Array, Array, Array, Array, Array, Array]
+class Ranges(NamedTuple):
+    """Cell ranges [lo, hi] of points (evaluated cell by cell), sorted by point then x."""
+
+    seg: Array
+    lo: Array
+    hi: Array
 
 
-def box_cover(
-    c: Array, lw: Array, x_l: Array, x_h: Array, ctx: Ctx, negl: Negligible
-) -> tuple[tuple[Array, Array, Array], tuple[Array, Array, Array, Array, Array]]:
+class Boxes(NamedTuple):
+    """Boxes [a, b] of points, sorted by point then x: log-weight log(W_j·(b − a + 1)·Q_max) and
+    the value g_end at the end where ψ_α is largest (one histogram entry each)."""
+
+    seg: Array
+    a: Array
+    b: Array
+    lw: Array
+    g: Array
+
+
+class Cover(NamedTuple):
+    """The windows of every point split into cell ranges and boxes (:func:`box_cover`)."""
+
+    ranges: Ranges
+    boxes: Boxes
+
+
+class Runs(NamedTuple):
+    """Runs on a side of a point's window, with the values the test reads: log Q at x_q (where Q
+    is largest on the run), g and negl(g) at x_g (where ψ is largest), and lower bounds on log Q
+    and on negl over the run."""
+
+    seg: Array  # the point
+    a: Array
+    b: Array
+    right: Array  # on the right side of the mode
+    lq: Array
+    g: Array
+    ng: Array
+    lq_lo: Array
+    ng_lo: Array
+
+
+def box_cover(c: Array, lw: Array, x_l: Array, x_h: Array, ctx: Ctx, negl: Negligible) -> Cover:
     """Split the window [x_l, x_h] of every point into boxes (module docstring) and cell ranges.
 
-    Returns the cell ranges (point, x_lo, x_hi), merged where adjacent, and the boxes (point, a,
-    b, log-weight log(W_j·(b − a + 1)·Q_max), value g_end), each sorted by point then x. ``negl``
+    Returns the cell ranges, merged where adjacent, and the boxes (:class:`Cover`). ``negl``
     maps g to the design's table (:class:`Negligible`, or any function non-decreasing in |g| on
     each side of 0). With the compiled kernels on and a :class:`Negligible` table, the split
-    runs compiled (:mod:`.fused_boxes`: the same decisions from the same values)."""
-    if isinstance(negl, Negligible) and c.size and fused.available():
+    runs compiled (:mod:`accountant.clones.compiled.boxes`: the same decisions from the same values)."""
+    if isinstance(negl, Negligible) and c.size and compiled.available():
         return _box_cover_compiled(c, lw, x_l, x_h, ctx, negl)
     runs = _roots(c, x_l, x_h, ctx, negl)
     cells: list[tuple[Array, Array, Array]] = []
@@ -149,7 +185,7 @@ def box_cover(
         sure = lw[j] + log_half + lq_lo + ng_lo + LAMBDA_BOX > SURE
         small = ~keep & ((w <= MIN_RUN) | sure)
         cells.append((j[small], a[small], b[small]))
-        runs = _halves(tuple(v[~keep & ~small] for v in runs), c, ctx, negl)
+        runs = _halves(Runs(*(v[~keep & ~small] for v in runs)), c, ctx, negl)
     rj, ra, rb = (np.concatenate(v) for v in zip(*cells)) if cells else (np.empty(0, np.int64),) * 3
     order = np.lexsort((ra, rj))
     rj, ra, rb = rj[order], ra[order], rb[order]
@@ -161,7 +197,7 @@ def box_cover(
         rj, ra, rb = rj[first], ra[first], rb[last]
     bj, ba, bb, blw, bg = (np.concatenate(v) for v in zip(*boxes))
     order = np.lexsort((ba, bj))
-    return (rj, ra, rb), (bj[order], ba[order], bb[order], blw[order], bg[order])
+    return Cover(Ranges(rj, ra, rb), Boxes(bj[order], ba[order], bb[order], blw[order], bg[order]))
 
 
 def _log_q(x: Array, c: Array, ctx: Ctx) -> Array:
@@ -189,7 +225,7 @@ def _roots(c: Array, x_l: Array, x_h: Array, ctx: Ctx, negl: Negligible) -> Runs
     xq = np.where(right, a, b)  # where Q is largest on the run
     xg = np.where(right, b, a)  # where ψ is largest
     g = _g(xg, cj, ctx)
-    return j, a, b, right, _log_q(xq, cj, ctx), g, negl(g), _log_q(xg, cj, ctx), negl(_g(xq, cj, ctx))
+    return Runs(j, a, b, right, _log_q(xq, cj, ctx), g, negl(g), _log_q(xg, cj, ctx), negl(_g(xq, cj, ctx)))
 
 
 def _halves(runs: Runs, c: Array, ctx: Ctx, negl: Negligible) -> Runs:
@@ -213,18 +249,16 @@ def _halves(runs: Runs, c: Array, ctx: Ctx, negl: Negligible) -> Runs:
     upper = tuple(np.where(right, b, a) for a, b in pairs)
     ends = (np.concatenate([j, j]), np.concatenate([a, mid + 1]), np.concatenate([mid, b]))
     vals = tuple(np.concatenate([lo, up]) for lo, up in zip(lower, upper))
-    return (*ends, np.concatenate([right, right]), *vals)  # type: ignore[return-value]
+    return Runs(*ends, np.concatenate([right, right]), *vals)
 
 
-def _box_cover_compiled(
-    c: Array, lw: Array, x_l: Array, x_h: Array, ctx: Ctx, negl: Negligible
-) -> tuple[tuple[Array, Array, Array], tuple[Array, Array, Array, Array, Array]]:
-    """:func:`box_cover` by the compiled split (:func:`accountant.clones.fused_boxes.box_split`).
+def _box_cover_compiled(c: Array, lw: Array, x_l: Array, x_h: Array, ctx: Ctx, negl: Negligible) -> Cover:
+    """:func:`box_cover` by the compiled split (:func:`accountant.clones.compiled.boxes.box_split`).
     The output arrays start small and are retried once at full size when they run out: a run is
     split only when longer than MIN_RUN, into halves of at least ⌊(MIN_RUN + 1)/2⌋ cells, so a
     point's window of W cells leaves at most W/⌊(MIN_RUN + 1)/2⌋ + 2 cell ranges or boxes."""
-    from .._binomial import _stirlerr
-    from .fused_boxes import box_split
+    from ..._binomial import _stirlerr
+    from ..compiled.boxes import box_split
 
     ci = c.astype(np.int64)
     xl, xh = x_l.astype(np.int64), x_h.astype(np.int64)
@@ -243,10 +277,7 @@ def _box_cover_compiled(
             break
     if nr < 0:
         raise RuntimeError("box_split: output arrays too small")
-    return (cells[0, :nr], cells[1, :nr], cells[2, :nr]), (
-        bx[0, :nb],
-        bx[1, :nb],
-        bx[2, :nb],
-        vals[0, :nb],
-        vals[1, :nb],
+    return Cover(
+        Ranges(cells[0, :nr], cells[1, :nr], cells[2, :nr]),
+        Boxes(bx[0, :nb], bx[1, :nb], bx[2, :nb], vals[0, :nb], vals[1, :nb]),
     )

@@ -13,21 +13,46 @@ using Σ_x Q R = Σ_x P = 1 and the convexity of R in u (Σ_b m_b R(ū_b) ≤ M_
 J ≥ Σ_b ½ m_b V_b inf_b R'', R'' = 4t²/(1 − t u)³), so that f − 1 ≤ Σ_b m_b φ(ū_b) + Taylor
 − α·J + (α−1)·τ + tails, every term computed directly. Bins of one cell are exact (V_b = 0):
 in ``exact`` mode every cell is its own bin, and the result is the untruncated sum up to the
-window tails (≲ e^{−38}). The window tails are :func:`accountant.clones.windows.tails`.
+window tails (≲ e^{−38}). The window tails are :func:`accountant.clones.grid.windows.tails`.
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
-from .._numerics import log_expm1, log_phi, logsumexp_many, segment_logsumexp
-from ._cells import BLK, CellBlocks
-from ._cellsums import cell_logsums
-from .kernels import Array, Ctx, l1m, l1m_sq, lf_est, log_cap_f, log_ratio
-from .windows import tails, windows
+from ..._numerics import log_expm1, log_phi, logsumexp_many, segment_logsumexp
+from ..closed_form import l1m, l1m_sq, lf_est, log_cap_f, log_ratio
+from ..grid.cells import BLK, CellBlocks
+from ..grid.windows import tails, windows
+from ..types import Array, Ctx
+from .cellsums import cell_logsums
 
 RHO_X = 2.0e-4  # target relative slack of the x-discretisation
 _PAIR_BATCH = 1 << 20
+
+
+class Selection(NamedTuple):
+    """The blocks covering a chunk's windows (:meth:`Cells.select`)."""
+
+    idx: Array  # block indices, point by point
+    e_lo: Array  # effective window edges per point (whole blocks)
+    e_hi: Array
+    nsel: Array  # selected blocks per point
+
+
+class XBins(NamedTuple):
+    """Bins of cells along x, grouped by point: log-mass, mean ū and variance V of u (None when
+    every bin is one cell), the first and last u, g at the last, and the point of each bin."""
+
+    lm: Array
+    ubar: Array
+    var: Array | None
+    u_a: Array
+    u_b: Array
+    g_b: Array
+    seg: Array
 
 
 class Cells(CellBlocks):
@@ -47,7 +72,7 @@ class Cells(CellBlocks):
         if not exact:
             self.b_lm, self.b_u, self.b_v = sub_stats(self.lq, self.u)
 
-    def select(self, x_lo: Array, x_hi: Array) -> tuple[Array, Array, Array, Array]:
+    def select(self, x_lo: Array, x_hi: Array) -> Selection:
         """Block indices covering [x_lo, x_hi] per point (clipped to the window), the effective
         window edges, and the number of selected blocks per point."""
         xl = np.maximum(x_lo, self.x_l)
@@ -60,7 +85,7 @@ class Cells(CellBlocks):
         idx = np.repeat(first - start, nsel) + np.arange(int(nsel.sum()))
         e_lo = self.x_l + BLK * b_lo
         e_hi = np.minimum(self.x_h, self.x_l + BLK * b_hi + BLK - 1)
-        return idx, e_lo, e_hi, nsel
+        return Selection(idx, e_lo, e_hi, nsel)
 
 
 def sub_stats(lq3: Array, u3: Array) -> tuple[Array, Array, Array]:
@@ -130,9 +155,9 @@ def block_width(cells: Cells, idx: Array, nsel: Array, ch: Array, ctx: Ctx) -> A
     return w
 
 
-def _fine_bins(cells: Cells, idx: Array, seg: Array, wpow: Array) -> list[tuple[Array, ...]]:
+def _fine_bins(cells: Cells, idx: Array, seg: Array, wpow: Array) -> list[XBins]:
     """Blocks cut into equal sub-bins of width 1, 2, 4, 8 or 16 cells."""
-    parts: list[tuple[Array, ...]] = []
+    parts: list[XBins] = []
     for width in (1, 2, 4, 8, 16):
         sel = np.flatnonzero(wpow == width)
         if sel.size == 0:
@@ -144,7 +169,7 @@ def _fine_bins(cells: Cells, idx: Array, seg: Array, wpow: Array) -> list[tuple[
         lm, ub, var = sub_stats(lq3, u3)
         ok = np.isfinite(lm).ravel()
         parts.append(
-            (
+            XBins(
                 lm.ravel()[ok],
                 ub.ravel()[ok],
                 var.ravel()[ok],
@@ -157,7 +182,7 @@ def _fine_bins(cells: Cells, idx: Array, seg: Array, wpow: Array) -> list[tuple[
     return parts
 
 
-def _coarse_bins(cells: Cells, idx: Array, seg: Array, w: Array, coarse: Array) -> tuple[Array, ...]:
+def _coarse_bins(cells: Cells, idx: Array, seg: Array, w: Array, coarse: Array) -> XBins:
     """Runs of consecutive whole blocks of one point, ≤ w/32 blocks per bin (parallel-axis formula
     for the variance)."""
     pos = coarse
@@ -177,7 +202,7 @@ def _coarse_bins(cells: Cells, idx: Array, seg: Array, w: Array, coarse: Array) 
     ub = np.add.reduceat(wt * bu, st) / sw
     d = bu - np.repeat(ub, sz)
     var = np.add.reduceat(wt * (bv + d * d), st) / sw
-    return (
+    return XBins(
         mx + np.log(sw),
         ub,
         var,
@@ -188,39 +213,27 @@ def _coarse_bins(cells: Cells, idx: Array, seg: Array, w: Array, coarse: Array) 
     )
 
 
-def chunk_bins(
-    cells: Cells, idx: Array, nsel: Array, ch: Array, ctx: Ctx, exact: bool
-) -> tuple[Array, Array, Array | None, Array, Array, Array, Array]:
-    """Bins of one chunk, grouped by point: log-mass, ū, V, u_a, u_b, g(u_b), bins per point.
+def chunk_bins(cells: Cells, idx: Array, nsel: Array, ch: Array, ctx: Ctx, exact: bool) -> XBins:
+    """Bins of one chunk, grouped by point (:class:`XBins`).
 
     A block whose target width is < 32 is cut into equal sub-bins of a power-of-two width; runs
     of blocks with wider targets are merged. ``exact``: every cell is a bin (V = None).
     """
-    n_seg = nsel.size
     seg = cells.blk_seg[idx]
     if exact:
         lm = cells.lq[idx].ravel()
         keep = np.isfinite(lm)
         u = cells.u[idx].ravel()[keep]
-        return (
-            lm[keep],
-            u,
-            None,
-            u,
-            u,
-            cells.g[idx].ravel()[keep],
-            np.bincount(np.repeat(seg, BLK)[keep], minlength=n_seg),
-        )
+        return XBins(lm[keep], u, None, u, u, cells.g[idx].ravel()[keep], np.repeat(seg, BLK)[keep])
     w = block_width(cells, idx, nsel, ch, ctx)
     wpow = np.where(w >= BLK, BLK, 2 ** np.floor(np.log2(np.maximum(w, 1.0))).astype(np.int64))
     parts = _fine_bins(cells, idx, seg, wpow)
     coarse = np.flatnonzero(wpow == BLK)
     if coarse.size:
         parts.append(_coarse_bins(cells, idx, seg, w, coarse))
-    cat = [np.concatenate([p[i] for p in parts]) for i in range(7)]
-    order = np.argsort(cat[6], kind="stable")
-    lm, ub, var, u_a, u_b, g_b, sg = (v[order] for v in cat)
-    return lm, ub, var, u_a, u_b, g_b, np.bincount(sg, minlength=n_seg)
+    cat = [np.concatenate([p[i] for p in parts]) for i in range(len(XBins._fields))]
+    order = np.argsort(cat[-1], kind="stable")
+    return XBins(*(v[order] for v in cat))
 
 
 def main_sums(
@@ -300,7 +313,8 @@ def eval_cells_chunk(
         xh_chunk, ye_chunk, ye_cells = ends
         y_e = np.where(e_hi >= xh_chunk, ye_chunk, ye_cells)
     t_lo, t_hi, ltau = tails(c, e_lo, e_hi, ch, ctx, y_e)
-    lm, ubar, var, u_a, u_b, g_b, nb_seg = chunk_bins(cells, idx, nsel, ch, ctx, exact)
+    lm, ubar, var, u_a, u_b, g_b, bin_seg = chunk_bins(cells, idx, nsel, ch, ctx, exact)
+    nb_seg = np.bincount(bin_seg, minlength=c.size)
     gbar = log_ratio(np.repeat(c.astype(float) + 1.0, nb_seg), ubar, ctx)
     tay, l_j_seg = _taylor_terms(c, lm, var, u_a, u_b, g_b, nb_seg, ctx)
     res = np.empty((c.size, ch.size))

@@ -1,49 +1,24 @@
-"""Closed-form kernels of the clone reduction shared by every engine (FMT21 §3; bounds.md §8).
+"""Closed forms of the clone reduction shared by every engine (FMT21 §3; bounds.md §8).
 
 With m = c + 1 the number of coins in the first coordinate's law, u = 2x − c − 1 and
 s = tanh(ε0/2), the likelihood ratio is R_c(u) = (1 + s·u/m)/(1 − s·u/m) ∈ [e^{−ε0}, e^{ε0}] and
 Q_c(x) = (b_c(x) + e^{−ε0}·b_c(x−1))/(1 + e^{−ε0}) = b_m(x)·(1 − s·u/m) (b_k the Bin(k, ½) pmf).
-Here: the per-(n, ε0) context, g = log R computed without cancellation, log Q_c at single cells
+Here: g = log R computed without cancellation, log Q_c at single cells
 and its pmf ratios, the tilted peak of Q·R^α, geometric sums, the rough log f_α(c) that steers
 designs and the c = 0 value (the ε0-DP cap). The law of C ~ Bin(n−1, e^{−ε0}) summed over bins:
-:mod:`._cmass`.
+:mod:`.grid.cmass`; the per-(n, ε0) context :class:`.types.Ctx`.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
-import numpy.typing as npt
 
 from .._binomial import log_binom_pmf
 from .._numerics import log_pure_dp_excess
-
-#: A numpy array of any shape and dtype (the engines mix float64, int64 and bool arrays).
-Array = npt.NDArray[Any]
-#: A float or an array of floats (the closed forms broadcast).
-ArrayLike = Any
-
-
-class Ctx:
-    """Constants of one (n, ε0): N = n − 1 other users, q = e^{−ε0}, s = tanh(ε0/2) and
-    w = 1 − s = 2e^{−ε0}/(1 + e^{−ε0}) (accurate when s rounds to 1), the mean c0 and standard
-    deviation σ_C of C ~ Bin(N, q), and a memo of log f_α(0) per order (and per array of orders)."""
-
-    def __init__(self, n: int, eps0: float):
-        self.N = n - 1
-        self.eps0 = eps0
-        self.q = math.exp(-eps0)
-        self.q1 = -math.expm1(-eps0)  # 1 − q
-        self.s = math.tanh(eps0 / 2.0)
-        self.w = 2.0 * math.exp(-eps0) / (1.0 + math.exp(-eps0))  # 1 − s, accurately
-        self.log1pq = math.log1p(self.q)
-        self.c0 = self.N * self.q
-        self.sig_c = math.sqrt(self.N * self.q * self.q1)
-        self.lcap_cache: dict[float, float] = {}
-        self.lcap_arrays: dict[bytes, Array] = {}
+from .types import Array, ArrayLike, Ctx
 
 
 def l1m(n1: ArrayLike, u: ArrayLike, w: float, s: float) -> ArrayLike:
@@ -91,26 +66,34 @@ def log_cap_f(alpha: ArrayLike, ctx: Ctx) -> Any:
     return out if np.ndim(alpha) else out[0]
 
 
-_TILT_GRIDS: dict[float, tuple[Array, Array, Array, Array]] = {}
+class _TiltGrid(NamedTuple):
+    """The grid of :func:`tilt` for one s and its order-free parts (z = y/s)."""
+
+    y: Array
+    h: Array  # H(z)
+    half_l: Array  # ½·log(1 − z²)
+    artanh: Array  # artanh(y)
 
 
-def _tilt_grid(s: float) -> tuple[Array, Array, Array, Array]:
-    """The grid of :func:`tilt` for one s and its order-free parts: y, H(z), ½·log(1 − z²) and
-    artanh(y) (z = y/s), memoised per s."""
+_TILT_GRIDS: dict[float, _TiltGrid] = {}
+
+
+def _tilt_grid(s: float) -> _TiltGrid:
+    """The grid of :func:`tilt` for one s, memoised per s."""
     got = _TILT_GRIDS.get(s)
     if got is None:
         grid = s * (1.0 - np.geomspace(1.0, 1e-12, 28))
         z = np.minimum(grid / s, 1.0 - 1e-15)[:, None, None]
         h = 0.5 * ((1.0 + z) * np.log1p(z) + (1.0 - z) * np.log1p(-z))
-        got = (grid, h, 0.5 * np.log1p(-z * z), np.arctanh(grid)[:, None, None])
+        got = _TiltGrid(grid, h, 0.5 * np.log1p(-z * z), np.arctanh(grid)[:, None, None])
         if len(_TILT_GRIDS) >= 64:
             _TILT_GRIDS.clear()
         _TILT_GRIDS[s] = got
     return got
 
 
-#: The compiled grid search of :func:`tilt` (:func:`accountant.clones.fused_sums.tilt_argmax`),
-#: handed over by :mod:`.fused` while the compiled kernels are on; None: numpy's.
+#: The compiled grid search of :func:`tilt` (:func:`accountant.clones.compiled.sums.tilt_argmax`),
+#: handed over by :mod:`.compiled` while the compiled kernels are on; None: numpy's.
 _TILT_SEARCH: Callable[..., None] | None = None
 
 
@@ -123,7 +106,7 @@ def set_tilt_search(search: Callable[..., None] | None) -> None:
 
 def _tilt_argmax(n1: Array, av: Array, h: Array, half_l: Array, at: Array) -> Array:
     """The grid index of the largest profile value per (order, point): numpy's argmax, or the
-    compiled search handed over by :mod:`.fused` (the same operations in the same order)."""
+    compiled search handed over by :mod:`.compiled` (the same operations in the same order)."""
     search = _TILT_SEARCH
     if search is not None:
         out = np.empty((av.size, n1.size), dtype=np.int64)
