@@ -151,19 +151,46 @@ def categories_field() -> Any:
     )
 
 
-def _rr_curve(generic: Any, n: int, k: int, epsilon0: float, orders: NDArray[np.float64], bound: str) -> Any:
-    """The curve of a randomized-response event: ``generic`` (the CurveDetail of the same
-    population under its generic bounds) tightened by the ``clones_rr`` bound, or one of them."""
-    if bound == "clones_rr":
-        return _b.rr_clones(n, k, epsilon0, orders, named=True)
-    if bound == "generic":
-        return generic().rdp
-    return _b.rr_upper_detail(generic(), n, k, epsilon0).rdp
+class _RandomizedResponse(Event):
+    """The curve of a randomized-response event: its generic curve (``_generic``: the CurveDetail of
+    the same population under the generic event's bounds) tightened by the ``clones_rr`` bound, or
+    one of the two by name. ``_sampled`` is k (n when every user reports)."""
+
+    n: int
+    epsilon0: float
+
+    @property
+    def _sampled(self) -> int:
+        return self.n
+
+    def _generic(self, orders: NDArray[np.float64]) -> Any:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def unit_curve(self, orders: NDArray[np.float64], bound: str = "upper") -> NDArray[np.float64]:
+        if bound == "clones_rr":
+            return _b.rr_clones(self.n, self._sampled, self.epsilon0, orders, named=True)
+        generic = self._generic(orders)
+        out: NDArray[np.float64] = (
+            generic.rdp
+            if bound == "generic"
+            else _b.rr_upper_detail(generic, self.n, self._sampled, self.epsilon0).rdp
+        )
+        return out
+
+    def curve_sources(self, orders: NDArray[np.float64], bound: str = "upper") -> tuple[list[str], list[str]]:
+        if bound != "upper":
+            return [bound] * orders.size, []
+        d = _b.rr_upper_detail(self._generic(orders), self.n, self._sampled, self.epsilon0)
+        return list(d.sources), list(d.notes)
+
+    def dominating_pair(self) -> HockeyStickPair:
+        # the (subsampled) clone pair of randomized response's clone probability (bounds.md §12)
+        return subsampled_clone_pair_curve(self.n, self._sampled, self.epsilon0, "rr")
 
 
 @register
 @dataclass(frozen=True, kw_only=True)
-class ShuffleRREvent(Event):
+class ShuffleRREvent(_RandomizedResponse):
     """n users each send ONE report of binary (categories = 2) or k-ary randomized response at ε0
     through a shuffler. A randomizer known only by its ε0 is a ``shuffle`` event."""
 
@@ -182,26 +209,10 @@ class ShuffleRREvent(Event):
     categories: int = categories_field()
 
     def _generic(self, orders: NDArray[np.float64]) -> Any:
-        return lambda: _b.shuffle_upper_detail(self.n, self.epsilon0, orders, "discrete")
-
-    def unit_curve(self, orders: NDArray[np.float64], bound: str = "upper") -> NDArray[np.float64]:
-        out: NDArray[np.float64] = _rr_curve(
-            self._generic(orders), self.n, self.n, self.epsilon0, orders, bound
-        )
-        return out
-
-    def curve_sources(self, orders: NDArray[np.float64], bound: str = "upper") -> tuple[list[str], list[str]]:
-        if bound != "upper":
-            return [bound] * orders.size, []
-        d = _b.rr_upper_detail(self._generic(orders)(), self.n, self.n, self.epsilon0)
-        return list(d.sources), list(d.notes)
+        return _b.shuffle_upper_detail(self.n, self.epsilon0, orders, "discrete")
 
     def pure_epsilon(self) -> float:
         return self.epsilon0
-
-    def dominating_pair(self) -> HockeyStickPair:
-        # the clone pair of randomized response's clone probability (bounds.md §12), k = n
-        return subsampled_clone_pair_curve(self.n, self.n, self.epsilon0, "rr")
 
     def heavy_parts(self) -> frozenset[HeavyPart]:
         return frozenset(
@@ -211,7 +222,7 @@ class ShuffleRREvent(Event):
 
 @register
 @dataclass(frozen=True, kw_only=True)
-class SubsampledShuffleRREvent(Event):
+class SubsampledShuffleRREvent(_RandomizedResponse):
     """k of n users are sampled uniformly without replacement, each sampled user sends ONE report
     of binary (categories = 2) or k-ary randomized response at ε0, the k reports are shuffled."""
 
@@ -245,26 +256,15 @@ class SubsampledShuffleRREvent(Event):
         if self.k > self.n:
             raise InvalidEvent(f"k must be <= {self.n} (the population n), got {self.k}")
 
+    @property
+    def _sampled(self) -> int:
+        return self.k
+
     def _generic(self, orders: NDArray[np.float64]) -> Any:
-        return lambda: _b.subsampled_upper_detail(self.n, self.k, self.epsilon0, orders, "discrete")
-
-    def unit_curve(self, orders: NDArray[np.float64], bound: str = "upper") -> NDArray[np.float64]:
-        out: NDArray[np.float64] = _rr_curve(
-            self._generic(orders), self.n, self.k, self.epsilon0, orders, bound
-        )
-        return out
-
-    def curve_sources(self, orders: NDArray[np.float64], bound: str = "upper") -> tuple[list[str], list[str]]:
-        if bound != "upper":
-            return [bound] * orders.size, []
-        d = _b.rr_upper_detail(self._generic(orders)(), self.n, self.k, self.epsilon0)
-        return list(d.sources), list(d.notes)
+        return _b.subsampled_upper_detail(self.n, self.k, self.epsilon0, orders, "discrete")
 
     def pure_epsilon(self) -> float:
         return float(np.log1p(self.k / self.n * np.expm1(self.epsilon0)))
-
-    def dominating_pair(self) -> HockeyStickPair:
-        return subsampled_clone_pair_curve(self.n, self.k, self.epsilon0, "rr")
 
     def heavy_parts(self) -> frozenset[HeavyPart]:
         return frozenset(
