@@ -69,8 +69,12 @@ def client_wheel(tmp_path_factory) -> Path:
 def test_the_client_wheel_holds_only_the_sdk(client_wheel):
     assert {n.split("/")[0] for n in _files(client_wheel)} == {"privacy_accountant"}
     meta = zipfile.ZipFile(client_wheel).read("privacy_accountant_client-0.1.0.dist-info/METADATA").decode()
-    requires = sorted(line.split()[1] for line in meta.splitlines() if line.startswith("Requires-Dist:"))
-    assert requires == ["httpx>=0.27", "pydantic>=2.5"]
+    lines = [line.split(":", 1)[1].strip() for line in meta.splitlines() if line.startswith("Requires-Dist:")]
+    # what every install gets: httpx and pydantic; anything else only through an extra ([flower])
+    always = sorted(r for r in lines if "extra ==" not in r)
+    assert always == ["httpx>=0.27", "pydantic>=2.5"]
+    extras = {r.split("extra ==")[1].strip().strip("'\"") for r in lines if "extra ==" in r}
+    assert extras <= {"flower"}
 
 
 def test_the_client_installs_alone_into_a_training_project(client_wheel, tmp_path):
