@@ -4,13 +4,18 @@ whole write unit can fix."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
-if TYPE_CHECKING:
-    from app.db.limits import Op
+
+class OpState(Protocol):
+    """What :func:`classify` reads of an operation (``app.db.limits.Op``; a protocol, so that this
+    module does not import the one that imports it)."""
+
+    expired: bool
+    in_commit: bool
 
 
 RETRYABLE_PG_CODES = {"40001", "40P01", "55P03"}  # serialization failure, deadlock, lock not available
@@ -61,7 +66,7 @@ def _message(exc: BaseException) -> str:
     return lines[0][:200] if str(exc) and lines else type(exc).__name__
 
 
-def classify(exc: BaseException, op: Op | None = None) -> DatabaseUnavailable | None:
+def classify(exc: BaseException, op: OpState | None = None) -> DatabaseUnavailable | None:
     """The :class:`DatabaseUnavailable` an exception stands for, or None (a bug, an integrity
     error: not an availability problem)."""
     if isinstance(exc, DatabaseUnavailable):

@@ -31,14 +31,8 @@ installs this package and httpx and pydantic, nothing of the service.
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    __version__ = version("privacy-accountant-client")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree that is not installed
-    __version__ = "0.0.0"
-
 from privacy_accountant import models
+from privacy_accountant._version import __version__
 from privacy_accountant.aio import AsyncAccountantClient
 from privacy_accountant.client import AccountantClient
 from privacy_accountant.dp_events import UnsupportedDpEvent

@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 
 from privacy_accountant._api import MAX_RETRY_AFTER, RETRY_STATUS, Call, Endpoints, T, should_retry
+from privacy_accountant._version import __version__
 from privacy_accountant.errors import TransportError, error_from_response
 
 __all__ = [
@@ -35,8 +36,6 @@ DEFAULT_URL = "http://127.0.0.1:8000"
 
 
 def default_headers(api_key: str | None, headers: Mapping[str, str] | None) -> dict[str, str]:
-    from privacy_accountant import __version__
-
     h = {"accept": "application/json", "user-agent": f"privacy-accountant-sdk/{__version__}"}
     if api_key:
         h["authorization"] = f"Bearer {api_key}"
