@@ -24,7 +24,8 @@ Usage::
 
 ``available()`` lists the catalog (:mod:`mechanisms.catalog`); ``calibrate(...)`` picks ε0 (or the central
 noise) so that the composed accounting of the mechanism meets an (ε, δ) target, using the ``accountant``
-package (:mod:`mechanisms.calibration`).
+package (:mod:`mechanisms.calibration`) — or, with ``solve_for="count"``/``"n"``/``"k"``, the most rounds,
+the fewest users or the largest sample per round a given mechanism meets it with.
 """
 
 from __future__ import annotations
@@ -39,7 +40,15 @@ from ._base import (
 )
 from ._central import CentralMechanism
 from .binary import BinaryRR, BinaryVector, KaryRR
-from .calibration import calibrate, calibration_probe, probe_params
+from .calibration import (
+    ACCOUNTING_FIELDS,
+    AccountingCalibration,
+    calibrate,
+    calibration_probe,
+    knob_of,
+    probe_params,
+    solve_for_choices,
+)
 from .catalog import available, get, mechanism_class, names
 from .continuous import GaussianCentral, LaplaceCentral, LaplaceMean
 from .hadamard_response import HadamardResponse
@@ -51,6 +60,8 @@ from .winsorized import WinsorizedMean, tau_bounded, tau_subgaussian, winsorized
 from .winsorized_sgd import WinsorizedSGD
 
 __all__ = [
+    "ACCOUNTING_FIELDS",
+    "AccountingCalibration",
     "BinaryRR",
     "BinaryVector",
     "CalibrationTimeout",
@@ -78,9 +89,11 @@ __all__ = [
     "calibrate",
     "calibration_probe",
     "get",
+    "knob_of",
     "mechanism_class",
     "names",
     "probe_params",
+    "solve_for_choices",
     "tau_bounded",
     "tau_subgaussian",
     "winsorized_user_mean",

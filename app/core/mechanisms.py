@@ -74,33 +74,40 @@ def build(name: str, params: dict[str, Any]) -> mech_pkg.Mechanism:
     return _check_messages(mech_pkg.get(name, **params))
 
 
-def _calibrated(name: str, req: ParametersRequest) -> mech_pkg.Mechanism:
+def _calibrated(name: str, req: ParametersRequest) -> mech_pkg.Mechanism | mech_pkg.AccountingCalibration:
+    """``mechanisms.calibrate`` for the request: the knob (a :class:`Mechanism`), or with
+    ``solve_for`` ``count``/``n``/``k`` that quantity of the accounting (an ``AccountingCalibration``)."""
     assert req.calibrate is not None
+    cal = req.calibrate
     kind = mech_pkg.mechanism_class(name).kind
     acc = req.accounting
-    if kind == "local" and acc is None:
+    solving_knob = cal.solve_for not in mech_pkg.ACCOUNTING_FIELDS
+    if kind == "local" and acc is None and cal.solve_for != "n":
         raise InvalidMechanismRequest(
             "calibrating a local mechanism needs 'accounting' with the population n"
         )
     _check_params(req.params)
-    for knob in mech_pkg.calibration_probe(name):
+    for knob in mech_pkg.calibration_probe(name) if solving_knob else ():
         if knob in req.params:
             raise InvalidMechanismRequest(
                 f"leave '{knob}' out of params when calibrating: it is what is solved for"
             )
-    # validate the other parameters and the size bounds before searching
-    build(name, mech_pkg.probe_params(name, dict(req.params), None if acc is None else acc.n))
-    mech = mech_pkg.calibrate(
+    n = None if acc is None else acc.n
+    # validate the other parameters and the size bounds before searching (the knob at a placeholder)
+    build(name, mech_pkg.probe_params(name, dict(req.params), n))
+    out = mech_pkg.calibrate(
         name,
-        epsilon=req.calibrate.epsilon,
-        delta=req.calibrate.delta,
-        n=None if acc is None else acc.n,
+        epsilon=cal.epsilon,
+        delta=cal.delta,
+        n=n,
         k=None if acc is None else acc.k,
-        count=1 if acc is None else acc.count,
+        count=acc.count if acc is not None and "count" in acc.model_fields_set else None,
+        solve_for=cal.solve_for,
         deadline=current_deadline(),
         mechanism_params=dict(req.params),
     )
-    return _check_messages(mech)
+    _check_messages(out if isinstance(out, mech_pkg.Mechanism) else out.mechanism)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------- parameters
@@ -123,16 +130,25 @@ def _log2_int(v: int) -> float:
 
 def parameters(name: str, req: ParametersRequest) -> dict[str, Any]:
     """``/v1/mechanisms/{name}/parameters``: internals, MSE, events and (with a δ) the composed ε."""
-    mech = _calibrated(name, req) if req.calibrate is not None else build(name, dict(req.params))
+    solved = _calibrated(name, req) if req.calibrate is not None else build(name, dict(req.params))
+    mech = solved if isinstance(solved, mech_pkg.Mechanism) else solved.mechanism
     out = _describe(mech)
     out["mse_per_client"] = float(mech.mse(n=1))
     acc = req.accounting
-    delta = None
+    delta = None if acc is None else acc.delta
+    population = None if acc is None else (acc.n, acc.k, acc.count)
+    if isinstance(solved, mech_pkg.AccountingCalibration):  # the events under the accounting found
+        population = (solved.n, solved.k, solved.count)
+        out.update(solve_for=solved.solve_for, value=solved.value, at_limit=solved.at_limit)
+    elif req.calibrate is not None:
+        knob = mech_pkg.knob_of(name)
+        out.update(solve_for=knob, value=mech.params[knob])
     events: list[accountant.Event] | None = None
-    if acc is not None:
-        out["mse"] = float(mech.mse(n=acc.n))
-        events = _interpreting(mech.events, acc.n, acc.k, acc.count)
-        delta = acc.delta
+    if population is not None:
+        n, k, count = population
+        if n is not None:
+            out["mse"] = float(mech.mse(n=n))
+        events = _interpreting(mech.events, n, k, count)
     elif mech.kind == "central" or req.calibrate is not None:
         events = mech.events(None, count=1)  # central: no population needed
     if events is not None:

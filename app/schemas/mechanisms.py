@@ -3,9 +3,12 @@ bounds."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from typing_extensions import Self
+
+from mechanisms.calibration import AccountingField, Knob
 
 #: request bounds (the body is also capped by the service, 1 MiB by default)
 MAX_CLIENTS = 20_000
@@ -15,6 +18,8 @@ MAX_MESSAGES = 1024
 MAX_DIMENSION = 1 << 16
 MAX_SYMBOLS = 1 << 16
 MAX_EVENTS_N = 10**12
+#: what ``calibrate.solve_for`` may name (which of them a mechanism accepts: ``mechanisms.solve_for_choices``)
+SolveFor = Literal[Knob, AccountingField]
 
 SIMULATION_NOTE = (
     "Simulation only: real clients randomize on their own device with the SDK, never on the server. "
@@ -84,14 +89,26 @@ class CatalogResponse(BaseModel):
 
 class Accounting(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    n: int = Field(description="users taking part (the shuffle population)", ge=1, le=MAX_EVENTS_N)
+    n: int | None = Field(
+        None,
+        description="users taking part (the shuffle population); required, except with `calibrate.solve_for` "
+        "`n` (it is what is solved for)",
+        ge=1,
+        le=MAX_EVENTS_N,
+    )
     k: int | None = Field(
         None,
         description="users sampled per round (subsampled shuffle); omit for all n",
         ge=1,
         le=MAX_EVENTS_N,
     )
-    count: int = Field(1, description="rounds (each round is one use of the mechanism)", ge=1, le=10**12)
+    count: int = Field(
+        1,
+        description="rounds (each round is one use of the mechanism); leave it out with `calibrate.solve_for` "
+        "`count`",
+        ge=1,
+        le=10**12,
+    )
     delta: float | None = Field(
         None, gt=0, lt=1, description="when given, the composed ε at this δ is computed"
     )
@@ -101,6 +118,15 @@ class CalibrationTarget(BaseModel):
     model_config = ConfigDict(extra="forbid")
     epsilon: float = Field(gt=0, le=1e4, description="target ε of the composed accounting")
     delta: float = Field(gt=0, lt=1, description="target δ")
+    solve_for: SolveFor | None = Field(
+        None,
+        description="what to solve for: the mechanism's knob (the default: `epsilon0` for local mechanisms, "
+        "`noise_multiplier` of `gaussian`, `scale` of `laplace`, `epsilon` or `sigma` of a central user-level "
+        "mechanism), or — the mechanism fully given in `params`, knob included — a quantity of `accounting`, "
+        "left out of it: `count` (the most rounds), `n` (the fewest users, `k` fixed) or `k` (the largest "
+        "sample per round, `n` fixed); central mechanisms take `count` only. Verified: the answer meets the "
+        "target and one step further (count + 1, n − 1, k + 1) does not, unless `at_limit`.",
+    )
 
 
 class ParametersRequest(BaseModel):
@@ -123,8 +149,27 @@ class ParametersRequest(BaseModel):
         None,
         description="solve for ε0 (local mechanisms: the largest ε0 whose composed events meet the target; "
         "leave `epsilon0` out of `params`) or for the noise (`gaussian`: smallest "
-        "`noise_multiplier`; `laplace`: smallest `scale`). Needs `accounting` (n for local).",
+        "`noise_multiplier`; `laplace`: smallest `scale`). Needs `accounting` (n for local). With "
+        "`solve_for` `count`, `n` or `k`: that quantity of the accounting instead (see `solve_for`).",
     )
+
+    @model_validator(mode="after")
+    def _accounting_leaves_out_the_unknown(self) -> Self:
+        """``accounting`` gives n unless n is solved for, and leaves out what is solved for."""
+        unknown = None if self.calibrate is None else self.calibrate.solve_for
+        acc = self.accounting
+        if acc is None:
+            return self
+        if acc.n is None and unknown != "n":
+            raise ValueError(
+                "accounting.n is required (leave it out only to solve for it, with calibrate.solve_for = 'n')"
+            )
+        given = {"n": acc.n is not None, "k": acc.k is not None, "count": "count" in acc.model_fields_set}
+        if unknown in given and given[unknown]:
+            raise ValueError(
+                f"leave accounting.{unknown} out: calibrate.solve_for = '{unknown}' is what is solved for"
+            )
+        return self
 
 
 class ParametersResponse(BaseModel):
@@ -178,6 +223,17 @@ class ParametersResponse(BaseModel):
     epsilon: float | None = Field(None, description="composed ε at `accounting.delta` (or the calibration δ)")
     delta: float | None = None
     order: float | None = None
+    solve_for: str | None = Field(
+        None, description="with `calibrate`: what was solved for (the knob by default)"
+    )
+    value: int | float | None = Field(
+        None, description="with `calibrate`: the answer (the knob's value, or the count, n or k found)"
+    )
+    at_limit: bool | None = Field(
+        None,
+        description="with `calibrate.solve_for` `count`/`n`/`k`: the answer is the end of its domain (count = "
+        "10¹², k = n, n = k or 1), so one step further was not tried",
+    )
 
 
 class RandomizeRequest(BaseModel):

@@ -510,3 +510,77 @@ def test_calibrating_a_central_mechanism_with_sampled_users_says_why():
     target ("no noise_multiplier up to 1e+06 does not meet ...")."""
     with pytest.raises(mechanisms.MechanismError, match="leave k out"):
         mechanisms.calibrate("gaussian", epsilon=1.0, delta=1e-6, n=1000, k=100, count=10)
+
+
+def _solve(client, name, params, accounting=None, solve_for=None, epsilon=1.0, delta=1e-8):
+    """POST /v1/mechanisms/{name}/parameters with `calibrate` (and `accounting` when given)."""
+    body = {"params": params, "calibrate": {"epsilon": epsilon, "delta": delta}}
+    if solve_for is not None:
+        body["calibrate"]["solve_for"] = solve_for
+    if accounting is not None:
+        body["accounting"] = accounting
+    return client.post(f"/v1/mechanisms/{name}/parameters", json=body)
+
+
+def test_parameters_calibrate_solve_for_count_n_k(client):
+    """calibrate.solve_for count / n / k: the mechanism as given, the accounting found in `value` and
+    the events; the accountant's ε at the answer meets the target, one step further misses."""
+    accountant = pytest.importorskip("accountant")
+
+    def eps(events):
+        return accountant.epsilon(events, 1e-8, accounting="rdp")[0]
+
+    rr = {"epsilon0": 1.0}
+    r = _solve(client, "binary_rr", rr, {"n": 100000}, "count")
+    assert r.status_code == 200, r.text
+    b = r.json()
+    count = b["value"]
+    assert (b["solve_for"], b["at_limit"], b["params"]) == ("count", False, rr)
+    assert [e["count"] for e in b["events"]] == [count] and b["epsilon"] <= 1.0
+    assert eps(b["events"]) <= 1.0 < eps([{**b["events"][0], "count": count + 1}])
+    assert b["mse"] == pytest.approx(mechanisms.get("binary_rr", **rr).mse(n=100000))
+
+    r = _solve(client, "binary_rr", rr, {"k": 1000, "count": 100}, "n")
+    assert r.status_code == 200, r.text
+    b = r.json()
+    n = b["value"]
+    assert b["solve_for"] == "n" and n > 1000 and b["events"][0]["n"] == n and b["events"][0]["k"] == 1000
+    assert eps(b["events"]) <= 1.0 < eps([{**b["events"][0], "n": n - 1}])
+
+    r = _solve(client, "binary_rr", rr, {"n": 100000, "count": 100}, "k")
+    assert r.status_code == 200, r.text
+    b = r.json()
+    assert (b["solve_for"], b["value"], b["at_limit"]) == ("k", 100000, True)  # every user fits: k = n
+    assert eps(b["events"]) <= 1.0
+
+    # a central mechanism, no accounting: count only (docs/api.md: 17 rounds at noise multiplier 10)
+    r = _solve(client, "gaussian", {"noise_multiplier": 10.0}, None, "count", epsilon=2.0, delta=1e-6)
+    assert r.status_code == 200 and (r.json()["solve_for"], r.json()["value"]) == ("count", 17)
+    # the default: the knob, reported as what was solved for
+    r = _solve(client, "gaussian", {}, {"n": 100, "count": 10}, delta=1e-5)
+    b = r.json()
+    assert r.status_code == 200 and b["solve_for"] == "noise_multiplier" and b["at_limit"] is None
+    assert b["value"] == b["params"]["noise_multiplier"] == b["events"][0]["noise_multiplier"]
+
+
+@pytest.mark.parametrize(
+    "name,params,accounting,solve_for,says",
+    [
+        # the request model: a name no mechanism solves for (listing every one), the unknown left
+        # out of accounting, n required otherwise
+        ("binary_rr", {"epsilon0": 1.0}, {"n": 10}, "rounds", "'count', 'n' or 'k'"),
+        ("binary_rr", {"epsilon0": 1.0}, {"n": 10, "count": 3}, "count", "leave accounting.count out"),
+        ("binary_rr", {"epsilon0": 1.0}, {"n": 10}, "n", "leave accounting.n out"),
+        ("binary_rr", {"epsilon0": 1.0}, {"count": 3}, "count", "accounting.n is required"),
+        # the mechanism: what this one solves for, its knob given, a target no count meets
+        ("gaussian", {"noise_multiplier": 1.0}, None, "k", "['noise_multiplier', 'count'] for gaussian"),
+        ("binary_rr", {}, {"n": 10}, "count", "needs parameter 'epsilon0'"),
+        ("binary_rr", {"epsilon0": 1.0}, {"n": 10}, "count", "no count meets epsilon = 0.001"),
+    ],
+)
+def test_parameters_calibrate_solve_for_errors_say_what_to_change(
+    client, name, params, accounting, solve_for, says
+):
+    r = _solve(client, name, params, accounting, solve_for, epsilon=1e-3, delta=1e-9)
+    assert r.status_code == 422, r.text
+    assert says in json.dumps(r.json()["detail"], ensure_ascii=False)

@@ -101,8 +101,11 @@ async def catalog() -> dict[str, Any]:
         "`accounting` (n users, k sampled per round, `count` rounds): the accountant events one use costs "
         "(one per shuffled message, api.md form) and, with `delta`, the composed ε. With `calibrate`: the "
         "largest ε0 (or smallest central noise) whose composed accounting meets the (ε, δ) target — never "
-        "above it; `422` when no value can, `400` when the search needs more than the service's compute time "
-        "limit (retrying continues from the cached curves)."
+        "above it; with `calibrate.solve_for` `count`, `n` or `k` and the mechanism fully given in `params`: "
+        "the most rounds, the fewest users or the largest sample per round that meets it (verified: one step "
+        "further misses), in `value`, with the events under that accounting. `422` when no value can, `400` "
+        "when the search needs more than the service's compute time limit (retrying continues from the "
+        "cached curves)."
     ),
     responses=_errors(400, 401, 404, 413, 422, 429, 503),
 )
