@@ -255,6 +255,35 @@ class Endpoints:
             )
         )
 
+    # -- mechanisms -----------------------------------------------------------------------------
+    def mechanism_catalog(self) -> dict[str, Any]:
+        """``GET /v1/mechanisms``: every mechanism with its parameters, output kind and source."""
+        return self._send(Call[dict[str, Any]]("GET", "/v1/mechanisms"))
+
+    def mechanism_parameters(
+        self,
+        name: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        accounting: Mapping[str, Any] | None = None,
+        calibrate: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """``POST /v1/mechanisms/{name}/parameters``: the mechanism's internals, MSE and, with
+        ``accounting={"n": …, "k": …, "count": …, "delta": …}``, the events one use costs and their ε.
+        ``calibrate={"epsilon": ε, "delta": δ}`` solves the mechanism's knob (ε0, or the noise of a
+        central mechanism) left out of ``params``; with ``"solve_for": "count"`` (or ``"n"``, ``"k"``)
+        and the mechanism fully given, the most rounds (fewest users, largest sample) that meet the
+        target, in ``value``. The decoded JSON answer (docs/api.md). A pure computation: retried
+        like :meth:`calibrate`, with its longer timeout when calibrating."""
+        body: dict[str, Any] = {"params": dict(params or {})}
+        if accounting is not None:
+            body["accounting"] = dict(accounting)
+        if calibrate is not None:
+            body["calibrate"] = dict(calibrate)
+        timeout = self.calibrate_timeout if calibrate is not None else None
+        path = f"/v1/mechanisms/{seg(name)}/parameters"
+        return self._send(Call[dict[str, Any]]("POST", path, json=body, retry=True, timeout=timeout))
+
     # -- users ----------------------------------------------------------------------------------
     def put_user(
         self,
