@@ -390,6 +390,25 @@ def _ragged_index(
     return i, ami, offsets, lengths
 
 
+def also_at(
+    curve: Callable[[NDArray[np.float64]], NDArray[np.float64]], o: NDArray[np.float64]
+) -> tuple[Callable[[NDArray[np.int64]], NDArray[np.float64]], Callable[[], NDArray[np.float64]]]:
+    """An element-wise curve asked for at the integer orders of an interpolation and at the
+    orders ``o``: ``at_ints(ints)`` evaluates both in one call and ``at_o()`` returns the part
+    at ``o`` (evaluated then, if ``at_ints`` was not called) — the values of separate calls."""
+    kept: list[NDArray[np.float64]] = []
+
+    def at_ints(ints: NDArray[np.int64]) -> NDArray[np.float64]:
+        both = curve(np.concatenate([np.asarray(ints, dtype=np.float64), o]))
+        kept.append(both[ints.size :])
+        return both[: ints.size]
+
+    def at_o() -> NDArray[np.float64]:
+        return kept[-1] if kept else curve(o)
+
+    return at_ints, at_o
+
+
 def interpolate_integer_bound(
     orders: ArrayLike, integer_bound: Callable[[NDArray[np.int64]], NDArray[np.float64]]
 ) -> NDArray[np.float64]:

@@ -22,9 +22,9 @@ from numpy.typing import ArrayLike, NDArray
 
 from . import shuffle as _sh
 from . import subsampled as _ss
-from ._numerics import convex_tighten, interpolate_integer_bound, round_up
+from ._numerics import also_at, convex_tighten, interpolate_integer_bound, round_up
 from ._validation import check_epsilon0, check_int, check_n, check_orders
-from .clones import CLONES_MAX_N, clone_rdp
+from .clones import CLONES_MAX_N, RANDOMIZERS, clone_rdp
 from .errors import BoundNotApplicable, InvalidParameter
 from .nested import wbk19_over, wbk_inner_orders
 from .store import BoundedCache, MiB, cached_curve, checkpoint
@@ -192,7 +192,17 @@ def _subsampled_clones(n: int, k: int, epsilon0: float, orders: NDArray[np.float
     )
 
 
-RR_CLONES_VERSION = 1  # bump when the randomized-response clone evaluation changes
+RR_CLONES_VERSION = 2  # bump when the randomized-response clone evaluation changes
+
+
+def _rr_clone_rdp(n: int, k: int, epsilon0: float, orders: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The randomized-response clone pair's certified curve: all n users (k = n) by the clone
+    engine with C ~ Bin(n−1, 2/(e^{ε0}+1)) (:func:`accountant.clones.clone_rdp`, ``randomizer="rr"``:
+    the subsampled pair at γ = 1, for a fifth of the subsampled engine's time and with no cell
+    budget) while n ≤ CLONES_MAX_N, else the subsampled clone engine (bounds.md §9, §12)."""
+    if k == n and n <= CLONES_MAX_N:
+        return clone_rdp(n, epsilon0, np.maximum(orders, 1.0 + 1e-6), randomizer="rr")
+    return subsampled_clone_rdp(n, k, epsilon0, orders, randomizer="rr")
 
 
 def rr_clones(
@@ -202,7 +212,9 @@ def rr_clones(
     probability 2/(e^{ε0}+1), valid when every user applies binary or k-ary randomized response,
     capped by the pure-DP cap; from the curve store when computed before; +inf where switched
     off (gir23_only; ``named``: asked for by name, computed whatever that setting), beyond its
-    cell budget, or if it fails (logged)."""
+    cell budget, or if it fails (logged). It dominates the generic clone pair of the same n, k
+    (bounds.md §12: a Markov kernel maps the generic pair onto it), so the default curves of the
+    randomized-response events use it in place of the generic pair."""
     if not (named or _TIGHT.get()):
         return np.full(orders.shape, np.inf)
     if epsilon0 == 0.0:
@@ -212,7 +224,7 @@ def rr_clones(
             "clones_rr",
             RR_CLONES_VERSION,
             orders,
-            lambda: _checked(subsampled_clone_rdp(n, k, epsilon0, orders, randomizer="rr"), orders),
+            lambda: _checked(_rr_clone_rdp(n, k, epsilon0, orders), orders),
             n=int(n),
             k=int(k),
             epsilon0=float(epsilon0),
@@ -223,14 +235,10 @@ def rr_clones(
     )
 
 
-def rr_upper_detail(detail: CurveDetail, n: int, k: int, epsilon0: float) -> CurveDetail:
-    """A generic default curve (``detail``, of the same n, k, ε0) tightened order-wise by
-    :func:`rr_clones`: the default of the randomized-response events (bounds.md §12)."""
-    o = detail.orders
-    rr = rr_clones(n, k, epsilon0, o)
-    better = rr < detail.rdp
-    sources = ["clones_rr" if b else src for b, src in zip(better.tolist(), detail.sources)]
-    return CurveDetail(o, np.minimum(detail.rdp, rr), sources, list(detail.notes))
+def _check_randomizer(randomizer: str) -> str:
+    if randomizer not in RANDOMIZERS:
+        raise InvalidParameter(f"randomizer must be one of {list(RANDOMIZERS)}, got {randomizer!r}")
+    return randomizer
 
 
 def _checked(values: ArrayLike, orders: NDArray[np.float64] | NDArray[np.int64]) -> NDArray[np.float64]:
@@ -258,12 +266,12 @@ def _safe(
         return np.full(orders.shape, np.inf)
 
 
-def _clone_note(n: int) -> list[str]:
+def _clone_note(n: int, randomizer: str = "any") -> list[str]:
     if not _TIGHT.get():
         return [
             "the bounds beyond the thesis are switched off (gir23_only): thesis bounds and pure-DP caps only"
         ]
-    if n > CLONES_MAX_N:
+    if n > CLONES_MAX_N and randomizer == "any":
         return [
             f"the clone bound is certified only up to n = {CLONES_MAX_N:,} within the time budget; "
             f"n = {n:,} uses the thesis bounds and the pure-DP cap"
@@ -271,45 +279,41 @@ def _clone_note(n: int) -> list[str]:
     return []
 
 
-def shuffle_upper_detail(n: int, epsilon0: float, orders: ArrayLike, output: str = "discrete") -> CurveDetail:
+def shuffle_upper_detail(
+    n: int, epsilon0: float, orders: ArrayLike, output: str = "discrete", randomizer: str = "any"
+) -> CurveDetail:
     """Default shuffle upper bound with its per-order source.
 
     discrete: min(interp(min(U1, U2, cap) at integers), U2, cap, clones);
     continuous: min(cap, clones) (only the bounds valid for every ε0-LDP randomizer).
+    ``randomizer="rr"`` (every user applies binary or k-ary randomized response, the default of
+    ``shuffle_rr``): the clone pair of randomized response (``clones_rr``, :func:`rr_clones`) in
+    place of the generic one, which it dominates (bounds.md §12) — the generic pair is not computed.
     """
     o = check_orders(orders)
     n = check_n(n)
     epsilon0 = check_epsilon0(epsilon0)
     _check_output(output)
+    _check_randomizer(randomizer)
     return _cached_detail(
-        "shuffle", lambda: _shuffle_upper_detail(n, epsilon0, o, output), n, epsilon0, output, orders=o
+        "shuffle",
+        lambda: _shuffle_upper_detail(n, epsilon0, o, output, randomizer),
+        n,
+        epsilon0,
+        output,
+        randomizer,
+        orders=o,
     )
 
 
-def _also_at(
-    curve: Callable[[NDArray[np.float64]], NDArray[np.float64]], o: NDArray[np.float64]
-) -> tuple[Callable[[NDArray[np.int64]], NDArray[np.float64]], Callable[[], NDArray[np.float64]]]:
-    """An element-wise curve asked for at the integer orders of an interpolation and at the
-    orders ``o``: ``at_ints(ints)`` evaluates both in one call and ``at_o()`` returns the part
-    at ``o`` (evaluated then, if ``at_ints`` was not called) — the values of separate calls."""
-    kept: list[NDArray[np.float64]] = []
-
-    def at_ints(ints: NDArray[np.int64]) -> NDArray[np.float64]:
-        both = curve(np.concatenate([np.asarray(ints, dtype=np.float64), o]))
-        kept.append(both[ints.size :])
-        return both[: ints.size]
-
-    def at_o() -> NDArray[np.float64]:
-        return kept[-1] if kept else curve(o)
-
-    return at_ints, at_o
-
-
-def _shuffle_upper_detail(n: int, epsilon0: float, o: NDArray[np.float64], output: str) -> CurveDetail:
-    names = ["cap", "clones"]
-    cap_i, cap_o = _also_at(lambda x: _sh.cap(epsilon0, x), o)
-    u2_i, u2_o = _also_at(lambda x: _sh.u2(n, epsilon0, x), o)
-    cands = [_clones(n, epsilon0, o)]
+def _shuffle_upper_detail(
+    n: int, epsilon0: float, o: NDArray[np.float64], output: str, randomizer: str
+) -> CurveDetail:
+    rr = randomizer == "rr"
+    names = ["cap", "clones_rr" if rr else "clones"]
+    cap_i, cap_o = also_at(lambda x: _sh.cap(epsilon0, x), o)
+    u2_i, u2_o = also_at(lambda x: _sh.u2(n, epsilon0, x), o)
+    cands = [rr_clones(n, n, epsilon0, o) if rr else _clones(n, epsilon0, o)]
     if output == "discrete":
 
         def int_min(ints: NDArray[np.int64]) -> NDArray[np.float64]:
@@ -330,7 +334,7 @@ def _shuffle_upper_detail(n: int, epsilon0: float, o: NDArray[np.float64], outpu
         for j, i in enumerate(idx.tolist())
     ]
     vals, sources = _hull(o, vals, sources)
-    return CurveDetail(o, vals, sources, _clone_note(n))
+    return CurveDetail(o, vals, sources, _clone_note(n, randomizer))
 
 
 def shuffle_rdp(
@@ -411,28 +415,34 @@ def _wbk19(
 
 
 def subsampled_upper_detail(
-    n: int, k: int, epsilon0: float, orders: ArrayLike, output: str = "discrete"
+    n: int, k: int, epsilon0: float, orders: ArrayLike, output: str = "discrete", randomizer: str = "any"
 ) -> CurveDetail:
     """Default subsampled-shuffle upper bound with its per-order source:
     min(interp(min(SU, WBK19, cap) at integers), cap, the k-user shuffle's own default curve,
-    the subsampled clone pair (bounds.md §9)). SU only for discrete outputs and k ≥ 2."""
+    the subsampled clone pair (bounds.md §9)). SU only for discrete outputs and k ≥ 2.
+    ``randomizer="rr"`` (the default of ``subsampled_shuffle_rr``, bounds.md §12): the k-user
+    curve (WBK19's inner curve and a candidate) is the ``rr`` one of :func:`shuffle_upper_detail`
+    and the subsampled pair is randomized response's (``clones_rr``, :func:`rr_clones`): each
+    dominates the generic pair it replaces, which is not computed."""
     o = check_orders(orders)
     n, k = _check_nk(n, k)
     epsilon0 = check_epsilon0(epsilon0)
     _check_output(output)
+    _check_randomizer(randomizer)
     return _cached_detail(
         "subsampled",
-        lambda: _subsampled_upper_detail(n, k, epsilon0, o, output),
+        lambda: _subsampled_upper_detail(n, k, epsilon0, o, output, randomizer),
         n,
         k,
         epsilon0,
         output,
+        randomizer,
         orders=o,
     )
 
 
 def _subsampled_upper_detail(
-    n: int, k: int, epsilon0: float, o: NDArray[np.float64], output: str
+    n: int, k: int, epsilon0: float, o: NDArray[np.float64], output: str, randomizer: str
 ) -> CurveDetail:
     labels = {0: "cap", 1: "su", 2: "wbk19"}
     chosen: dict[int, int] = {}
@@ -441,15 +451,17 @@ def _subsampled_upper_detail(
     shared: dict[float, float] = {}
     if epsilon0 > 0:
         union = np.unique(np.concatenate([o, wbk_inner_orders(float(np.ceil(o.max())))]))
-        shared = dict(zip(union.tolist(), shuffle_upper_detail(k, epsilon0, union, output).rdp.tolist()))
+        shared = dict(
+            zip(union.tolist(), shuffle_upper_detail(k, epsilon0, union, output, randomizer).rdp.tolist())
+        )
 
     def k_curve(os_: ArrayLike) -> NDArray[np.float64]:
         os_ = np.asarray(os_, dtype=float)
         if all(v in shared for v in os_.tolist()):
             return np.array([shared[v] for v in os_.tolist()])
-        return shuffle_upper_detail(k, epsilon0, os_, output).rdp
+        return shuffle_upper_detail(k, epsilon0, os_, output, randomizer).rdp
 
-    cap_i, cap_o = _also_at(lambda x: _ss.cap(n, k, epsilon0, x), o)
+    cap_i, cap_o = also_at(lambda x: _ss.cap(n, k, epsilon0, x), o)
 
     def int_min(ints: ArrayLike) -> NDArray[np.float64]:
         ints = np.asarray(ints, dtype=np.int64)
@@ -471,14 +483,16 @@ def _subsampled_upper_detail(
     # Subsampling never hurts: by joint quasi-convexity of D_α over the (common) sample sets, the
     # subsampled curve is at most the k-user shuffle's own curve.
     inner = k_curve(o) if epsilon0 > 0 else np.zeros(o.shape)
-    sc = _subsampled_clones(n, k, epsilon0, o)
+    sc, pair_names = _subsampled_pair(n, k, epsilon0, o, randomizer)
     vals = np.minimum.reduce([interp, capv, inner, sc])
     sources: list[str] = []
-    for a, v, c, s, z in zip(o.tolist(), interp.tolist(), capv.tolist(), inner.tolist(), sc.tolist()):
+    for a, v, c, s, z, pn in zip(
+        o.tolist(), interp.tolist(), capv.tolist(), inner.tolist(), sc.tolist(), pair_names
+    ):
         if c <= min(v, s, z):
             sources.append("cap")
         elif z < min(v, s):
-            sources.append("subsampled_clones")
+            sources.append(pn)
         elif s < v:
             sources.append("shuffle_k")
         elif a.is_integer():
@@ -486,7 +500,28 @@ def _subsampled_upper_detail(
         else:
             sources.append("interpolated")
     vals, sources = _hull(o, vals, sources)
-    return CurveDetail(o, vals, sources, _clone_note(k) + _subsampled_clones_note(sc))
+    return CurveDetail(o, vals, sources, _clone_note(k, randomizer) + _subsampled_clones_note(sc))
+
+
+def _subsampled_pair(
+    n: int, k: int, epsilon0: float, o: NDArray[np.float64], randomizer: str
+) -> tuple[NDArray[np.float64], list[str]]:
+    """The subsampled clone pair's curve of ``randomizer`` and the name of each value. For ``"rr"``
+    (``clones_rr``) the orders beyond its cell budget (+inf; C grows with the clone probability,
+    and so do the cells) take the generic pair's value where that one fits: valid for randomized
+    response too (an ε0-LDP randomizer), so the curve is never above the generic pair's."""
+    if randomizer == "any":
+        sc = _subsampled_clones(n, k, epsilon0, o)
+        return sc, ["subsampled_clones"] * o.size
+    sc = rr_clones(n, k, epsilon0, o)
+    names = ["clones_rr"] * o.size
+    miss = np.flatnonzero(np.isinf(sc))
+    if miss.size and k < n:
+        sc = sc.copy()
+        sc[miss] = _subsampled_clones(n, k, epsilon0, o[miss])
+        for i in miss.tolist():
+            names[i] = "subsampled_clones"
+    return sc, names
 
 
 def _subsampled_clones_note(sc: NDArray[np.float64]) -> list[str]:

@@ -72,6 +72,7 @@ from numpy.typing import ArrayLike, NDArray
 from ._binomial import log_binom_pmf
 from ._numerics import log_phi, round_up
 from ._validation import check_epsilon0, check_n, check_orders
+from .clones.types import RANDOMIZERS, clone_law
 from .errors import BoundNotApplicable, InvalidParameter
 from .store import MiB, memoize
 from .subsampled import amplified_epsilon
@@ -513,11 +514,9 @@ def clone_probability(epsilon0: float, randomizer: str = "any") -> float:
     """The clone probability p of the decomposition R(x) = (p/2)·Q0 + (p/2)·Q1 + (1−p)·LO(x)
     every other user's report admits (bounds.md §12): e^{−ε0} for ANY ε0-LDP randomizer (FMT21);
     2/(e^{ε0}+1) for binary and k-ary randomized response (``randomizer="rr"``), whatever k."""
-    if randomizer == "rr":
-        return 2.0 / (math.exp(epsilon0) + 1.0) if epsilon0 < 700 else 0.0
-    if randomizer != "any":
+    if randomizer not in RANDOMIZERS:
         raise InvalidParameter(f"unknown randomizer {randomizer!r}; use 'any' or 'rr'")
-    return math.exp(-epsilon0)
+    return clone_law(epsilon0, randomizer)[0]
 
 
 def _prepare(n: int, k: int, epsilon0: float) -> tuple[int, int, float]:

@@ -516,7 +516,7 @@ def _quoted_table(data) -> list[str]:
     return lines
 
 
-_RR_BENCH = Path(__file__).resolve().parents[2] / "bench" / "results_rr.md"
+_RR_BENCH = Path(__file__).resolve().parents[1] / "bench" / "results_rr.md"
 
 
 def _randomizer_aware() -> list[str]:

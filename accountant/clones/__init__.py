@@ -24,6 +24,12 @@ u = (2A − C) + ξ with ξ = −1 w.p. E/(E+1), else +1. Hence
     f_α(c) = E_Q[R^α | C = c] = Σ_x Q_c(x)·R_c(x)^α,
     Q_c(x) = (b_c(x) + e^{−ε0}·b_c(x−1)) / (1 + e^{−ε0}),  b_c = Bin(c, 1/2) pmf.
 
+Randomized response (``randomizer="rr"``, bounds.md §12): the same pair with
+C ~ Bin(n−1, 2/(e^{ε0}+1)), the clone probability of binary and k-ary randomized response. Only the
+law of C changes (``Ctx.p``, read by :mod:`.grid.cgrid` and :mod:`.grid.cmass` alone); f_α(c),
+its monotonicity in c and f_α(0) = the cap do not depend on it, so every engine and certificate
+below holds as written.
+
 :mod:`.reference` is this sum written out cell by cell (every cell (C, A, ξ), no bound, no
 window): the executable definition of what every engine bounds, and what their tests compare with.
 
@@ -116,9 +122,19 @@ from .._numerics import pure_dp_rdp
 from ..orders import DEFAULT_ORDERS
 from . import compiled
 from .routing import ENGINES, clear_cache, log_fm1, route
-from .types import ArrayLike
+from .types import RANDOMIZERS, ArrayLike, clone_law
 
-__all__ = ["CLONES_MAX_N", "ENGINES", "clear_cache", "clone_cap", "clone_rdp", "precompile", "route"]
+__all__ = [
+    "CLONES_MAX_N",
+    "ENGINES",
+    "RANDOMIZERS",
+    "clear_cache",
+    "clone_cap",
+    "clone_law",
+    "clone_rdp",
+    "precompile",
+    "route",
+]
 
 #: Largest n for which :func:`clone_rdp` certifies a bound; above it every order returns +inf.
 CLONES_MAX_N = 10**8
@@ -132,7 +148,9 @@ def clone_cap(epsilon0: float, orders: ArrayLike) -> np.ndarray:
     return pure_dp_rdp(epsilon0, orders)
 
 
-def clone_rdp(n: int, epsilon0: float, orders: ArrayLike, engine: str = "auto") -> np.ndarray:
+def clone_rdp(
+    n: int, epsilon0: float, orders: ArrayLike, engine: str = "auto", randomizer: str = "any"
+) -> np.ndarray:
     """Certified RDP upper bound of the shuffle model from the clone reduction.
 
     FMT21 §3 (general ε0-LDP randomizers, replace-one neighbours), evaluated as described in the
@@ -145,6 +163,10 @@ def clone_rdp(n: int, epsilon0: float, orders: ArrayLike, engine: str = "auto") 
         orders: real orders α > 1, any shape (≤ 1e6).
         engine: ``"auto"``, ``"exact"``, ``"adaptive"`` or ``"histogram"`` (module docstring);
             every engine gives a certified upper bound, they differ in cost and slack.
+        randomizer: ``"any"`` (default: the pair above, valid for every ε0-LDP randomizer) or
+            ``"rr"``: binary or k-ary randomized response, whose reports admit the clone
+            probability 2/(e^{ε0}+1) (bounds.md §12) — the same pair with C ~ Bin(n−1, 2/(e^{ε0}+1)),
+            every engine and certificate unchanged (only the law of C moves: ``types.clone_law``).
 
     Returns:
         float64 array of the same shape; finite and ≥ 0 for n ≤ ``CLONES_MAX_N``, +inf above it
@@ -155,6 +177,8 @@ def clone_rdp(n: int, epsilon0: float, orders: ArrayLike, engine: str = "auto") 
     """
     if engine not in ENGINES:
         raise ValueError(f"unknown clone engine {engine!r}; use one of {', '.join(ENGINES)}")
+    if randomizer not in RANDOMIZERS:
+        raise ValueError(f"unknown randomizer {randomizer!r}; use one of {', '.join(RANDOMIZERS)}")
     a = np.asarray(orders, dtype=float)
     if epsilon0 == 0.0 or a.size == 0:
         return np.zeros(a.shape)
@@ -162,7 +186,7 @@ def clone_rdp(n: int, epsilon0: float, orders: ArrayLike, engine: str = "auto") 
         return np.full(a.shape, np.inf)
     uniq, inv = np.unique(a.ravel(), return_inverse=True)
     with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
-        lfm1 = log_fm1(int(n), float(epsilon0), uniq, engine)
+        lfm1 = log_fm1(int(n), float(epsilon0), uniq, engine, randomizer)
         eps = np.logaddexp(0.0, lfm1) / (uniq - 1.0) * (1.0 + _REL_SAFETY)
         cap = clone_cap(epsilon0, uniq)
     # the cap is a valid bound on the same quantity (f_α(c) ≤ f_α(0)); it also replaces any value

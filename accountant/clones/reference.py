@@ -30,14 +30,15 @@ def ref_log_phi(alpha: ArrayLike, lr: ArrayLike) -> NDArray[np.float64]:
     return np.asarray(np.where(y > 1.0, hi, mid), dtype=float)
 
 
-def exact_clone(n: int, eps0: float, alphas: ArrayLike) -> NDArray[np.float64]:
-    """ε(α) = log E_Q[R^α]/(α−1) summed over every cell (C, A, ξ): C = 0..n−1, A = 0..C, ξ = ±1.
+def exact_clone(n: int, eps0: float, alphas: ArrayLike, p: float | None = None) -> NDArray[np.float64]:
+    """ε(α) = log E_Q[R^α]/(α−1) summed over every cell (C, A, ξ): C = 0..n−1, A = 0..C, ξ = ±1;
+    C ~ Bin(n−1, p), p the clone probability (default e^{−ε0}; 2/(e^{ε0}+1) for randomized response).
 
     E_Q[R^α] − 1 = Σ P(C)·P(A|C)·P(ξ)·φ_α(R) with φ_α(r) = r^α − 1 − α(r − 1) ≥ 0 (E_Q[R] = 1),
     so the sum has non-negative terms only (no cancellation of 1 + tiny)."""
     al = np.atleast_1d(np.asarray(alphas, dtype=float))
     big_e, s = math.exp(eps0), math.tanh(eps0 / 2.0)
-    log_pc = binom.logpmf(np.arange(n), n - 1, math.exp(-eps0))  # C
+    log_pc = binom.logpmf(np.arange(n), n - 1, math.exp(-eps0) if p is None else p)  # C
     log_pxi = np.array([math.log(big_e / (big_e + 1.0)), -math.log(big_e + 1.0)])  # ξ = −1, +1
     xis = np.array([-1.0, 1.0])
     terms = []

@@ -27,9 +27,9 @@ HIST_EPS0 = (1e-6, 30.0)  # ε0 range of the histogram engine (its design estima
 #: (n, ε0, α) only, whatever else a request holds.
 HIST_DESIGN = np.union1d(np.asarray(DEFAULT_ORDERS, dtype=float), [1.01])
 
-#: (n, ε0) → the prepared histogram (< 1 MB each; emptied with the other caches by
+#: (n, ε0, randomizer) → the prepared histogram (< 1 MB each; emptied with the other caches by
 #: :func:`accountant.store.clear_caches`)
-_PREPARED: BoundedCache[tuple[int, float], Prepared] = BoundedCache(8, name="clone_histograms")
+_PREPARED: BoundedCache[tuple[int, float, str], Prepared] = BoundedCache(8, name="clone_histograms")
 
 
 def clear_cache() -> None:
@@ -37,9 +37,9 @@ def clear_cache() -> None:
     _PREPARED.clear()
 
 
-def prepared(n: int, eps0: float) -> Prepared | None:
-    """The cached histogram of (n, ε0), if any."""
-    return _PREPARED.get((n, eps0))
+def prepared(n: int, eps0: float, randomizer: str = "any") -> Prepared | None:
+    """The cached histogram of (n, ε0, randomizer), if any."""
+    return _PREPARED.get((n, eps0, randomizer))
 
 
 def _exact_is_cheap(ctx: Ctx, alphas: np.ndarray) -> bool:
@@ -56,9 +56,9 @@ def _in_hist_domain(ctx: Ctx, alphas: np.ndarray) -> bool:
 
 
 def histogram_engine(ctx: Ctx, force: bool = False) -> Prepared | None:
-    """The prepared histogram of (n, ε0) — cached, or built if its plan fits the cell budget (or
+    """The prepared histogram of (n, ε0, randomizer) — cached, or built if its plan fits the cell budget (or
     ``force``) — else None. Designed for :data:`HIST_DESIGN` whatever orders are asked."""
-    key = (ctx.N + 1, ctx.eps0)
+    key = (ctx.N + 1, ctx.eps0, ctx.randomizer)
     prep = _PREPARED.get(key)
     if prep is not None:
         return prep
@@ -78,7 +78,7 @@ def _adaptive_near(ctx: Ctx, alphas: np.ndarray) -> np.ndarray:
     j = np.searchsorted(d, alphas)
     near = d[np.clip(np.concatenate([j - 2, j - 1, j, j + 1]), 0, d.size - 1)]
     allo = np.union1d(alphas, near)
-    vals = refine_log_fm1(Ctx(ctx.N + 1, ctx.eps0), allo, exact=False)
+    vals = refine_log_fm1(Ctx(ctx.N + 1, ctx.eps0, ctx.randomizer), allo, exact=False)
     return vals[np.searchsorted(allo, alphas)]
 
 
@@ -107,14 +107,15 @@ def _histogram_checked(ctx: Ctx, prep: Prepared, alphas: np.ndarray) -> np.ndarr
     return np.array([got[a] for a in alphas.tolist()])
 
 
-def route(n: int, eps0: float, orders: ArrayLike) -> str:
+def route(n: int, eps0: float, orders: ArrayLike, randomizer: str = "any") -> str:
     """The engine ``"auto"`` uses for these orders: ``"exact"``, ``"histogram"`` or ``"adaptive"``."""
     alphas = np.unique(np.asarray(orders, dtype=float))
-    ctx = Ctx(int(n), float(eps0))
+    ctx = Ctx(int(n), float(eps0), randomizer)
     if ctx.N == 0 or _exact_is_cheap(ctx, alphas):
         return "exact"
     if _in_hist_domain(ctx, alphas) and (
-        prepared(int(n), float(eps0)) is not None or HistPlan(ctx, HIST_DESIGN).cells <= HIST_CELL_BUDGET
+        prepared(int(n), float(eps0), randomizer) is not None
+        or HistPlan(ctx, HIST_DESIGN).cells <= HIST_CELL_BUDGET
     ):
         return "histogram"
     return "adaptive"
@@ -133,9 +134,12 @@ def _histogram_only(ctx: Ctx, alphas: np.ndarray) -> np.ndarray:
     return prep.evaluate(alphas)[0]
 
 
-def log_fm1(n: int, eps0: float, alphas: np.ndarray, engine: str = "auto") -> np.ndarray:
-    """Upper bound on log(E_Q[R^α] − 1) for sorted unique orders by the chosen engine."""
-    ctx = Ctx(n, eps0)
+def log_fm1(
+    n: int, eps0: float, alphas: np.ndarray, engine: str = "auto", randomizer: str = "any"
+) -> np.ndarray:
+    """Upper bound on log(E_Q[R^α] − 1) for sorted unique orders by the chosen engine, the law of
+    C that of ``randomizer``'s clone probability (:func:`.types.clone_law`)."""
+    ctx = Ctx(n, eps0, randomizer)
     if ctx.N == 0:
         out: np.ndarray = log_expm1(log_cap_f(alphas, ctx))
         return out
@@ -149,7 +153,10 @@ def log_fm1(n: int, eps0: float, alphas: np.ndarray, engine: str = "auto") -> np
         # the default grid) are routed apart: the grid's orders keep their histogram values and
         # the adaptive engine (valid at every real order) takes only the orders above 10⁴
         return np.concatenate(
-            [log_fm1(n, eps0, alphas[:top], engine), log_fm1(n, eps0, alphas[top:], engine)]
+            [
+                log_fm1(n, eps0, alphas[:top], engine, randomizer),
+                log_fm1(n, eps0, alphas[top:], engine, randomizer),
+            ]
         )
     if engine == "auto" and _in_hist_domain(ctx, alphas):
         prep = histogram_engine(ctx)

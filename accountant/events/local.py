@@ -136,7 +136,8 @@ RR_BOUNDS = ("upper", "clones_rr", "generic")
 _RR_SOURCE = (
     "the clone decomposition of randomized response: every report is a clone of the changed user's "
     "two components with probability 2/(e^{ε0}+1) (FMT21 §3's reduction with that clone probability), "
-    "order-wise minimum with the event's generic bounds; bounds.md §12"
+    "in place of the generic clone pair it dominates, order-wise minimum with the event's other generic "
+    "bounds; bounds.md §12"
 )
 
 
@@ -152,9 +153,11 @@ def categories_field() -> Any:
 
 
 class _RandomizedResponse(Event):
-    """The curve of a randomized-response event: its generic curve (``_generic``: the CurveDetail of
-    the same population under the generic event's bounds) tightened by the ``clones_rr`` bound, or
-    one of the two by name. ``_sampled`` is k (n when every user reports)."""
+    """The curve of a randomized-response event: the generic event's construction with the
+    ``clones_rr`` pair in place of the generic clone pair (``_detail(orders, "rr")``; the generic
+    pair is dominated by it, bounds.md §12, and is not computed), or by name ``clones_rr`` alone or
+    the ``generic`` event's curve (``_detail(orders, "any")``). ``_sampled`` is k (n when every
+    user reports)."""
 
     n: int
     epsilon0: float
@@ -163,24 +166,19 @@ class _RandomizedResponse(Event):
     def _sampled(self) -> int:
         return self.n
 
-    def _generic(self, orders: NDArray[np.float64]) -> Any:  # pragma: no cover - overridden
+    def _detail(self, orders: NDArray[np.float64], randomizer: str) -> Any:  # pragma: no cover - overridden
         raise NotImplementedError
 
     def unit_curve(self, orders: NDArray[np.float64], bound: str = "upper") -> NDArray[np.float64]:
         if bound == "clones_rr":
             return _b.rr_clones(self.n, self._sampled, self.epsilon0, orders, named=True)
-        generic = self._generic(orders)
-        out: NDArray[np.float64] = (
-            generic.rdp
-            if bound == "generic"
-            else _b.rr_upper_detail(generic, self.n, self._sampled, self.epsilon0).rdp
-        )
+        out: NDArray[np.float64] = self._detail(orders, "any" if bound == "generic" else "rr").rdp
         return out
 
     def curve_sources(self, orders: NDArray[np.float64], bound: str = "upper") -> tuple[list[str], list[str]]:
         if bound != "upper":
             return [bound] * orders.size, []
-        d = _b.rr_upper_detail(self._generic(orders), self.n, self._sampled, self.epsilon0)
+        d = self._detail(orders, "rr")
         return list(d.sources), list(d.notes)
 
     def dominating_pair(self) -> HockeyStickPair:
@@ -208,16 +206,14 @@ class ShuffleRREvent(_RandomizedResponse):
     )
     categories: int = categories_field()
 
-    def _generic(self, orders: NDArray[np.float64]) -> Any:
-        return _b.shuffle_upper_detail(self.n, self.epsilon0, orders, "discrete")
+    def _detail(self, orders: NDArray[np.float64], randomizer: str) -> Any:
+        return _b.shuffle_upper_detail(self.n, self.epsilon0, orders, "discrete", randomizer)
 
     def pure_epsilon(self) -> float:
         return self.epsilon0
 
     def heavy_parts(self) -> frozenset[HeavyPart]:
-        return frozenset(
-            {("shuffle", self.n, self.epsilon0, "discrete"), ("clones_rr", self.n, self.n, self.epsilon0)}
-        )
+        return frozenset({("clones_rr", self.n, self.n, self.epsilon0)})
 
 
 @register
@@ -260,17 +256,13 @@ class SubsampledShuffleRREvent(_RandomizedResponse):
     def _sampled(self) -> int:
         return self.k
 
-    def _generic(self, orders: NDArray[np.float64]) -> Any:
-        return _b.subsampled_upper_detail(self.n, self.k, self.epsilon0, orders, "discrete")
+    def _detail(self, orders: NDArray[np.float64], randomizer: str) -> Any:
+        return _b.subsampled_upper_detail(self.n, self.k, self.epsilon0, orders, "discrete", randomizer)
 
     def pure_epsilon(self) -> float:
         return float(np.log1p(self.k / self.n * np.expm1(self.epsilon0)))
 
     def heavy_parts(self) -> frozenset[HeavyPart]:
         return frozenset(
-            {
-                ("subsampled_shuffle", self.n, self.k, self.epsilon0, "discrete"),
-                ("shuffle", self.k, self.epsilon0, "discrete"),
-                ("clones_rr", self.n, self.k, self.epsilon0),
-            }
+            {("clones_rr", self.n, self.k, self.epsilon0), ("clones_rr", self.k, self.k, self.epsilon0)}
         )

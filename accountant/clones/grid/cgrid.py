@@ -27,7 +27,6 @@ from ..._numerics import log_expm1
 from ..closed_form import log_cap_f, log_q_at, log_ratio, tilt
 from ..types import Array, Ctx
 
-_RHO = 1.5e-3  # C-grid: target relative slack of F − 1 (small F) or of log F (large)
 #: Wide sample intervals that matter through their left-end bound get samples every this many
 #: nats of log P(C = c) (:func:`_subdivide`).
 _SUB_NATS = 16.0
@@ -87,7 +86,7 @@ def _refine_far_peaks(
         return cs, lp, est
     cs2 = np.concatenate([cs, new])
     order = np.argsort(cs2, kind="stable")
-    lp2 = np.concatenate([lp, log_binom_pmf(new.astype(float), float(ctx.N), ctx.q, ctx.q1)])
+    lp2 = np.concatenate([lp, log_binom_pmf(new.astype(float), float(ctx.N), ctx.p, ctx.p1)])
     est2 = np.concatenate([est, _estimates(ctx, alphas, new)], axis=1)
     return cs2[order], lp2[order], est2[:, order]
 
@@ -129,7 +128,7 @@ def _subdivide(ctx: Ctx, cs: Array, lp: Array, est: Array, mx: Array) -> tuple[A
     isnew = np.isin(cs2, new)
     lp2 = np.empty(cs2.size)
     lp2[~isnew] = lp
-    lp2[isnew] = log_binom_pmf(cs2[isnew].astype(float), float(ctx.N), ctx.q, ctx.q1)
+    lp2[isnew] = log_binom_pmf(cs2[isnew].astype(float), float(ctx.N), ctx.p, ctx.p1)
     est2 = np.array([np.interp(cs2.astype(float), cs.astype(float), row) for row in est])
     return cs2, lp2, est2
 
@@ -144,7 +143,7 @@ def c_grid(ctx: Ctx, alphas: Array) -> tuple[Array, Array]:
         np.concatenate([cs, np.unique(np.round(np.geomspace(1, max(c0, 1), 30))).astype(np.int64)])
     )
     cs = cs[(cs >= 0) & (cs <= big_n)]
-    lp = log_binom_pmf(cs.astype(float), float(big_n), ctx.q, ctx.q1)
+    lp = log_binom_pmf(cs.astype(float), float(big_n), ctx.p, ctx.p1)
     est = _estimates(ctx, alphas, cs)  # (K, S)
     cs, lp, est = _refine_far_peaks(ctx, alphas, cs, lp, est)
     L = lp[None, :] + est
@@ -156,7 +155,7 @@ def c_grid(ctx: Ctx, alphas: Array) -> tuple[Array, Array]:
     rel = thr <= L
     # allowed relative slack per order, and |d log(f−1)/dc| per sample interval
     lnF = np.logaddexp(0.0, mx[:, 0])
-    eta = _RHO * np.maximum(1.0, alphas / 64.0) ** 0.25 * np.maximum(1.0, lnF)
+    eta = ctx.precision.rho * np.maximum(1.0, alphas / 64.0) ** 0.25 * np.maximum(1.0, lnF)
     cf = cs.astype(float)
     dc = np.diff(cf)
     slope = np.abs(np.diff(est, axis=1)) / np.maximum(dc, 1.0)[None, :]

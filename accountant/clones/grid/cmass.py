@@ -1,5 +1,6 @@
-"""The law of C ~ Bin(N, q) summed over the bins of a C-grid: the weights W_j of the clone engines
-(FMT21 §3; bounds.md §8).
+"""The law of C ~ Bin(N, p) summed over the bins of a C-grid: the weights W_j of the clone engines
+(FMT21 §3; bounds.md §8; p the clone probability, ``Ctx.p``: e^{−ε0}, or 2/(e^{ε0}+1) for
+randomized response, bounds.md §12).
 
 For points p_0 < p_1 < … the bins are [p_j, p_{j+1} − 1] and [p_last, N]. Every mass multiplies a
 non-negative term of the bound, so each is returned (log) as an upper bound on the exact mass:
@@ -10,12 +11,12 @@ log pmf at every k, :func:`accountant._binomial.log_binom_pmf_range`); a wider o
 certified pieces:
 
 * *Far tails* (as before, for the parts of bins outside W): P(C ≤ k) ≤ pmf(k)/(1 − r_k) with
-  r_k = pmf(k−1)/pmf(k) = k(1−q)/((N−k+1)q), and P(C ≥ k) ≤ pmf(k)/(1 − r'_k) with
-  r'_k = pmf(k+1)/pmf(k) = (N−k)q/((k+1)(1−q)), whenever the ratio is < 1 (else the trivial
+  r_k = pmf(k−1)/pmf(k) = k(1−p)/((N−k+1)p), and P(C ≥ k) ≤ pmf(k)/(1 − r'_k) with
+  r'_k = pmf(k+1)/pmf(k) = (N−k)p/((k+1)(1−p)), whenever the ratio is < 1 (else the trivial
   bound 1): r_k increases and r'_k decreases in k, so the terms beyond k are dominated by a
   geometric series of ratio r_k (r'_k).
 * *Truncated sums* inside W. The pmf is log-concave (r'_k decreasing): on a bin [A, B] its largest
-  term is at k* = the mode ⌊(N+1)q⌋ clipped to [A, B], and the terms fall away from k* on both
+  term is at k* = the mode ⌊(N+1)p⌋ clipped to [A, B], and the terms fall away from k* on both
   sides. The terms of a run [k_l, k_r] ∋ k* are summed exactly; the rest of the bin is bounded by
   the far-tail bounds taken at the cuts, P(C ≤ k_l − 1) and P(C ≥ k_r + 1) (any cut gives an
   upper bound; the cut only decides the excess). The cuts are widened until each of the two
@@ -34,7 +35,7 @@ certified pieces:
 
 Exactly summed runs (:func:`_range_logsums`), in blocks of 64 terms: Loader's pmf at the first k
 of the block, times the cumulative products of the exact ratios pmf(k)/pmf(k−1) =
-(N−k+1)q/(k(1−q)) (≲ 4 ulps each: ≲ 3e-14 relative on a term), in numpy or — the same products
+(N−k+1)p/(k(1−p)) (≲ 4 ulps each: ≲ 3e-14 relative on a term), in numpy or — the same products
 in the same order — in a compiled loop (:func:`accountant.clones.compiled.sums.pmf_block_sums`, when
 the compiled kernels are on, :func:`accountant.clones.compiled.available`).
 """
@@ -79,7 +80,7 @@ class _Runs(NamedTuple):
 
 
 class CMass:
-    """log P(C ∈ bin) for C ~ Bin(N, q) over the bins of a C-grid (module docstring): upper bounds
+    """log P(C ∈ bin) for C ~ Bin(N, p) over the bins of a C-grid (module docstring): upper bounds
     with an excess ≤ 2⁻⁶⁰ relative (beyond the pmf's rounding). A window W of fewer than
     ``whole_max`` terms is summed whole (no truncation), its pmf computed once — for a caller that
     asks for many grids (the adaptive engine) that is cheaper up to larger windows; wider ones
@@ -90,18 +91,18 @@ class CMass:
         half = 40.0 * ctx.sig_c + 40.0
         self.lo = int(max(0, math.floor(ctx.c0 - half)))
         self.hi = int(min(ctx.N, math.ceil(ctx.c0 + half)))
-        # pmf(k+1) ≥ pmf(k) iff k ≤ (N+1)q − 1: the largest term is at ⌊(N+1)q⌋ (its rounding
+        # pmf(k+1) ≥ pmf(k) iff k ≤ (N+1)p − 1: the largest term is at ⌊(N+1)p⌋ (its rounding
         # only moves where the summed ranges start, never a bound)
-        self.mode = int(min(max(math.floor((ctx.N + 1) * ctx.q), self.lo), self.hi))
+        self.mode = int(min(max(math.floor((ctx.N + 1) * ctx.p), self.lo), self.hi))
         self.memo: tuple[Array, Array] = (np.empty(0, dtype=np.int64), np.empty((3, 0)))
         self.deferred: dict[tuple[int, int], tuple[Array, Array, Array]] = {}
         self.far: list[float] | None = None  # log-bounds on P(C < lo) and P(C > hi)
         self.lpmf: Array | None = None
         if self.hi - self.lo < whole_max:
-            self.lpmf = log_binom_pmf_range(self.lo, self.hi, ctx.N, ctx.q, ctx.q1, block=32)
+            self.lpmf = log_binom_pmf_range(self.lo, self.hi, ctx.N, ctx.p, ctx.p1, block=32)
 
     def _lp(self, k: Array) -> Array:
-        return log_binom_pmf(k.astype(float), float(self.ctx.N), self.ctx.q, self.ctx.q1)
+        return log_binom_pmf(k.astype(float), float(self.ctx.N), self.ctx.p, self.ctx.p1)
 
     def _geo(self, k: Array, lp: Array, lower: bool) -> Array:
         """log of the geometric-series bound on P(C ≤ k) (``lower``) or P(C ≥ k) from log pmf(k)
@@ -111,9 +112,9 @@ class CMass:
         big_n = float(ctx.N)
         with np.errstate(divide="ignore", invalid="ignore"):
             if lower:
-                r = kf * ctx.q1 / ((big_n - kf + 1.0) * ctx.q)
+                r = kf * ctx.p1 / ((big_n - kf + 1.0) * ctx.p)
             else:
-                r = (big_n - kf) * ctx.q / ((kf + 1.0) * ctx.q1)
+                r = (big_n - kf) * ctx.p / ((kf + 1.0) * ctx.p1)
             out: Array = np.where(r < 1.0, lp - np.log1p(-np.where(r < 1.0, r, 0.0)), 0.0)
         return out
 
@@ -125,7 +126,7 @@ class CMass:
         have fallen by ~45 nats plus log 1/(1 − r) (Gaussian profile of the log-ratios), ≤ span."""
         big_n = float(self.ctx.N)
         kf = ks.astype(float)
-        q, q1 = self.ctx.q, self.ctx.q1
+        q, q1 = self.ctx.p, self.ctx.p1
         with np.errstate(divide="ignore", invalid="ignore"):
             if up:  # log of the ratio pmf(k+1)/pmf(k) at ks, and of pmf(k−1)/pmf(k) below
                 lr = np.log((big_n - kf) * q) - np.log((kf + 1.0) * q1)
@@ -304,7 +305,7 @@ def _range_logsums(k_lo: Array, k_hi: Array, ref: Array, ctx: Ctx) -> Array:
     below e^{−745} of it underflows to 0, far below rounding): per block of ``BLOCK`` terms,
     Loader's value at its first k times the cumulative products of the exact ratios (module
     docstring), summed."""
-    big_n, p, q1 = float(ctx.N), ctx.q, ctx.q1
+    big_n, p, q1 = float(ctx.N), ctx.p, ctx.p1
     nb = (k_hi - k_lo) // BLOCK + 1
     rid = np.repeat(np.arange(k_lo.size), nb)
     first = np.cumsum(nb) - nb

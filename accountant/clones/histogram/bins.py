@@ -10,24 +10,24 @@ import numpy as np
 
 from ..._numerics import log_phi, segment_logsumexp
 from .. import compiled
-from ..types import Array, BinStats, Layout
+from ..types import PRECISION, Array, BinStats, Layout, Precision
 from .runs import Runs, group_runs, reduce_groups
 
-_R = 1.03  # geometric ratio of the g-bins near 0 (chord slack ≈ (R−1)²/4 relative)
-DG = 7.5e-4  # widest g-bin
+_R = PRECISION["any"].ratio  # geometric ratio of the g-bins near 0 (chord slack ≈ (R−1)²/4 relative)
+DG = PRECISION["any"].dg  # widest g-bin (both: the default design's; a finer one: ``types.PRECISION``)
 _MERGE_REL = 0.03  # merged bins (per order): width ≤ this·g in the uniform part …
 _MERGE_ABS = 0.05  # … and ≤ this/α (chord slack ≲ (α·width)²/8 where ψ is exponential)
 PRUNE = 45.0
 
 
-def bin_edges(gmin: float, gmax: float) -> Layout:
-    """Bin edges on |g|: 0, gmin, then ×_R while the step is below dg, then steps of dg up to
-    gmax, dg = min(DG, gmax/200) (finer when ε0 is small, where the largest orders would
-    otherwise see few bins). Returns the edges, the index of the first uniform-part edge
+def bin_edges(gmin: float, gmax: float, widest: float = DG, ratio: float = _R) -> Layout:
+    """Bin edges on |g|: 0, gmin, then ×``ratio`` while the step is below dg, then steps of dg up
+    to gmax, dg = min(``widest``, gmax/200) (finer when ε0 is small, where the largest orders
+    would otherwise see few bins). Returns the edges, the index of the first uniform-part edge
     (geometric below it) and dg."""
-    dg = min(DG, gmax / 200.0)
-    lr = math.log(_R)
-    g_sw = dg / (_R - 1.0)
+    dg = min(widest, gmax / 200.0)
+    lr = math.log(ratio)
+    g_sw = dg / (ratio - 1.0)
     k = max(0, int(math.ceil(math.log(max(min(gmax, g_sw), gmin) / gmin) / lr)))
     geo = gmin * np.exp(lr * np.arange(k + 1))
     m = max(0, int(math.ceil((gmax - geo[-1]) / dg)))
@@ -50,11 +50,19 @@ class Bins(BinStats):
     _cuts: dict[int, Bins]
     keys: Array
 
-    def __init__(self, lw: Array, g: Array, seg: Array, shift_low: Array, lin: Array | None = None) -> None:
+    def __init__(
+        self,
+        lw: Array,
+        g: Array,
+        seg: Array,
+        shift_low: Array,
+        lin: Array | None = None,
+        precision: Precision = PRECISION["any"],
+    ) -> None:
         valid = np.isfinite(lw) & (g != 0.0)
         if lin is not None:
             valid &= lin > 0.0
-        key, nk, self.layout = _bin_keys(g, valid)
+        key, nk, self.layout = _bin_keys(g, valid, precision)
         runs = Runs(key, seg)
         rk, rseg = runs.key, runs.seg
         mx = np.full(nk, -np.inf)
@@ -162,14 +170,15 @@ class Bins(BinStats):
         return out
 
 
-def _bin_keys(g: Array, valid: Array) -> tuple[Array, int, Layout]:
-    """Bin key of every valid cell (2·bin + [g < 0], bins on |g| from :func:`bin_edges`; bin k covers
+def _bin_keys(g: Array, valid: Array, precision: Precision = PRECISION["any"]) -> tuple[Array, int, Layout]:
+    """Bin key of every valid cell (2·bin + [g < 0], bins on |g| from :func:`bin_edges` with the
+    widest bin and ratio of ``precision``; bin k covers
     (ed[k], ed[k+1]]), the extra last key for the others, and the number of keys. The analytic
     index is corrected against the edges themselves, so a value on an edge lands in the bin it
     bounds."""
     ag = np.abs(g)
     gmin = float(np.min(ag, where=valid, initial=np.inf))
-    ed, ksw, dg = bin_edges(gmin, float(np.max(ag, where=valid, initial=0.0)))
+    ed, ksw, dg = bin_edges(gmin, float(np.max(ag, where=valid, initial=0.0)), precision.dg, precision.ratio)
     nb = ed.size - 1
     top = ed[ksw]
     # the uniform part's index for every cell (in place), then the geometric part's for the few
@@ -180,7 +189,7 @@ def _bin_keys(g: Array, valid: Array) -> tuple[Array, int, Layout]:
     idx += ksw - 1.0
     geo = np.flatnonzero(ag <= top)
     with np.errstate(divide="ignore", invalid="ignore"):
-        idx[geo] = np.ceil(np.log(ag[geo] / gmin) / math.log(_R))
+        idx[geo] = np.ceil(np.log(ag[geo] / gmin) / math.log(precision.ratio))
     np.clip(idx, 0, nb - 1, out=idx)
     idx = idx.astype(np.int64)
     bad = np.flatnonzero(~((ag > ed[:-1][idx]) & (ag <= ed[1:][idx])) & valid)

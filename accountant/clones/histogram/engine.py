@@ -17,7 +17,7 @@ from ..grid.cmass import CMass
 from ..grid.windows import tails, windows
 from ..types import Array, Ctx
 from . import boxes
-from .bins import _R, Bins, bin_edges, hist_sum_merged
+from .bins import Bins, bin_edges, hist_sum_merged
 
 #: Slack check: an order is flagged (and re-evaluated by the caller) when its estimated
 #: C-slack log(1+U) − log(1+L) exceeds CHECK·(α/64)^¼·log(1+U).
@@ -95,16 +95,26 @@ class Prepared:
             rj, ra, rb = plan.ranges
             shift = lw_low - lw
             if rj.size and compiled.available():  # the same histogram from the compiled kernel
-                st = compiled.hist_stats(c[rj], ra, rb, lw[rj], shift[rj], ctx, bin_edges, math.log(_R))
+                prec = ctx.precision
+                st = compiled.hist_stats(
+                    c[rj],
+                    ra,
+                    rb,
+                    lw[rj],
+                    shift[rj],
+                    ctx,
+                    lambda lo, hi: bin_edges(lo, hi, prec.dg, prec.ratio),
+                    math.log(prec.ratio),
+                )
                 self.bins = None if st is None else Bins.from_stats(*st)
             elif rj.size:
                 lbw, den, g, segc = hist_cells(c[rj], ra, rb, lw[rj], ctx)
                 if np.any(np.isfinite(lbw) & (g != 0.0) & (den > 0.0)):
-                    self.bins = Bins(lbw, g, segc, shift[rj], lin=den)
+                    self.bins = Bins(lbw, g, segc, shift[rj], lin=den, precision=ctx.precision)
             if plan.boxes is not None:
                 bj, blw, bg = plan.boxes.seg, plan.boxes.lw, plan.boxes.g
                 if np.any(np.isfinite(blw) & (bg != 0.0)):
-                    self.box_bins = Bins(blw, bg, np.arange(bj.size), shift[bj])
+                    self.box_bins = Bins(blw, bg, np.arange(bj.size), shift[bj], precision=ctx.precision)
 
     def evaluate(self, alphas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Upper bound on log(E_Q[R^α] − 1) for sorted unique orders within [α_lo, α_hi], and a mask
