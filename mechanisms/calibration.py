@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, overload
 
@@ -296,10 +297,9 @@ def _take_population(cls: type[CentralMechanism], req: _Request, params: dict[st
         params["n"] = req.n
 
 
-def _calibrate_accounting(
-    cls: type[Mechanism], req: _Request, params: dict[str, Any], field: AccountingField
-) -> AccountingCalibration:
-    """The verified crossing of ε(``field``) with the target, the mechanism fixed (module docstring)."""
+def _check_accounting(cls: type[Mechanism], req: _Request, params: dict[str, Any], field: str) -> None:
+    """Refuse what an accounting solve cannot take: the field given, a local mechanism without its
+    population, a knob-calibration ``mode``."""
     if {"count": req.count, "n": req.n, "k": req.k}[field] is not None:
         raise ParameterError(f"leave {field} out when solving for it")
     if cls.kind == "local" and field != "n" and req.n is None:
@@ -308,56 +308,80 @@ def _calibrate_accounting(
         raise ParameterError(
             "'mode' chooses how the knob is calibrated: leave it out when solving for " + field
         )
-    if issubclass(cls, CentralMechanism):
-        _take_population(cls, req, params)
-    mech = cls(**params)  # fully specified, its knob included (ParameterError naming what is missing)
 
-    def accounting(x: int) -> tuple[int | None, int | None, int]:
+
+@dataclass(frozen=True)
+class _Accounting:
+    """The accounting of a fixed mechanism with ``field`` free: (n, k, count), its events and ε."""
+
+    mech: Mechanism
+    req: _Request
+    field: AccountingField
+
+    def at(self, x: int) -> tuple[int | None, int | None, int]:
         """(n, k, count) with ``field`` at ``x``."""
+        req, field = self.req, self.field
         return (
             x if field == "n" else req.n,
             x if field == "k" else req.k,
             x if field == "count" else req.rounds,
         )
 
-    def events(x: int) -> list[Event]:
-        n, k, count = accounting(x)
-        return mech.events(n=n, k=k, count=count)
+    def events(self, x: int) -> list[Event]:
+        n, k, count = self.at(x)
+        return self.mech.events(n=n, k=k, count=count)
 
-    def eps(x: float) -> float:
+    def eps(self, x: float) -> float:
         """Accounted ε at δ with ``field`` at ``x``; +inf where no ε exists (``accounted_epsilon``) or
         the events cannot be formed (count·T beyond the events' limit of a multi-step mechanism)."""
-        req.check_time()
+        self.req.check_time()
         try:
-            evs = events(int(x))
+            evs = self.events(int(x))
         except AccountantError:
             return math.inf
-        return accounted_epsilon(evs, req.delta)
+        return accounted_epsilon(evs, self.req.delta)
 
-    # the fixed quantities validated, and the field's domain as the accountant declares it
-    probe = events((req.k or 1) if field == "n" else 1)
-    holder = next((e for e in probe if field in event_fields(e.mechanism)), None)
-    if holder is None:  # pragma: no cover - solve_for_choices offers only fields the events have
-        raise ParameterError(f"the events of {req.name} have no field {field!r} to solve for")
-    dom = field_domain(holder.to_dict(), field)
-    found = find_crossing(eps, dom, req.epsilon, start=1 if field == "count" else None)
-    if found.good is None:
-        x_low, e_low = min(found.points.items(), key=lambda p: (p[1], p[0]))
+    def domain(self) -> Domain:
+        """The field's domain as the accountant declares it (the fixed quantities validated first)."""
+        probe = self.events((self.req.k or 1) if self.field == "n" else 1)
+        holder = next((e for e in probe if self.field in event_fields(e.mechanism)), None)
+        if holder is None:  # pragma: no cover - solve_for_choices offers only fields the events have
+            raise ParameterError(f"the events of {self.req.name} have no field {self.field!r} to solve for")
+        return field_domain(holder.to_dict(), self.field)
+
+    def infeasible(self, points: Mapping[float, float]) -> ParameterError:
+        """The refusal when no value meets the target: the lowest ε found, and where."""
+        req, field = self.req, self.field
+        x_low, e_low = min(points.items(), key=lambda p: (p[1], p[0]))
         fixed = [
-            f"{q} = {v}" for q, v in zip(("n", "k", "count"), accounting(0)) if q != field and v is not None
+            f"{q} = {v}" for q, v in zip(("n", "k", "count"), self.at(0)) if q != field and v is not None
         ]
-        raise ParameterError(
+        return ParameterError(
             f"no {field} meets epsilon = {req.epsilon} at delta = {req.delta} with these parameters"
             f"{' (' + ', '.join(fixed) + ')' if fixed else ''}: the lowest epsilon found is {e_low:.6g}, at "
             f"{field} = {int(x_low):,}; raise the target or change the mechanism's parameters"
         )
+
+
+def _calibrate_accounting(
+    cls: type[Mechanism], req: _Request, params: dict[str, Any], field: AccountingField
+) -> AccountingCalibration:
+    """The verified crossing of ε(``field``) with the target, the mechanism fixed (module docstring)."""
+    _check_accounting(cls, req, params, field)
+    if issubclass(cls, CentralMechanism):
+        _take_population(cls, req, params)
+    acc = _Accounting(cls(**params), req, field)  # fully specified, its knob included
+    dom = acc.domain()
+    found = find_crossing(acc.eps, dom, req.epsilon, start=1 if field == "count" else None)
+    if found.good is None:
+        raise acc.infeasible(found.points)
     # ``find_crossing``'s final bracket on integers is (good, good ± 1), both evaluated with ``eps``
     # itself: the answer meets the target and one step further misses — unless good is the domain's end
     value = int(found.good)
-    n, k, count = accounting(value)
-    g = epsilon_guarantee(events(value), req.delta)
+    n, k, count = acc.at(value)
+    g = epsilon_guarantee(acc.events(value), req.delta)
     return AccountingCalibration(
-        mechanism=mech,
+        mechanism=acc.mech,
         solve_for=field,
         value=value,
         n=n,
