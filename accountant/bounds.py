@@ -29,6 +29,7 @@ from .errors import BoundNotApplicable, InvalidParameter
 from .nested import wbk19_over, wbk_inner_orders
 from .store import BoundedCache, MiB, cached_curve, checkpoint
 from .subsampled_clones import subsampled_clone_rdp
+from .subsampled_floor import dominated
 
 #: whether the default curves include the tighter bounds of bounds.md §8 (clones, WBK19)
 _TIGHT: ContextVar[bool] = ContextVar("accountant_tight_bounds", default=True)
@@ -446,6 +447,29 @@ def _subsampled_upper_detail(
 ) -> CurveDetail:
     labels = {0: "cap", 1: "su", 2: "wbk19"}
     chosen: dict[int, int] = {}
+    sc, pair_names = _subsampled_pair(n, k, epsilon0, o, randomizer)
+    capv = _ss.cap(n, k, epsilon0, o)
+    # The lower bounds of accountant.subsampled_floor hold for the ``rr`` candidates too: they are
+    # those of shuffled binary randomized response at ε0, which the ``rr`` k-user curve also bounds.
+    if dominated(n, k, epsilon0, o, output, np.minimum(capv, sc)):
+        # the k-user curve and the interpolated SU/WBK19 are provably above min(cap, pair) at
+        # every order (accountant.subsampled_floor): the minimum is that, bit for bit
+        interp = inner = np.full(o.shape, np.inf)
+    else:
+        interp, inner = _subsampled_rest(n, k, epsilon0, o, output, chosen, randomizer)
+    return _subsampled_min(o, (interp, capv, inner, sc), labels, chosen, k, pair_names, randomizer)
+
+
+def _subsampled_rest(
+    n: int,
+    k: int,
+    epsilon0: float,
+    o: NDArray[np.float64],
+    output: str,
+    chosen: dict[int, int],
+    randomizer: str,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The interpolated min(cap, SU, WBK19) and the k-user shuffle's own curve at ``o``."""
     # The k-user shuffle curve serves twice — WBK19's inner curve (integer orders) and the
     # "k-user shuffle" candidate (the requested orders) — so it is computed once, on the union.
     shared: dict[float, float] = {}
@@ -461,11 +485,9 @@ def _subsampled_upper_detail(
             return np.array([shared[v] for v in os_.tolist()])
         return shuffle_upper_detail(k, epsilon0, os_, output, randomizer).rdp
 
-    cap_i, cap_o = also_at(lambda x: _ss.cap(n, k, epsilon0, x), o)
-
     def int_min(ints: ArrayLike) -> NDArray[np.float64]:
         ints = np.asarray(ints, dtype=np.int64)
-        c = [cap_i(ints)]
+        c = [_ss.cap(n, k, epsilon0, ints)]
         c.append(
             _ss._su_int(n, k, epsilon0, ints)
             if (output == "discrete" and k >= 2)
@@ -479,11 +501,22 @@ def _subsampled_upper_detail(
         return out
 
     interp = round_up(interpolate_integer_bound(o, int_min))
-    capv = cap_o()
     # Subsampling never hurts: by joint quasi-convexity of D_α over the (common) sample sets, the
     # subsampled curve is at most the k-user shuffle's own curve.
     inner = k_curve(o) if epsilon0 > 0 else np.zeros(o.shape)
-    sc, pair_names = _subsampled_pair(n, k, epsilon0, o, randomizer)
+    return interp, inner
+
+
+def _subsampled_min(
+    o: NDArray[np.float64],
+    cands: tuple[NDArray[np.float64], ...],
+    labels: dict[int, str],
+    chosen: dict[int, int],
+    k: int,
+    pair_names: list[str],
+    randomizer: str,
+) -> CurveDetail:
+    interp, capv, inner, sc = cands
     vals = np.minimum.reduce([interp, capv, inner, sc])
     sources: list[str] = []
     for a, v, c, s, z, pn in zip(

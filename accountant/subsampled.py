@@ -41,6 +41,20 @@ def su(n: int, k: int, epsilon0: float, orders: ArrayLike) -> NDArray[np.float64
     return round_up(_su_int(n, k, epsilon0, a))
 
 
+def su_second_term(n: int, k: int, epsilon0: float, af: NDArray[np.float64]) -> NDArray[np.float64]:
+    """log of Theorem 5.4.1's j = 2 term, 4C(α,2)γ²(E−1)²/(k̄E), at the orders ``af`` (ε0 > 0)."""
+    kb = n_bar(k, epsilon0)  # same formula with k in place of n
+    t2: NDArray[np.float64] = (
+        np.log(4.0)
+        + log_comb(af, 2.0)
+        + 2.0 * np.log(k / n)
+        + 2.0 * log_expm1(epsilon0)
+        - np.log(kb)
+        - epsilon0
+    )
+    return t2
+
+
 def _su_int(n: int, k: int, epsilon0: float, a: NDArray[np.int64]) -> NDArray[np.float64]:
     af = np.asarray(a, dtype=float)
     if epsilon0 == 0.0:
@@ -49,9 +63,7 @@ def _su_int(n: int, k: int, epsilon0: float, a: NDArray[np.int64]) -> NDArray[np
     lg = np.log(gamma)
     kb = n_bar(k, epsilon0)  # same formula with k in place of n
     log_kb = np.log(kb)
-    t2: NDArray[np.float64] = (
-        np.log(4.0) + log_comb(af, 2.0) + 2.0 * lg + 2.0 * log_expm1(epsilon0) - log_kb - epsilon0
-    )
+    t2 = su_second_term(n, k, epsilon0, af)
     log_y: NDArray[np.float64] = LOG2 + 2.0 * log_expm1(2.0 * epsilon0) - log_kb - 2.0 * epsilon0
     log_gs: NDArray[np.float64] = lg + log_expm1(2.0 * epsilon0) - epsilon0
     slack: float = (k - 1) * np.exp(-epsilon0) / 8.0

@@ -10,7 +10,8 @@ Pipeline, one module per stage (as in Microsoft's prv_accountant):
 3. :mod:`.compose` — composition by an exponentially tilted FFT, every numerical error
    (tilting, aliasing, FFT rounding amplified by the powers, inverse FFT, sums) bounded and added
    to δ; the mass at +∞ composed exactly.
-4. :mod:`.convert` — δ(ε), and the smallest certified ε(δ).
+4. :mod:`.convert` — δ(ε), and the smallest certified ε(δ); δ(ε) of a composition is read in O(1)
+   per ε from suffix sums over it (:mod:`.tail`).
 
 Needs ``dp_accounting`` (extra ``[pld]``), imported when a PLD is first built.
 """

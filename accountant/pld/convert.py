@@ -3,13 +3,14 @@
 δ(ε) comes from :meth:`.compose.Composed.delta` with the tilt λ that minimises the Chernoff
 exponent at that ε. ε(δ): a first guess is the Chernoff (RDP-of-the-discrete-PLD) ε,
 min_λ (Σ T_k log M_k(λ) + log 1/(δ − δ_∞))/λ, which is ≥ the exact ε; the composition is tilted
-for it; scipy's brentq finds the root of log δ(ε) = log δ on the certified curve (non-increasing
-in ε) — bracketed first within a grid cell or two by an approximate δ at the grid points (two
-first-order recurrences over the composed vector, run from the top of the window down to the
-crossing only), so that only a few certified evaluations are needed (each ε evaluated once per
-composition) — and the root is moved up until the certified δ at it is ≤ δ. When the numerical error at
-the answer exceeds 10⁻³·δ and the best tilt for the answer differs from the one used by more
-than 5%, the composition is redone once with that tilt.
+for it; the grid cell where the certified δ(ε) (non-increasing in ε) crosses δ is found from an
+approximate δ at the grid points (from the Chernoff guess down, every 32nd point first) and
+checked with the certified δ at its ends; inside it the secant narrows the crossing to a few
+float spacings and bisection finishes: the answer is the float where the certified δ first
+falls to δ (or 0). δ(ε) costs O(1) per ε there (:mod:`.tail`'s suffix sums); where it takes a
+pass over the window, brentq narrows the cell first. When the numerical error at the answer
+exceeds 10⁻³·δ and the best tilt for the answer differs from the one used by more than 5%, the
+composition is redone once with that tilt.
 """
 
 from __future__ import annotations
@@ -46,79 +47,121 @@ def delta_at(parts: Parts, epsilon: float) -> tuple[float, float, Composed]:
     return d, err, comp
 
 
-def _root(comp: Composed, delta: float, hi: float) -> float:
-    from scipy.optimize import brentq
+def _root(comp: Composed, delta: float, top: float) -> float:
+    """The smallest float ε ≥ 0 (to one ulp) with certified δ(ε) ≤ δ, from ``top`` (an ε above the
+    answer, where the scan of the window starts): the grid cell of the crossing (:func:`_cell`),
+    narrowed (:func:`_narrow`), then bisected. inf when no ε up to far above the window is
+    certified."""
+    got = _cell(comp, delta, top)
+    if isinstance(got, float):
+        return got
+    lo, hi = got
+    k = int(np.searchsorted(comp.losses, hi, side="right"))
+    lo, hi = _narrow(comp, delta, lo, hi, k >= comp.losses.size or comp.tail.fast(k))
+    while True:  # bisect to the float where the certified δ first falls to δ
+        mid = lo + 0.5 * (hi - lo)
+        if not lo < mid < hi:
+            return hi
+        if comp.delta(mid)[0] > delta:
+            lo = mid
+        else:
+            hi = mid
 
-    def f(e: float) -> float:
+
+def _cell(comp: Composed, delta: float, top: float) -> tuple[float, float] | float:
+    """[lo, hi] with the certified δ above δ at lo and not at hi — a grid cell, guided by an
+    approximation at the grid points (:meth:`.tail.Tail.last_above`, from ``top`` down, block by
+    block, stopping at the first block that crosses) and moved until the certified δ at its ends
+    straddles δ; below or above the window, a bracket grown geometrically — or the answer itself
+    (0 when the root is ≤ 0, inf when none is found)."""
+    losses, n = comp.losses, comp.losses.size
+
+    def above(e: float) -> bool:
+        return comp.delta(e)[0] > delta
+
+    hi_i, block = n - 1, max(1024, n // 16)
+    lo_i = max(0, min(hi_i, math.floor(top / comp.step) - comp.a - block)) if math.isfinite(top) else 0
+    i = comp.tail.last_above(lo_i, hi_i, delta)
+    while i is None and lo_i > 0:
+        hi_i, lo_i = lo_i, max(0, lo_i - block)
+        i = comp.tail.last_above(lo_i, hi_i, delta)
+    i = -1 if i is None else i
+    while i >= 0 and not above(float(losses[i])):  # certified: δ(L̂_i) > δ ≥ δ(L̂_{i+1})
+        i -= 1
+    while i + 1 < n and above(float(losses[i + 1])):
+        i += 1
+    if 0 <= i < n - 1:
+        lo, hi = float(losses[i]), float(losses[i + 1])
+    else:
+        got = _outside(comp, delta, i < 0)
+        if isinstance(got, float):
+            return got
+        lo, hi = got
+    if lo <= 0.0:  # ε ≥ 0: a root at or below 0 answers 0
+        if hi <= 0.0 or not above(0.0):
+            return 0.0
+        lo = 0.0
+    return lo, hi
+
+
+def _outside(comp: Composed, delta: float, below: bool) -> tuple[float, float] | float:
+    """The bracket of :func:`_cell` when the crossing lies below the window's first loss (grown
+    down to 0) or above its last (grown up; δ falls with e^{−λε}, the alias term, down to the
+    mass at +∞): inf if none is found."""
+    losses = comp.losses
+    if below:
+        hi = float(losses[0])
+        lo = hi - comp.step
+        while lo > 0.0 and not comp.delta(lo)[0] > delta:
+            hi, lo = lo, hi - 2.0 * (hi - lo)
+        return lo, hi
+    lo = hi = float(losses[-1])
+    for _ in range(200):
+        hi = hi * 1.5 + 10 * comp.step
+        if not comp.delta(hi)[0] > delta:
+            return lo, hi
+        lo = hi
+    return math.inf
+
+
+def _narrow(comp: Composed, delta: float, lo: float, hi: float, fast: bool) -> tuple[float, float]:
+    """A sub-bracket of [lo, hi] (the certified δ above δ at its bottom, not at its top) around
+    an estimate of the root of g(ε) = log δ(ε) − log δ, a few float spacings wide (then a few
+    bisections finish): by the secant within the cell when δ(ε) costs O(1) (``fast``; log δ is
+    close to linear over a cell), else by brentq (a pass over the window per ε). [lo, hi] if
+    the estimate misses."""
+
+    def g(e: float) -> float:
         return math.log(max(comp.delta(e)[0], 1e-300)) - math.log(delta)
 
-    step = comp.step
-    cell = _grid_bracket(comp, delta, hi)
-    if cell is not None and cell[0] >= 0.0:
-        try:  # a few grid cells: a few certified evaluations finish the search
-            return _certify(comp, delta, float(brentq(f, *cell, xtol=1e-9 * step, rtol=1e-12)), cell[1])
-        except ValueError:  # f has the same sign at both ends: the approximation missed, search widely
-            pass
-    for _ in range(200):
-        if f(hi) <= 0.0:
-            break
-        hi = hi * 1.5 + 10 * step
+    if fast:
+        a, b, ga, gb = lo, hi, g(lo), g(hi)
+        r = b
+        for _ in range(8):  # Illinois: regula falsi with the stale end's value halved
+            if not (ga > 0.0 >= gb and math.isfinite(ga) and math.isfinite(gb)):
+                return lo, hi
+            r = b - gb * (b - a) / (gb - ga)
+            if not a < r < b:
+                break
+            gr = g(r)
+            if gr > 0.0:
+                a, ga, gb = r, gr, gb * 0.5
+            else:
+                b, gb, ga = r, gr, ga * 0.5
+            if b - a <= 64.0 * math.ulp(b):
+                return a, b
+        tol = 8.0 * math.ulp(r)
     else:
-        return math.inf
-    lo = 0.9 * hi  # the Chernoff guess is above the answer, usually by a few per cent
-    while f(lo) <= 0.0:
-        if lo <= step:
-            if f(0.0) <= 0.0:
-                return 0.0
-            hi, lo = lo, 0.0
-            break
-        hi, lo = lo, lo * 0.5
-    return _certify(comp, delta, float(brentq(f, lo, hi, xtol=1e-13, rtol=1e-10)), hi)
+        from scipy.optimize import brentq
 
-
-def _grid_bracket(comp: Composed, delta: float, top: float) -> tuple[float, float] | None:
-    """An *approximate* δ(ε) at the grid points of the window (two first-order recurrences:
-    S_r(k) = Σ_{l>k} r^{l−k} G_l for r = e^{−λΔ}, e^{−(λ+1)Δ}, by scipy's lfilter), and the two grid
-    points around its last crossing of δ, widened by a cell each side; None if it does not cross.
-    The recurrences run from the top of the window down, in blocks (the filter state carried over:
-    the same values as one run), the first ending at ``top`` (an ε above the answer), and stop at
-    the first block where the approximation exceeds δ: the window below it is not needed. Only a
-    bracket for the certified search: nothing here is relied on."""
-    from scipy.signal import lfilter
-
-    lam, step, g = comp.lam, comp.step, comp.G
-    den1, den2 = [1.0, -math.exp(-lam * step)], [1.0, -math.exp(-(lam + 1.0) * step)]
-    z1, z2 = np.zeros(1), np.zeros(1)
-    hi = g.size
-    lo = max(0, min(hi - 1, math.floor(top / step) - comp.a)) if math.isfinite(top) else 0
-    block = max(1024, g.size // 16)
-    while True:
-        seg = g[lo:hi]
-        y1, z1 = lfilter([1.0], den1, seg[::-1], zi=z1)
-        y2, z2 = lfilter([1.0], den2, seg[::-1], zi=z2)
-        eps = (comp.a + lo + np.arange(seg.size, dtype=np.float64)) * step
-        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-            diff = np.maximum((y1[::-1] - seg) - (y2[::-1] - seg), 1e-300)
-            approx = np.exp(comp.log_scale - lam * eps + np.log(diff)) + comp.inf
-        above = np.flatnonzero(approx > delta)
-        if above.size or lo == 0:
-            break
-        hi, lo = lo, max(0, lo - block)
-    k = lo + int(above[-1]) if above.size else -1
-    if k < 1 or k + 2 >= g.size:
-        return None
-    return (comp.a + k - 1) * step, (comp.a + k + 2) * step
-
-
-def _certify(comp: Composed, delta: float, r: float, hi: float) -> float:
-    """Move ``r`` up until the certified δ there is ≤ δ."""
-    bump = max(abs(r), 1.0) * 1e-12
-    for _ in range(200):
-        if comp.delta(r)[0] <= delta:
-            return r
-        r += bump
-        bump *= 2.0
-    return hi
+        r = float(brentq(g, lo, hi, xtol=1e-9 * comp.step, rtol=1e-12))
+        tol = 2.0 * (1e-9 * comp.step + 4e-12 * abs(r))
+    for _ in range(8):  # widen around r until it straddles the root
+        a, b = max(lo, r - tol), min(hi, r + tol)
+        if (a == lo or g(a) > 0.0) and (b == hi or g(b) <= 0.0):
+            return a, b
+        tol *= 16.0
+    return lo, hi
 
 
 def epsilon_at(parts: Parts, delta: float) -> tuple[float, float, float, Composed]:

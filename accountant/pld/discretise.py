@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
@@ -61,7 +61,7 @@ _DOTS_ROUNDING = 16 * U
 _FINE_BELOW, _FINE_ABOVE, _COARSE = 3.0, 8.0, 4
 
 _CACHE: BoundedCache[tuple[Hashable, ...], Discretised] = BoundedCache(
-    256, 64 * MiB, sizeof=lambda _k, v: int(v.probs.nbytes) + 256, name="pld_pmfs"
+    256, 64 * MiB, sizeof=lambda _k, v: 2 * int(v.probs.nbytes) + 256, name="pld_pmfs"
 )
 
 
@@ -76,6 +76,14 @@ class Discretised:
     start: int
     probs: NDArray[np.float64]
     inf_mass: float
+    #: log of ``probs`` (−inf where 0), for the moment-generating functions of the tilt search
+    log_probs: NDArray[np.float64] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        with np.errstate(divide="ignore"):
+            lp = np.log(self.probs)
+        lp.setflags(write=False)
+        object.__setattr__(self, "log_probs", lp)
 
     @property
     def total(self) -> float:

@@ -2,8 +2,10 @@
 cold one does (issue 23, item 7).
 
 The references here are the plain computations the shortcuts replace, written out in the test:
-the PLD bracket's approximation over the whole composed window in one pass, δ(ε) of a fresh
-composition, and the subsampled clone curve from its narrow cell table with empty caches.
+δ(ε) by direct sums over the window (and its exact-arithmetic value), the power of every
+frequency of the spectrum, δ(ε) of a fresh composition, the subsampled clone curve from its
+narrow cell table with empty caches, and the subsampled default curve with every candidate
+computed.
 """
 
 from __future__ import annotations
@@ -12,34 +14,19 @@ import math
 
 import numpy as np
 import pytest
+from mpmath import mp, mpf
 
 pytest.importorskip("dp_accounting")
 
 from accountant import subsampled_clones as sc  # noqa: E402
 from accountant.composition import refine_orders  # noqa: E402
 from accountant.orders import DEFAULT_ORDERS  # noqa: E402
-from accountant.pld import convert, single_round_pmfs  # noqa: E402
+from accountant.pld import compose, convert, single_round_pmfs  # noqa: E402
 from accountant.pld.compose import best_tilt, tilted_compose  # noqa: E402
+from accountant.pld.discretise import U  # noqa: E402
 
 SHUFFLE = {"mechanism": "shuffle", "n": 10**5, "epsilon0": 1.0}
 SUBSAMPLED = {"mechanism": "subsampled_shuffle", "n": 10**5, "k": 300, "epsilon0": 2.0}
-
-
-def whole_window_bracket(comp, delta):
-    """The bracket from the approximation at every grid point of the window (one pass)."""
-    from scipy.signal import lfilter
-
-    lam, step, g = comp.lam, comp.step, comp.G
-    s1 = lfilter([1.0], [1.0, -math.exp(-lam * step)], g[::-1])[::-1] - g
-    s2 = lfilter([1.0], [1.0, -math.exp(-(lam + 1.0) * step)], g[::-1])[::-1] - g
-    eps = (comp.a + np.arange(g.size, dtype=np.float64)) * step
-    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-        approx = np.exp(comp.log_scale - lam * eps + np.log(np.maximum(s1 - s2, 1e-300))) + comp.inf
-    above = np.flatnonzero(approx > delta)
-    if above.size == 0 or above[-1] + 2 >= g.size or above[-1] < 1:
-        return None
-    k = int(above[-1])
-    return float(eps[k - 1]), float(eps[k + 2])
 
 
 def _composition(event, count, at):
@@ -47,23 +34,131 @@ def _composition(event, count, at):
     return tilted_compose(parts, best_tilt(parts, at))
 
 
+def direct_delta(comp, epsilon):
+    """δ(ε) by sums over the window above ε, as before the suffix sums (module docstring of
+    accountant.pld.compose, item 6)."""
+    lam = comp.lam
+    k = int(np.searchsorted(comp.losses, epsilon, side="right"))
+    tp = comp.losses[k:] - epsilon
+    gp, ag = comp.G[k:], np.abs(comp.G[k:])
+    e1 = np.exp(-lam * tp)
+    w = e1 - e1 * np.exp(-tp)
+    s = float(np.dot(w, gp))
+    rounding = (tp.size + 8) * U * float(np.dot(w, ag)) + 6 * U * float(np.dot(e1, ag))
+    cl = (lam / (1.0 + lam)) ** lam / (1.0 + lam) if lam > 0 else 1.0
+    err = math.sqrt(float(np.dot(w, w))) * comp.err2 + cl * comp.alias + rounding
+    logc = comp.log_scale - lam * epsilon
+    c = math.exp(logc) * (1.0 + 4 * U * (abs(logc) + 2.0))
+    return min(1.0, c * (max(s, 0.0) + err) + comp.inf)
+
+
+def exact_delta(comp, epsilon):
+    """The certified δ(ε) in exact arithmetic (40 digits) from the same composed vector and error
+    terms: the exact losses (a + i)Δ, the exact weights, the exact sums."""
+    mp.dps = 40
+    lam, step, e = mpf(comp.lam), mpf(comp.step), mpf(epsilon)
+    s, w2 = mpf(0), mpf(0)
+    for i in range(comp.G.size):
+        t = (comp.a + i) * step - e
+        if t > 0:
+            w = mp.exp(-lam * t) * (1 - mp.exp(-t))
+            s += w * mpf(float(comp.G[i]))
+            w2 += w * w
+    cl = (lam / (1 + lam)) ** lam / (1 + lam) if comp.lam > 0 else mpf(1)
+    c = mp.exp(mpf(comp.log_scale) - lam * e)
+    return min(mpf(1), c * (max(s, 0) + mp.sqrt(w2) * mpf(comp.err2) + cl * mpf(comp.alias)) + mpf(comp.inf))
+
+
 @pytest.mark.parametrize("event", [SHUFFLE, SUBSAMPLED], ids=["shuffle", "subsampled"])
-@pytest.mark.parametrize("count", [30, 3000])
-def test_blockwise_bracket_is_the_whole_windows(event, count):
-    comp = _composition(event, count, 0.5)
-    losses = comp.losses
-    tops = [-math.inf, losses[0] - 1.0, losses[0], float(np.median(losses)), losses[-1], losses[-1] + 1.0]
-    tops += [math.inf, float("nan")]
-    for delta in (1e-3, 1e-6, 1e-9, 1e-12):
-        want = whole_window_bracket(comp, delta)
-        for top in tops:
-            assert convert._grid_bracket(comp, delta, top) == want, (delta, top)
+@pytest.mark.parametrize(("count", "at"), [(30, 0.3), (3000, 0.5), (3000, 0.05)])
+def test_delta_from_suffix_sums_is_certified_and_tight(event, count, at):
+    """δ(ε) read from the suffix sums (accountant.pld.tail) is never below the exact-arithmetic
+    value of the certified expression, and never meaningfully above the direct sums it replaces;
+    both of its regimes (recurrences; a short window or a small tilt: direct sums) are met."""
+    comp = _composition(event, count, at)
+    losses, n = comp.losses, comp.losses.size
+    eps = [
+        float(losses[int(n * f)]) + comp.step * g
+        for f, g in ((0.3, 0.0), (0.5, 0.37), (0.7, 0.999), (0.9, 0.5))
+    ]
+    for e in eps + [float(losses[0]) - 3.5 * comp.step]:
+        got = comp.delta(e)[0]
+        assert got >= exact_delta(comp, e), e
+        assert got <= direct_delta(comp, e) * (1 + 1e-9), e
 
 
-def test_the_bracket_crosses_where_the_certified_delta_does():
+def test_answers_read_delta_from_the_recurrences():
+    """At the answer of a long composition δ(ε) comes from the suffix sums (O(1) per ε); far
+    below the bulk of the composed vector, from direct sums (the recurrences' bounds loosen)."""
+    parts = single_round_pmfs([{**SHUFFLE, "count": 20000}])
+    eps, _d, _err, comp = convert.epsilon_at(parts, 1e-8)
+    k = int(np.searchsorted(comp.losses, eps, side="right"))
+    assert comp.tail.fast(k) and comp.tail._sum(k, eps) is not None
+    low = int(comp.losses.size * 0.05)
+    assert comp.tail._sum(low, float(comp.losses[low]) - 0.5 * comp.step) is None
+
+
+def test_suffix_sums_do_not_depend_on_what_was_asked_before():
+    """The recurrences are extended block by block on demand; δ(ε) is the same bit for bit
+    whichever ε were asked before (the blocks continue one another exactly)."""
     comp = _composition(SHUFFLE, 3000, 0.5)
-    lo, hi = convert._grid_bracket(comp, 1e-8, 2.0)
-    assert comp.delta(lo)[0] > 1e-8 >= comp.delta(hi)[0]
+    losses = comp.losses
+    eps = [float(losses[int(losses.size * f)]) + 0.3 * comp.step for f in (0.9, 0.6, 0.55, 0.2)]
+    warm = [comp.delta(e) for e in eps]
+    for e, w in zip(eps, warm):
+        assert _composition(SHUFFLE, 3000, 0.5)._delta(e) == w
+
+
+@pytest.mark.parametrize("event", [SHUFFLE, SUBSAMPLED], ids=["shuffle", "subsampled"])
+@pytest.mark.parametrize(("count", "delta"), [(7, 1e-5), (300, 1e-8), (20000, 1e-10), (20000, 0.3)])
+def test_the_answer_is_the_float_where_the_certified_delta_falls(event, count, delta):
+    parts = single_round_pmfs([{**event, "count": count}])
+    eps, d, _err, comp = convert.epsilon_at(parts, delta)
+    assert eps >= 0.0 and d <= delta and comp.delta(eps)[0] == d
+    assert eps == 0.0 or comp.delta(math.nextafter(eps, -math.inf))[0] > delta
+
+
+def _dense_spectrum_error(tilted, spectra):
+    """Ĝ̃ and its error bound over every frequency (before the underflowing ones were skipped)."""
+    re = np.zeros(spectra[0].z.size)
+    im = np.zeros(spectra[0].z.size)
+    tau = np.zeros(spectra[0].z.size)
+    prop, log_p = 0.0, 0.0
+    for (_x, t), sp in zip(tilted, spectra):
+        with np.errstate(divide="ignore"):
+            la = np.log(np.abs(sp.z))
+        ang = np.angle(sp.z)
+        re += t * la
+        im += t * ang
+        tau += t * (4 * U * (np.abs(np.where(np.isfinite(la), la, 0.0)) + np.abs(ang) + 1.0))
+        prop += t * sp.rho / (sp.s + sp.rho)
+        log_p += t * math.log(sp.s + sp.rho)
+    mag = np.exp(re)
+    tau += 4 * U * len(tilted) * (np.abs(np.where(np.isfinite(re), re, 0.0)) + np.abs(im))
+    big = np.empty(re.size, dtype=np.complex128)
+    big.real = mag * np.cos(im)
+    big.imag = mag * np.sin(im)
+    grow = np.exp(tau)
+    pow_err = mag * grow * (np.expm1(tau) + 4 * U * grow) * (1.0 + 8 * U)
+    return big, math.exp(log_p) * prop + math.sqrt(2.0) * math.sqrt(
+        float(np.einsum("i,i->", pow_err, pow_err))
+    )
+
+
+@pytest.mark.parametrize("count", [3, 300, 30000])
+def test_skipping_underflowing_frequencies_changes_nothing(count):
+    events = [{**SHUFFLE, "count": count}, {"mechanism": "gaussian", "noise_multiplier": 3.0, "count": 7}]
+    parts = single_round_pmfs(events)
+    lam = best_tilt(parts, 0.5)
+    tilted = [(compose._tilt(d, lam), t) for d, t in parts]
+    n, _a, _alias = compose._window(tilted, parts[0][0].step)
+    spectra = [compose._spectrum((*d.key, lam), x, n) for (d, _t), (x, _t2) in zip(parts, tilted)]
+    big, err = compose._spectrum_error(tilted, spectra)
+    want_big, want_err = _dense_spectrum_error(tilted, spectra)
+    assert err == want_err
+    np.testing.assert_array_equal(big, want_big)
+    if count == 30000:
+        assert np.count_nonzero(big) < big.size // 10  # most of the spectrum is skipped
 
 
 def test_delta_remembered_is_delta_computed():
@@ -124,3 +219,55 @@ def test_subsampled_clone_cells_are_kept_per_clone_probability():
     rr_warm = sc.subsampled_clone_pair_rdp(10**5, 500, 1.5, orders, randomizer="rr")
     assert np.array_equal(rr_warm, rr_cold)
     assert np.all(rr_cold < generic)
+
+
+# ------------------------------------------------------------- the subsampled default's floor
+FLOOR_CASES = [
+    (10**6, 1000, 2.0),
+    (10**6, 100, 1.0),
+    (10**5, 1000, 4.0),
+    (10**5, 300, 2.0),
+    (2000, 1500, 1.0),
+]
+
+
+@pytest.mark.parametrize(("n", "k", "e0"), FLOOR_CASES)
+@pytest.mark.parametrize("output", ["discrete", "continuous"])
+def test_the_floor_skips_only_candidates_that_cannot_be_the_minimum(n, k, e0, output, monkeypatch):
+    """Where accountant.subsampled_floor says the k-user curve and the interpolated SU/WBK19 are
+    above min(cap, pair), they are (computed here anyway), and the default curve with them
+    skipped is the curve with every candidate computed, bit for bit, sources and notes too."""
+    from accountant import bounds, subsampled, subsampled_floor
+
+    skipped = 0
+    for i in (4, 20, 35, 44, 60, 75):
+        o = refine_orders(DEFAULT_ORDERS, i)
+        sc_vals = bounds._subsampled_clones(n, k, e0, o)
+        floor = np.minimum(subsampled.cap(n, k, e0, o), sc_vals)
+        if not subsampled_floor.dominated(n, k, e0, o, output, floor):
+            continue
+        skipped += 1
+        interp, inner = bounds._subsampled_rest(n, k, e0, o, output, {})
+        assert np.all(interp > floor) and np.all(inner > floor)
+        fast = bounds._subsampled_upper_detail(n, k, e0, o, output)
+        with monkeypatch.context() as m:
+            m.setattr(bounds, "dominated", lambda *_: False)
+            full = bounds._subsampled_upper_detail(n, k, e0, o, output)
+        assert fast.rdp.tobytes() == full.rdp.tobytes()
+        assert (fast.sources, fast.notes) == (full.sources, full.notes)
+    assert skipped >= (1 if k <= n // 100 else 0)
+
+
+@pytest.mark.parametrize(("k", "e0"), [(1, 1.0), (3, 0.5), (100, 1.0), (1000, 2.0), (10**5, 4.0)])
+def test_the_shuffled_rr_floor_is_below_the_k_user_curve(k, e0):
+    """The floor of the k-user curve is D_2 of a real instance (shuffled binary randomized
+    response): below the exact divergence of that instance and below the certified curve."""
+    from accountant import shuffle, subsampled_floor
+    from accountant.bounds import shuffle_upper_detail
+
+    d2 = subsampled_floor.shuffled_rr_d2(k, e0)
+    orders = np.array([2.0, 2.5, 7.0, 64.0, 500.0])
+    assert d2 <= float(shuffle.lower(k, e0, np.array([2.0]))[0]) * (1 + 1e-9)
+    assert d2 >= float(shuffle.lower(k, e0, np.array([2.0]))[0]) * (1 - 1e-6)
+    for output in ("discrete", "continuous"):
+        assert np.all(shuffle_upper_detail(k, e0, orders, output).rdp >= d2)
