@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from functools import lru_cache
 
@@ -515,3 +516,30 @@ def convex_tighten(orders: ArrayLike, values: ArrayLike) -> NDArray[np.float64]:
     out: NDArray[np.float64] = v.copy()
     out[fin] = np.minimum(v[fin], hull)
     return out
+
+
+def checked_curve(values: ArrayLike, orders: NDArray[np.float64] | NDArray[np.int64]) -> NDArray[np.float64]:
+    """``values`` as a float curve on ``orders``; FloatingPointError if it has the wrong shape, NaN or a
+    negative value."""
+    out = np.asarray(values, dtype=float)
+    if out.shape != orders.shape or np.any(np.isnan(out)) or np.any(out < 0):
+        raise FloatingPointError("the bound returned an invalid curve")
+    return out
+
+
+def safe_bound(
+    compute: Callable[[], NDArray[np.float64]],
+    name: str,
+    orders: NDArray[np.float64] | NDArray[np.int64],
+    params: tuple[float, ...],
+) -> NDArray[np.float64]:
+    """An optional tightening must never break an answer: if it fails, it is left out (+inf,
+    so the minimum falls back to the other valid bounds; nothing is stored) and the failure is
+    logged."""
+    try:
+        return compute()
+    except Exception:  # noqa: BLE001 - logged, and the bound is simply not used
+        logging.getLogger("accountant").exception(
+            "bound %s failed for %r; falling back to the other bounds", name, params
+        )
+        return np.full(orders.shape, np.inf)

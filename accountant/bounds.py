@@ -11,7 +11,6 @@ gave each value.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -23,6 +22,8 @@ from numpy.typing import ArrayLike, NDArray
 from . import shuffle as _sh
 from . import subsampled as _ss
 from ._numerics import also_at, convex_tighten, interpolate_integer_bound, round_up
+from ._numerics import checked_curve as _checked
+from ._numerics import safe_bound as _safe
 from ._validation import check_epsilon0, check_int, check_n, check_orders
 from .clones import CLONES_MAX_N, RANDOMIZERS, clone_rdp
 from .errors import BoundNotApplicable, InvalidParameter
@@ -242,31 +243,6 @@ def _check_randomizer(randomizer: str) -> str:
     return randomizer
 
 
-def _checked(values: ArrayLike, orders: NDArray[np.float64] | NDArray[np.int64]) -> NDArray[np.float64]:
-    out = np.asarray(values, dtype=float)
-    if out.shape != orders.shape or np.any(np.isnan(out)) or np.any(out < 0):
-        raise FloatingPointError("the bound returned an invalid curve")
-    return out
-
-
-def _safe(
-    compute: Callable[[], NDArray[np.float64]],
-    name: str,
-    orders: NDArray[np.float64] | NDArray[np.int64],
-    params: tuple[float, ...],
-) -> NDArray[np.float64]:
-    """An optional tightening must never break an answer: if it fails, it is left out (+inf,
-    so the minimum falls back to the other valid bounds; nothing is stored) and the failure is
-    logged."""
-    try:
-        return compute()
-    except Exception:  # noqa: BLE001 - logged, and the bound is simply not used
-        logging.getLogger("accountant").exception(
-            "bound %s failed for %r; falling back to the other bounds", name, params
-        )
-        return np.full(orders.shape, np.inf)
-
-
 def _clone_note(n: int, randomizer: str = "any") -> list[str]:
     if not _TIGHT.get():
         return [
@@ -449,11 +425,9 @@ def _subsampled_upper_detail(
     chosen: dict[int, int] = {}
     sc, pair_names = _subsampled_pair(n, k, epsilon0, o, randomizer)
     capv = _ss.cap(n, k, epsilon0, o)
-    # The lower bounds of accountant.subsampled_floor hold for the ``rr`` candidates too: they are
-    # those of shuffled binary randomized response at ε0, which the ``rr`` k-user curve also bounds.
+    # the k-user curve and the interpolated SU/WBK19 provably above min(cap, pair) at every order
+    # (accountant.subsampled_floor; its floors, of shuffled binary RR, hold for ``rr`` too): skipped
     if dominated(n, k, epsilon0, o, output, np.minimum(capv, sc)):
-        # the k-user curve and the interpolated SU/WBK19 are provably above min(cap, pair) at
-        # every order (accountant.subsampled_floor): the minimum is that, bit for bit
         interp = inner = np.full(o.shape, np.inf)
     else:
         interp, inner = _subsampled_rest(n, k, epsilon0, o, output, chosen, randomizer)

@@ -108,9 +108,9 @@ def test_curve_shape_and_cap(k, extra, eps0):
     o = A.DEFAULT_ORDERS
     pair = SC.subsampled_clone_pair_rdp(n, k, eps0, o)
     fin = np.isfinite(pair)
-    # the certificate's absolute slack (≤ 1e-12, as in the convexity check) is divided by α − 1, so
-    # where the pair's divergence is ~1e-15 (k = 1 of 3·10⁵ users, ε0 = 0.01) the bound may dip by it
-    assert np.all(np.diff(pair[fin]) >= -1e-9 * pair[fin][1:] - 1e-12)
+    # the certificate's absolute slack is divided by α − 1, so where the pair's divergence is
+    # ~1e-15 (k = 1 of 3·10⁵ users, ε0 = 0.01) the bound may dip by about 1e-12 as α grows
+    assert np.all(np.diff(pair[fin]) >= -1e-9 * pair[fin][1:] - 1e-11)
     y = (o[fin] - 1) * pair[fin]
     x = o[fin]
     chord = y[:-2] + (y[2:] - y[:-2]) * (x[1:-1] - x[:-2]) / (x[2:] - x[:-2])

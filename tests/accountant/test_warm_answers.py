@@ -232,8 +232,12 @@ FLOOR_CASES = [
 
 
 @pytest.mark.parametrize(("n", "k", "e0"), FLOOR_CASES)
-@pytest.mark.parametrize("output", ["discrete", "continuous"])
-def test_the_floor_skips_only_candidates_that_cannot_be_the_minimum(n, k, e0, output, monkeypatch):
+@pytest.mark.parametrize(
+    ("output", "randomizer"), [("discrete", "any"), ("continuous", "any"), ("discrete", "rr")]
+)
+def test_the_floor_skips_only_candidates_that_cannot_be_the_minimum(
+    n, k, e0, output, randomizer, monkeypatch
+):
     """Where accountant.subsampled_floor says the k-user curve and the interpolated SU/WBK19 are
     above min(cap, pair), they are (computed here anyway), and the default curve with them
     skipped is the curve with every candidate computed, bit for bit, sources and notes too."""
@@ -242,17 +246,17 @@ def test_the_floor_skips_only_candidates_that_cannot_be_the_minimum(n, k, e0, ou
     skipped = 0
     for i in (4, 20, 35, 44, 60, 75):
         o = refine_orders(DEFAULT_ORDERS, i)
-        sc_vals = bounds._subsampled_clones(n, k, e0, o)
+        sc_vals = bounds._subsampled_pair(n, k, e0, o, randomizer)[0]
         floor = np.minimum(subsampled.cap(n, k, e0, o), sc_vals)
         if not subsampled_floor.dominated(n, k, e0, o, output, floor):
             continue
         skipped += 1
-        interp, inner = bounds._subsampled_rest(n, k, e0, o, output, {})
+        interp, inner = bounds._subsampled_rest(n, k, e0, o, output, {}, randomizer)
         assert np.all(interp > floor) and np.all(inner > floor)
-        fast = bounds._subsampled_upper_detail(n, k, e0, o, output)
+        fast = bounds._subsampled_upper_detail(n, k, e0, o, output, randomizer)
         with monkeypatch.context() as m:
             m.setattr(bounds, "dominated", lambda *_: False)
-            full = bounds._subsampled_upper_detail(n, k, e0, o, output)
+            full = bounds._subsampled_upper_detail(n, k, e0, o, output, randomizer)
         assert fast.rdp.tobytes() == full.rdp.tobytes()
         assert (fast.sources, fast.notes) == (full.sources, full.notes)
     assert skipped >= (1 if k <= n // 100 else 0)
