@@ -5,10 +5,12 @@ exponent at that ε. ε(δ): a first guess is the Chernoff (RDP-of-the-discrete-
 min_λ (Σ T_k log M_k(λ) + log 1/(δ − δ_∞))/λ, which is ≥ the exact ε; the composition is tilted
 for it; the grid cell where the certified δ(ε) (non-increasing in ε) crosses δ is found from an
 approximate δ at the grid points (from the Chernoff guess down, every 32nd point first) and
-checked with the certified δ at its ends; inside it the secant narrows the crossing to a few
-float spacings and bisection finishes: the answer is the float where the certified δ first
-falls to δ (or 0). δ(ε) costs O(1) per ε there (:mod:`.tail`'s suffix sums); where it takes a
-pass over the window, brentq narrows the cell first. When the numerical error at the answer
+settled with the certified δ (galloping from the guess, then bisection over grid points: O(log N)
+evaluations however far off the guess); inside it the secant narrows the crossing to a few float
+spacings and bisection finishes: the answer is the float where the certified δ first falls to δ
+(or 0). δ(ε) costs O(1) per ε there (:mod:`.tail`'s suffix sums); where it is a pass over the
+window, brentq narrows the cell first, and over a window part longer than 2¹⁶ points its root,
+moved up until certified, is the answer (a few passes, as before). When the numerical error at the answer
 exceeds 10⁻³·δ and the best tilt for the answer differs from the one used by more than 5%, the
 composition is redone once with that tilt.
 """
@@ -16,12 +18,16 @@ composition is redone once with that tilt.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from .compose import Composed, best_tilt, inf_mass, log_mgf, tilted_compose
 from .discretise import Discretised
+
+#: the longest window part above ε whose δ(ε), when summed directly, the root is bisected to one
+#: float with (each evaluation a pass over it); above it, brentq's root moved up until certified
+_BISECT_DIRECT = 1 << 16
 
 __all__ = ["delta_at", "epsilon_at"]
 
@@ -56,8 +62,11 @@ def _root(comp: Composed, delta: float, top: float) -> float:
     if isinstance(got, float):
         return got
     lo, hi = got
+    n = comp.losses.size
     k = int(np.searchsorted(comp.losses, hi, side="right"))
-    lo, hi = _narrow(comp, delta, lo, hi, k >= comp.losses.size or comp.tail.fast(k))
+    if k < n and not comp.tail.cheap(k) and n - k > _BISECT_DIRECT:
+        return _brent(comp, delta, lo, hi)  # a long pass over the window per ε: few of them
+    lo, hi = _narrow(comp, delta, lo, hi, k >= n or comp.tail.cheap(k))
     while True:  # bisect to the float where the certified δ first falls to δ
         mid = lo + 0.5 * (hi - lo)
         if not lo < mid < hi:
@@ -85,11 +94,7 @@ def _cell(comp: Composed, delta: float, top: float) -> tuple[float, float] | flo
     while i is None and lo_i > 0:
         hi_i, lo_i = lo_i, max(0, lo_i - block)
         i = comp.tail.last_above(lo_i, hi_i, delta)
-    i = -1 if i is None else i
-    while i >= 0 and not above(float(losses[i])):  # certified: δ(L̂_i) > δ ≥ δ(L̂_{i+1})
-        i -= 1
-    while i + 1 < n and above(float(losses[i + 1])):
-        i += 1
+    i = _grid_crossing(lambda j: above(float(losses[j])), -1 if i is None else i, n)
     if 0 <= i < n - 1:
         lo, hi = float(losses[i]), float(losses[i + 1])
     else:
@@ -102,6 +107,42 @@ def _cell(comp: Composed, delta: float, top: float) -> tuple[float, float] | flo
             return 0.0
         lo = 0.0
     return lo, hi
+
+
+def _brent(comp: Composed, delta: float, lo: float, hi: float) -> float:
+    """The root in [lo, hi] by brentq, moved up until the certified δ there is ≤ δ."""
+    from scipy.optimize import brentq
+
+    def g(e: float) -> float:
+        return math.log(max(comp.delta(e)[0], 1e-300)) - math.log(delta)
+
+    r = float(brentq(g, lo, hi, xtol=1e-9 * comp.step, rtol=1e-12))
+    bump = max(abs(r), 1.0) * 1e-12
+    for _ in range(200):
+        if comp.delta(r)[0] <= delta:
+            return r
+        r += bump
+        bump *= 2.0
+    return hi
+
+
+def _grid_crossing(above_at: Callable[[int], bool], i: int, n: int) -> int:
+    """The grid index j ∈ [−1, n − 1] with the certified δ above δ at j (or j = −1) and not at
+    j + 1 (or j + 1 = n), from the guess ``i``: galloping away from it, then bisection — O(log n)
+    certified evaluations even when the guess is far off (δ is non-increasing in ε)."""
+
+    def at(j: int) -> bool:
+        return True if j < 0 else False if j >= n else above_at(j)
+
+    lo, hi, step = i, i + 1, 1
+    while at(hi):  # the crossing is above: gallop up
+        lo, hi, step = hi, min(n, hi + 2 * step), 2 * step
+    while not at(lo):  # … or below: gallop down
+        hi, lo, step = lo, max(-1, lo - 2 * step), 2 * step
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if at(mid) else (lo, mid)
+    return lo
 
 
 def _outside(comp: Composed, delta: float, below: bool) -> tuple[float, float] | float:

@@ -199,6 +199,17 @@ class Tail:
         taken directly, O(N − k), as the recurrences' error bounds would exceed theirs."""
         return self.lam * self.step * (self.g.size - k) >= 18.0
 
+    def cheap(self, k: int) -> bool:
+        """Whether δ(ε) with first loss index k < N above ε comes from the recurrences (O(1)):
+        :meth:`fast`, and k not below the bulk of the sums — no value of |Ŝ1|, |Ŝ2| or |D̂| above k
+        exceeds 8× its own at k (else the error bounds, by those largest values, would be loose)."""
+        if not self.fast(k):
+            return False
+        self.extend(k)
+        s1, s2, d = self._values(k)
+        _nu, _nu1, mx1n, mx2n, mxdn = self._suffix_maxima(k)
+        return not (mx1n > 8.0 * abs(s1) or mx2n > 8.0 * abs(s2) or mxdn > 8.0 * abs(d))
+
     def delta(self, epsilon: float) -> tuple[float, float]:
         """(certified δ(ε), the numerical error bound included in it)."""
         lam, n, losses = self.lam, self.g.size, self.losses
@@ -245,15 +256,14 @@ class Tail:
         """(s(ε) computed, its rounding bound, the bound of Σ w² over the window) at k < N from
         the recurrences, or None where their error bounds (by the largest values above k) would
         be loose: when k lies below the bulk of the sums (a value above k exceeds 8× its own)."""
-        self.extend(k)
+        if not self.cheap(k):
+            return None
         lam = self.lam
         lk = float(self.losses[k])
         tau = lk - epsilon
         terr = 1.02 * U * (abs(lk) + abs(tau))
-        s1, s2, d = self._values(k)
+        s1, _s2, d = self._values(k)
         nu, nu1, mx1n, mx2n, mxdn = self._suffix_maxima(k)
-        if mx1n > 8.0 * abs(s1) or mx2n > 8.0 * abs(s2) or mxdn > 8.0 * abs(d):
-            return None
         e1 = math.exp(-lam * tau)
         m1 = -math.expm1(-tau)
         b = math.exp(-tau)
@@ -287,8 +297,12 @@ class Tail:
     # --------------------------------------------------------------------------------- crossing
     def _approx_hits(self, i0: int, i1: int, bar: float, stride: int) -> NDArray[np.intp]:
         """Grid indices i = i0, i0 + stride, … < i1 where log of the approximate δ(L̂_i) − δ_∞
-        (the bracket at τ = Δ, no error terms) exceeds ``bar`` (covered from i0 + 1)."""
+        (the bracket at τ = Δ plus the error terms' rough size) exceeds ``bar`` (covered from
+        i0 + 1)."""
         m1, q = -math.expm1(-self.step) * self.r1, math.exp(-self.step) * self.r1
+        em = -math.expm1(-self.step)  # the error terms at τ = Δ, roughly: where they dominate δ
+        w2 = math.exp(-2.0 * self.lam * self.step) * (self.w_p + em * (self.w_b + em * self.w_c))
+        floor = self.err2 * math.sqrt(w2 if math.isfinite(w2) else float(self.g.size)) + self.cl_alias
         hits = []
         for b in self._blocks:  # at L̂_i: the sums at m = i + 1
             first = i0 + 1 + (-(b.lo - i0 - 1) % stride if b.lo > i0 + 1 else 0)
@@ -297,7 +311,7 @@ class Tail:
                 continue
             t = m1 * b.s1[lo - b.lo : hi - b.lo : stride] + q * b.d[lo - b.lo : hi - b.lo : stride]
             with np.errstate(divide="ignore", invalid="ignore"):
-                lhs = np.log(t) - self.lam * self.losses[lo - 1 : hi - 1 : stride]
+                lhs = np.log(t + floor) - self.lam * self.losses[lo - 1 : hi - 1 : stride]
             hits.append(np.flatnonzero(lhs > bar) * stride + (lo - 1))
         out: NDArray[np.intp] = np.sort(np.concatenate(hits)) if hits else np.empty(0, dtype=np.intp)
         return out

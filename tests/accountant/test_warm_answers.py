@@ -275,3 +275,32 @@ def test_the_shuffled_rr_floor_is_below_the_k_user_curve(k, e0):
     assert d2 >= float(shuffle.lower(k, e0, np.array([2.0]))[0]) * (1 - 1e-6)
     for output in ("discrete", "continuous"):
         assert np.all(shuffle_upper_detail(k, e0, orders, output).rdp >= d2)
+
+
+@pytest.mark.parametrize("n", [1, 2, 1000, 2**24])
+def test_the_grid_crossing_costs_log_n_evaluations_from_any_guess(n):
+    """A guess far from the crossing (the approximation can miss where the error terms dominate)
+    costs O(log n) certified evaluations — each may be a pass over a window of 2²⁴ points."""
+    for cross in {-1, 0, n // 3, n - 2, n - 1}:
+        for guess in {-1, 0, n // 2, n - 1, max(-1, cross - 1), min(n - 1, cross + 1)}:
+            asked = []
+
+            def above(j, cross=cross, asked=asked):
+                asked.append(j)
+                return j <= cross
+
+            assert convert._grid_crossing(above, guess, n) == cross
+            assert len(asked) <= 4 * max(1, n.bit_length()) + 4
+
+
+def test_long_direct_windows_end_with_a_certified_brentq_root(monkeypatch):
+    """Where δ(ε) is a pass over a long window (not read from the recurrences), the root is
+    brentq's, moved up until certified, instead of bisected to one float."""
+    parts = single_round_pmfs([{**SUBSAMPLED, "count": 30}])
+    exact, _d, _err, _comp = convert.epsilon_at(parts, 1e-12)
+    monkeypatch.setattr(convert, "_BISECT_DIRECT", 0)
+    eps, d, _err, comp = convert.epsilon_at(parts, 1e-12)
+    k = int(np.searchsorted(comp.losses, eps, side="right"))
+    assert not comp.tail.cheap(k)
+    assert d <= 1e-12 and comp.delta(eps)[0] == d
+    assert exact <= eps <= exact * (1 + 1e-9)
