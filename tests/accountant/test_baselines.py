@@ -335,3 +335,25 @@ def test_pld_discretisation_converged():
     b = clone_pld(n, eps0, discretization=s / 100).epsilon(10**4, 1e-8)
     assert b <= a * (1 + 1e-6)  # finer is tighter (both pessimistic)
     assert a <= b * (1 + 3e-4)
+
+
+def test_survival_tables_against_40_digit_sums_and_boost():
+    """The per-c S-tables (pmf by exact ratios from one anchor, suffix sums) are within the
+    1e-10 slack of S(j) = Pr[Bin(c, ½) ≥ j]: against 40-digit sums at small c, against scipy's
+    (Boost) survival function up to the largest window the tables are used for."""
+    from accountant.baselines.clone_dp import _TABLE_MAX, _survival_tables, _window
+
+    mp.mp.dps = 40
+    for c in (0, 1, 7, 300, 2001):
+        ((xl, tab),) = _survival_tables([c])
+        for j in range(xl, xl + tab.size, max(1, tab.size // 25)):
+            exact = mp.fsum(mp.binomial(c, i) for i in range(j, c + 1)) / mp.mpf(2) ** c
+            assert abs(tab[j - xl] - exact) <= 1e-12 * exact + 1e-300, (c, j)
+    rng = np.random.default_rng(7)
+    big = [6 * 10**5, 10**7, int(_TABLE_MAX**2 / (4 * 46.1)) - 10]
+    assert 2 * math.sqrt(46.1 * big[-1]) <= _TABLE_MAX
+    for c, (xl, tab) in zip(big, _survival_tables(big)):
+        assert (xl, xl + tab.size - 2) == _window(c)
+        j = np.sort(rng.integers(xl, xl + tab.size, size=200))
+        ref = binom.sf(j - 1, c, 0.5)
+        assert np.all(np.abs(tab[j - xl] - ref) <= 5e-11 * ref), c
