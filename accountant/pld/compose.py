@@ -40,8 +40,15 @@ adds them up, u = 2⁻⁵³):
    products and sums perturb the exponent by τ_j ≤ Σ_k T_k·4u·(|log|z|| + |arg z| + 1) +
    4u·K·(|Re| + |Im|) of the exponent, exp/cos/sin and the products add ≤ 4u relative, so that entry
    is off by at most |Ĝ̃_j|·e^{τ_j}(e^{τ_j}(1 + 4u) − 1)(1 + 8u) ≈ |Ĝ̃_j|(τ_j + 4u). Frequencies where
-   Σ_k T_k(|ĝ̃_kj| − 1) < −790 (≥ the exponent, as log x ≤ x − 1) are exactly 0 in floating point
-   and are not evaluated (most of them after many rounds: 106 of 65,537 at T = 10⁵).
+   the exponent Σ_k T_k log|ĝ̃_kj| is below −790 (for a short part, log(s_k + ρ_k) ≥ log|ĝ̃_kj|
+   stands in) are exactly 0 in floating point and are not evaluated (most of them after many
+   rounds: 106 of 65,537 at T = 10⁵).
+3b. *Short parts.* A part other than the main one (the largest T_k × support) whose support is
+   at most N/64 — the remainder rounds next to blocks (:mod:`.blocks`) — is transformed only at
+   the frequencies kept, by direct sums ĝ̃_j = Σ_l g̃_l e^{−2πi j p_l/N} (p_l its positions mod N;
+   the angle 2π·((j p_l) mod N)/N within 26u, cos/sin within an ulp, the sums of L terms within
+   (L + 2)u·Σ|g̃| per component): ρ_k = max(2(L + 32)u·s_k, the FFT's) per frequency; where that
+   would cost more than 4N products, its FFT is taken instead.
 5. *Inverse FFT.* ‖G̃ − G_circ‖₂ ≤ √2·‖ΔĜ_half‖₂/√N + η_N·‖G̃‖₂(1 + 2η_N) (irfft; the √2 turns the
    half spectrum's ℓ2 into the full one's; the 1/N scaling is exact).
 6. *The final sums.* Σ_l w G̃_l for every ε from three suffix recurrences over G̃, O(1) per ε, with
@@ -172,12 +179,14 @@ def _tail_bound(tilted: Sequence[tuple[_Tilted, int]], step: float, a: int, b: i
         best = math.inf
         for mult in (0.25, 0.5, 1.0, 2.0, 4.0):
             th = sign * mult * abs(edge - sum(t * x.mean for x, t in tilted)) / (sd * sd) / step
-            if th == 0.0:
-                continue
+            if th == 0.0 or not math.isfinite(th * step * max(abs(edge), 1)):
+                continue  # (a point mass: sd ≈ 0 makes θ overflow; other multipliers or N ≥ support)
             lm = 0.0
-            for lg, idx, t in logs:
-                lm += t * (_logsumexp(lg + th * idx * step) + _LOG_SLACK)
-            best = min(best, lm - th * edge * step)
+            with np.errstate(invalid="ignore", over="ignore"):
+                for lg, idx, t in logs:
+                    lm += t * (_logsumexp(lg + th * idx * step) + _LOG_SLACK)
+            if math.isfinite(lm):
+                best = min(best, lm - th * edge * step)
         total += math.exp(min(best, 0.0))
     return total
 
@@ -262,36 +271,70 @@ def _spectrum(key: tuple[object, ...], x: _Tilted, n: int) -> _Spectrum:
     return got
 
 
+@dataclass(frozen=True)
+class _Short:
+    """A short part's spectrum (support ≤ N/64, not the composition's main part), evaluated only at
+    the frequencies :func:`_spectrum_error` keeps, by a direct DFT (item 3b of the module
+    docstring): |ĝ̃_j| ≤ ``s`` + ``rho`` at every j bounds the skipped ones."""
+
+    x: _Tilted
+    n: int
+    s: float  # ‖g̃‖₁ (upper bound)
+    rho: float  # per-frequency error bound: the larger of the direct DFT's and the FFT's
+
+    def at(self, idx: NDArray[np.int64]) -> NDArray[np.complex128]:
+        """ĝ̃_j at the frequencies ``idx`` (direct sums, or the FFT when that is cheaper)."""
+        g = self.x.g
+        if idx.size * g.size > 4 * self.n:
+            return _spectrum(("short", id(self)), self.x, self.n).z[idx]
+        pos = (np.arange(g.size, dtype=np.int64) + (self.x.start % self.n)) % self.n
+        ang = ((idx[:, None] * pos[None, :]) % self.n) * (-2.0 * math.pi / self.n)
+        out = np.empty(idx.size, dtype=np.complex128)
+        out.real = np.einsum("ij,j->i", np.cos(ang), g)
+        out.imag = np.einsum("ij,j->i", np.sin(ang), g)
+        return out
+
+
+def _short(x: _Tilted, n: int) -> _Short:
+    s = math.fsum(x.g[x.g != 0.0].tolist()) * (1.0 + 4 * U)
+    direct = 2.0 * (x.g.size + 32) * U * s
+    fft = _eta(n) * math.sqrt(n) * math.sqrt(_dot(x.g, x.g))
+    return _Short(x, n, s, max(direct, fft) * (1.0 + 1e-6))
+
+
 #: frequencies whose power Π_k ĝ_kj^{T_k} is below e^{−790} are exactly 0 in floating point
 #: (exp underflows below −745.2): :func:`_spectrum_error` skips them (module docstring, item 4)
 _UNDERFLOW = -790.0
 
 
 def _spectrum_error(
-    tilted: Sequence[tuple[_Tilted, int]], spectra: Sequence[_Spectrum]
+    tilted: Sequence[tuple[_Tilted, int]], spectra: Sequence[_Spectrum | _Short]
 ) -> tuple[NDArray[np.complex128], float]:
     """Ĝ̃ (half spectrum) and the ℓ2 bound of its error over the full spectrum (items 3–4).
 
-    Only the frequencies where the power can be non-zero in floating point are evaluated: since
-    log x ≤ x − 1, Σ_k T_k log|ĝ̃_kj| ≤ Σ_k T_k (|ĝ̃_kj| − 1), and where that is below −790 the
+    Only the frequencies where the power can be non-zero in floating point are evaluated: where
+    Σ_k T_k log|ĝ̃_kj| (log(s_k + ρ_k) ≥ log|ĝ̃_kj| for a short part) is below −790, the
     computed exponent (within a relative 10⁻¹³ of the exact one) is below −745.2, so exp gives
     exactly 0 there and so does the entry's error term. The skipped entries are 0, the others
     are computed element by element exactly as over the whole spectrum, and the ℓ2 sum runs over
     the whole (zero-filled) vector in the same order: the result is the same, bit for bit, as
     evaluating every frequency (tests/accountant/test_warm_answers.py)."""
-    size = spectra[0].z.size
+    size = next(sp.z.size for sp in spectra if isinstance(sp, _Spectrum))
     bound = np.zeros(size)
-    for (_x, t), sp in zip(tilted, spectra):
-        bound += t * (sp.mod - 1.0)
+    with np.errstate(divide="ignore"):
+        for (_x, t), sp in zip(tilted, spectra):
+            bound += t * (np.log(sp.mod) if isinstance(sp, _Spectrum) else math.log(sp.s + sp.rho))
     idx = np.flatnonzero(bound > _UNDERFLOW)
     re = np.zeros(idx.size)
     im = np.zeros(idx.size)
     tau = np.zeros(idx.size)
     prop, log_p = 0.0, 0.0
     for (_x, t), sp in zip(tilted, spectra):
+        z = sp.z[idx] if isinstance(sp, _Spectrum) else sp.at(idx)
+        mod = sp.mod[idx] if isinstance(sp, _Spectrum) else np.abs(z)
         with np.errstate(divide="ignore"):
-            la = np.log(sp.mod[idx])  # log |ĝ̃_j| (−inf where ĝ̃_j = 0)
-        ang = np.angle(sp.z[idx])
+            la = np.log(mod)  # log |ĝ̃_j| (−inf where ĝ̃_j = 0)
+        ang = np.angle(z)
         re += t * la
         im += t * ang
         # 4u·(|log|ĝ̃_j|| + |arg ĝ̃_j| + 1): the exponent's error per round (item 4)
@@ -321,7 +364,11 @@ def tilted_compose(parts: Sequence[tuple[Discretised, int]], lam: float) -> Comp
     step = parts[0][0].step
     tilted = [(_tilt(d, lam), int(t)) for d, t in parts]
     n, a, alias = _window(tilted, step)
-    spectra = [_spectrum((*d.key, lam), x, n) for (d, _t), (x, _t2) in zip(parts, tilted)]
+    main = max(range(len(parts)), key=lambda i: (tilted[i][1] * tilted[i][0].g.size, -i))
+    spectra = [
+        _short(x, n) if i != main and x.g.size <= n // 64 else _spectrum((*d.key, lam), x, n)
+        for i, ((d, _t), (x, _t2)) in enumerate(zip(parts, tilted))
+    ]
     big, e_full = _spectrum_error(tilted, spectra)
     g_circ = np.fft.irfft(big, n=n)
     eta = _eta(n)

@@ -49,7 +49,7 @@ from numpy.typing import NDArray
 from ..dominating import HockeyStickPair
 from ..store import BoundedCache, MiB
 
-__all__ = ["Discretised", "choose_step", "discretise_pair"]
+__all__ = ["Discretised", "cached", "choose_step", "discretise_pair", "from_curve", "grid_curve", "remember"]
 
 U = 2.0**-53
 _LOW_SCALES = 8.0
@@ -143,13 +143,13 @@ def _dense(pmf: object) -> tuple[int, NDArray[np.float64]]:
     return int(dense._lower_loss), np.asarray(dense._probs, dtype=np.float64)
 
 
-def _curve_on_grid(pair: HockeyStickPair, eps: NDArray[np.float64]) -> NDArray[np.float64]:
+def _curve_on_grid(pair: HockeyStickPair, eps: NDArray[np.float64], j_lo: int = 0) -> NDArray[np.float64]:
     """Certified δ at every grid point: the pair's curve at every point of the bulk
     [center − 3·scale, center + 8·scale] and at every 4th point (and the ends) outside it; in
     between, the chord in x = e^ε of the two evaluated neighbours (module docstring)."""
     j = np.arange(eps.size)
     core = (eps >= pair.center - _FINE_BELOW * pair.scale) & (eps <= pair.center + _FINE_ABOVE * pair.scale)
-    picked = core | (j % _COARSE == 0) | (j == eps.size - 1)
+    picked = core | ((j + j_lo) % _COARSE == 0) | (j == 0) | (j == eps.size - 1)  # ends, every 4th index
     if pair.scale <= 0.0 or bool(np.all(picked)):
         return pair.delta(eps)
     at = np.flatnonzero(picked)
@@ -165,25 +165,47 @@ def _curve_on_grid(pair: HockeyStickPair, eps: NDArray[np.float64]) -> NDArray[n
     return out
 
 
+def cached(key: tuple[Hashable, ...]) -> Discretised | None:
+    """A PLD already built under ``key`` (pair key + Δ, or a block's key), if still cached."""
+    return _CACHE.get(key)
+
+
+def remember(d: Discretised) -> Discretised:
+    """Cache ``d`` under its key (e.g. a pair's PLD on Δ read off its finer curve) and return it."""
+    _CACHE.put(d.key, d)
+    return d
+
+
 def discretise_pair(pair: HockeyStickPair, step: float) -> Discretised:
     """The pessimistic single-round PLD of ``pair`` on the grid jΔ (cached per (pair, Δ))."""
     key = (*pair.key, float(step))
     got = _CACHE.get(key)
     if got is not None:
         return got
-    from dp_accounting.pld import pld_pmf  # the optional extra [pld]
+    j_lo, deltas = grid_curve(pair, step)
+    out = from_curve(key, step, j_lo, deltas)
+    _CACHE.put(key, out)
+    return out
 
+
+def grid_curve(pair: HockeyStickPair, step: float) -> tuple[int, NDArray[np.float64]]:
+    """(j_lo, certified non-increasing δ at ε_j = jΔ for j = j_lo … j_lo + len − 1)."""
     bottom, top = _span(pair)
     j_lo = math.floor(bottom / step)
     j_hi = max(j_lo, math.ceil(top / step))
     eps = np.arange(j_lo, j_hi + 1, dtype=np.float64) * step
-    deltas = np.minimum.accumulate(_curve_on_grid(pair, eps))
+    return j_lo, np.minimum.accumulate(_curve_on_grid(pair, eps, j_lo))
+
+
+def from_curve(key: tuple[Hashable, ...], step: float, j_lo: int, deltas: NDArray[np.float64]) -> Discretised:
+    """The pessimistic PLD on jΔ from certified values δ_j ≥ δ(jΔ), j = j_lo … (module docstring)."""
+    from dp_accounting.pld import pld_pmf  # the optional extra [pld]
+
+    j_hi = j_lo + deltas.size - 1
     pmf = pld_pmf.create_pmf_pessimistic_connect_dots_fixed_gap(step, j_lo, j_hi, deltas)
     lower, probs = _dense(pmf)
     full = np.zeros(j_hi - j_lo + 1)
     full[lower - j_lo : lower - j_lo + probs.size] = probs
     full = (np.maximum(full, 0.0) + _dots_error(deltas, step)) * (1.0 + 2 * U)
     full.setflags(write=False)
-    out = Discretised(key, float(step), int(j_lo), full, float(deltas[-1]))
-    _CACHE.put(key, out)
-    return out
+    return Discretised(key, float(step), int(j_lo), full, float(deltas[-1]))
