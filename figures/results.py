@@ -394,17 +394,6 @@ def _baselines_below(data) -> list[str]:
             + "; ".join(_where(beats))
             + f". The largest gap: the default is {_pct(worst[0])} the baseline (figure {worst[1]}{worst[2]}, "
             f"{worst[3]}, x = {_fmt(worst[4])})."
-            + (
-                " The only such baseline is the clone PLD of `accountant.baselines.pld`: the same pair at a grid "
-                "Δ = σ_L/50 and without a bound on the FFT's error, where the default's PLD route uses Δ = σ_L/25 "
-                "(bounds.md §10) and adds its error bound to δ; the gap is that discretisation, and it is real: "
-                "the baseline is not certified (its FFT's rounding is not bounded), but the PLD route itself at "
-                "the baseline's grid (certified, its error bound added) gives 1.015323 at 5.4a, T = 10⁵, against "
-                "the baseline's 1.015326 and the default's 1.015432. The default keeps Δ = σ_L/25: the finer grid "
-                "doubles the FFT length and so about the PLD route's time (bench/results_best.md)."
-                if {c for *_, c, _x in beats} == {C.PLD}
-                else ""
-            )
         )
     rdp = [
         b

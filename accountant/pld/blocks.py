@@ -56,15 +56,29 @@ from numpy.typing import NDArray
 
 from ..dominating import HockeyStickPair, curve_pair
 from ..store import BoundedCache, MiB
-from .compose import log_mgf, tilted_compose
-from .discretise import _MAX_POINTS, Discretised, U, cached, from_curve, grid_curve, remember
+from .compose import Composed, log_mgf, tilted_compose
+from .discretise import (
+    _MAX_POINTS,
+    FINE,
+    SHORT_ROUNDS,
+    Discretised,
+    U,
+    cached,
+    from_curve,
+    grid_curve,
+    remember,
+)
 
 __all__ = ["BLOCK", "FINE", "block_pair", "blocked", "eligible"]
 
-#: rounds per block, and how many times finer the block's own grid is
-BLOCK = 64
-FINE = 4
+#: rounds per block (the block's own grid is FINE times finer; counts from SHORT_ROUNDS = 2·BLOCK)
+BLOCK = SHORT_ROUNDS // 2
 _THETAS = 48
+#: below this many blocks the remainder rounds are one more block (composed on the fine grid)
+_FINE_REMAINDER_BELOW = 16
+#: the block's second FFT is tilted by λ = this / (the block's loss scale): its upper tail, which a
+#: large tilt of the final composition weights heavily, then carries relative (not absolute) errors
+_TILT_SDS = 2.0
 
 _BLOCKS: BoundedCache[tuple[object, ...], Discretised] = BoundedCache(
     64, 32 * MiB, sizeof=lambda _k, v: 2 * int(v.probs.nbytes) + 256, name="pld_blocks"
@@ -74,7 +88,7 @@ _BLOCKS: BoundedCache[tuple[object, ...], Discretised] = BoundedCache(
 def eligible(pair: HockeyStickPair, count: int) -> bool:
     """Whether ``count`` rounds of ``pair`` are composed in blocks (module docstring)."""
     return (
-        count >= 2 * BLOCK
+        count >= SHORT_ROUNDS
         and pair.product is None
         and pair.inf_mass == 0.0
         and pair.scale > 0.0
@@ -85,51 +99,101 @@ def eligible(pair: HockeyStickPair, count: int) -> bool:
 
 def blocked(pair: HockeyStickPair, count: int, step: float) -> list[tuple[Discretised, int]]:
     """``count`` rounds of ``pair`` on the grid jΔ: ⌊count/T₁⌋ blocks and the remaining rounds
-    (module docstring); falls back to ``count`` rounds when the fine grid would be too long."""
+    (module docstring); [] when the fine grid would be too long (the caller composes rounds)."""
+    got = _fine_and_rounds(pair, step)
+    if got is None:
+        return []
+    f, rounds = got
+    q, r = divmod(count, BLOCK)
+    parts = [(_block(pair, f, step, BLOCK), q)]
+    if r and q < _FINE_REMAINDER_BELOW:  # the remainder's share of the excess is large: one block
+        parts.append((_block(pair, f, step, r), 1))
+    elif r:
+        parts.append((rounds, r))
+    return parts
+
+
+def _fine_and_rounds(pair: HockeyStickPair, step: float) -> tuple[Discretised, Discretised] | None:
+    """``pair``'s PLD on the fine grid, and on jΔ read off the same curve (cached)."""
     fine = step / FINE
-    key: tuple[Hashable, ...] = ("block", *pair.key, float(step), BLOCK, FINE)
-    rounds_key = ("rounds", *key[1:])  # not the plain key: answers must not depend on the cache
-    rounds = cached(rounds_key)
-    block = _BLOCKS.get(key)
-    if block is None or rounds is None:
+    f_key = (*pair.key, float(fine))  # what discretise_pair(pair, fine) would build: the same PLD
+    r_key = (
+        "rounds",
+        *pair.key,
+        float(step),
+        FINE,
+    )  # not the plain key: answers must not depend on the cache
+    f, rounds = cached(f_key), cached(r_key)
+    if f is None or rounds is None:
         j_lo, deltas = grid_curve(pair, fine)
         if deltas.size > _MAX_POINTS:
-            return []
-        if rounds is None:
-            first = -(-j_lo // FINE) * FINE  # the first fine index on the shared grid
-            rounds = remember(from_curve(rounds_key, step, first // FINE, deltas[first - j_lo :: FINE]))
-        if block is None:
-            f = from_curve((*pair.key, float(fine)), fine, j_lo, deltas)
-            b_lo, b_deltas = grid_curve(block_pair(pair, f, key), step)
-            block = from_curve(key, step, b_lo, b_deltas)
-            _BLOCKS.put(key, block)
-    q, r = divmod(count, BLOCK)
-    return [(block, q)] + ([(rounds, r)] if r else [])
+            return None
+        first = -(-j_lo // FINE) * FINE  # the first fine index on the shared grid
+        f = remember(from_curve(f_key, fine, j_lo, deltas))
+        rounds = remember(from_curve(r_key, step, first // FINE, deltas[first - j_lo :: FINE]))
+    return f, rounds
 
 
-def block_pair(pair: HockeyStickPair, f: Discretised, key: tuple[Hashable, ...]) -> HockeyStickPair:
-    """The block B = f^{∗T₁} as a pair with its certified curve (module docstring, steps 2–3);
-    ``f`` is ``pair``'s PLD on the fine grid."""
-    comp = tilted_compose([(f, BLOCK)], 0.0)
-    g = np.maximum(comp.G, 0.0)
-    n = g.size
-    fine = f.step
-    r = math.exp(-fine)
+def _block(pair: HockeyStickPair, f: Discretised, step: float, t: int) -> Discretised:
+    """``t`` rounds of ``pair`` composed on the fine grid and discretised on jΔ (cached)."""
+    key: tuple[Hashable, ...] = ("block", *pair.key, float(step), t, FINE)
+    got = _BLOCKS.get(key)
+    if got is None:
+        b_lo, b_deltas = grid_curve(block_pair(pair, f, key, t), step)
+        got = from_curve(key, step, b_lo, b_deltas)
+        _BLOCKS.put(key, got)
+    return got
+
+
+def _window_values(comp: Composed, fine: float) -> NDArray[np.float64]:
+    """Certified δ_B at every loss ℓ_k of the window (module docstring, step 3): with the tilt λ,
+    r1 = e^{−λΔ_f}, r2 = e^{−(λ+1)Δ_f}, δ_fin(ℓ_k) = C e^{−λℓ_k}·Σ_{j≥1} (r1^j − r2^j) G_{k+j}, the sum
+    D_k by the non-negative recurrences S_k = G⁺_k + r2·S_{k+1}, D_k = r1·D_{k+1} + (r1 − r2)·S_{k+1}."""
     from scipy.signal import lfilter
 
-    s = lfilter([1.0], [1.0, -r], g[::-1])[::-1]  # S_k = G⁺_k + r·S_{k+1}
-    inc = -math.expm1(-fine) * s  # (1 − r)·S_k
-    d = np.zeros(n)
-    d[:-1] = np.cumsum(inc[:0:-1])[::-1]  # D_k = Σ_{i>k} (1 − r) S_i
-    scale_c = math.exp(comp.log_scale) * (1.0 + 4 * U)
-    tail = np.sqrt(np.maximum(n - 1.0 - np.arange(n), 0.0)) * comp.err2 + comp.alias
-    window = scale_c * (d * (1.0 + 8 * n * U) + tail) * (1.0 + 4 * U) + comp.inf
-    total = math.exp(BLOCK * math.log(f.total)) * (1.0 + 4 * U)
-    sd = math.sqrt(BLOCK) * pair.scale
+    lam = comp.lam
+    g = np.maximum(comp.G, 0.0)
+    n = g.size
+    r1, r2 = math.exp(-lam * fine), math.exp(-(lam + 1.0) * fine)
+    s2 = lfilter([1.0], [1.0, -r2], g[::-1])[::-1]  # S_k = G⁺_k + r2·S_{k+1}
+    x = np.zeros(n)
+    x[:-1] = r1 * -math.expm1(-fine) * s2[1:]  # (r1 − r2)·S_{k+1}
+    d = lfilter([1.0], [1.0, -r1], x[::-1])[::-1]  # D_k = x_k + r1·D_{k+1}
+    w_inf = 1.0 / math.sqrt(-math.expm1(-2.0 * lam * fine)) if lam > 0 else math.inf  # (Σ_j r1^{2j})^{½}
+    w2 = np.minimum(np.sqrt(np.maximum(n - 1.0 - np.arange(n), 0.0)), w_inf)  # ≥ ‖w‖₂ (w ≤ r1^j ≤ 1)
+    c_lam = (lam / (1.0 + lam)) ** lam / (1.0 + lam) if lam > 0 else 1.0
+    losses = comp.losses
+    expo = comp.log_scale - lam * losses
+    grow = 1.0 + 4 * U * (np.abs(lam * losses) + abs(comp.log_scale) + 2.0)
+    err = w2 * comp.err2 + c_lam * comp.alias
+    return np.asarray(np.exp(expo) * grow * (d * (1.0 + 8 * n * U) + err) + comp.inf, dtype=np.float64)
+
+
+def block_pair(
+    pair: HockeyStickPair, f: Discretised, key: tuple[Hashable, ...], rounds: int | None = None
+) -> HockeyStickPair:
+    """The block B = f^{∗t} (t = ``rounds``, default T₁) as a pair with its certified curve (module
+    docstring, steps 2–3); ``f`` is ``pair``'s PLD on the fine grid."""
+    t = BLOCK if rounds is None else rounds
+    sd = math.sqrt(t) * pair.scale
+    # two windows: untilted (relative accuracy in the bulk and below) and tilted by λ = 2/scale
+    # (relative accuracy in the upper tail, which a large tilt of the final composition weights);
+    # both certified, so their minimum is, on the losses the two windows share
+    comp = tilted_compose([(f, t)], 0.0)
+    window = _window_values(comp, f.step)
+    tilted = tilted_compose([(f, t)], _TILT_SDS / sd)
+    k0 = tilted.a - comp.a
+    lo_k, hi_k = max(k0, 0), min(k0 + tilted.G.size, window.size)
+    if lo_k < hi_k:
+        window[lo_k:hi_k] = np.minimum(
+            window[lo_k:hi_k], _window_values(tilted, f.step)[lo_k - k0 : hi_k - k0]
+        )
+    total = math.exp(t * math.log(f.total)) * (1.0 + 4 * U)
+    q_mass = math.exp(t * log_mgf(f, -1.0)) * (1.0 + 4 * U)  # Σ_ℓ e^{−ℓ}B(ℓ), B's Q-mass (upper)
     thetas = np.geomspace(0.25 / sd, 60.0 / sd, _THETAS)
-    log_m = np.array([BLOCK * log_mgf(f, float(t)) for t in thetas])
+    log_m = np.array([t * log_mgf(f, float(th)) for th in thetas])
     log_c = thetas * np.log(thetas / (1.0 + thetas)) - np.log1p(thetas)
-    a = comp.a
+    a, n, fine = comp.a, window.size, f.step
 
     def curve(eps: NDArray[np.float64]) -> NDArray[np.float64]:
         x = eps / fine - a  # the window index of ε, in fine cells
@@ -139,15 +203,15 @@ def block_pair(pair: HockeyStickPair, f: Discretised, key: tuple[Hashable, ...])
         kk = np.clip(k, 0, n - 1)
         gap = np.abs(eps - (a + kk) * fine) * (1.0 + 1e-9) + 4 * U * (np.abs(eps) + 1.0)
         win = np.where(inside, window[kk] + np.where(k == near, gap * total, 0.0), np.inf)
-        below = k < 0  # the chord in x from (0, total) to (e^{ℓ_0}, window[0])
-        theta = np.clip(np.exp(np.minimum(eps - a * fine, 0.0)), 0.0, 1.0)
-        win = np.where(below, (1.0 - theta) * total + theta * window[0] * (1.0 + 4 * U), win)
+        below = k < 0  # δ(ε) ≤ δ(ℓ_0) + M_Q·(e^{ℓ_0} − e^ε): |dδ/dx| ≤ Σ_ℓ e^{−ℓ}B(ℓ) = M_Q
+        rise = q_mass * -np.expm1(np.minimum(eps - a * fine, 0.0)) * math.exp(a * fine)
+        win = np.where(below, (window[0] + rise) * (1.0 + 8 * U), win)
         with np.errstate(over="ignore"):
             cher = np.exp(np.min(log_c[:, None] + log_m[:, None] - thetas[:, None] * eps[None, :], axis=0))
         return np.asarray(
             np.minimum(np.minimum(win, cher * (1.0 + 8 * U) + comp.inf), total), dtype=np.float64
         )
 
-    lo, hi = (f.start * fine) * BLOCK, (f.start + f.probs.size - 1) * fine * BLOCK
-    center = BLOCK * pair.center
+    lo, hi = (f.start * fine) * t, (f.start + f.probs.size - 1) * fine * t
+    center = t * pair.center
     return curve_pair(curve, lo, hi, center, sd, key, inf_mass=comp.inf)

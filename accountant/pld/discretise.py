@@ -32,7 +32,9 @@ only raises δ̂), so the stored masses dominate the exact clipped measure entry
 
 Δ (:func:`choose_step`): one grid for all events of a query, Δ = min scale/25 over the events
 (connect-the-dots errors are second order in Δ: the shuffle headline's ε moves by 1e-4 relative
-from Δ = σ/25 to σ/50; bench/results_pld.md), coarsened so that no event's grid exceeds 2·10⁵
+from Δ = σ/25 to σ/50; bench/results_pld.md) — /100 when the query has fewer than 128 rounds in
+all (a short composition's FFT is small; longer ones reach that grid in blocks, :mod:`.blocks`) —,
+coarsened so that no event's grid exceeds 2·10⁵
 points and ±8 standard deviations of the composed loss fit in 2²¹ points, and aligned so that the first event with a bounded loss range has its top hi on the grid
 (a pure ε-DP release then costs exactly its ε, up to rounding).
 """
@@ -49,12 +51,26 @@ from numpy.typing import NDArray
 from ..dominating import HockeyStickPair
 from ..store import BoundedCache, MiB
 
-__all__ = ["Discretised", "cached", "choose_step", "discretise_pair", "from_curve", "grid_curve", "remember"]
+__all__ = [
+    "FINE",
+    "SHORT_ROUNDS",
+    "Discretised",
+    "cached",
+    "choose_step",
+    "discretise_pair",
+    "from_curve",
+    "grid_curve",
+    "remember",
+]
 
 U = 2.0**-53
 _LOW_SCALES = 8.0
 _TOP_DELTA = 1e-30
 _STEPS_PER_SCALE = 25.0
+#: compositions of fewer rounds than this use a grid FINE times finer; longer ones are composed in
+#: blocks on that finer grid (:mod:`.blocks`)
+SHORT_ROUNDS = 128
+FINE = 4
 _MAX_POINTS = 200_000
 _MAX_WINDOW = 1 << 21  # FFT points for ±8 composed standard deviations
 _DOTS_ROUNDING = 16 * U
@@ -112,7 +128,8 @@ def choose_step(pairs: Sequence[HockeyStickPair], counts: Sequence[int]) -> floa
     scales = [p.scale for p in pairs if p.scale > 0.0]
     if not scales:
         return 1e-3
-    step = min(scales) / _STEPS_PER_SCALE
+    finer = FINE if sum(counts) < SHORT_ROUNDS else 1  # a short composition: its FFT is small
+    step = min(scales) / (_STEPS_PER_SCALE * finer)
     widths = [
         min(p.hi, p.center + 12.0 * p.scale) - max(p.lo, p.center - _LOW_SCALES * p.scale) for p in pairs
     ]
