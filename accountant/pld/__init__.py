@@ -71,7 +71,7 @@ def single_round_pmfs(events: Sequence[EventLike]) -> list[tuple[Discretised, in
     step = choose_step(list(counts), list(counts.values()))
     out: list[tuple[Discretised, int]] = []
     for p, t in counts.items():
-        parts = blocked(p, t, step) if eligible(p, t) else []
+        parts = blocked(p, t, step) if eligible(p, t, step) else []
         out.extend(parts or [(discretise_pair(p, step), t)])
     return out
 

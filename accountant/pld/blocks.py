@@ -32,13 +32,24 @@ Construction, for a pair X with bounded losses and no mass at +∞, repeated T �
      δ_B(ε) − B(∞) ≤ c(θ)·e^{−θε}·M_f(θ)^{T₁}, M_f(θ) = Σ_ℓ f(ℓ)e^{θℓ} (:func:`.compose.log_mgf`,
      an upper bound), over 48 θ from 0.25 to 60 over the block's scale — the curve's tail, down to
      the 1e-30 the grid's top needs, where the window's absolute error floor (≈ 1e-15) would sit;
-   * *below the window*: the chord in x = e^ε from (0, total mass) to (e^{ℓ_0}, the window's
-     value at ℓ_0) (δ_B is convex in x).
+   * *below the window*: δ_B(ε) ≤ δ_B(ℓ_0) + M_Q·(e^{ℓ_0} − e^ε), since |dδ_B/dx| (x = e^ε) is
+     Σ_{ℓ>ε} e^{−ℓ}B(ℓ) ≤ M_Q = M_f(−1)^{T₁}.
+
+   The window is the smaller of two such certified windows: the FFT untilted (relative accuracy
+   in the bulk and below) and tilted by λ = 2/(the block's scale) (relative accuracy in the upper
+   tail, which a large tilt of the final composition weighs heavily). With the tilt λ the sum is
+   C e^{−λℓ_k}·Σ_{j≥1}(r1^j − r2^j)G_{k+j}, r1 = e^{−λΔ_f}, r2 = e^{−(λ+1)Δ_f}, by the recurrences
+   S_k = G⁺_k + r2 S_{k+1}, D_k = r1 D_{k+1} + (r1 − r2)S_{k+1}; the FFT error is then weighed by
+   ‖w‖₂ ≤ (Σ_j r1^{2j})^{½} and the outside mass by c(λ).
 
 4. B on the shared grid jΔ by connect-the-dots (:mod:`.discretise`): dominates B.
 5. The composition (:mod:`.compose`) takes ⌊T/T₁⌋ blocks and T mod T₁ rounds of X's PLD on jΔ;
    the latter is read off X's fine curve at every m-th point (one evaluation of X's curve serves
-   both grids; the values are the same certified upper values).
+   both grids; the values are the same certified upper values) — or, next to fewer than 16
+   blocks, those rounds as one more block of T mod T₁ rounds.
+
+Blocks are used only where the finer grid can gain (:func:`.discretise.finer_pays`) and for a
+pair whose PLD fills the fine grid (:func:`_smooth`; not a few atoms).
 
 The window's absolute floor (FFT rounding, A) raises δ_B by ≲ 1e-13 where δ_B is tiny, i.e. moves
 a mass of that size onto finite losses of the block (not to +∞): over T/T₁ blocks it changes the
@@ -64,6 +75,7 @@ from .discretise import (
     Discretised,
     U,
     cached,
+    finer_pays,
     from_curve,
     grid_curve,
     remember,
@@ -85,10 +97,12 @@ _BLOCKS: BoundedCache[tuple[object, ...], Discretised] = BoundedCache(
 )
 
 
-def eligible(pair: HockeyStickPair, count: int) -> bool:
-    """Whether ``count`` rounds of ``pair`` are composed in blocks (module docstring)."""
+def eligible(pair: HockeyStickPair, count: int, step: float) -> bool:
+    """Whether ``count`` rounds of ``pair`` are composed in blocks on the grid ``step`` (module
+    docstring; :func:`.discretise.finer_pays` says when the finer grid can gain)."""
     return (
         count >= SHORT_ROUNDS
+        and finer_pays(pair.scale, count, step / FINE)
         and pair.product is None
         and pair.inf_mass == 0.0
         and pair.scale > 0.0
@@ -104,6 +118,8 @@ def blocked(pair: HockeyStickPair, count: int, step: float) -> list[tuple[Discre
     if got is None:
         return []
     f, rounds = got
+    if not _smooth(f, pair):
+        return []
     q, r = divmod(count, BLOCK)
     parts = [(_block(pair, f, step, BLOCK), q)]
     if r and q < _FINE_REMAINDER_BELOW:  # the remainder's share of the excess is large: one block
@@ -113,10 +129,20 @@ def blocked(pair: HockeyStickPair, count: int, step: float) -> list[tuple[Discre
     return parts
 
 
+def _smooth(f: Discretised, pair: HockeyStickPair) -> bool:
+    """Whether the pair's PLD fills the fine grid (≥ half the cells within 3 scales of its centre
+    carry mass): a few atoms (randomized response, a clone pair of a handful of users) gain nothing
+    from the finer grid, and the blocks' own error bounds would cost them a little."""
+    lo = max(0, math.floor((pair.center - 3.0 * pair.scale) / f.step) - f.start)
+    hi = min(f.probs.size, math.ceil((pair.center + 3.0 * pair.scale) / f.step) - f.start + 1)
+    cells = f.probs[lo:hi]
+    return cells.size > 0 and int(np.count_nonzero(cells > 1e-6 * float(cells.max()))) >= 0.5 * cells.size
+
+
 def _fine_and_rounds(pair: HockeyStickPair, step: float) -> tuple[Discretised, Discretised] | None:
     """``pair``'s PLD on the fine grid, and on jΔ read off the same curve (cached)."""
     fine = step / FINE
-    f_key = (*pair.key, float(fine))  # what discretise_pair(pair, fine) would build: the same PLD
+    f_key = ("fine", *pair.key, float(fine))  # evaluated at aligned points: not discretise_pair's
     r_key = (
         "rounds",
         *pair.key,
@@ -125,12 +151,17 @@ def _fine_and_rounds(pair: HockeyStickPair, step: float) -> tuple[Discretised, D
     )  # not the plain key: answers must not depend on the cache
     f, rounds = cached(f_key), cached(r_key)
     if f is None or rounds is None:
-        j_lo, deltas = grid_curve(pair, fine)
+        j_lo, deltas = grid_curve(pair, fine, aligned=True)
         if deltas.size > _MAX_POINTS:
             return None
         first = -(-j_lo // FINE) * FINE  # the first fine index on the shared grid
+        coarse = deltas[first - j_lo :: FINE]
+        j_top = j_lo + deltas.size - 1  # the fine grid's top; the shared grid's last point reaches it
+        if (j_top - first) % FINE:
+            last = -(-j_top // FINE)
+            coarse = np.append(coarse, min(float(deltas[-1]), float(pair.delta(last * step)[0])))
         f = remember(from_curve(f_key, fine, j_lo, deltas))
-        rounds = remember(from_curve(r_key, step, first // FINE, deltas[first - j_lo :: FINE]))
+        rounds = remember(from_curve(r_key, step, first // FINE, coarse))
     return f, rounds
 
 

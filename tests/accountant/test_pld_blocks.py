@@ -26,7 +26,7 @@ from .test_pld_route import clone_atoms  # noqa: E402
 def _plain(monkeypatch: pytest.MonkeyPatch) -> None:
     import accountant.pld as route
 
-    monkeypatch.setattr(route, "eligible", lambda _p, _t: False)
+    monkeypatch.setattr(route, "eligible", lambda _p, _t, _s: False)
 
 
 def test_block_curve_is_above_the_direct_composition_of_the_fine_pld(monkeypatch):
