@@ -189,3 +189,35 @@ def test_rr_events_never_compute_the_generic_clone_pair(monkeypatch, ev, generic
     monkeypatch.undo()
     assert np.all(curve <= A.event_from_dict({**generic, "epsilon0": ev["epsilon0"]}).curve(ORDERS))
     assert np.all(curve <= event.unit_curve(ORDERS, "generic"))
+
+
+def _split_curve(n: int, eps0: float, ones: int, eps: np.ndarray) -> np.ndarray:
+    """Exact hockey-stick curve of shuffled binary RR (the count of ones) when ``ones`` of the
+    other n − 1 users hold 1 and the rest 0; the changed user holds 1 (P) or 0 (Q)."""
+    r = 1.0 / (math.exp(eps0) + 1.0)
+    zeros = n - 1 - ones
+    others = np.convolve(
+        binom.pmf(np.arange(zeros + 1), zeros, r), binom.pmf(np.arange(ones + 1), ones, 1 - r)
+    )
+    pad = np.concatenate([[0.0], others, [0.0]])
+    p = (1 - r) * pad[:-1] + r * pad[1:]
+    q = r * pad[:-1] + (1 - r) * pad[1:]
+    return np.array([np.sum(np.maximum(p - math.exp(e) * q, 0.0)) for e in eps])
+
+
+def test_one_release_worst_split_is_not_all_zeros_and_the_event_covers_it():
+    """The other users' inputs matter: for ONE release (n = 1000, ε0 = 2, δ = 1e-8) the exact ε
+    with half of them holding 1 is ≈ 9% above the one with all holding 0 (0.355 against 0.325 on a
+    0.005 grid: the single round's tail is heavier), so 'every other user holds 0' (issue 24's
+    reference) is not the worst case there. shuffle_rr's certified answer, whose pair covers every
+    split (bounds.md §12), is above both."""
+    eps = np.linspace(0.2, 0.6, 81)
+    first = {}
+    for ones in (0, 1, 500):
+        curve = _split_curve(1000, 2.0, ones, eps)
+        first[ones] = float(eps[np.argmax(curve <= 1e-8)])
+    assert first[500] >= first[0] * 1.05
+    got = A.epsilon_routed(
+        [{"mechanism": "shuffle_rr", "n": 1000, "epsilon0": 2.0, "count": 1}], 1e-8
+    ).epsilon
+    assert got >= max(first.values())
