@@ -80,6 +80,7 @@ from .discretise import (
     grid_curve,
     remember,
 )
+from .tail import suffix, weight_max
 
 __all__ = ["BLOCK", "FINE", "block_pair", "blocked", "eligible"]
 
@@ -102,10 +103,9 @@ def eligible(pair: HockeyStickPair, count: int, step: float) -> bool:
     docstring; :func:`.discretise.finer_pays` says when the finer grid can gain)."""
     return (
         count >= SHORT_ROUNDS
-        and finer_pays(pair.scale, count, step / FINE)
+        and finer_pays(pair.scale, count, step / FINE)  # (a positive scale included)
         and pair.product is None
         and pair.inf_mass == 0.0
-        and pair.scale > 0.0
         and math.isfinite(pair.lo)
         and math.isfinite(pair.hi)
     )
@@ -180,19 +180,17 @@ def _window_values(comp: Composed, fine: float) -> NDArray[np.float64]:
     """Certified δ_B at every loss ℓ_k of the window (module docstring, step 3): with the tilt λ,
     r1 = e^{−λΔ_f}, r2 = e^{−(λ+1)Δ_f}, δ_fin(ℓ_k) = C e^{−λℓ_k}·Σ_{j≥1} (r1^j − r2^j) G_{k+j}, the sum
     D_k by the non-negative recurrences S_k = G⁺_k + r2·S_{k+1}, D_k = r1·D_{k+1} + (r1 − r2)·S_{k+1}."""
-    from scipy.signal import lfilter
-
     lam = comp.lam
     g = np.maximum(comp.G, 0.0)
     n = g.size
     r1, r2 = math.exp(-lam * fine), math.exp(-(lam + 1.0) * fine)
-    s2 = lfilter([1.0], [1.0, -r2], g[::-1])[::-1]  # S_k = G⁺_k + r2·S_{k+1}
+    s2, _ = suffix(g, r2, 0.0)  # S_k = G⁺_k + r2·S_{k+1}
     x = np.zeros(n)
     x[:-1] = r1 * -math.expm1(-fine) * s2[1:]  # (r1 − r2)·S_{k+1}
-    d = lfilter([1.0], [1.0, -r1], x[::-1])[::-1]  # D_k = x_k + r1·D_{k+1}
+    d, _ = suffix(x, r1, 0.0)  # D_k = x_k + r1·D_{k+1}
     w_inf = 1.0 / math.sqrt(-math.expm1(-2.0 * lam * fine)) if lam > 0 else math.inf  # (Σ_j r1^{2j})^{½}
     w2 = np.minimum(np.sqrt(np.maximum(n - 1.0 - np.arange(n), 0.0)), w_inf)  # ≥ ‖w‖₂ (w ≤ r1^j ≤ 1)
-    c_lam = (lam / (1.0 + lam)) ** lam / (1.0 + lam) if lam > 0 else 1.0
+    c_lam = weight_max(lam)
     losses = comp.losses
     expo = comp.log_scale - lam * losses
     grow = 1.0 + 4 * U * (np.abs(lam * losses) + abs(comp.log_scale) + 2.0)

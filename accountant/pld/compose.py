@@ -259,16 +259,20 @@ class _Spectrum:
 
 def _spectrum(key: tuple[object, ...], x: _Tilted, n: int) -> _Spectrum:
     got = _SPECTRA.get((*key, n))
-    if got is not None:
-        return got
+    if got is None:
+        got = _transform(x, n)
+        _SPECTRA.put((*key, n), got)
+    return got
+
+
+def _transform(x: _Tilted, n: int) -> _Spectrum:
+    """The FFT of the tilted vector folded onto N points, with its error bound (item 3)."""
     pos = (np.arange(x.g.size, dtype=np.int64) + (x.start % n)) % n
     wrapped = np.asarray(np.bincount(pos, weights=x.g, minlength=n), dtype=np.float64)  # (_wrap_slack)
     z = np.fft.rfft(wrapped)
     s = math.fsum(wrapped[wrapped != 0.0].tolist()) * (1.0 + 4 * U)
     rho = _eta(n) * math.sqrt(n) * math.sqrt(_dot(wrapped, wrapped)) * (1.0 + 1e-6)
-    got = _Spectrum(z, np.abs(z), s, rho)
-    _SPECTRA.put((*key, n), got)
-    return got
+    return _Spectrum(z, np.abs(z), s, rho)
 
 
 @dataclass(frozen=True)
@@ -286,7 +290,7 @@ class _Short:
         """ĝ̃_j at the frequencies ``idx`` (direct sums, or the FFT when that is cheaper)."""
         g = self.x.g
         if idx.size * g.size > 4 * self.n:
-            return _spectrum(("short", id(self)), self.x, self.n).z[idx]
+            return _transform(self.x, self.n).z[idx]
         pos = (np.arange(g.size, dtype=np.int64) + (self.x.start % self.n)) % self.n
         ang = ((idx[:, None] * pos[None, :]) % self.n) * (-2.0 * math.pi / self.n)
         out = np.empty(idx.size, dtype=np.complex128)

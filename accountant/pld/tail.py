@@ -56,7 +56,7 @@ from numpy.typing import NDArray
 
 from .discretise import U
 
-__all__ = ["Tail"]
+__all__ = ["Tail", "suffix", "weight_max"]
 
 _BLOCK = 1024  # the smallest block of the window the recurrences extend by
 
@@ -66,7 +66,7 @@ def _dot(x: NDArray[np.float64], y: NDArray[np.float64]) -> float:
     return float(np.einsum("i,i->", x, y))
 
 
-def _suffix(x: NDArray[np.float64], r: float, state: float) -> tuple[NDArray[np.float64], float]:
+def suffix(x: NDArray[np.float64], r: float, state: float) -> tuple[NDArray[np.float64], float]:
     """y_i = x_i + r·y_{i+1} over ``x`` (its top continuing from y = ``state``/r above it: the
     state is r·y of the element above), and the state for the block below. ``y`` is a reversed
     view of lfilter's output (no copy)."""
@@ -75,6 +75,11 @@ def _suffix(x: NDArray[np.float64], r: float, state: float) -> tuple[NDArray[np.
     y, z = lfilter([1.0], [1.0, -r], x[::-1], zi=np.array([state]))
     out: NDArray[np.float64] = y[::-1]
     return out, float(z[0])
+
+
+def weight_max(lam: float) -> float:
+    """c(λ) = max_t (1 − e^{−t})e^{−λt} = (λ/(1+λ))^λ/(1+λ) (1 at λ = 0)."""
+    return (lam / (1.0 + lam)) ** lam / (1.0 + lam) if lam > 0 else 1.0
 
 
 def _absmax(x: NDArray[np.float64]) -> float:
@@ -108,7 +113,7 @@ class Tail:
     ) -> None:
         self.g, self.losses, self.lam, self.step, self.log_scale = g, losses, lam, step, log_scale
         self.err2, alias, self.inf = fixed
-        self.cl_alias = ((lam / (1.0 + lam)) ** lam / (1.0 + lam) if lam > 0 else 1.0) * alias
+        self.cl_alias = weight_max(lam) * alias
         n = g.size
         l1, l2 = lam * step, (lam + 1.0) * step
         self.r1, self.r2 = math.exp(-l1), math.exp(-l2)
@@ -144,13 +149,13 @@ class Tail:
             return
         lo, hi = max(0, min(k, self.lo - _BLOCK)), self.lo
         seg = self.g[lo:hi]
-        s1, z1 = _suffix(seg, self.r1, self._z[0])
-        s2, z2 = _suffix(seg, self.r2, self._z[1])
+        s1, z1 = suffix(seg, self.r1, self._z[0])
+        s2, z2 = suffix(seg, self.r2, self._z[1])
         x = np.empty(seg.size)
         x[:-1] = s2[1:]
         x[-1] = self._s2_lo
         x *= self.c12  # x_i = c·Ŝ2_{i+1}
-        d, zd = _suffix(x, self.r1, self._z[2])
+        d, zd = suffix(x, self.r1, self._z[2])
         top = (_absmax(s1), _absmax(s2), _absmax(d), max(0.0, -float(seg.min())))
         self._blocks.append(_Block(lo, hi, s1, s2, d, top))
         self._z, self._s2_lo, self.lo = (z1, z2, zd), float(s2[0]), lo
