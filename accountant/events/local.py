@@ -3,6 +3,7 @@ shuffler (thesis ch. 5; bounds.md §1–3, §8)."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -10,6 +11,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .. import bounds as _b
+from .. import shuffled_rr
 from ..dominating import HockeyStickPair, clone_pair_curve, subsampled_clone_pair_curve
 from ..errors import InvalidEvent
 from ._declare import (
@@ -207,13 +209,28 @@ class ShuffleRREvent(_RandomizedResponse):
     categories: int = categories_field()
 
     def _detail(self, orders: NDArray[np.float64], randomizer: str) -> Any:
-        return _b.shuffle_upper_detail(self.n, self.epsilon0, orders, "discrete", randomizer)
+        d = _b.shuffle_upper_detail(self.n, self.epsilon0, orders, "discrete", randomizer)
+        if randomizer != "rr" or self.categories != 2 or self.n > shuffled_rr.MAX_USERS:
+            return d
+        # binary RR: the exact shuffled count's Rényi divergence at the worst split (bounds.md §13)
+        exact = shuffled_rr.split_rdp(self.n, self.epsilon0, d.orders)
+        better = exact < d.rdp
+        if not np.any(better):
+            return d
+        sources = ["shuffled_rr" if b else s for b, s in zip(better.tolist(), d.sources)]
+        return dataclasses.replace(d, rdp=np.where(better, exact, d.rdp), sources=sources)
 
     def pure_epsilon(self) -> float:
         return self.epsilon0
 
     def heavy_parts(self) -> frozenset[HeavyPart]:
         return frozenset({("clones_rr", self.n, self.n, self.epsilon0)})
+
+    def dominating_pair(self) -> HockeyStickPair:
+        # binary RR: the exact shuffled count at the worst split of the others' inputs (bounds.md §13)
+        if self.categories == 2 and self.n <= shuffled_rr.MAX_USERS:
+            return shuffled_rr.binary_rr_pair(self.n, self.epsilon0)
+        return super().dominating_pair()
 
 
 @register
