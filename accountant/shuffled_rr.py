@@ -185,7 +185,9 @@ def _pmf_bracket(
     R = max(f.vecs[0].shape[0] for f in facs)
     off = np.arange(size, dtype=np.float64)[None, :]
     # y − y_mid = off + shift
-    shift = np.sum([np.broadcast_to(f.lo - f.mid, (R,)) for f in facs], axis=0, dtype=np.float64)[:, None]
+    shift = np.asarray(np.sum([np.broadcast_to(f.lo - f.mid, (R,)) for f in facs], axis=0), dtype=np.float64)[
+        :, None
+    ]
     log_anchor = np.sum([np.broadcast_to(f.log_anchor, (R,)) for f in facs], axis=0)[:, None]
     rel = sum(f.rel for f in facs) + 8.0 * U * (np.abs(log_anchor) + 1.0)
     s_lo = np.zeros((R, size))
