@@ -52,11 +52,12 @@ that bracket relatively tight from the far lower to the far upper tail; every en
 tightest of the three.
 
 From the brackets: G_lo, G_hi by suffix sums (rounding ≤ 2Wu relative), G_hi plus the factors'
-tail masses; t_lo(k) = s_lo(k−1)/s_hi(k), t_hi(k) = s_hi(k−1)/s_lo(k). Then k* ∈ [k_A, k_B], the
+tail masses; t_lo(k) = s_lo(k−1)/(s_hi(k) + tails), t_hi(k) = (s_hi(k−1) + tails)/s_lo(k) (the brackets
+hold the windows' truncated convolution; the true pmf exceeds it by at most the tails anywhere). Then k* ∈ [k_A, k_B], the
 first k with t_hi > a2/a1 (t_hi replaced by its running minimum from the right and t_lo by its running maximum — t is non-decreasing, so both stay brackets, now monotone: the searches are bisections) and the first with
 t_lo > a2/a1; H ≤ max over that range of a1·G_hi(k−1) − a2·G_lo(k) (a range longer than
-:data:`_RANGE` is bounded by a1·G_hi(k_A − 1) ≥ f(k) for every k ≥ k_A); k* below the window
-gives at most a1 − a2·G_lo(y0), beyond it a1·G_hi(top). A relative 10⁻¹² of a1·G_hi + a2·G_lo covers
+:data:`_RANGE`, or reaching past the window, is bounded at once by a1·G_hi(k_A − 1) − a2·G_lo(k_B),
+G_lo = 0 past the window: G is non-increasing); k* below the window gives at most a1 − a2·G_lo(y0). A relative 10⁻¹² of a1·G_hi + a2·G_lo covers
 the rounding of a1, a2 and the difference.
 """
 
@@ -235,9 +236,12 @@ def _splits(parts: list[tuple[NDArray[np.int64], float]], sd: float, mix: float)
     )
     g_hi = np.concatenate([np.cumsum(s_hi[:, ::-1], axis=1)[:, ::-1], zero], axis=1)
     g_hi = np.minimum(g_hi * (1.0 + 2.0 * (w + 2) * U) + tails[:, None], 1.0)
+    # the true pmf: s_lo ≤ s ≤ s_hi + tails (the windows' brackets hold the truncated convolution;
+    # what the windows leave out is at most ``tails`` in all, so at most that at any one point)
+    top = (s_hi + tails[:, None]) * (1.0 + 2 * U)
     with np.errstate(divide="ignore", invalid="ignore"):
-        t_hi = np.where(s_lo[:, 1:] > 0, s_hi[:, :-1] / s_lo[:, 1:], np.inf)
-        t_lo = np.where(np.isfinite(s_hi[:, 1:]) & (s_hi[:, 1:] > 0), s_lo[:, :-1] / s_hi[:, 1:], 0.0)
+        t_hi = np.where(s_lo[:, 1:] > 0, top[:, :-1] / s_lo[:, 1:], np.inf) * (1.0 + 2 * U)
+        t_lo = np.where(np.isfinite(top[:, 1:]), s_lo[:, :-1] / top[:, 1:], 0.0) * (1.0 - 2 * U)
     # t is non-decreasing (log-concavity): t(k) ≤ min_{k′ ≥ k} t_hi(k′) and ≥ max_{k′ ≤ k} t_lo(k′)
     t_hi = np.minimum.accumulate(t_hi[:, ::-1], axis=1)[:, ::-1]
     return _Splits(g_lo, g_hi, t_hi, np.maximum.accumulate(t_lo, axis=1), mix, s_lo, s_hi, tails)
@@ -253,11 +257,14 @@ def _splits_delta(sp: _Splits, a1: NDArray[np.float64], a2: NDArray[np.float64])
     ia = np.stack([np.searchsorted(sp.t_hi[i], thr * (1.0 - 1e-12), side="right") for i in range(R)]) + 1
     ib = np.stack([np.searchsorted(sp.t_lo[i], thr * (1.0 + 1e-12), side="right") for i in range(R)]) + 1
     rows = np.arange(R)[:, None]
-    g_ia = sp.g_hi[rows, np.minimum(ia, W) - 1]
-    best = np.maximum(a1 - a2 * sp.g_lo[:, :1], np.where(ib >= W, a1 * g_ia, 0.0))  # k* ≤ y0; past the window
     ib = np.minimum(ib, W)
-    long = (ib - ia) > _RANGE
-    best = np.where(long, np.maximum(best, a1 * g_ia), best)
+    # every k in [k_A, k_B] has f(k) ≤ a1·G_hi(k_A − 1) − a2·G_lo(k_B) (G is non-increasing); a
+    # range reaching past the window (G_lo = 0 there) or longer than _RANGE is bounded so, a short
+    # one point by point
+    gh, gl = sp.g_hi[rows, np.minimum(ia, W) - 1], sp.g_lo[rows, ib]
+    coarse = a1 * gh - a2 * gl + _SLACK * (a1 * gh + a2 * gl)
+    long = ((ib - ia) > _RANGE) | (ib >= W)
+    best = np.maximum(a1 - a2 * sp.g_lo[:, :1], np.where(long, coarse, 0.0))  # and k* ≤ y0
     for d in range(_RANGE + 1):
         k = np.minimum(ia + d, W)
         gh, gl = sp.g_hi[rows, k - 1], sp.g_lo[rows, k]
