@@ -104,8 +104,8 @@ def test_the_cover_holds_every_split_beyond_256_users():
     eps = np.array([-0.3, 0.0, 0.05, 0.15, 0.3, 0.5, 0.8])
     got = c.delta(eps)
     want = sup_over_splits(n, eps0, eps)
-    assert np.all(got >= want * (1 - 1e-12)), (got / want)
-    assert np.all(got[want > 1e-3] <= want[want > 1e-3] * 1.02), (got / want)
+    assert np.all(got >= want * (1 - 1e-12)), got / want
+    assert np.all(got[want > 1e-3] <= want[want > 1e-3] * 1.02), got / want
 
 
 def test_pmf_anchor_is_within_its_stated_error():
@@ -142,12 +142,21 @@ def test_pmf_brackets_hold_the_exact_pmf_into_the_far_tails(ones):
         if not 0 <= i < s_lo.shape[1]:
             continue
         exact = mp.fsum(
-            mp.binomial(A - ones, j) * R**j * (1 - R) ** (A - ones - j)
-            * mp.binomial(ones, y - j) * (1 - R) ** (y - j) * R ** (ones - y + j)
+            mp.binomial(A - ones, j)
+            * R**j
+            * (1 - R) ** (A - ones - j)
+            * mp.binomial(ones, y - j)
+            * (1 - R) ** (y - j)
+            * R ** (ones - y + j)
             for j in range(max(0, y - ones), min(A - ones, y) + 1)
         )
         lo, hi = s_lo[0, i], s_hi[0, i]
-        assert lo <= float(exact) * (1 + 1e-15) and float(exact) <= hi * (1 + 1e-15) + tails[0], (k, lo, exact, hi)
+        assert lo <= float(exact) * (1 + 1e-15) and float(exact) <= hi * (1 + 1e-15) + tails[0], (
+            k,
+            lo,
+            exact,
+            hi,
+        )
         if abs(k) <= 9:
             assert hi <= lo * (1 + 1e-6), (k, lo, hi)
 
