@@ -198,7 +198,13 @@ class ShuffleRREvent(_RandomizedResponse):
     mechanism: ClassVar[str] = "shuffle_rr"
     POSITION: ClassVar[int] = 0
     SAMPLING: ClassVar[str] = "none: all n users report in every repetition"
-    SOURCE: ClassVar[str] = _RR_SOURCE + "; the generic bounds are the shuffle event's"
+    SOURCE: ClassVar[str] = (
+        _RR_SOURCE
+        + "; the generic bounds are the shuffle event's. Binary (categories = 2, n ≤ 10⁸): also the exact "
+        "shuffled count of ones at the worst split of the other users' inputs — every split up to n = 256, "
+        "representatives with a revealed blanket count beyond — as the PLD route's dominating pair and, "
+        "up to order 256, as RDP (bounds.md §13)"
+    )
     BOUNDS: ClassVar[tuple[str, ...]] = RR_BOUNDS
     EXAMPLE: ClassVar[dict[str, Any]] = {"mechanism": "shuffle_rr", "n": 10000, "epsilon0": 1.0, "count": 100}
 
