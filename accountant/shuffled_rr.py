@@ -65,13 +65,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ._lazy import lazy
 from .dominating import HockeyStickPair, curve_pair
+from .store import BoundedCache, MiB
 
 stats = lazy("scipy.stats")
 
@@ -222,12 +222,10 @@ class _Splits:
     t_hi: NDArray[np.float64]
     t_lo: NDArray[np.float64]
     mix: float
-    s_lo: NDArray[np.float64]
-    s_hi: NDArray[np.float64]
-    tails: NDArray[np.float64]
+    rdp: tuple[NDArray[np.float64], ...]  # (m_lo, m_hi, ℓmin, ℓmax, tails) of :func:`split_rdp`
 
 
-def _splits(parts: list[tuple[NDArray[np.int64], float]], sd: float, mix: float) -> _Splits:
+def _splits(parts: list[tuple[NDArray[np.int64], float]], sd: float, mix: float, r: float) -> _Splits:
     s_lo, s_hi, tails = _pmf_bracket(parts, sd)
     R, w = s_lo.shape
     zero = np.zeros((R, 1))
@@ -244,7 +242,8 @@ def _splits(parts: list[tuple[NDArray[np.int64], float]], sd: float, mix: float)
         t_lo = np.where(np.isfinite(top[:, 1:]), s_lo[:, :-1] / top[:, 1:], 0.0) * (1.0 - 2 * U)
     # t is non-decreasing (log-concavity): t(k) ≤ min_{k′ ≥ k} t_hi(k′) and ≥ max_{k′ ≤ k} t_lo(k′)
     t_hi = np.minimum.accumulate(t_hi[:, ::-1], axis=1)[:, ::-1]
-    return _Splits(g_lo, g_hi, t_hi, np.maximum.accumulate(t_lo, axis=1), mix, s_lo, s_hi, tails)
+    rdp = _rdp_blocks(s_lo, s_hi, tails, r)
+    return _Splits(g_lo, g_hi, t_hi, np.maximum.accumulate(t_lo, axis=1), mix, rdp)
 
 
 def _splits_delta(sp: _Splits, a1: NDArray[np.float64], a2: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -333,10 +332,31 @@ def _representatives(n: int, eps0: float) -> tuple[list[int], int, int]:
     return reps, A, w
 
 
-@lru_cache(maxsize=16)
+def _nbytes(_key: tuple[int, float], c: SplitCurve) -> int:
+    sp = c.splits
+    if sp is None:
+        return 256
+    arrays = (sp.g_lo, sp.g_hi, sp.t_hi, sp.t_lo, *sp.rdp)
+    return sum(int(a.nbytes) for a in arrays) + 256
+
+
+#: the split curves by (n, ε0): a warm answer (another count or δ) reuses them
+_CURVES: BoundedCache[tuple[int, float], SplitCurve] = BoundedCache(
+    8, 256 * MiB, sizeof=_nbytes, name="shuffled_rr_splits"
+)
+
+
 def split_curve(n: int, epsilon0: float) -> SplitCurve:
     """The certified curve of shuffled binary RR over every split (n ≤ :data:`MAX_USERS`)."""
-    n, e0 = int(n), float(epsilon0)
+    key = (int(n), float(epsilon0))
+    got = _CURVES.get(key)
+    if got is None:
+        got = _split_curve(*key)
+        _CURVES.put(key, got)
+    return got
+
+
+def _split_curve(n: int, e0: float) -> SplitCurve:
     if e0 == 0.0:
         return SplitCurve(n, e0, None, 0)
     r = 1.0 / (math.exp(e0) + 1.0)
@@ -346,7 +366,7 @@ def split_curve(n: int, epsilon0: float) -> SplitCurve:
     sd = math.sqrt(A * r * q + c1 / 4.0)
     m1 = np.asarray(reps, dtype=np.int64)
     parts = [(A - m1, r), (m1, q), (np.array([c1], dtype=np.int64), 0.5)]
-    return SplitCurve(n, e0, _splits(parts, sd, mix), w)
+    return SplitCurve(n, e0, _splits(parts, sd, mix, r), w)
 
 
 def binary_rr_pair(n: int, epsilon0: float) -> HockeyStickPair:
@@ -358,19 +378,16 @@ def binary_rr_pair(n: int, epsilon0: float) -> HockeyStickPair:
     return curve_pair(curve.delta, -e0, e0, 0.0, scale, ("shuffled_binary_rr", n, e0))
 
 
-@lru_cache(maxsize=16)
-def _rdp_blocks(n: int, e0: float) -> tuple[NDArray[np.float64], ...] | None:
-    """Per representative and block: (m_lo, m_hi, ℓmin, ℓmax, tails, mix) of :func:`split_rdp`."""
-    c = split_curve(int(n), e0)
-    sp = c.splits
-    if sp is None:
-        return None
-    r = 1.0 / (math.exp(e0) + 1.0)
+def _rdp_blocks(
+    s_lo: NDArray[np.float64], s_hi: NDArray[np.float64], tails: NDArray[np.float64], r: float
+) -> tuple[NDArray[np.float64], ...]:
+    """Per representative and block: (m_lo, m_hi, ℓmin, ℓmax, tails) of :func:`split_rdp`."""
+    e0 = math.log((1.0 - r) / r)
     q = 1.0 - r
-    R, W = sp.s_lo.shape
+    R = s_lo.shape[0]
     zero = np.zeros((R, 1))
-    hi = np.concatenate([zero, sp.s_hi, zero], axis=1)
-    lo = np.concatenate([zero, sp.s_lo, zero], axis=1)
+    hi = np.concatenate([zero, s_hi, zero], axis=1)
+    lo = np.concatenate([zero, s_lo, zero], axis=1)
     p_hi = (q * hi[:, :-1] + r * hi[:, 1:]) * (1.0 + 4.0 * U)
     q_lo = (r * lo[:, :-1] + q * lo[:, 1:]) * (1.0 - 4.0 * U)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -391,7 +408,7 @@ def _rdp_blocks(n: int, e0: float) -> tuple[NDArray[np.float64], ...] | None:
     m_lo = np.sum(mass * (1.0 - theta), axis=2) * slack + np.sum(mass, axis=2) * 4 * U
     m_hi = np.sum(mass * theta, axis=2) * slack + np.sum(mass, axis=2) * 4 * U
     lmin, lmax = lmin[:, :, 0], lmax[:, :, 0]
-    return m_lo, m_hi, lmin, lmax, sp.tails, np.array([sp.mix])
+    return m_lo, m_hi, lmin, lmax, tails
 
 
 def split_rdp(n: int, epsilon0: float, orders: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -413,10 +430,10 @@ def split_rdp(n: int, epsilon0: float, orders: NDArray[np.float64]) -> NDArray[n
     e0 = float(epsilon0)
     if e0 == 0.0:
         return np.where(use, 0.0, out)
-    blocks = _rdp_blocks(int(n), e0)
-    if blocks is None or not np.any(use):
+    sp = split_curve(int(n), e0).splits
+    if sp is None or not np.any(use):
         return out
-    m_lo, m_hi, lmin, lmax, tails, mix_arr = blocks
+    m_lo, m_hi, lmin, lmax, tails = sp.rdp
     r = 1.0 / (math.exp(e0) + 1.0)
     q = 1.0 - r
     a = o[use] - 1.0
@@ -438,7 +455,7 @@ def split_rdp(n: int, epsilon0: float, orders: NDArray[np.float64]) -> NDArray[n
         rr = np.exp(
             np.logaddexp((a + 1.0) * math.log(q) - a * math.log(r), (a + 1.0) * math.log(r) - a * math.log(q))
         )
-        total = (total + float(mix_arr[0]) * rr[None, :]) * (1.0 + 1e-12)
+        total = (total + sp.mix * rr[None, :]) * (1.0 + 1e-12)
         d = np.max(np.log(total), axis=0) / a * (1.0 + 1e-12)
     out[use] = np.clip(d, 0.0, None)
     return out

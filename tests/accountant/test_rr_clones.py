@@ -210,7 +210,7 @@ def test_one_release_worst_split_is_not_all_zeros_and_the_event_covers_it():
     with half of them holding 1 is ≈ 9% above the one with all holding 0 (0.355 against 0.325 on a
     0.005 grid: the single round's tail is heavier), so 'every other user holds 0' (issue 24's
     reference) is not the worst case there. shuffle_rr's certified answer, whose pair covers every
-    split (bounds.md §12), is above both."""
+    split (bounds.md §12–13), is above both."""
     eps = np.linspace(0.2, 0.6, 81)
     first = {}
     for ones in (0, 1, 500):
