@@ -92,7 +92,7 @@ _RANGE = 8
 _SLACK = 1e-12
 #: the RDP of the splits is computed up to this order (beyond, the event's other bounds)
 RDP_MAX_ORDER = 256.0
-_RDP_BLOCKS = 512
+_RDP_BLOCKS = 256
 #: above this many users the pair is the clone pair of randomized response (bounds.md §12)
 MAX_USERS = 10**8
 
@@ -381,7 +381,15 @@ def binary_rr_pair(n: int, epsilon0: float) -> HockeyStickPair:
 def _rdp_blocks(
     s_lo: NDArray[np.float64], s_hi: NDArray[np.float64], tails: NDArray[np.float64], r: float
 ) -> tuple[NDArray[np.float64], ...]:
-    """Per representative and block: (m_lo, m_hi, ℓmin, ℓmax, tails) of :func:`split_rdp`."""
+    """Per representative, (m_lo, m_hi, ℓmin, ℓmax) on :data:`_RDP_BLOCKS` blocks and the tails
+    (:func:`split_rdp`)."""
+    return (*_chords(s_lo, s_hi, r, _RDP_BLOCKS), tails)
+
+
+def _chords(
+    s_lo: NDArray[np.float64], s_hi: NDArray[np.float64], r: float, blocks: int
+) -> tuple[NDArray[np.float64], ...]:
+    """(m_lo, m_hi, ℓmin, ℓmax) per representative and block (:func:`split_rdp`)."""
     e0 = math.log((1.0 - r) / r)
     q = 1.0 - r
     R = s_lo.shape[0]
@@ -393,10 +401,11 @@ def _rdp_blocks(
     with np.errstate(divide="ignore", invalid="ignore"):
         ell = np.minimum(np.log(p_hi) - np.log(q_lo), e0)
     ell = np.where(p_hi > 0, np.nan_to_num(ell, nan=e0), -np.inf)
-    b = -(-ell.shape[1] // _RDP_BLOCKS)
-    pad = b * _RDP_BLOCKS - ell.shape[1]
-    ell = np.pad(ell, ((0, 0), (0, pad)), constant_values=-np.inf).reshape(R, _RDP_BLOCKS, b)
-    mass = np.pad(p_hi, ((0, 0), (0, pad))).reshape(R, _RDP_BLOCKS, b)
+    blocks = min(blocks, ell.shape[1])
+    b = -(-ell.shape[1] // blocks)
+    pad = b * blocks - ell.shape[1]
+    ell = np.pad(ell, ((0, 0), (0, pad)), constant_values=-np.inf).reshape(R, blocks, b)
+    mass = np.pad(p_hi, ((0, 0), (0, pad))).reshape(R, blocks, b)
     live = mass > 0
     lmin = np.min(np.where(live, ell, np.inf), axis=2, keepdims=True)
     lmax = np.max(np.where(live, ell, -np.inf), axis=2, keepdims=True)
@@ -408,7 +417,7 @@ def _rdp_blocks(
     m_lo = np.sum(mass * (1.0 - theta), axis=2) * slack + np.sum(mass, axis=2) * 4 * U
     m_hi = np.sum(mass * theta, axis=2) * slack + np.sum(mass, axis=2) * 4 * U
     lmin, lmax = lmin[:, :, 0], lmax[:, :, 0]
-    return m_lo, m_hi, lmin, lmax, tails
+    return m_lo, m_hi, lmin, lmax
 
 
 def split_rdp(n: int, epsilon0: float, orders: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -433,10 +442,34 @@ def split_rdp(n: int, epsilon0: float, orders: NDArray[np.float64]) -> NDArray[n
     sp = split_curve(int(n), e0).splits
     if sp is None or not np.any(use):
         return out
-    m_lo, m_hi, lmin, lmax, tails = sp.rdp
+    fine, tails = sp.rdp[:4], sp.rdp[4]
     r = 1.0 / (math.exp(e0) + 1.0)
     q = 1.0 - r
     a = o[use] - 1.0
+    with np.errstate(over="ignore"):
+        rr = np.exp(
+            np.logaddexp((a + 1.0) * math.log(q) - a * math.log(r), (a + 1.0) * math.log(r) - a * math.log(q))
+        )
+        grow = np.exp(a * e0)[None, :]
+    # 0 · ∞ is 0 here: no mass outside the windows (or no blanket mixture) adds nothing
+    extra = np.where(tails[:, None] > 0, tails[:, None] * grow, 0.0)
+    extra = extra + (sp.mix * rr[None, :] if sp.mix > 0 else 0.0)
+    best = np.max(_log_totals(fine, a, extra, np.arange(tails.size)), axis=0)
+    d = best / a * (1.0 + 1e-12)
+    out[use] = np.clip(d, 0.0, None)
+    return out
+
+
+def _log_totals(
+    chords: tuple[NDArray[np.float64], ...],
+    a: NDArray[np.float64],
+    extra: NDArray[np.float64],
+    rows: NDArray[np.int64],
+) -> NDArray[np.float64]:
+    """log of the upper bound on Σ_y P^α Q^{1−α} (with ``extra``: tails and blanket mixture) for
+    the representatives ``rows`` at the orders α = a + 1, from their chords (:func:`split_rdp`)."""
+    m_lo, m_hi, lmin, lmax = (c[rows] for c in chords)
+    B = m_lo.shape[1]
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
         expo = np.concatenate(
             [
@@ -444,18 +477,10 @@ def split_rdp(n: int, epsilon0: float, orders: NDArray[np.float64]) -> NDArray[n
                 np.log(m_hi)[:, None, :] + a[None, :, None] * lmax[:, None, :],
             ],
             axis=2,
-        )  # (R, orders, 2·blocks)
+        )  # (rows, orders, 2·blocks)
         expo = np.where(np.isnan(expo), -np.inf, expo)
         top = np.max(expo, axis=2)
         top = np.where(np.isfinite(top), top, 0.0)
-        total = (
-            np.exp(top) * np.sum(np.exp(expo - top[:, :, None]), axis=2) * (1.0 + (2 * _RDP_BLOCKS + 8) * U)
-        )
-        total = total + tails[:, None] * np.exp(a * e0)[None, :]
-        rr = np.exp(
-            np.logaddexp((a + 1.0) * math.log(q) - a * math.log(r), (a + 1.0) * math.log(r) - a * math.log(q))
-        )
-        total = (total + sp.mix * rr[None, :]) * (1.0 + 1e-12)
-        d = np.max(np.log(total), axis=0) / a * (1.0 + 1e-12)
-    out[use] = np.clip(d, 0.0, None)
-    return out
+        total = np.exp(top) * np.sum(np.exp(expo - top[:, :, None]), axis=2) * (1.0 + (2 * B + 8) * U)
+        total = (total + extra[rows]) * (1.0 + 1e-12)
+        return np.asarray(np.log(total), dtype=np.float64)
