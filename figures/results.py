@@ -521,11 +521,13 @@ def _randomizer_aware() -> list[str]:
     start = next(i for i, line in enumerate(body) if line.startswith("|"))
     return [
         "`binary_rr` and `kary_rr` are accounted as themselves (`shuffle_rr` / `subsampled_shuffle_rr`, "
-        "bounds.md §12: randomized response's clone probability 2/(e^ε0+1)); Hadamard response and the vector "
-        "mechanisms keep the generic bound (their clone probability is e^{−ε0}, bounds.md §12). Binary RR at "
-        "δ = 10⁻⁸ against the generic `shuffle` event and the exact shuffled binary RR with every other user "
-        "holding 0 (a pessimistic PLD of that pair, the larger of both directions; a reference, not the worst case: mixed "
-        "inputs can be worse), from `bench/results_rr.md` (`python bench/bench_rr.py`):",
+        "bounds.md §12: randomized response's clone probability 2/(e^ε0+1); for binary RR without sampling, "
+        "bounds.md §13: the shuffled count of ones itself at the worst split of the other users' inputs); "
+        "Hadamard response and the vector mechanisms keep the generic bound (their clone probability is "
+        "e^{−ε0}, bounds.md §12). Binary RR at δ = 10⁻⁸ against the generic `shuffle` event and the exact "
+        "shuffled binary RR with every other user holding 0 (a pessimistic PLD of that pair, the larger of both "
+        "directions; a reference, not the worst case: mixed inputs can be worse, which is why `shuffle_rr` sits "
+        "slightly above it), from `bench/results_rr.md` (`python bench/bench_rr.py`):",
         "",
         *body[start:],
     ]
