@@ -75,7 +75,15 @@ from .store import BoundedCache, MiB
 
 stats = lazy("scipy.stats")
 
-__all__ = ["MAX_USERS", "RDP_MAX_ORDER", "SplitCurve", "binary_rr_pair", "split_curve", "split_rdp"]
+__all__ = [
+    "MAX_USERS",
+    "RDP_MAX_ORDER",
+    "SPLIT_ONLY_ORDER",
+    "SplitCurve",
+    "binary_rr_pair",
+    "split_curve",
+    "split_rdp",
+]
 
 U = 2.0**-53
 #: up to this many users every split of the others is its own representative (no cover loss)
@@ -83,7 +91,7 @@ _EXACT_SPLITS = 256
 #: representatives for larger n (:func:`_representatives`)
 _REPS = (8, 256)
 _BUDGET = 1 << 21
-_COVER = 0.005
+_COVER = 0.008
 _TAIL = 1e-40  # each factor's window leaves at most this mass outside on each side
 _MIX = 1e-40  # the blanket count's lower quantile c1
 _ANCHOR = 1e-12  # relative error of scipy's binomial pmf at the mode (tests: mpmath)
@@ -92,6 +100,8 @@ _RANGE = 8
 _SLACK = 1e-12
 #: the RDP of the splits is computed up to this order (beyond, the event's other bounds)
 RDP_MAX_ORDER = 256.0
+#: up to this order the event's RDP skips randomized response's clone pair (the splits' is tighter)
+SPLIT_ONLY_ORDER = 64.0
 _RDP_BLOCKS = 256
 #: above this many users the pair is the clone pair of randomized response (bounds.md §12)
 MAX_USERS = 10**8
@@ -112,12 +122,21 @@ class _Factor:
     rel: float
 
 
-def _factor(m: NDArray[np.int64], p: float, lams: tuple[float, ...]) -> _Factor:
-    """Each row's pmf by exact ratios from scipy's pmf at the mode (module docstring): row i is
+def _factor(m: NDArray[np.int64], p: float, lams: tuple[float, ...], reflect: bool = False) -> _Factor:
+    """Bin(m_i, p) — or with ``reflect`` Bin(m_i, 1 − p) as m_i − Bin(m_i, p), so that a report
+    probability q = 1 − r is never rounded (at large ε0, 1 − r is 1 in floating point). Each row's pmf by exact ratios from scipy's pmf at the mode (module docstring): row i is
     the cumulative product of b(j+1)/b(j)·e^λ = (m − j)/(j + 1)·(p/(1 − p))·e^λ from lo_i (≤ 6
     roundings a step, with e^λ's own), divided by its value at the mode — within a relative 12·W·u
     of b(j)e^{λ(j − mode)}/b(mode), W the window."""
     m = np.asarray(m, dtype=np.int64)
+    if reflect:
+        f = _factor(m, p, tuple(-lam for lam in lams))  # e^{λ(m − j)} ∝ e^{−λj}
+        W = f.vecs[0].shape[1]
+        idx = (f.hi - f.lo)[:, None] - np.arange(W)[None, :]  # row position of m − j
+        flipped = tuple(
+            np.where(idx >= 0, np.take_along_axis(v, np.clip(idx, 0, W - 1), axis=1), 0.0) for v in f.vecs
+        )
+        return _Factor(m - f.hi, m - f.mid, m - f.lo, flipped, f.log_anchor, f.tails, f.rel)
     R = m.size
     if p <= 0.0 or p >= 1.0 or not np.any(m > 0):
         at = m if p >= 1.0 else np.zeros(R, dtype=np.int64)
@@ -172,14 +191,14 @@ def _conv_error(xs: list[NDArray[np.float64]], L: int) -> tuple[NDArray[np.float
 
 
 def _pmf_bracket(
-    parts: list[tuple[NDArray[np.int64], float]], sd: float
+    parts: list[tuple[NDArray[np.int64], float, bool]], sd: float
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """(s_lo, s_hi, tails), row by row: brackets on the pmf of Σ_i Bin(m_i, p_i) over a common
     number of points from each row's window start, and the mass the factors' windows leave out
     (module docstring)."""
     lam = _TILT / max(sd, 1.0)
     lams = (0.0, -lam, lam)
-    facs = [_factor(m, p, lams) for m, p in parts]
+    facs = [_factor(m, p, lams, reflect) for m, p, reflect in parts]
     # each row's own support (its factors' windows; the arrays are zero beyond them)
     size = int(np.max(sum(f.hi - f.lo for f in facs))) + 1
     L = 1 << max(1, (size - 1).bit_length())
@@ -199,10 +218,11 @@ def _pmf_bracket(
             continue
         z_full, err = _conv_error(xs, L)
         z = z_full[:, :size]
-        tilt = lm * (off + shift)
-        rel_t = rel + 8.0 * U * (np.abs(tilt) + 1.0)
+        # e^{log anchor − λ(y − y_mid)} as the outer product e^{log anchor − λ·shift}·e^{−λ·off}:
+        # each exp within an ulp of its rounded argument, one product
+        rel_t = rel + 8.0 * U * (np.abs(lm * shift) + np.abs(lm * off) + 1.0)
         with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-            scale = np.exp(log_anchor - tilt)
+            scale = np.exp(log_anchor - lm * shift) * np.exp(-lm * off)
             lo_t = np.maximum(z - err[:, None], 0.0) * scale * (1.0 - rel_t)
             hi_t = (z + err[:, None]) * scale * (1.0 + rel_t)
         s_lo = np.maximum(s_lo, np.nan_to_num(lo_t, nan=0.0, posinf=0.0))
@@ -225,7 +245,7 @@ class _Splits:
     rdp: tuple[NDArray[np.float64], ...]  # (m_lo, m_hi, ℓmin, ℓmax, tails) of :func:`split_rdp`
 
 
-def _splits(parts: list[tuple[NDArray[np.int64], float]], sd: float, mix: float, r: float) -> _Splits:
+def _splits(parts: list[tuple[NDArray[np.int64], float, bool]], sd: float, mix: float, r: float) -> _Splits:
     s_lo, s_hi, tails = _pmf_bracket(parts, sd)
     R, w = s_lo.shape
     zero = np.zeros((R, 1))
@@ -365,7 +385,7 @@ def _split_curve(n: int, e0: float) -> SplitCurve:
     c1, mix = _blanket(w, r)
     sd = math.sqrt(A * r * q + c1 / 4.0)
     m1 = np.asarray(reps, dtype=np.int64)
-    parts = [(A - m1, r), (m1, q), (np.array([c1], dtype=np.int64), 0.5)]
+    parts = [(A - m1, r, False), (m1, r, True), (np.array([c1], dtype=np.int64), 0.5, False)]
     return SplitCurve(n, e0, _splits(parts, sd, mix, r), w)
 
 

@@ -80,12 +80,16 @@ def test_every_split_exactly_up_to_256_users(n, eps0):
     assert np.all(got[big] <= want[big] * (1 + 1e-8)), (got, want)
 
 
-@pytest.mark.parametrize("n, eps0, ones", [(30, 1.0, 27), (64, 2.5, 32), (200, 0.4, 0)])
+@pytest.mark.parametrize(
+    "n, eps0, ones", [(30, 1.0, 27), (64, 2.5, 32), (200, 0.4, 0), (6, 40.0, 3), (300, 38.0, 150)]
+)
 def test_split_curve_against_40_digits(n, eps0, ones):
-    """At the split the module's curve attains, the 40-digit hockey-stick divergence (both
-    directions) is below the curve, and the curve is within 1e-9 of the supremum."""
+    """The 40-digit hockey-stick divergence of a split (both directions) is below the curve —
+    also at ε0 = 38–40, where 1 − r is 1 in floating point (the reports of the users holding 1 are
+    built as reflected Bin(m, r), never from a rounded 1 − r)."""
     P, Q = split_mp(n, ones, eps0)
-    eps = EPS[np.abs(EPS) < eps0]
+    eps = np.concatenate([EPS, [10.0, 25.0, 37.0, 39.5]])
+    eps = eps[np.abs(eps) < eps0]
     got = S.split_curve(n, eps0).delta(eps)
     for e, g in zip(eps.tolist(), got.tolist()):
         x = mp.e ** mp.mpf(e)
@@ -126,12 +130,12 @@ def test_pmf_brackets_hold_the_exact_pmf_into_the_far_tails(ones):
     n, eps0 = 2001, 1.0
     r = 1.0 / (math.exp(eps0) + 1.0)
     A = n - 1
-    parts = [(np.array([A - ones]), r), (np.array([ones]), 1 - r), (np.array([0]), 0.5)]
+    parts = [(np.array([A - ones]), r, False), (np.array([ones]), r, True), (np.array([0]), 0.5, False)]
     sd = math.sqrt(A * r * (1 - r))
     s_lo, s_hi, tails = S._pmf_bracket(parts, sd)
     assert tails[0] < 1e-39
     f = S._factor(np.array([A - ones]), r, (0.0,))
-    g = S._factor(np.array([ones]), 1 - r, (0.0,))
+    g = S._factor(np.array([ones]), r, (0.0,), reflect=True)
     y0 = int(f.lo[0] + g.lo[0])
     mean = (A - ones) * r + ones * (1 - r)
     mp.mp.dps = 40
@@ -228,3 +232,15 @@ def test_issue_point_within_two_percent_of_the_exact_loss():
     assert best >= lo
     assert best <= 1.02 * hi, (best, hi)
     assert rdp <= 1.08 * hi, (rdp, hi)
+
+
+def test_reports_of_ones_at_large_eps0_keep_their_flip_probability():
+    """At ε0 = 40, r ≈ 4e-18 and 1 − r is 1 in floating point: the users holding 1 are built as
+    m − Bin(m, r) (reflected), so the chance that one of them reports 0 (≈ m·r) is kept — in the
+    window or in the tail mass — rather than lost to a rounded Bin(m, 1.0)."""
+    r = 1.0 / (math.exp(40.0) + 1.0)
+    m = 1000
+    f = S._factor(np.array([m]), r, (0.0,), reflect=True)
+    below_m = float(f.tails[0]) + (f.hi[0] - f.lo[0] > 0) * 1.0  # mass off m is in the tails or the window
+    assert f.hi[0] == m
+    assert below_m >= 0.99 * m * r
