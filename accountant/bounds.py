@@ -257,12 +257,7 @@ def _clone_note(n: int, randomizer: str = "any") -> list[str]:
 
 
 def shuffle_upper_detail(
-    n: int,
-    epsilon0: float,
-    orders: ArrayLike,
-    output: str = "discrete",
-    randomizer: str = "any",
-    clones: bool = True,
+    n: int, epsilon0: float, orders: ArrayLike, output: str = "discrete", randomizer: str = "any"
 ) -> CurveDetail:
     """Default shuffle upper bound with its per-order source.
 
@@ -271,8 +266,6 @@ def shuffle_upper_detail(
     ``randomizer="rr"`` (every user applies binary or k-ary randomized response, the default of
     ``shuffle_rr``): the clone pair of randomized response (``clones_rr``, :func:`rr_clones`) in
     place of the generic one, which it dominates (bounds.md §12) — the generic pair is not computed.
-    ``clones=False``: without the clone pair (a caller with a tighter curve at these orders, e.g.
-    ``shuffle_rr`` for binary randomized response, bounds.md §13).
     """
     o = check_orders(orders)
     n = check_n(n)
@@ -281,12 +274,11 @@ def shuffle_upper_detail(
     _check_randomizer(randomizer)
     return _cached_detail(
         "shuffle",
-        lambda: _shuffle_upper_detail(n, epsilon0, o, output, randomizer, clones),
+        lambda: _shuffle_upper_detail(n, epsilon0, o, output, randomizer),
         n,
         epsilon0,
         output,
         randomizer,
-        clones,
         orders=o,
     )
 
@@ -294,7 +286,7 @@ def shuffle_upper_detail(
 def _shuffle_upper_detail(
     n: int, epsilon0: float, o: NDArray[np.float64], output: str, randomizer: str, clones: bool = True
 ) -> CurveDetail:
-    rr = randomizer == "rr"
+    rr = randomizer == "rr"  # clones=False: the closed forms alone (binary shuffle_rr, bounds.md §13)
     names = ["cap"] + (["clones_rr" if rr else "clones"] if clones else [])
     cap_i, cap_o = also_at(lambda x: _sh.cap(epsilon0, x), o)
     u2_i, u2_o = also_at(lambda x: _sh.u2(n, epsilon0, x), o)

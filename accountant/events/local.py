@@ -223,7 +223,7 @@ class ShuffleRREvent(_RandomizedResponse):
         o = np.asarray(orders, dtype=np.float64)
         exact = shuffled_rr.split_rdp(self.n, self.epsilon0, o)
         low = np.isfinite(exact) & (o <= shuffled_rr.SPLIT_ONLY_ORDER)
-        d = _b.shuffle_upper_detail(self.n, self.epsilon0, o, "discrete", randomizer, clones=False)
+        d = _b._shuffle_upper_detail(self.n, self.epsilon0, o, "discrete", randomizer, clones=False)
         if not np.all(low):
             hi = _b.shuffle_upper_detail(self.n, self.epsilon0, o[~low], "discrete", randomizer)
             rdp, sources = d.rdp.copy(), list(d.sources)
