@@ -245,7 +245,9 @@ class _Splits:
     rdp: tuple[NDArray[np.float64], ...]  # (m_lo, m_hi, ℓmin, ℓmax, tails) of :func:`split_rdp`
 
 
-def _splits(parts: list[tuple[NDArray[np.int64], float, bool]], sd: float, mix: float, r: float) -> _Splits:
+def _splits(
+    parts: list[tuple[NDArray[np.int64], float, bool]], sd: float, mix: float, r: float, e0: float
+) -> _Splits:
     s_lo, s_hi, tails = _pmf_bracket(parts, sd)
     R, w = s_lo.shape
     zero = np.zeros((R, 1))
@@ -262,7 +264,7 @@ def _splits(parts: list[tuple[NDArray[np.int64], float, bool]], sd: float, mix: 
         t_lo = np.where(np.isfinite(top[:, 1:]), s_lo[:, :-1] / top[:, 1:], 0.0) * (1.0 - 2 * U)
     # t is non-decreasing (log-concavity): t(k) ≤ min_{k′ ≥ k} t_hi(k′) and ≥ max_{k′ ≤ k} t_lo(k′)
     t_hi = np.minimum.accumulate(t_hi[:, ::-1], axis=1)[:, ::-1]
-    rdp = _rdp_blocks(s_lo, s_hi, tails, r)
+    rdp = _rdp_blocks(s_lo, s_hi, tails, r, e0)
     return _Splits(g_lo, g_hi, t_hi, np.maximum.accumulate(t_lo, axis=1), mix, rdp)
 
 
@@ -386,7 +388,7 @@ def _split_curve(n: int, e0: float) -> SplitCurve:
     sd = math.sqrt(A * r * q + c1 / 4.0)
     m1 = np.asarray(reps, dtype=np.int64)
     parts = [(A - m1, r, False), (m1, r, True), (np.array([c1], dtype=np.int64), 0.5, False)]
-    return SplitCurve(n, e0, _splits(parts, sd, mix, r), w)
+    return SplitCurve(n, e0, _splits(parts, sd, mix, r, e0), w)
 
 
 def binary_rr_pair(n: int, epsilon0: float) -> HockeyStickPair:
@@ -399,18 +401,9 @@ def binary_rr_pair(n: int, epsilon0: float) -> HockeyStickPair:
 
 
 def _rdp_blocks(
-    s_lo: NDArray[np.float64], s_hi: NDArray[np.float64], tails: NDArray[np.float64], r: float
+    s_lo: NDArray[np.float64], s_hi: NDArray[np.float64], tails: NDArray[np.float64], r: float, e0: float
 ) -> tuple[NDArray[np.float64], ...]:
-    """Per representative, (m_lo, m_hi, ℓmin, ℓmax) on :data:`_RDP_BLOCKS` blocks and the tails
-    (:func:`split_rdp`)."""
-    return (*_chords(s_lo, s_hi, r, _RDP_BLOCKS), tails)
-
-
-def _chords(
-    s_lo: NDArray[np.float64], s_hi: NDArray[np.float64], r: float, blocks: int
-) -> tuple[NDArray[np.float64], ...]:
-    """(m_lo, m_hi, ℓmin, ℓmax) per representative and block (:func:`split_rdp`)."""
-    e0 = math.log((1.0 - r) / r)
+    """Per representative and block: (m_lo, m_hi, ℓmin, ℓmax), and the tails (:func:`split_rdp`)."""
     q = 1.0 - r
     R = s_lo.shape[0]
     zero = np.zeros((R, 1))
@@ -421,7 +414,7 @@ def _chords(
     with np.errstate(divide="ignore", invalid="ignore"):
         ell = np.minimum(np.log(p_hi) - np.log(q_lo), e0)
     ell = np.where(p_hi > 0, np.nan_to_num(ell, nan=e0), -np.inf)
-    blocks = min(blocks, ell.shape[1])
+    blocks = min(_RDP_BLOCKS, ell.shape[1])
     b = -(-ell.shape[1] // blocks)
     pad = b * blocks - ell.shape[1]
     ell = np.pad(ell, ((0, 0), (0, pad)), constant_values=-np.inf).reshape(R, blocks, b)
@@ -436,8 +429,7 @@ def _chords(
     slack = 1.0 + (b + 8) * U
     m_lo = np.sum(mass * (1.0 - theta), axis=2) * slack + np.sum(mass, axis=2) * 4 * U
     m_hi = np.sum(mass * theta, axis=2) * slack + np.sum(mass, axis=2) * 4 * U
-    lmin, lmax = lmin[:, :, 0], lmax[:, :, 0]
-    return m_lo, m_hi, lmin, lmax
+    return m_lo, m_hi, lmin[:, :, 0], lmax[:, :, 0], tails
 
 
 def split_rdp(n: int, epsilon0: float, orders: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -462,7 +454,7 @@ def split_rdp(n: int, epsilon0: float, orders: NDArray[np.float64]) -> NDArray[n
     sp = split_curve(int(n), e0).splits
     if sp is None or not np.any(use):
         return out
-    fine, tails = sp.rdp[:4], sp.rdp[4]
+    chords, tails = sp.rdp[:4], sp.rdp[4]
     r = 1.0 / (math.exp(e0) + 1.0)
     q = 1.0 - r
     a = o[use] - 1.0
@@ -474,21 +466,18 @@ def split_rdp(n: int, epsilon0: float, orders: NDArray[np.float64]) -> NDArray[n
     # 0 · ∞ is 0 here: no mass outside the windows (or no blanket mixture) adds nothing
     extra = np.where(tails[:, None] > 0, tails[:, None] * grow, 0.0)
     extra = extra + (sp.mix * rr[None, :] if sp.mix > 0 else 0.0)
-    best = np.max(_log_totals(fine, a, extra, np.arange(tails.size)), axis=0)
+    best = np.max(_log_totals(chords, a, extra), axis=0)
     d = best / a * (1.0 + 1e-12)
     out[use] = np.clip(d, 0.0, None)
     return out
 
 
 def _log_totals(
-    chords: tuple[NDArray[np.float64], ...],
-    a: NDArray[np.float64],
-    extra: NDArray[np.float64],
-    rows: NDArray[np.int64],
+    chords: tuple[NDArray[np.float64], ...], a: NDArray[np.float64], extra: NDArray[np.float64]
 ) -> NDArray[np.float64]:
-    """log of the upper bound on Σ_y P^α Q^{1−α} (with ``extra``: tails and blanket mixture) for
-    the representatives ``rows`` at the orders α = a + 1, from their chords (:func:`split_rdp`)."""
-    m_lo, m_hi, lmin, lmax = (c[rows] for c in chords)
+    """log of the upper bound on Σ_y P^α Q^{1−α} (with ``extra``: tails and blanket mixture) per
+    representative at the orders α = a + 1, from its chords (:func:`split_rdp`)."""
+    m_lo, m_hi, lmin, lmax = chords
     B = m_lo.shape[1]
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
         expo = np.concatenate(
@@ -502,5 +491,5 @@ def _log_totals(
         top = np.max(expo, axis=2)
         top = np.where(np.isfinite(top), top, 0.0)
         total = np.exp(top) * np.sum(np.exp(expo - top[:, :, None]), axis=2) * (1.0 + (2 * B + 8) * U)
-        total = (total + extra[rows]) * (1.0 + 1e-12)
+        total = (total + extra) * (1.0 + 1e-12)
         return np.asarray(np.log(total), dtype=np.float64)

@@ -218,22 +218,23 @@ class ShuffleRREvent(_RandomizedResponse):
         if randomizer != "rr" or self.categories != 2 or self.n > shuffled_rr.MAX_USERS:
             return _b.shuffle_upper_detail(self.n, self.epsilon0, orders, "discrete", randomizer)
         # binary RR: the exact shuffled count's Rényi divergence at the worst split (bounds.md §13)
-        # (orders ≤ RDP_MAX_ORDER); randomized response's clone pair only above SPLIT_ONLY_ORDER, where
-        # the windows' far tails (counted at the largest loss) can make the splits' curve the looser one
+        # (orders ≤ RDP_MAX_ORDER) and the closed forms; randomized response's clone pair only above
+        # SPLIT_ONLY_ORDER, where the windows' far tails (counted at the largest loss) can make the
+        # splits' curve the looser one
         o = np.asarray(orders, dtype=np.float64)
-        exact = shuffled_rr.split_rdp(self.n, self.epsilon0, o)
-        low = np.isfinite(exact) & (o <= shuffled_rr.SPLIT_ONLY_ORDER)
         d = _b._shuffle_upper_detail(self.n, self.epsilon0, o, "discrete", randomizer, clones=False)
-        if not np.all(low):
-            hi = _b.shuffle_upper_detail(self.n, self.epsilon0, o[~low], "discrete", randomizer)
-            rdp, sources = d.rdp.copy(), list(d.sources)
-            for i, j in enumerate(np.flatnonzero(~low).tolist()):  # hi's i-th order is d's j-th
-                if hi.rdp[i] < rdp[j]:
-                    rdp[j], sources[j] = hi.rdp[i], hi.sources[i]
-            d = dataclasses.replace(d, rdp=rdp, sources=sources)
-        better = exact < d.rdp
-        sources = ["shuffled_rr" if b else s for b, s in zip(better.tolist(), d.sources)]
-        return dataclasses.replace(d, rdp=np.where(better, exact, d.rdp), sources=sources)
+        rdp, sources = d.rdp.copy(), list(d.sources)
+        cands = [("shuffled_rr", shuffled_rr.split_rdp(self.n, self.epsilon0, o))]
+        high = o > shuffled_rr.SPLIT_ONLY_ORDER
+        if np.any(high):
+            clones = np.full(o.size, np.inf)
+            clones[high] = _b.rr_clones(self.n, self.n, self.epsilon0, o[high])
+            cands.append(("clones_rr", clones))
+        for name, vals in cands:
+            better = vals < rdp
+            rdp = np.where(better, vals, rdp)
+            sources = [name if b else s for b, s in zip(better.tolist(), sources)]
+        return dataclasses.replace(d, rdp=rdp, sources=sources)
 
     def pure_epsilon(self) -> float:
         return self.epsilon0
