@@ -69,6 +69,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from . import bernoulli_sums
 from ._lazy import lazy
 from .dominating import HockeyStickPair, curve_pair
 from .store import BoundedCache, MiB
@@ -192,9 +193,9 @@ def _conv_error(xs: list[NDArray[np.float64]], L: int) -> tuple[NDArray[np.float
 
 def _pmf_bracket(
     parts: list[tuple[NDArray[np.int64], float, bool]], sd: float
-) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
-    """(s_lo, s_hi, tails), row by row: brackets on the pmf of Σ_i Bin(m_i, p_i) over a common
-    number of points from each row's window start, and the mass the factors' windows leave out
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.int64]]:
+    """(s_lo, s_hi, tails, y0), row by row: brackets on the pmf of Σ_i Bin(m_i, p_i) over a common
+    number of points from each row's window start y0, and the mass the factors' windows leave out
     (module docstring)."""
     lam = _TILT / max(sd, 1.0)
     lams = (0.0, -lam, lam)
@@ -228,7 +229,8 @@ def _pmf_bracket(
         s_lo = np.maximum(s_lo, np.nan_to_num(lo_t, nan=0.0, posinf=0.0))
         s_hi = np.minimum(s_hi, np.nan_to_num(hi_t, nan=np.inf))
     tails = sum(np.broadcast_to(f.tails, (R,)) for f in facs)
-    return s_lo, np.minimum(s_hi, 1.0), np.asarray(tails, dtype=np.float64)
+    y0 = np.sum([np.broadcast_to(f.lo, (R,)) for f in facs], axis=0)
+    return s_lo, np.minimum(s_hi, 1.0), np.asarray(tails, dtype=np.float64), np.asarray(y0, dtype=np.int64)
 
 
 @dataclass(frozen=True)
@@ -242,13 +244,13 @@ class _Splits:
     t_hi: NDArray[np.float64]
     t_lo: NDArray[np.float64]
     mix: float
-    rdp: tuple[NDArray[np.float64], ...]  # (m_lo, m_hi, ℓmin, ℓmax, tails) of :func:`split_rdp`
+    rdp: tuple[NDArray[np.float64], ...]  # the terms (log mass, ℓ) of :func:`split_rdp`
 
 
 def _splits(
     parts: list[tuple[NDArray[np.int64], float, bool]], sd: float, mix: float, r: float, e0: float
 ) -> _Splits:
-    s_lo, s_hi, tails = _pmf_bracket(parts, sd)
+    s_lo, s_hi, tails, y0 = _pmf_bracket(parts, sd)
     R, w = s_lo.shape
     zero = np.zeros((R, 1))
     g_lo = np.concatenate([np.cumsum(s_lo[:, ::-1], axis=1)[:, ::-1], zero], axis=1) * (
@@ -264,7 +266,7 @@ def _splits(
         t_lo = np.where(np.isfinite(top[:, 1:]), s_lo[:, :-1] / top[:, 1:], 0.0) * (1.0 - 2 * U)
     # t is non-decreasing (log-concavity): t(k) ≤ min_{k′ ≥ k} t_hi(k′) and ≥ max_{k′ ≤ k} t_lo(k′)
     t_hi = np.minimum.accumulate(t_hi[:, ::-1], axis=1)[:, ::-1]
-    rdp = _rdp_blocks(s_lo, s_hi, tails, r, e0)
+    rdp = _rdp_terms(parts, (s_lo, s_hi, tails, t_hi), y0, mix, r, e0)
     return _Splits(g_lo, g_hi, t_hi, np.maximum.accumulate(t_lo, axis=1), mix, rdp)
 
 
@@ -400,20 +402,135 @@ def binary_rr_pair(n: int, epsilon0: float) -> HockeyStickPair:
     return curve_pair(curve.delta, -e0, e0, 0.0, scale, ("shuffled_binary_rr", n, e0))
 
 
-def _rdp_blocks(
-    s_lo: NDArray[np.float64], s_hi: NDArray[np.float64], tails: NDArray[np.float64], r: float, e0: float
-) -> tuple[NDArray[np.float64], ...]:
-    """Per representative and block: (m_lo, m_hi, ℓmin, ℓmax), and the tails (:func:`split_rdp`)."""
+def _loss(t: NDArray[np.float64], r: float, e0: float) -> NDArray[np.float64]:
+    """An upper bound on g(t) = log((q·t + r)/(r·t + q)), the loss P/Q at a point where s(y−1)/s(y)
+    is at most t (g increases in t; g(∞) = ε0), within ε0."""
     q = 1.0 - r
-    R = s_lo.shape[0]
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        g = np.log((q * t + r) / (r * t + q))
+    g = np.where(np.isfinite(t), np.nan_to_num(g, nan=e0), e0)
+    return np.minimum(g + 8.0 * U * (np.abs(g) + 1.0), e0)
+
+
+def _tilts(
+    parts: list[tuple[NDArray[np.int64], float, bool]], R: int, e0: float
+) -> tuple[bernoulli_sums.Tilts, NDArray[np.int64]]:
+    """The tilts (:mod:`accountant.bernoulli_sums`) of each row's count Σ Bin(m_i, p_i), and its
+    largest value Σ m_i."""
+    counts = np.stack([np.broadcast_to(np.asarray(m, dtype=np.int64), (R,)) for m, _, _ in parts], axis=1)
+    logits = np.array([(math.log(p) - math.log1p(-p)) * (-1.0 if refl else 1.0) for _, p, refl in parts])
+    return bernoulli_sums.tilts(counts, logits, e0 + 40.0), np.sum(counts, axis=1)
+
+
+def _s_upper(
+    s_hi: NDArray[np.float64],
+    tails: NDArray[np.float64],
+    ys: NDArray[np.int64],
+    tl: bernoulli_sums.Tilts,
+    top: NDArray[np.int64],
+    c0: int,
+) -> NDArray[np.float64]:
+    """Upper bounds on the true pmf at ``ys`` = y0 − 1 .. y0 + w, row by row: the window's bracket
+    plus what the windows leave out (at most ``tails``), from column ``c0`` on (above every row's
+    mean) at most Pr[S ≥ y] ((2) of :mod:`accountant.bernoulli_sums`); 0 above the count's largest
+    value ``top``."""
+    R = s_hi.shape[0]
+    tail = np.ones(ys.shape)
+    tail[:, c0:] = np.exp(bernoulli_sums.log_sf(tl, ys[:, c0:].astype(np.float64)))
     zero = np.zeros((R, 1))
-    hi = np.concatenate([zero, s_hi, zero], axis=1)
-    lo = np.concatenate([zero, s_lo, zero], axis=1)
+    s = np.minimum(np.concatenate([zero, s_hi, zero], axis=1) + np.minimum(tails[:, None], tail), tail)
+    return np.where(ys > top[:, None], 0.0, s)
+
+
+def _segments(
+    tl: bernoulli_sums.Tilts, cap: NDArray[np.float64], y_from: NDArray[np.int64] | None, r: float, e0: float
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """(log mass, ℓ) of the count's segments (μ_lo(λ_{j−1}), μ_lo(λ_j)] — P's mass there at most
+    Pr[S ≥ ⌊μ_lo(λ_{j−1})⌋] (all of it for j = 0) and ``cap``, loss at most g(e^{λ_j}) — and of
+    what lies beyond the last (loss ε0); ``y_from``: only the part from there on."""
+    R = tl.lam.shape[0]
+    starts = np.concatenate([np.full((R, 1), -1.0), np.floor(tl.mu_lo)], axis=1)  # s(y − 1), y in segment
+    if y_from is not None:
+        starts = np.maximum(starts, (y_from - 1.0)[:, None])
+    logm = np.minimum(bernoulli_sums.log_sf(tl, starts), cap[:, None])
+    ell = np.concatenate([_loss(np.exp(tl.lam), r, e0), np.full((R, 1), e0)], axis=1)
+    if y_from is not None:
+        reach = np.concatenate([tl.mu_lo, np.full((R, 1), np.inf)], axis=1) >= y_from[:, None]
+        logm = np.where(reach, logm, -np.inf)
+    return logm, ell
+
+
+def _rdp_terms(
+    parts: list[tuple[NDArray[np.int64], float, bool]],
+    brackets: tuple[NDArray[np.float64], ...],
+    y0: NDArray[np.int64],
+    mix: float,
+    r: float,
+    e0: float,
+) -> tuple[NDArray[np.float64], ...]:
+    """Per representative, the terms (log mass, ℓ) of :func:`split_rdp`: the window's chords, what
+    lies outside the window, the blanket mixture."""
+    s_lo, s_hi, tails, t_hi = brackets
+    q = 1.0 - r
+    R, w = s_lo.shape
+    tl, top = _tilts(parts, R, e0)
+    ys = y0[:, None] + np.arange(-1, w + 1)[None, :]  # s at y0 − 1 .. y0 + w; P at y0 .. y0 + w
+    c0 = int(np.clip(np.min(np.floor(tl.mu_lo[:, 0]) - y0), 0, w))  # below: every row's mean
+    hi = _s_upper(s_hi, tails, ys, tl, top, c0)
+    lo = np.concatenate([np.zeros((R, 1)), s_lo, np.zeros((R, 1))], axis=1)
+    # P(y0 + i), i = 0..w, of the true pmf (Q's lower bound: the window's)
     p_hi = (q * hi[:, :-1] + r * hi[:, 1:]) * (1.0 + 4.0 * U)
     q_lo = (r * lo[:, :-1] + q * lo[:, 1:]) * (1.0 - 4.0 * U)
+    # t(y0 + i) ≤ t_hi (t(y0) ≤ t(y0 + 1)), and ≤ e^{λ_j} where y0 + i ≤ μ_lo(λ_j) (Darroch)
+    edge = np.full((R, 1), np.inf)
+    tb = np.concatenate([t_hi[:, :1] if w > 1 else edge, t_hi, edge], axis=1)
+    J = tl.lam.shape[1]
+    j = np.stack([np.searchsorted(tl.mu_lo[i], ys[i, c0 + 1 :], side="left") for i in range(R)])
+    with np.errstate(over="ignore"):
+        darroch = np.exp(np.take_along_axis(tl.lam, np.minimum(j, J - 1), axis=1))
+    tb[:, c0:] = np.minimum(tb[:, c0:], np.where(j < J, darroch, np.inf))
     with np.errstate(divide="ignore", invalid="ignore"):
-        ell = np.minimum(np.log(p_hi) - np.log(q_lo), e0)
+        ell = np.minimum(np.log(p_hi) - np.log(q_lo), _loss(tb, r, e0))
     ell = np.where(p_hi > 0, np.nan_to_num(ell, nan=e0), -np.inf)
+    with np.errstate(divide="ignore"):
+        log_t = np.log(tails)
+    # below the window: mass ≤ tails, t ≤ t(y0); beyond it: the count's segments
+    terms = [
+        _chords(p_hi, ell),
+        (log_t[:, None], _loss(tb[:, :1], r, e0)),
+        _segments(tl, log_t, y0 + w + 1, r, e0),
+    ]
+    if mix > 0:  # the blanket mixture: the count without the blanket's c1 coins, in segments
+        bare = _tilts(parts[:2], R, e0)[0]
+        logm, ell_m = _segments(bare, np.zeros(R), None, r, e0)
+        terms.append((logm + math.log(mix) + 1e-12, ell_m))
+    return _prune(
+        np.concatenate([t[0] for t in terms], axis=1), np.concatenate([t[1] for t in terms], axis=1)
+    )
+
+
+def _prune(
+    logm: NDArray[np.float64], ell: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The terms (log mass m, loss ℓ), less the columns whose m·e^{(α−1)ℓ} is below e^{−80} at every
+    order up to :data:`RDP_MAX_ORDER` in every row; their sum at any such order is at most
+    Σ m·e^{max(0, (RDP_MAX_ORDER − 1)ℓ)}, kept as one term of loss 0 (the totals are ≥ 1)."""
+    ell = np.where(np.isfinite(logm), ell, 0.0)
+    worst = logm + np.maximum(0.0, (RDP_MAX_ORDER - 1.0) * ell)
+    small = np.all(worst < -80.0, axis=0)
+    with np.errstate(divide="ignore"):
+        rest = np.logaddexp.reduce(np.where(small[None, :], worst, -np.inf), axis=1, keepdims=True) + 1e-12
+    return np.concatenate([logm[:, ~small], rest], axis=1), np.concatenate(
+        [ell[:, ~small], np.zeros_like(rest)], axis=1
+    )
+
+
+def _chords(
+    p_hi: NDArray[np.float64], ell: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Per row and block of consecutive points, the chord's two terms (log mass, ℓ): (log m_lo,
+    ℓmin) and (log m_hi, ℓmax) (:func:`split_rdp`)."""
+    R = p_hi.shape[0]
     blocks = min(_RDP_BLOCKS, ell.shape[1])
     b = -(-ell.shape[1] // blocks)
     pad = b * blocks - ell.shape[1]
@@ -429,22 +546,29 @@ def _rdp_blocks(
     slack = 1.0 + (b + 8) * U
     m_lo = np.sum(mass * (1.0 - theta), axis=2) * slack + np.sum(mass, axis=2) * 4 * U
     m_hi = np.sum(mass * theta, axis=2) * slack + np.sum(mass, axis=2) * 4 * U
-    return m_lo, m_hi, lmin[:, :, 0], lmax[:, :, 0], tails
+    with np.errstate(divide="ignore"):
+        logm = np.log(np.concatenate([m_lo, m_hi], axis=1))
+    return logm, np.concatenate([lmin[:, :, 0], lmax[:, :, 0]], axis=1)
 
 
 def split_rdp(n: int, epsilon0: float, orders: NDArray[np.float64]) -> NDArray[np.float64]:
     """Certified Rényi divergence of shuffled binary RR at each order α (1 < α ≤
     :data:`RDP_MAX_ORDER`; +inf above), the largest over the representatives (module docstring):
-    per representative, with P = q·s(y−1) + r·s(y) and Q = r·s(y−1) + q·s(y),
+    per representative, with P = q·s(y−1) + r·s(y), Q = r·s(y−1) + q·s(y) and
+    P/Q = g(t(y)) = (q·t + r)/(r·t + q), t = s(y−1)/s(y),
 
-        Σ_y P^α Q^{1−α} ≤ Σ_y P_hi·e^{(α−1)ℓ} + tails·e^{(α−1)ε0} + mix·Σ_RR(α),
+        Σ_y P^α Q^{1−α} = Σ_y P·e^{(α−1)ℓ(y)} ≤ Σ_window P_hi·e^{(α−1)ℓ_hi} + Σ_outside mass·e^{(α−1)ℓ_hi},
 
-    ℓ = min(log P_hi − log Q_lo, ε0) (P/Q ≤ e^{ε0} always); the window is cut into at most
-    :data:`_RDP_BLOCKS` blocks of consecutive y, in each of which e^{(α−1)ℓ} is bounded by its
-    chord between the block's smallest and largest ℓ (convexity; second order in the spread); the mass the windows leave out and the blanket
-    mixture's (its label revealed: D_α of a labelled mixture is (1/(α−1))·log Σ w·e^{(α−1)D}) are
-    sub-measures of ratio ≤ e^{ε0} (the sum is subadditive: P^α Q^{1−α} is jointly convex and
-    1-homogeneous), Σ_RR(α) = q^α r^{1−α} + r^α q^{1−α} the bare report's."""
+    ℓ_hi the least of log P_hi − log Q_lo, g(t_hi) and g(e^{λ}) where Darroch's rule bounds t by
+    e^{λ} (:mod:`accountant.bernoulli_sums`, (1)), within ε0. The window (P_hi counts the mass the
+    factors' windows leave out at every point) is cut into at most :data:`_RDP_BLOCKS` blocks of
+    consecutive y, in each of which e^{(α−1)ℓ} is bounded by its chord between the block's smallest
+    and largest ℓ (convexity). Outside it: below, mass ≤ tails at t ≤ t(y0); above, the count's
+    segments between tilted means (mass ≤ tails and the Chernoff bound (2), ratio bound (1)), and
+    ε0 beyond the last. The blanket mixture (its label revealed: D_α of a labelled mixture is
+    (1/(α−1))·log Σ w·e^{(α−1)D}; the pair without the blanket's coins dominates every pair with
+    fewer than c1 of them, post-processing) is weighted by ``mix`` and bounded by the segments of
+    the count without the blanket, all of it (mass ≤ 1 up to its mean, where t ≤ 1, ℓ ≤ 0)."""
     o = np.asarray(orders, dtype=np.float64)
     out = np.full(o.size, np.inf)
     use = (o > 1.0) & (o <= RDP_MAX_ORDER)
@@ -454,42 +578,23 @@ def split_rdp(n: int, epsilon0: float, orders: NDArray[np.float64]) -> NDArray[n
     sp = split_curve(int(n), e0).splits
     if sp is None or not np.any(use):
         return out
-    chords, tails = sp.rdp[:4], sp.rdp[4]
-    r = 1.0 / (math.exp(e0) + 1.0)
-    q = 1.0 - r
     a = o[use] - 1.0
-    with np.errstate(over="ignore"):
-        rr = np.exp(
-            np.logaddexp((a + 1.0) * math.log(q) - a * math.log(r), (a + 1.0) * math.log(r) - a * math.log(q))
-        )
-        grow = np.exp(a * e0)[None, :]
-    # 0 · ∞ is 0 here: no mass outside the windows (or no blanket mixture) adds nothing
-    extra = np.where(tails[:, None] > 0, tails[:, None] * grow, 0.0)
-    extra = extra + (sp.mix * rr[None, :] if sp.mix > 0 else 0.0)
-    best = np.max(_log_totals(chords, a, extra), axis=0)
+    best = np.max(_log_totals(sp.rdp, a), axis=0)
     d = best / a * (1.0 + 1e-12)
     out[use] = np.clip(d, 0.0, None)
     return out
 
 
-def _log_totals(
-    chords: tuple[NDArray[np.float64], ...], a: NDArray[np.float64], extra: NDArray[np.float64]
-) -> NDArray[np.float64]:
-    """log of the upper bound on Σ_y P^α Q^{1−α} (with ``extra``: tails and blanket mixture) per
-    representative at the orders α = a + 1, from its chords (:func:`split_rdp`)."""
-    m_lo, m_hi, lmin, lmax = chords
-    B = m_lo.shape[1]
-    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        expo = np.concatenate(
-            [
-                np.log(m_lo)[:, None, :] + a[None, :, None] * lmin[:, None, :],
-                np.log(m_hi)[:, None, :] + a[None, :, None] * lmax[:, None, :],
-            ],
-            axis=2,
-        )  # (rows, orders, 2·blocks)
-        expo = np.where(np.isnan(expo), -np.inf, expo)
-        top = np.max(expo, axis=2)
-        top = np.where(np.isfinite(top), top, 0.0)
-        total = np.exp(top) * np.sum(np.exp(expo - top[:, :, None]), axis=2) * (1.0 + (2 * B + 8) * U)
-        total = (total + extra) * (1.0 + 1e-12)
-        return np.asarray(np.log(total), dtype=np.float64)
+def _log_totals(terms: tuple[NDArray[np.float64], ...], a: NDArray[np.float64]) -> NDArray[np.float64]:
+    """log of the upper bound Σ_k m_k·e^{aℓ_k} on Σ_y P^α Q^{1−α} per representative at the orders
+    α = a + 1, from its terms (log m, ℓ) (:func:`split_rdp`)."""
+    logm, ell = terms
+    with np.errstate(invalid="ignore"):
+        expo = logm[:, None, :] + a[None, :, None] * ell[:, None, :]  # (rows, orders, terms)
+    expo = np.where(np.isnan(expo), -np.inf, expo)
+    top = np.max(expo, axis=2)
+    top = np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(divide="ignore"):
+        total = np.log(np.sum(np.exp(expo - top[:, :, None]), axis=2) * (1.0 + (logm.shape[1] + 8) * U))
+    # each exponent rounded within a relative ~u: 10⁻¹² of its size covers them
+    return np.asarray(top + total + 1e-12 * (1.0 + np.abs(top)), dtype=np.float64)
