@@ -91,8 +91,7 @@ U = 2.0**-53
 _EXACT_SPLITS = 256
 #: representatives for larger n (:func:`_representatives`)
 _REPS = (8, 256)
-_BUDGET = 1 << 21
-_COVER = 0.008
+_BUDGET, _CHEAP, _COVER = 1 << 21, 1 << 18, 0.008
 _TAIL = 1e-40  # each factor's window leaves at most this mass outside on each side
 _MIX = 1e-40  # the blanket count's lower quantile c1
 _ANCHOR = 1e-12  # relative error of scipy's binomial pmf at the mode (tests: mpmath)
@@ -334,7 +333,8 @@ def _representatives(n: int, eps0: float) -> tuple[list[int], int, int]:
     """(m1 values, A = others in the exact part, w): every split for n ≤ :data:`_EXACT_SPLITS`;
     else the fewest representatives R (8 … 256) whose cover costs the loss scale ≲ :data:`_COVER`
     relative — (w/2n)·(1 − (c1/4)/(w·r·q)), the share of the w users' variance the blanket count
-    c1 does not keep — within :data:`_BUDGET` FFT points in all."""
+    c1 does not keep — or more while they cost under :data:`_CHEAP` FFT points (the cover then
+    costs less), within :data:`_BUDGET` FFT points in all."""
     N = n - 1
     if n <= _EXACT_SPLITS:
         return list(range(N + 1)), N, 0
@@ -349,7 +349,7 @@ def _representatives(n: int, eps0: float) -> tuple[list[int], int, int]:
         if (w / (2.0 * n)) * (1.0 - (c1 / 4.0) / (w * r * (1.0 - r))) <= _COVER:
             break
         R *= 2
-    R = min(R, cap)
+    R = min(max(R, _CHEAP // L), _REPS[1], cap)
     w = -(-N // R)
     A = N - w
     reps = sorted(set(range(0, A + 1, w)) | {A})
@@ -509,9 +509,7 @@ def _rdp_terms(
     )
 
 
-def _prune(
-    logm: NDArray[np.float64], ell: NDArray[np.float64]
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def _prune(logm: NDArray[np.float64], ell: NDArray[np.float64]) -> tuple[NDArray[np.float64], ...]:
     """The terms (log mass m, loss ℓ), less the columns whose m·e^{(α−1)ℓ} is below e^{−80} at every
     order up to :data:`RDP_MAX_ORDER` in every row; their sum at any such order is at most
     Σ m·e^{max(0, (RDP_MAX_ORDER − 1)ℓ)}, kept as one term of loss 0 (the totals are ≥ 1)."""
@@ -520,14 +518,11 @@ def _prune(
     small = np.all(worst < -80.0, axis=0)
     with np.errstate(divide="ignore"):
         rest = np.logaddexp.reduce(np.where(small[None, :], worst, -np.inf), axis=1, keepdims=True) + 1e-12
-    return np.concatenate([logm[:, ~small], rest], axis=1), np.concatenate(
-        [ell[:, ~small], np.zeros_like(rest)], axis=1
-    )
+    zero = np.zeros_like(rest)
+    return np.concatenate([logm[:, ~small], rest], axis=1), np.concatenate([ell[:, ~small], zero], axis=1)
 
 
-def _chords(
-    p_hi: NDArray[np.float64], ell: NDArray[np.float64]
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def _chords(p_hi: NDArray[np.float64], ell: NDArray[np.float64]) -> tuple[NDArray[np.float64], ...]:
     """Per row and block of consecutive points, the chord's two terms (log mass, ℓ): (log m_lo,
     ℓmin) and (log m_hi, ℓmax) (:func:`split_rdp`)."""
     R = p_hi.shape[0]
@@ -546,6 +541,8 @@ def _chords(
     slack = 1.0 + (b + 8) * U
     m_lo = np.sum(mass * (1.0 - theta), axis=2) * slack + np.sum(mass, axis=2) * 4 * U
     m_hi = np.sum(mass * theta, axis=2) * slack + np.sum(mass, axis=2) * 4 * U
+    flat = (lmax <= lmin)[:, :, 0]  # one loss in the block: one term
+    m_lo, m_hi = np.where(flat, m_lo + m_hi, m_lo), np.where(flat, 0.0, m_hi)
     with np.errstate(divide="ignore"):
         logm = np.log(np.concatenate([m_lo, m_hi], axis=1))
     return logm, np.concatenate([lmin[:, :, 0], lmax[:, :, 0]], axis=1)
@@ -588,13 +585,14 @@ def split_rdp(n: int, epsilon0: float, orders: NDArray[np.float64]) -> NDArray[n
 def _log_totals(terms: tuple[NDArray[np.float64], ...], a: NDArray[np.float64]) -> NDArray[np.float64]:
     """log of the upper bound Σ_k m_k·e^{aℓ_k} on Σ_y P^α Q^{1−α} per representative at the orders
     α = a + 1, from its terms (log m, ℓ) (:func:`split_rdp`)."""
-    logm, ell = terms
-    with np.errstate(invalid="ignore"):
-        expo = logm[:, None, :] + a[None, :, None] * ell[:, None, :]  # (rows, orders, terms)
-    expo = np.where(np.isnan(expo), -np.inf, expo)
-    top = np.max(expo, axis=2)
-    top = np.where(np.isfinite(top), top, 0.0)
-    with np.errstate(divide="ignore"):
-        total = np.log(np.sum(np.exp(expo - top[:, :, None]), axis=2) * (1.0 + (logm.shape[1] + 8) * U))
-    # each exponent rounded within a relative ~u: 10⁻¹² of its size covers them
-    return np.asarray(top + total + 1e-12 * (1.0 + np.abs(top)), dtype=np.float64)
+    logm, ell = terms  # ℓ finite wherever log m is (:func:`_prune`): no NaN below
+    out = np.empty((logm.shape[0], a.size))
+    for i, ai in enumerate(a):  # one order at a time: (rows × terms) stays in cache
+        expo = logm + ai * ell
+        top = np.max(expo, axis=1)
+        top = np.where(np.isfinite(top), top, 0.0)
+        with np.errstate(divide="ignore"):
+            total = np.log(np.sum(np.exp(expo - top[:, None]), axis=1) * (1.0 + (logm.shape[1] + 8) * U))
+        # each exponent rounded within a relative ~u: 10⁻¹² of its size covers them
+        out[:, i] = top + total + 1e-12 * (1.0 + np.abs(top))
+    return out
