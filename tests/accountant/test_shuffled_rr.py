@@ -254,12 +254,12 @@ def test_shuffle_rr_binary_uses_the_splits_and_k_ary_does_not():
     assert "shuffled_rr" in src
 
 
-def exact_all_zeros_epsilon(n: int, eps0: float, T: int, delta: float) -> tuple[float, float]:
-    """(optimistic, pessimistic) ε of T rounds of the exact pair with every other user holding 0
-    (both directions), by dp_accounting's PLD of the pair's pmfs (its own discretisation)."""
+def exact_split_epsilon(n: int, eps0: float, T: int, delta: float, ones: int = 0) -> tuple[float, float]:
+    """(optimistic, pessimistic) ε of T rounds of the exact pair with ``ones`` of the other users
+    holding 1 (both directions), by dp_accounting's PLD of the pair's pmfs (its own discretisation)."""
     from dp_accounting.pld import privacy_loss_distribution as pld
 
-    p, q = split_pair(n, 0, eps0)
+    p, q = split_pair(n, ones, eps0)
     out = []
     for pessimistic in (False, True):
         dists = []
@@ -289,10 +289,23 @@ def test_issue_point_within_two_percent_of_the_exact_loss():
     ev = [{"mechanism": "shuffle_rr", "n": n, "epsilon0": eps0, "count": T}]
     best = accountant.epsilon(ev, delta)[0]
     rdp = accountant.epsilon(ev, delta, accounting="rdp")[0]
-    lo, hi = exact_all_zeros_epsilon(n, eps0, T, delta)
+    lo, hi = exact_split_epsilon(n, eps0, T, delta)
     assert best >= lo
     assert best <= 1.02 * hi, (best, hi)
     assert rdp <= 1.08 * hi, (rdp, hi)
+
+
+@pytest.mark.parametrize("T", [1, 20])
+def test_pld_route_against_exact_splits_beyond_256_users(T):
+    """The split curve's own PLD, checked directly where the cover is in use (n = 700, ε0 = 2,
+    δ = 1e-6): the default answer is never below dp_accounting's optimistic PLD of five exact splits
+    (all 0, a quarter, half, three quarters, all 1 holding 1; both directions) and within 1.5% of the
+    largest pessimistic one."""
+    n, eps0, delta = 700, 2.0, 1e-6
+    best = accountant.epsilon([{"mechanism": "shuffle_rr", "n": n, "epsilon0": eps0, "count": T}], delta)[0]
+    exact = [exact_split_epsilon(n, eps0, T, delta, ones) for ones in (0, 175, 350, 525, 699)]
+    assert best >= max(lo for lo, _ in exact), (best, exact)
+    assert best <= 1.015 * max(hi for _, hi in exact), (best, exact)
 
 
 def test_reports_of_ones_at_large_eps0_keep_their_flip_probability():
