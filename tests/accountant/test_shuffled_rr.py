@@ -206,6 +206,24 @@ def test_split_rdp_holds_every_split_up_to_order_256(n, eps0):
     assert np.all(got[:4] <= want[:4] * 1.02), got / want
 
 
+@pytest.mark.parametrize(("zeros", "ones", "eps0"), [(40, 20, 1.0), (300, 0, 0.5), (5, 90, 3.0)])
+def test_segments_bound_a_whole_count_at_every_order(zeros, ones, eps0):
+    """The segments that bound the blanket mixture's pair (the count without the blanket's coins,
+    over its whole range: mass ≤ 1 up to its mean at loss ≤ 0, then Darroch's ratio bound and
+    Chernoff's mass bound) are above the exact Σ_y P^α Q^{1−α} of that pair (changed user 1 vs 0)."""
+    r = 1.0 / (math.exp(eps0) + 1.0)
+    parts = [(np.array([zeros]), r, False), (np.array([ones]), r, True)]
+    tl = S._tilts(parts, 1, eps0)[0]
+    logm, ell = S._segments(tl, np.zeros(1), None, r, eps0)
+    n = zeros + ones + 1
+    for al in (1.5, 2.0, 10.0, 64.0, 256.0):
+        bound = np.logaddexp.reduce(logm[0] + (al - 1) * ell[0])
+        p, q = split_pair(n, ones, eps0)
+        keep = (p > 0) & (q > 0)
+        exact = np.logaddexp.reduce(al * np.log(p[keep]) + (1 - al) * np.log(q[keep]))
+        assert bound >= exact, (al, bound, exact)
+
+
 def all_zeros_rdp(n: int, eps0: float, orders: np.ndarray) -> np.ndarray:
     """D_α of the pair with every other user holding 0 (both directions), from the binomial's exact
     ratio t(y) = s(y−1)/s(y) = y·q/((N − y + 1)·r) in log space: Σ_y s(y)·(q·t + r)·e^{(α−1)ℓ(y)},
