@@ -37,7 +37,7 @@ from ._lazy import lazy
 
 special = lazy("scipy.special")
 
-__all__ = ["Tilts", "log_sf", "tilts"]
+__all__ = ["Tilts", "at", "tilts"]
 
 #: tilts in units of the count's standard deviation: 0, then geometric from a quarter to ~10⁴
 _Z = np.concatenate([[0.0], 0.25 * 1.05 ** np.arange(220)])
@@ -69,16 +69,18 @@ def tilts(counts: NDArray[np.int64], logits: NDArray[np.float64], lam_max: float
     return Tilts(lam, mu * (1.0 - _REL), K + _REL * (np.abs(K) + 1.0))
 
 
-def log_sf(tl: Tilts, ys: NDArray[np.int64]) -> NDArray[np.float64]:
-    """Upper bounds on log Pr[S_i ≥ y] for each row i and each y of its row of ``ys`` ((2), at the
-    tilts just below and just above y's place among the tilted means; 0 where y is at most the
+def at(tl: Tilts, ys: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """For each row i and each y of its row of ``ys``: the least tilt λ_j with y ≤ μ_lo(λ_j)
+    (+inf if none), so that t(y) ≤ e^λ by (1); and an upper bound on log Pr[S_i ≥ y] by (2) at
+    the tilts just below and just above y's place among the tilted means (0 where y is at most the
     mean)."""
     J = tl.lam.shape[1]
     y = np.asarray(ys, dtype=np.float64)
     j = np.stack([np.searchsorted(tl.mu_lo[i], y[i], side="left") for i in range(y.shape[0])])
-    best = np.zeros(y.shape)
+    above = np.take_along_axis(tl.lam, np.minimum(j, J - 1), axis=1)
+    log_sf = np.zeros(y.shape)
     for jj in (np.minimum(j, J - 1), np.maximum(j - 1, 0)):
         lam = np.take_along_axis(tl.lam, jj, axis=1)
         K = np.take_along_axis(tl.log_mgf, jj, axis=1)
-        best = np.minimum(best, K - lam * y + _REL * lam * np.abs(y))
-    return best
+        log_sf = np.minimum(log_sf, K - lam * y + _REL * lam * np.abs(y))
+    return np.where(j < J, above, np.inf), log_sf

@@ -195,6 +195,7 @@ def _subsampled_clones(n: int, k: int, epsilon0: float, orders: NDArray[np.float
 
 
 RR_CLONES_VERSION = 2  # bump when the randomized-response clone evaluation changes
+Named = list[tuple[str, NDArray[np.float64]]]  # named candidate curves (_shuffle_upper_detail)
 
 
 def _rr_clone_rdp(n: int, k: int, epsilon0: float, orders: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -284,20 +285,18 @@ def shuffle_upper_detail(
 
 
 def _shuffle_upper_detail(
-    n: int, epsilon0: float, o: NDArray[np.float64], output: str, randomizer: str, clones: bool = True
+    n: int, epsilon0: float, o: NDArray[np.float64], output: str, randomizer: str, extra: Named | None = None
 ) -> CurveDetail:
-    rr = randomizer == "rr"  # clones=False: the closed forms alone (binary shuffle_rr, bounds.md §13)
-    names = ["cap"] + (["clones_rr" if rr else "clones"] if clones else [])
+    rr = randomizer == "rr"  # extra: curves in place of the clone pair's (binary shuffle_rr, bounds.md §13)
+    if extra is None:
+        extra = [("clones_rr", rr_clones(n, n, epsilon0, o))] if rr else [("clones", _clones(n, epsilon0, o))]
+    names, cands = ["cap"] + [name for name, _ in extra], [vals for _, vals in extra]
     cap_i, cap_o = also_at(lambda x: _sh.cap(epsilon0, x), o)
     u2_i, u2_o = also_at(lambda x: _sh.u2(n, epsilon0, x), o)
-    cands = ([rr_clones(n, n, epsilon0, o) if rr else _clones(n, epsilon0, o)]) if clones else []
     if output == "discrete":
 
         def int_min(ints: NDArray[np.int64]) -> NDArray[np.float64]:
-            out: NDArray[np.float64] = np.minimum.reduce(
-                [_sh._u1_int(n, epsilon0, ints), u2_i(ints), cap_i(ints)]
-            )
-            return out
+            return np.asarray(np.minimum.reduce([_sh._u1_int(n, epsilon0, ints), u2_i(ints), cap_i(ints)]))
 
         # at an integer order the interpolated minimum is min(U1, U2, cap) itself
         names += ["u1", "u2"]

@@ -426,18 +426,14 @@ def _s_upper(
     s_hi: NDArray[np.float64],
     tails: NDArray[np.float64],
     ys: NDArray[np.int64],
-    tl: bernoulli_sums.Tilts,
+    log_sf: NDArray[np.float64],
     top: NDArray[np.int64],
-    c0: int,
 ) -> NDArray[np.float64]:
     """Upper bounds on the true pmf at ``ys`` = y0 − 1 .. y0 + w, row by row: the window's bracket
-    plus what the windows leave out (at most ``tails``), from column ``c0`` on (above every row's
-    mean) at most Pr[S ≥ y] ((2) of :mod:`accountant.bernoulli_sums`); 0 above the count's largest
-    value ``top``."""
-    R = s_hi.shape[0]
-    tail = np.ones(ys.shape)
-    tail[:, c0:] = np.exp(bernoulli_sums.log_sf(tl, ys[:, c0:].astype(np.float64)))
-    zero = np.zeros((R, 1))
+    plus what the windows leave out (at most ``tails``), at most Pr[S ≥ y] (``log_sf``, (2) of
+    :mod:`accountant.bernoulli_sums`); 0 above the count's largest value ``top``."""
+    tail = np.exp(log_sf)
+    zero = np.zeros((s_hi.shape[0], 1))
     s = np.minimum(np.concatenate([zero, s_hi, zero], axis=1) + np.minimum(tails[:, None], tail), tail)
     return np.where(ys > top[:, None], 0.0, s)
 
@@ -452,7 +448,7 @@ def _segments(
     starts = np.concatenate([np.full((R, 1), -1.0), np.floor(tl.mu_lo)], axis=1)  # s(y − 1), y in segment
     if y_from is not None:
         starts = np.maximum(starts, (y_from - 1.0)[:, None])
-    logm = np.minimum(bernoulli_sums.log_sf(tl, starts), cap[:, None])
+    logm = np.minimum(bernoulli_sums.at(tl, starts)[1], cap[:, None])
     ell = np.concatenate([_loss(np.exp(tl.lam), r, e0), np.full((R, 1), e0)], axis=1)
     if y_from is not None:
         reach = np.concatenate([tl.mu_lo, np.full((R, 1), np.inf)], axis=1) >= y_from[:, None]
@@ -476,19 +472,19 @@ def _rdp_terms(
     tl, top = _tilts(parts, R, e0)
     ys = y0[:, None] + np.arange(-1, w + 1)[None, :]  # s at y0 − 1 .. y0 + w; P at y0 .. y0 + w
     c0 = int(np.clip(np.min(np.floor(tl.mu_lo[:, 0]) - y0), 0, w))  # below: every row's mean
-    hi = _s_upper(s_hi, tails, ys, tl, top, c0)
+    # from every row's mean on, Darroch's ratio bound and Chernoff's tail (1 below)
+    lam_y, log_sf = np.full(ys.shape, np.inf), np.zeros(ys.shape)
+    lam_y[:, c0:], log_sf[:, c0:] = bernoulli_sums.at(tl, ys[:, c0:].astype(np.float64))
+    hi = _s_upper(s_hi, tails, ys, log_sf, top)
     lo = np.concatenate([np.zeros((R, 1)), s_lo, np.zeros((R, 1))], axis=1)
     # P(y0 + i), i = 0..w, of the true pmf (Q's lower bound: the window's)
     p_hi = (q * hi[:, :-1] + r * hi[:, 1:]) * (1.0 + 4.0 * U)
     q_lo = (r * lo[:, :-1] + q * lo[:, 1:]) * (1.0 - 4.0 * U)
-    # t(y0 + i) ≤ t_hi (t(y0) ≤ t(y0 + 1)), and ≤ e^{λ_j} where y0 + i ≤ μ_lo(λ_j) (Darroch)
+    # t(y0 + i) ≤ t_hi (t(y0) ≤ t(y0 + 1)), and ≤ e^{λ} where y0 + i ≤ μ_lo(λ) (Darroch)
     edge = np.full((R, 1), np.inf)
     tb = np.concatenate([t_hi[:, :1] if w > 1 else edge, t_hi, edge], axis=1)
-    J = tl.lam.shape[1]
-    j = np.stack([np.searchsorted(tl.mu_lo[i], ys[i, c0 + 1 :], side="left") for i in range(R)])
     with np.errstate(over="ignore"):
-        darroch = np.exp(np.take_along_axis(tl.lam, np.minimum(j, J - 1), axis=1))
-    tb[:, c0:] = np.minimum(tb[:, c0:], np.where(j < J, darroch, np.inf))
+        tb = np.minimum(tb, np.exp(lam_y[:, 1:]))
     with np.errstate(divide="ignore", invalid="ignore"):
         ell = np.minimum(np.log(p_hi) - np.log(q_lo), _loss(tb, r, e0))
     ell = np.where(p_hi > 0, np.nan_to_num(ell, nan=e0), -np.inf)

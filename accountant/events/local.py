@@ -3,7 +3,6 @@ shuffler (thesis ch. 5; bounds.md §1–3, §8)."""
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -217,24 +216,16 @@ class ShuffleRREvent(_RandomizedResponse):
     def _detail(self, orders: NDArray[np.float64], randomizer: str) -> Any:
         if randomizer != "rr" or self.categories != 2 or self.n > shuffled_rr.MAX_USERS:
             return _b.shuffle_upper_detail(self.n, self.epsilon0, orders, "discrete", randomizer)
-        # binary RR: the exact shuffled count's Rényi divergence at the worst split (bounds.md §13)
-        # (orders ≤ RDP_MAX_ORDER) and the closed forms; randomized response's clone pair only above
-        # SPLIT_ONLY_ORDER, where the windows' far tails (counted at the largest loss) can make the
-        # splits' curve the looser one
+        # binary RR: the exact shuffled count's Rényi divergence at the worst split (bounds.md §13,
+        # orders ≤ RDP_MAX_ORDER) and the closed forms; randomized response's clone pair (§12) only
+        # above SPLIT_ONLY_ORDER, where it can still be the tighter curve (the only one past 256)
         o = np.asarray(orders, dtype=np.float64)
-        d = _b._shuffle_upper_detail(self.n, self.epsilon0, o, "discrete", randomizer, clones=False)
-        rdp, sources = d.rdp.copy(), list(d.sources)
-        cands = [("shuffled_rr", shuffled_rr.split_rdp(self.n, self.epsilon0, o))]
+        clones = np.full(o.size, np.inf)
         high = o > shuffled_rr.SPLIT_ONLY_ORDER
         if np.any(high):
-            clones = np.full(o.size, np.inf)
             clones[high] = _b.rr_clones(self.n, self.n, self.epsilon0, o[high])
-            cands.append(("clones_rr", clones))
-        for name, vals in cands:
-            better = vals < rdp
-            rdp = np.where(better, vals, rdp)
-            sources = [name if b else s for b, s in zip(better.tolist(), sources)]
-        return dataclasses.replace(d, rdp=rdp, sources=sources)
+        extra = [("shuffled_rr", shuffled_rr.split_rdp(self.n, self.epsilon0, o)), ("clones_rr", clones)]
+        return _b._shuffle_upper_detail(self.n, self.epsilon0, o, "discrete", randomizer, extra)
 
     def pure_epsilon(self) -> float:
         return self.epsilon0
